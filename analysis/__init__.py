@@ -1,0 +1,1 @@
+"""deniable.analysis: debiased estimates from randomized reports."""

@@ -1,0 +1,24 @@
+"""deniable.client: randomize survey answers on the respondent's device.
+
+Standard library only. Every mechanism is an exact channel (`fractions.Fraction` entries);
+ε is computed from it. See docs/mechanisms.md.
+"""
+
+from .exact import EpsilonRequest
+from .mechanisms import ChannelMechanism, LaplaceMechanism, Mechanism, UnaryMechanism
+from .privacy import posterior_bound, privacy_statement
+from .survey import QUESTION_TYPES, Question, SpecError, Survey
+
+__all__ = [
+    "ChannelMechanism",
+    "EpsilonRequest",
+    "LaplaceMechanism",
+    "Mechanism",
+    "QUESTION_TYPES",
+    "Question",
+    "SpecError",
+    "Survey",
+    "UnaryMechanism",
+    "posterior_bound",
+    "privacy_statement",
+]

@@ -1,0 +1,138 @@
+"""Exact arithmetic shared by every mechanism: parsing probabilities, bounding e^ε by rationals.
+
+Everything here is integer or `Fraction` arithmetic so that the JavaScript twin
+(`client/js/deniable.js`) reproduces each channel bit for bit. No transcendental
+function of the floating-point library decides a probability: two languages'
+`exp` may differ in the last bit, and then the "same" spec would give two channels.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+#: Rational lower bounds of e^x are floored onto this grid (denominator 2^32).
+EXP_GRID_BITS = 32
+#: The Taylor series of e^x stops once a term falls below 2^-48.
+_TAYLOR_STOP = Fraction(1, 2**48)
+
+_LN_PATTERN = re.compile(r"^\s*(?:ln|log)\s*\(?\s*([0-9./eE+\-]+)\s*\)?\s*$")
+
+
+def parse_fraction(value, field: str) -> Fraction:
+    """Read a probability or number written as an int, a float, ``"1/4"`` or ``"0.25"``.
+
+    Floats are read through their shortest decimal form (``0.1`` is 1/10, not the binary
+    double nearest it), the same rule JavaScript's ``String(x)`` gives the twin.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{field}: expected a number or a fraction such as '1/4', got {value!r}")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{field}: must be finite, got {value!r}")
+        return Fraction(repr(value))
+    if isinstance(value, str):
+        text = value.strip()
+        if re.fullmatch(r"[+-]?\d+(\.\d+)?([eE][+-]?\d+)?(\s*/\s*\d+)?", text):
+            try:
+                return Fraction(text.replace(" ", ""))
+            except ZeroDivisionError:
+                raise ValueError(f"{field}: division by zero in {value!r}") from None
+    raise ValueError(f"{field}: expected a number or a fraction such as '1/4', got {value!r}")
+
+
+@dataclass(frozen=True)
+class EpsilonRequest:
+    """A privacy budget as written in a spec: a rational ``x`` or ``ln(c)`` for rational ``c``."""
+
+    value: Fraction | None = None  # ε = value
+    ln_of: Fraction | None = None  # ε = ln(ln_of)
+
+    @classmethod
+    def parse(cls, raw, field: str) -> "EpsilonRequest":
+        if isinstance(raw, str):
+            match = _LN_PATTERN.match(raw)
+            if match:
+                base = parse_fraction(match.group(1), field)
+                if base <= 1:
+                    raise ValueError(f"{field}: must be greater than 0, got {raw!r} (ln of a number ≤ 1)")
+                return cls(ln_of=base)
+        value = parse_fraction(raw, field)
+        if value <= 0:
+            raise ValueError(f"{field}: must be greater than 0, got {raw!r}")
+        if value > 50:
+            raise ValueError(f"{field}: {raw!r} is so large that the answer is practically sent as is; use privacy: none")
+        return cls(value=value)
+
+    def __float__(self) -> float:
+        if self.ln_of is not None:
+            return _log_fraction(self.ln_of)
+        return float(self.value)
+
+    def canonical(self):
+        """The spec form that is hashed: ``"ln(3)"`` or the number as the user wrote it."""
+        if self.ln_of is not None:
+            return f"ln({self.ln_of})"
+        return int(self.value) if self.value.denominator == 1 else float(self.value)
+
+    def exp_lower_bound(self, divisor: int = 1) -> Fraction:
+        """A rational L with L ≤ e^(ε/divisor), on the 2^-32 grid (exact for ε = ln(c), divisor 1)."""
+        scale = 2**EXP_GRID_BITS
+        if self.ln_of is not None:
+            # floor(2^32 · c^(1/d)) = floor((floor(c · 2^(32d)))^(1/d)), an integer root.
+            target = (self.ln_of.numerator * scale**divisor) // self.ln_of.denominator
+            return Fraction(integer_root(target, divisor), scale)
+        x = self.value / divisor
+        total, term, k = Fraction(1), Fraction(1), 0
+        while True:
+            k += 1
+            term = term * x / k
+            total += term
+            if term < _TAYLOR_STOP:
+                break
+        return Fraction(math.floor(total * scale), scale)
+
+
+def integer_root(value: int, degree: int) -> int:
+    """The largest integer r with r**degree <= value (Newton's method on integers)."""
+    if value < 0 or degree < 1:
+        raise ValueError("integer_root needs value >= 0 and degree >= 1")
+    if value < 2 or degree == 1:
+        return value
+    guess = 1 << -(-value.bit_length() // degree)  # an over-estimate
+    while True:
+        better = ((degree - 1) * guess + value // guess ** (degree - 1)) // degree
+        if better >= guess:
+            break
+        guess = better
+    while guess**degree > value:
+        guess -= 1
+    while (guess + 1) ** degree <= value:
+        guess += 1
+    return guess
+
+
+def _log_fraction(ratio: Fraction) -> float:
+    """ln of a positive Fraction, accurate even when numerator and denominator overflow a float."""
+    as_float = float(ratio)
+    if 0.0 < as_float < math.inf:
+        return math.log(as_float)
+    return math.log(ratio.numerator) - math.log(ratio.denominator)
+
+
+def epsilon_of(exp_epsilon: Fraction | None) -> float:
+    """ε as a float from the exact worst-case likelihood ratio e^ε (None means unbounded)."""
+    if exp_epsilon is None:
+        return math.inf
+    return _log_fraction(exp_epsilon)
+
+
+def json_number(value: Fraction):
+    """A grid value as the plain JSON number both clients produce (int when whole)."""
+    if value.denominator == 1:
+        return int(value)
+    return float(value)

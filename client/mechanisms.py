@@ -1,0 +1,545 @@
+"""Privacy mechanisms as exact channels.
+
+A mechanism is the column-stochastic matrix ``Q[r][a] = P(report r | true answer a)`` with
+`Fraction` entries, plus a sampler that draws a report from column ``a`` with a
+cryptographically secure integer source. ε is computed from the matrix:
+``ε = max_r max_{a,a'} ln(Q[r][a] / Q[r][a'])``; the exact worst-case ratio is kept as
+``exp_epsilon`` so both clients and the analysis can compare it without rounding.
+
+Three shapes cover every design:
+
+* `ChannelMechanism`: a finite matrix written out (yes/no designs, k-ary RR, ordinal RR).
+* `UnaryMechanism`: one independent 2×2 channel per option of a multi-select question.
+* `LaplaceMechanism`: discrete Laplace noise on a bounded numeric grid, tails folded.
+
+A randomness source is anything with ``randbelow(n) -> int`` uniform on ``range(n)``;
+the default is the `secrets` module. Tests may inject a seeded one; real use must not.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import secrets
+from fractions import Fraction
+from functools import cached_property
+
+from .exact import EpsilonRequest, epsilon_of, json_number, parse_fraction
+
+YES_NO = ("yes", "no")
+
+#: Cap on the size of a numeric grid (answers); the report alphabet is three times as large.
+MAX_GRID_POINTS = 1001
+#: Cap on multi-select options: the answer alphabet has 2**options subsets.
+MAX_MULTI_SELECT_OPTIONS = 16
+#: Resolution of the searched base of the ordinal design's exponential weights.
+ORDINAL_BASE_BITS = 20
+
+
+def _worst_ratio(rows) -> Fraction | None:
+    """max over rows of max/min entry; None (unbounded) when a row mixes zero and non-zero."""
+    worst = Fraction(1)
+    for row in rows:
+        high, low = max(row), min(row)
+        if high == 0:
+            continue
+        if low == 0:
+            return None
+        worst = max(worst, high / low)
+    return worst
+
+
+class Mechanism:
+    """What every mechanism offers; subclasses supply the channel and the sampler."""
+
+    design: str
+    params: dict
+
+    @property
+    def answers(self) -> list:
+        """The input alphabet, as JSON values."""
+        raise NotImplementedError
+
+    @property
+    def reports(self) -> list:
+        """The output alphabet, as JSON values."""
+        raise NotImplementedError
+
+    def probability(self, report, answer) -> Fraction:
+        """Exact P(report | answer)."""
+        raise NotImplementedError
+
+    def randomize(self, answer, rng=None):
+        """Draw a report for ``answer`` (default source: `secrets`)."""
+        raise NotImplementedError
+
+    def channel(self) -> list[list[Fraction]]:
+        """The full matrix ``Q[r][a]`` in the order of `reports` and `answers`."""
+        answers = self.answers
+        return [[self.probability(r, a) for a in answers] for r in self.reports]
+
+    @cached_property
+    def exp_epsilon(self) -> Fraction | None:
+        """Exact e^ε: the largest ratio P(r|a)/P(r|a') over the channel; None when unbounded."""
+        return _worst_ratio(self.channel())
+
+    @property
+    def epsilon(self) -> float:
+        """ε = ln(exp_epsilon), computed from the channel, never copied from the spec."""
+        return epsilon_of(self.exp_epsilon)
+
+    @property
+    def is_private(self) -> bool:
+        return self.exp_epsilon is not None
+
+    def validate_answer(self, answer):
+        """The canonical form of ``answer``; ValueError when it is not in the input alphabet."""
+        if answer in self.answers and not isinstance(answer, bool):
+            return answer
+        raise ValueError(f"answer {answer!r} is not one of {self.answers!r}")
+
+    def validate_report(self, report):
+        """The canonical form of ``report``; ValueError when it is outside the output alphabet."""
+        if report in self.reports and not isinstance(report, bool):
+            return report
+        raise ValueError(f"report {report!r} is not one of {self.reports!r}")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.design} ε={self.epsilon:.6g}>"
+
+
+class ChannelMechanism(Mechanism):
+    """A finite channel given column by column: ``columns[a][r] = P(reports[r] | answers[a])``."""
+
+    def __init__(self, design: str, params: dict, answers, reports, columns):
+        self.design = design
+        self.params = params
+        self._answers = list(answers)
+        self._reports = list(reports)
+        self._columns = [list(map(Fraction, column)) for column in columns]
+        for answer, column in zip(self._answers, self._columns):
+            if len(column) != len(self._reports) or sum(column) != 1 or min(column) < 0:
+                raise ValueError(f"column for answer {answer!r} is not a probability distribution")
+        self._answer_index = {a: i for i, a in enumerate(self._answers)}
+        self._report_index = {r: i for i, r in enumerate(self._reports)}
+        self._samplers = {}
+
+    @property
+    def answers(self):
+        return list(self._answers)
+
+    @property
+    def reports(self):
+        return list(self._reports)
+
+    def probability(self, report, answer) -> Fraction:
+        a = self._answer_index[self.validate_answer(answer)]
+        r = self._report_index[self.validate_report(report)]
+        return self._columns[a][r]
+
+    def channel(self):
+        return [[column[r] for column in self._columns] for r in range(len(self._reports))]
+
+    def _sampler(self, a: int):
+        # Integer thresholds over the column's common denominator: no float in sampling.
+        if a not in self._samplers:
+            column = self._columns[a]
+            denominator = math.lcm(*(p.denominator for p in column))
+            thresholds = list(itertools.accumulate(p.numerator * (denominator // p.denominator) for p in column))
+            self._samplers[a] = (denominator, thresholds)
+        return self._samplers[a]
+
+    def randomize(self, answer, rng=None):
+        rng = rng or secrets
+        denominator, thresholds = self._sampler(self._answer_index[self.validate_answer(answer)])
+        draw = rng.randbelow(denominator)
+        return self._reports[bisect.bisect_right(thresholds, draw)]
+
+
+class UnaryMechanism(Mechanism):
+    """Multi-select: each option is a bit sent through its own 2×2 channel, independently.
+
+    ``keep_one = P(bit reported 1 | bit 1)`` and ``flip_zero = P(bit reported 1 | bit 0)``.
+    Answers and reports are lists of the selected options, in option order. Because the bits
+    are independent and each may change between two answers, e^ε of the whole channel is the
+    product of the per-bit worst ratios; `exp_epsilon` computes it so (enumerating 2^m × 2^m
+    entries would be the same number, and tests check that for small m).
+    """
+
+    def __init__(self, design: str, params: dict, options, keep_one: Fraction, flip_zero: Fraction):
+        self.design = design
+        self.params = params
+        self.options = list(options)
+        self.keep_one = Fraction(keep_one)
+        self.flip_zero = Fraction(flip_zero)
+
+    def bit_channel(self) -> list[list[Fraction]]:
+        """``[[P(0|0), P(0|1)], [P(1|0), P(1|1)]]`` shared by every option."""
+        return [[1 - self.flip_zero, 1 - self.keep_one], [self.flip_zero, self.keep_one]]
+
+    def _subsets(self):
+        for mask in range(2 ** len(self.options)):
+            yield [o for i, o in enumerate(self.options) if mask >> i & 1]
+
+    @property
+    def answers(self):
+        return list(self._subsets())
+
+    @property
+    def reports(self):
+        return list(self._subsets())
+
+    def _bits(self, selection, what: str) -> list[int]:
+        if not isinstance(selection, (list, tuple)):
+            raise ValueError(f"{what} must be a list of options, got {selection!r}")
+        chosen = set()
+        for item in selection:
+            if not isinstance(item, str) or item not in self.options:
+                raise ValueError(f"{what} {item!r} is not one of the options {self.options!r}")
+            if item in chosen:
+                raise ValueError(f"{what} lists {item!r} twice")
+            chosen.add(item)
+        return [int(o in chosen) for o in self.options]
+
+    def validate_answer(self, answer):
+        bits = self._bits(answer, "answer")
+        return [o for o, b in zip(self.options, bits) if b]
+
+    def validate_report(self, report):
+        bits = self._bits(report, "report")
+        return [o for o, b in zip(self.options, bits) if b]
+
+    def probability(self, report, answer) -> Fraction:
+        bit_channel = self.bit_channel()
+        result = Fraction(1)
+        for r, a in zip(self._bits(report, "report"), self._bits(answer, "answer")):
+            result *= bit_channel[r][a]
+        return result
+
+    @cached_property
+    def exp_epsilon(self):
+        per_bit = _worst_ratio(self.bit_channel())
+        return None if per_bit is None else per_bit ** len(self.options)
+
+    def randomize(self, answer, rng=None):
+        rng = rng or secrets
+        report = []
+        for option, bit in zip(self.options, self._bits(answer, "answer")):
+            p_one = self.keep_one if bit else self.flip_zero
+            if rng.randbelow(p_one.denominator) < p_one.numerator:
+                report.append(option)
+        return report
+
+
+class LaplaceMechanism(Mechanism):
+    """Bounded numbers: discrete Laplace (two-sided geometric) noise on the ``step`` grid.
+
+    The answer is clamped to [min, max] and snapped to the nearest grid point (index i of
+    0..N). Noise K has P(K = k) ∝ α^|k|; the report index i + K is clamped to the window
+    −N..2N, i.e. values from ``min − range`` to ``max + range``, so the tails beyond are
+    folded onto the two ends. A clamped, finite alphabet lets the server validate every
+    report and gives the analysis an exact finite channel to invert; clamping is
+    post-processing and cannot raise ε. With α = 1/L, L ≤ e^(ε/N), every ratio is at most
+    α^-N ≤ e^ε.
+    """
+
+    def __init__(self, design: str, params: dict, minimum: Fraction, maximum: Fraction, step: Fraction,
+                 alpha: Fraction | None):
+        self.design = design
+        self.params = params
+        self.minimum, self.maximum, self.step = minimum, maximum, step
+        self.points = int((maximum - minimum) / step)  # N
+        self.alpha = alpha  # None: no noise (a public question)
+        low, high = (-self.points, 2 * self.points) if alpha is not None else (0, self.points)
+        self.report_range = (low, high)
+
+    def _value(self, index: int):
+        return json_number(self.minimum + index * self.step)
+
+    @property
+    def answers(self):
+        return [self._value(i) for i in range(self.points + 1)]
+
+    @property
+    def reports(self):
+        low, high = self.report_range
+        return [self._value(i) for i in range(low, high + 1)]
+
+    def answer_index(self, answer) -> int:
+        """Clamp to [min, max] and snap to the nearest grid point (ties upward)."""
+        if isinstance(answer, bool) or not isinstance(answer, (int, float, str)):
+            raise ValueError(f"answer must be a number, got {answer!r}")
+        value = parse_fraction(answer, "answer")
+        value = min(max(value, self.minimum), self.maximum)
+        return math.floor((value - self.minimum) / self.step + Fraction(1, 2))
+
+    def report_index(self, report) -> int:
+        if isinstance(report, bool) or not isinstance(report, (int, float)):
+            raise ValueError(f"report must be a number, got {report!r}")
+        position = (parse_fraction(report, "report") - self.minimum) / self.step
+        low, high = self.report_range
+        if position.denominator != 1 or not low <= position <= high:
+            raise ValueError(
+                f"report {report!r} is not on the grid {self._value(low)}..{self._value(high)} step {json_number(self.step)}"
+            )
+        return int(position)
+
+    def validate_answer(self, answer):
+        return self._value(self.answer_index(answer))
+
+    def validate_report(self, report):
+        return self._value(self.report_index(report))
+
+    def _index_probability(self, r: int, a: int) -> Fraction:
+        if self.alpha is None:
+            return Fraction(int(r == a))
+        alpha, distance = self.alpha, abs(r - a)
+        low, high = self.report_range
+        if r in (low, high):  # a folded tail: Σ_{k ≥ d} c·α^k = α^d / (1 + α)
+            return alpha**distance / (1 + alpha)
+        return (1 - alpha) / (1 + alpha) * alpha**distance
+
+    def probability(self, report, answer) -> Fraction:
+        return self._index_probability(self.report_index(report), self.answer_index(answer))
+
+    @cached_property
+    def exp_epsilon(self):
+        # P(r|a) falls with |r − a|, so each row's extremes sit at the nearest and the farthest
+        # answer: O(reports) exact evaluations instead of the whole matrix (tests compare both).
+        if self.alpha is None:
+            return None if self.points > 0 else Fraction(1)
+        worst = Fraction(1)
+        low, high = self.report_range
+        for r in range(low, high + 1):
+            nearest = min(max(r, 0), self.points)
+            farthest = 0 if abs(r) > abs(r - self.points) else self.points
+            worst = max(worst, self._index_probability(r, nearest) / self._index_probability(r, farthest))
+        return worst
+
+    def _geometric(self, rng) -> int:
+        # Failures before the first success with success probability 1 − α, drawn exactly.
+        count, numerator, denominator = 0, self.alpha.numerator, self.alpha.denominator
+        while rng.randbelow(denominator) < numerator:
+            count += 1
+        return count
+
+    def randomize(self, answer, rng=None):
+        index = self.answer_index(answer)
+        if self.alpha is None:
+            return self._value(index)
+        rng = rng or secrets
+        low, high = self.report_range
+        noisy = index + self._geometric(rng) - self._geometric(rng)
+        return self._value(min(max(noisy, low), high))
+
+
+# --- designs: each builds one of the shapes above from spec parameters -------------------------
+
+def _probability(params: dict, name: str, where: str) -> Fraction:
+    if name not in params:
+        raise ValueError(f"{where}.{name}: missing")
+    value = parse_fraction(params[name], f"{where}.{name}")
+    if not 0 <= value <= 1:
+        raise ValueError(f"{where}.{name}: must be between 0 and 1, got {params[name]!r}")
+    return value
+
+
+def _binary(design, params, yes_given_yes: Fraction, yes_given_no: Fraction):
+    if yes_given_yes == yes_given_no:
+        raise ValueError(f"privacy: this {design} design sends the same report whatever the answer; "
+                         "nothing about the population could be estimated")
+    columns = [[yes_given_yes, 1 - yes_given_yes], [yes_given_no, 1 - yes_given_no]]
+    return ChannelMechanism(design, params, YES_NO, YES_NO, columns)
+
+
+def forced_response(params: dict, where: str):
+    """With probability ``truth`` report the true answer, else report ``yes`` or ``no`` as forced.
+
+    Default: the coin-flip design (truth 1/2, yes 1/4, no 1/4), P(yes|yes) = 3/4,
+    P(yes|no) = 1/4, ε = ln 3.
+    """
+    truth, yes, no = (_probability(params, n, where) for n in ("truth", "yes", "no"))
+    if truth + yes + no != 1:
+        raise ValueError(f"{where}: truth + yes + no must be 1, got {truth} + {yes} + {no} = {truth + yes + no}")
+    if truth == 0:
+        raise ValueError(f"{where}.truth: must be greater than 0, or the report carries no information")
+    normalized = {"design": "forced_response", "truth": str(truth), "yes": str(yes), "no": str(no)}
+    return _binary("forced_response", normalized, truth + yes, yes)
+
+
+def warner(params: dict, where: str):
+    """Warner (1965): with probability ``p`` answer "Is the statement true of you?", else its negation."""
+    p = _probability(params, "p", where)
+    if p == Fraction(1, 2):
+        raise ValueError(f"{where}.p: 1/2 makes the report independent of the answer; choose p ≠ 1/2")
+    return _binary("warner", {"design": "warner", "p": str(p)}, p, 1 - p)
+
+
+def unrelated_question(params: dict, where: str):
+    """With probability ``p`` answer the sensitive question, else an innocuous one whose "yes"
+    prevalence ``innocuous_yes`` is known (e.g. "Were you born in April?")."""
+    p = _probability(params, "p", where)
+    innocuous = _probability(params, "innocuous_yes", where)
+    if p == 0:
+        raise ValueError(f"{where}.p: must be greater than 0, or the report carries no information")
+    normalized = {"design": "unrelated_question", "p": str(p), "innocuous_yes": str(innocuous)}
+    return _binary("unrelated_question", normalized, p + (1 - p) * innocuous, (1 - p) * innocuous)
+
+
+def _exp_bound(request: EpsilonRequest, where: str, divisor: int = 1) -> Fraction:
+    bound = request.exp_lower_bound(divisor)
+    if bound <= 1:
+        raise ValueError(f"{where}.epsilon: too small to give this question any signal ({divisor} part(s) of "
+                         f"{float(request):.3g} each round to no information); choose a larger epsilon")
+    return bound
+
+
+def _epsilon_or(params: dict, where: str, alternative: str | None = None) -> EpsilonRequest | None:
+    if "epsilon" in params and alternative and alternative in params:
+        raise ValueError(f"{where}: give either epsilon or {alternative}, not both")
+    if "epsilon" in params:
+        return EpsilonRequest.parse(params["epsilon"], f"{where}.epsilon")
+    if alternative and alternative in params:
+        return None
+    wanted = "epsilon" + (f" or {alternative}" if alternative else "")
+    raise ValueError(f"{where}: {wanted} is required")
+
+
+def k_rr(params: dict, where: str, options):
+    """Generalized (k-ary) randomized response: the true option with probability ``p_truth``,
+    each other option with (1 − p_truth)/(k − 1). Given ``epsilon``, p_truth = L/(L + k − 1)
+    with the largest grid rational L ≤ e^ε."""
+    k = len(options)
+    request = _epsilon_or(params, where, "p_truth")
+    if request is not None:
+        bound = _exp_bound(request, where)
+        p_truth = bound / (bound + k - 1)
+        normalized = {"design": "k_rr", "epsilon": request.canonical()}
+    else:
+        p_truth = _probability(params, "p_truth", where)
+        if p_truth <= Fraction(1, k):
+            raise ValueError(f"{where}.p_truth: must exceed 1/{k} (one over the number of options), got {params['p_truth']!r}")
+        normalized = {"design": "k_rr", "p_truth": str(p_truth)}
+    other = (1 - p_truth) / (k - 1)
+    columns = [[p_truth if r == a else other for r in range(k)] for a in range(k)]
+    return ChannelMechanism("k_rr", normalized, options, options, columns)
+
+
+def _ordinal_columns(k: int, base: Fraction):
+    powers = [base**d for d in range(k)]
+    columns = []
+    for a in range(k):
+        weights = [powers[abs(r - a)] for r in range(k)]
+        total = sum(weights)
+        columns.append([w / total for w in weights])
+    return columns
+
+
+def ordinal(params: dict, where: str, options):
+    """Ordinal randomized response for Likert scales: the exponential mechanism with utility
+    −|i − j|, P(j | i) ∝ w^|i−j|. Reports near the truth are likelier. Given ``epsilon``, the
+    base w = n/2^20 is the smallest on that grid whose exact channel has e^ε ≤ L ≤ e^ε
+    (a binary search; the textbook w = e^(−ε/2Δ) spends less of the budget than allowed)."""
+    request = _epsilon_or(params, where)
+    bound = _exp_bound(request, where)
+    k, scale = len(options), 2**ORDINAL_BASE_BITS
+    low, high = 0, scale  # high always satisfies the budget (w = 1 is uniform, ε = 0)
+    while high - low > 1:
+        middle = (low + high) // 2
+        ratio = _worst_ratio(list(zip(*_ordinal_columns(k, Fraction(middle, scale)))))
+        if ratio is not None and ratio <= bound:
+            high = middle
+        else:
+            low = middle
+    base = Fraction(high, scale)
+    normalized = {"design": "ordinal", "epsilon": request.canonical()}
+    return ChannelMechanism("ordinal", normalized, options, options, _ordinal_columns(k, base))
+
+
+def unary(params: dict, where: str, options):
+    """Unary encoding for multi-select: each option's bit is randomized on its own, with ε/m per
+    bit (m options; an answer may change every bit). ``variant: symmetric`` (default, basic
+    RAPPOR) keeps each bit with L/(1 + L); ``variant: optimized`` (OUE) reports a 1 as 1 with
+    probability 1/2 and a 0 as 1 with 1/(2L), which lowers the variance of rare options."""
+    unknown = set(params) - {"design", "epsilon", "variant"}
+    variant = params.get("variant", "symmetric")
+    if variant not in ("symmetric", "optimized"):
+        raise ValueError(f"{where}.variant: must be 'symmetric' or 'optimized', got {variant!r}")
+    if unknown:
+        raise ValueError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    request = _epsilon_or(params, where)
+    bound = _exp_bound(request, where, len(options))
+    if variant == "symmetric":
+        keep_one = bound / (1 + bound)
+        flip_zero = 1 - keep_one
+    else:
+        keep_one, flip_zero = Fraction(1, 2), 1 / (2 * bound)
+    normalized = {"design": "unary", "epsilon": request.canonical(), "variant": variant}
+    return UnaryMechanism("unary", normalized, options, keep_one, flip_zero)
+
+
+def laplace(params: dict, where: str, minimum, maximum, step):
+    """Discrete Laplace on the grid; see `LaplaceMechanism`. α = 1/L, L ≤ e^(ε/N)."""
+    request = _epsilon_or(params, where)
+    points = int((maximum - minimum) / step)
+    alpha = 1 / _exp_bound(request, where, points)
+    normalized = {"design": "laplace", "epsilon": request.canonical()}
+    return LaplaceMechanism("laplace", normalized, minimum, maximum, step, alpha)
+
+
+def public(question_type: str, options=None, grid=None):
+    """``privacy: none``: the answer is sent as is (ε = ∞)."""
+    params = {"design": "none"}
+    if question_type == "yes_no":
+        return ChannelMechanism("none", params, YES_NO, YES_NO, [[1, 0], [0, 1]])
+    if question_type in ("choice", "ordinal"):
+        identity = [[int(r == a) for r in range(len(options))] for a in range(len(options))]
+        return ChannelMechanism("none", params, options, options, identity)
+    if question_type == "multi_select":
+        return UnaryMechanism("none", params, options, Fraction(1), Fraction(0))
+    return LaplaceMechanism("none", params, *grid, alpha=None)
+
+
+#: design name → (question types it serves, parameter names it accepts)
+DESIGNS = {
+    "forced_response": (("yes_no",), ("truth", "yes", "no")),
+    "warner": (("yes_no",), ("p",)),
+    "unrelated_question": (("yes_no",), ("p", "innocuous_yes")),
+    "k_rr": (("yes_no", "choice", "ordinal"), ("epsilon", "p_truth")),
+    "ordinal": (("ordinal",), ("epsilon",)),
+    "unary": (("multi_select",), ("epsilon", "variant")),
+    "laplace": (("number",), ("epsilon",)),
+}
+
+DEFAULT_PRIVACY = {"yes_no": {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}}
+
+
+def build(question_type: str, privacy, where: str, options=None, grid=None) -> Mechanism:
+    """The mechanism a question's ``privacy`` field asks for (raises ValueError naming the field)."""
+    if privacy == "none":
+        return public(question_type, options, grid)
+    if not isinstance(privacy, dict):
+        raise ValueError(f"{where}: expected 'none' or a mapping with a 'design', got {privacy!r}")
+    design = privacy.get("design")
+    if design not in DESIGNS:
+        raise ValueError(f"{where}.design: unknown design {design!r}; choose one of {', '.join(DESIGNS)} (or privacy: none)")
+    types, accepted = DESIGNS[design]
+    if question_type not in types:
+        raise ValueError(f"{where}.design: {design} does not apply to {question_type} questions (it serves {', '.join(types)})")
+    unknown = sorted(set(privacy) - {"design", *accepted})
+    if unknown:
+        raise ValueError(f"{where}: unknown field {unknown[0]!r} for design {design} (accepted: {', '.join(accepted)})")
+    if design == "forced_response":
+        return forced_response(privacy, where)
+    if design == "warner":
+        return warner(privacy, where)
+    if design == "unrelated_question":
+        return unrelated_question(privacy, where)
+    if design == "k_rr":
+        return k_rr(privacy, where, list(YES_NO) if question_type == "yes_no" else options)
+    if design == "ordinal":
+        return ordinal(privacy, where, options)
+    if design == "unary":
+        return unary(privacy, where, options)
+    return laplace(privacy, where, *grid)

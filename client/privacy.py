@@ -1,0 +1,32 @@
+"""What ε means for a person: the most an observer's belief can move after seeing a report."""
+
+from __future__ import annotations
+
+import math
+
+
+def posterior_bound(prior: float, epsilon: float) -> float:
+    """The largest posterior P(answer | report) an observer can reach from ``prior``.
+
+    For any report r, P(r | a) ≤ e^ε · P(r | a'), so by Bayes' rule the posterior odds are
+    at most e^ε times the prior odds: q·e^ε / (q·e^ε + 1 − q). At ε = ln 3 a prior of 0.02
+    becomes about 0.058 (the tax-dodging example of the coin-flip design).
+    """
+    if not 0 <= prior <= 1:
+        raise ValueError(f"prior must be between 0 and 1, got {prior!r}")
+    if math.isinf(epsilon):
+        return 1.0 if prior > 0 else 0.0
+    scaled = prior * math.exp(epsilon)
+    return scaled / (scaled + 1 - prior)
+
+
+def privacy_statement(epsilon: float, prior: float = 0.02) -> str:
+    """Plain-language privacy note for one question, used on survey pages and summaries."""
+    if math.isinf(epsilon):
+        return ("This answer is sent exactly as you give it: it is not randomized, "
+                "and anyone who sees the data sees your answer.")
+    factor = math.exp(epsilon)
+    return (f"Your answer is randomized on your device before it is sent. Whatever anyone "
+            f"believed about you beforehand, your report can change the odds by a factor of at "
+            f"most {factor:.3g} (ε = {epsilon:.3g}): someone {prior:.0%} sure would become at "
+            f"most {posterior_bound(prior, epsilon):.1%} sure.")

@@ -1,0 +1,1 @@
+"""deniable.server: the Flask app that collects randomized reports."""
