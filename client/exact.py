@@ -18,6 +18,9 @@ EXP_GRID_BITS = 32
 #: The Taylor series of e^x stops once a term falls below 2^-48.
 _TAYLOR_STOP = Fraction(1, 2**48)
 
+_RATIO = re.compile(r"([+-]?\d{1,40})\s*/\s*(\d{1,40})", re.ASCII)
+# Bounded lengths and exponents: "1e999999999" would otherwise build a billion-digit integer.
+_DECIMAL = re.compile(r"[+-]?(\d{1,40}\.?\d{0,40}|\.\d{1,40})([eE][+-]?\d{1,3})?", re.ASCII)
 _LN_PATTERN = re.compile(r"^\s*(?:ln|log)\s*\(?\s*([0-9./eE+\-]+)\s*\)?\s*$")
 
 
@@ -37,11 +40,13 @@ def parse_fraction(value, field: str) -> Fraction:
         return Fraction(repr(value))
     if isinstance(value, str):
         text = value.strip()
-        if re.fullmatch(r"[+-]?\d+(\.\d+)?([eE][+-]?\d+)?(\s*/\s*\d+)?", text):
-            try:
-                return Fraction(text.replace(" ", ""))
-            except ZeroDivisionError:
-                raise ValueError(f"{field}: division by zero in {value!r}") from None
+        ratio = _RATIO.fullmatch(text)
+        if ratio:
+            if int(ratio.group(2)) == 0:
+                raise ValueError(f"{field}: division by zero in {value!r}")
+            return Fraction(int(ratio.group(1)), int(ratio.group(2)))
+        if _DECIMAL.fullmatch(text):
+            return Fraction(text)
     raise ValueError(f"{field}: expected a number or a fraction such as '1/4', got {value!r}")
 
 

@@ -462,12 +462,9 @@ def unary(params: dict, where: str, options):
     bit (m options; an answer may change every bit). ``variant: symmetric`` (default, basic
     RAPPOR) keeps each bit with L/(1 + L); ``variant: optimized`` (OUE) reports a 1 as 1 with
     probability 1/2 and a 0 as 1 with 1/(2L), which lowers the variance of rare options."""
-    unknown = set(params) - {"design", "epsilon", "variant"}
     variant = params.get("variant", "symmetric")
     if variant not in ("symmetric", "optimized"):
         raise ValueError(f"{where}.variant: must be 'symmetric' or 'optimized', got {variant!r}")
-    if unknown:
-        raise ValueError(f"{where}: unknown field {sorted(unknown)[0]!r}")
     request = _epsilon_or(params, where)
     bound = _exp_bound(request, where, len(options))
     if variant == "symmetric":

@@ -1,0 +1,753 @@
+// deniable.js: randomize survey answers on the respondent's device (browser or Node >= 18).
+//
+// The twin of the Python package deniable.client: the same spec builds the same exact channel
+// Q[r][a] = P(report r | answer a), here with BigInt fractions. Reports are drawn with
+// crypto.getRandomValues and integer thresholds; no floating point decides a probability.
+// epsilon is computed from the channel. Shared test vectors (tests/vectors/) keep the twins equal.
+// No dependencies.
+
+const cryptoSource = globalThis.crypto ?? (await import("node:crypto")).webcrypto;
+
+// ---------------------------------------------------------------- exact arithmetic
+
+export const EXP_GRID_BITS = 32n;
+const TAYLOR_STOP_BITS = 48n;
+export const MAX_GRID_POINTS = 1001;
+export const MAX_MULTI_SELECT_OPTIONS = 16;
+const ORDINAL_BASE_BITS = 20n;
+
+const abs = (x) => (x < 0n ? -x : x);
+const gcd = (a, b) => {
+  a = abs(a);
+  b = abs(b);
+  while (b) [a, b] = [b, a % b];
+  return a;
+};
+
+/** An exact rational n/d with d > 0, always reduced. */
+export class Fraction {
+  constructor(n, d = 1n) {
+    n = BigInt(n);
+    d = BigInt(d);
+    if (d === 0n) throw new RangeError("division by zero");
+    if (d < 0n) [n, d] = [-n, -d];
+    const g = gcd(n, d) || 1n;
+    this.n = n / g;
+    this.d = d / g;
+  }
+  add(o) { return new Fraction(this.n * o.d + o.n * this.d, this.d * o.d); }
+  sub(o) { return new Fraction(this.n * o.d - o.n * this.d, this.d * o.d); }
+  mul(o) { return new Fraction(this.n * o.n, this.d * o.d); }
+  div(o) { return new Fraction(this.n * o.d, this.d * o.n); }
+  pow(k) { return new Fraction(this.n ** BigInt(k), this.d ** BigInt(k)); }
+  cmp(o) { const x = this.n * o.d - o.n * this.d; return x < 0n ? -1 : x > 0n ? 1 : 0; }
+  floor() { const q = this.n / this.d; return this.n < 0n && q * this.d !== this.n ? q - 1n : q; }
+  isZero() { return this.n === 0n; }
+  toString() { return this.d === 1n ? `${this.n}` : `${this.n}/${this.d}`; }
+  toPair() { return [this.n, this.d]; }
+  toNumber() { return Number(this.n) / Number(this.d); }
+}
+const ONE = new Fraction(1n);
+const ZERO = new Fraction(0n);
+const frac = (n, d = 1n) => new Fraction(n, d);
+const fmax = (a, b) => (a.cmp(b) >= 0 ? a : b);
+const fmin = (a, b) => (a.cmp(b) <= 0 ? a : b);
+
+function logFraction(f) {
+  const x = f.toNumber();
+  if (x > 0 && Number.isFinite(x)) return Math.log(x);
+  const bits = (v) => v.toString(2).length;
+  // ln(n/d) for huge n, d: shift both to 53 significant bits first.
+  const scaleN = BigInt(Math.max(0, bits(f.n) - 53));
+  const scaleD = BigInt(Math.max(0, bits(f.d) - 53));
+  return Math.log(Number(f.n >> scaleN)) - Math.log(Number(f.d >> scaleD)) + Number(scaleN - scaleD) * Math.LN2;
+}
+
+/** epsilon as a Number from the exact worst-case ratio e^epsilon (null: unbounded). */
+export function epsilonOf(expEpsilon) {
+  return expEpsilon === null ? Infinity : logFraction(expEpsilon);
+}
+
+/** A grid value as the JSON number both clients produce. */
+function jsonNumber(f) {
+  return f.d === 1n ? Number(f.n) : f.toNumber();
+}
+
+const RATIO = /^([+-]?\d{1,40})\s*\/\s*(\d{1,40})$/;
+const DECIMAL = /^([+-]?)(\d{1,40}\.?\d{0,40}|\.\d{1,40})(?:[eE]([+-]?\d{1,3}))?$/;
+const LN = /^\s*(?:ln|log)\s*\(?\s*([0-9./eE+-]+)\s*\)?\s*$/;
+
+/** Read a number or a fraction written as a number, "1/4" or "0.25" (numbers via their shortest decimal). */
+export function parseFraction(value, field) {
+  const bad = () => new SpecError(`${field}: expected a number or a fraction such as '1/4', got ${show(value)}`);
+  let text;
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw new SpecError(`${field}: must be finite, got ${show(value)}`);
+    text = String(value);
+  } else if (typeof value === "bigint") {
+    return frac(value);
+  } else if (typeof value === "string") {
+    text = value.trim();
+  } else {
+    throw bad();
+  }
+  const ratio = RATIO.exec(text);
+  if (ratio) {
+    if (BigInt(ratio[2]) === 0n) throw new SpecError(`${field}: division by zero in ${show(value)}`);
+    return frac(BigInt(ratio[1]), BigInt(ratio[2]));
+  }
+  const decimal = DECIMAL.exec(text);
+  if (!decimal) throw bad();
+  const [whole, fraction = ""] = decimal[2].split(".");
+  const digits = BigInt((whole || "0") + fraction) * (decimal[1] === "-" ? -1n : 1n);
+  const exponent = BigInt(decimal[3] ?? "0") - BigInt(fraction.length);
+  return exponent >= 0n ? frac(digits * 10n ** exponent) : frac(digits, 10n ** -exponent);
+}
+
+/** The largest integer r with r ** degree <= value. */
+export function integerRoot(value, degree) {
+  value = BigInt(value);
+  degree = BigInt(degree);
+  if (value < 2n || degree === 1n) return value;
+  const bitLength = BigInt(value.toString(2).length);
+  let guess = 1n << ((bitLength + degree - 1n) / degree);
+  for (;;) {
+    const better = ((degree - 1n) * guess + value / guess ** (degree - 1n)) / degree;
+    if (better >= guess) break;
+    guess = better;
+  }
+  while (guess ** degree > value) guess -= 1n;
+  while ((guess + 1n) ** degree <= value) guess += 1n;
+  return guess;
+}
+
+/** A privacy budget as written in a spec: a rational value, or ln(c). */
+export class EpsilonRequest {
+  constructor({ value = null, lnOf = null }) {
+    this.value = value;
+    this.lnOf = lnOf;
+  }
+  static parse(raw, field) {
+    if (typeof raw === "string") {
+      const match = LN.exec(raw);
+      if (match) {
+        const base = parseFraction(match[1], field);
+        if (base.cmp(ONE) <= 0) throw new SpecError(`${field}: must be greater than 0, got ${show(raw)} (ln of a number ≤ 1)`);
+        return new EpsilonRequest({ lnOf: base });
+      }
+    }
+    const value = parseFraction(raw, field);
+    if (value.cmp(ZERO) <= 0) throw new SpecError(`${field}: must be greater than 0, got ${show(raw)}`);
+    if (value.cmp(frac(50n)) > 0) {
+      throw new SpecError(`${field}: ${show(raw)} is so large that the answer is practically sent as is; use privacy: none`);
+    }
+    return new EpsilonRequest({ value });
+  }
+  toNumber() { return this.lnOf ? logFraction(this.lnOf) : this.value.toNumber(); }
+  canonical() {
+    if (this.lnOf) return `ln(${this.lnOf})`;
+    return jsonNumber(this.value);
+  }
+  /** A rational L <= e^(epsilon/divisor) on the 2^-32 grid; exact for ln(c) with divisor 1. */
+  expLowerBound(divisor = 1) {
+    const d = BigInt(divisor);
+    const scale = 1n << EXP_GRID_BITS;
+    if (this.lnOf) {
+      const target = (this.lnOf.n * scale ** d) / this.lnOf.d;
+      return frac(integerRoot(target, d), scale);
+    }
+    const x = this.value.div(frac(d));
+    const stop = frac(1n, 1n << TAYLOR_STOP_BITS);
+    let total = ONE;
+    let term = ONE;
+    for (let k = 1n; ; k++) {
+      term = term.mul(x).div(frac(k));
+      total = total.add(term);
+      if (term.cmp(stop) < 0) break;
+    }
+    return frac(total.mul(frac(scale)).floor(), scale);
+  }
+}
+
+// ---------------------------------------------------------------- randomness
+
+/** A uniform BigInt in [0, n) from crypto.getRandomValues (rejection sampling, no modulo bias). */
+export function randomBelow(n) {
+  n = BigInt(n);
+  if (n <= 0n) throw new RangeError("randomBelow needs n > 0");
+  if (n <= 0x100000000n) {
+    const limit = Number(n);
+    const ceiling = 0x100000000 - (0x100000000 % limit);
+    const word = new Uint32Array(1);
+    for (;;) {
+      cryptoSource.getRandomValues(word);
+      if (word[0] < ceiling) return BigInt(word[0] % limit);
+    }
+  }
+  const bits = (n - 1n).toString(2).length;
+  const bytes = new Uint8Array(Math.ceil(bits / 8));
+  const excess = BigInt(bytes.length * 8 - bits);
+  for (;;) {
+    cryptoSource.getRandomValues(bytes);
+    let value = 0n;
+    for (const byte of bytes) value = (value << 8n) | BigInt(byte);
+    value >>= excess;
+    if (value < n) return value;
+  }
+}
+
+const defaultSource = { randomBelow };
+
+// ---------------------------------------------------------------- mechanisms
+
+export class SpecError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "SpecError";
+  }
+}
+
+function show(value) {
+  if (typeof value === "string") return `'${value}'`;
+  if (typeof value === "bigint") return `${value}`;
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+function worstRatio(rows) {
+  let worst = ONE;
+  for (const row of rows) {
+    const high = row.reduce(fmax);
+    const low = row.reduce(fmin);
+    if (high.isZero()) continue;
+    if (low.isZero()) return null;
+    worst = fmax(worst, high.div(low));
+  }
+  return worst;
+}
+
+class Mechanism {
+  get epsilon() { return epsilonOf(this.expEpsilon); }
+  get isPrivate() { return this.expEpsilon !== null; }
+  /** The full matrix Q[r][a] as Fractions, in the order of reports and answers. */
+  channel() {
+    const answers = this.answers;
+    return this.reports.map((r) => answers.map((a) => this._probability(r, a)));
+  }
+  get expEpsilon() {
+    if (this._expEpsilon === undefined) this._expEpsilon = this._computeExpEpsilon();
+    return this._expEpsilon;
+  }
+  _computeExpEpsilon() { return worstRatio(this.channel()); }
+  /** Exact P(report | answer) as a [numerator, denominator] pair of BigInts. */
+  probability(report, answer) { return this._probability(report, answer).toPair(); }
+}
+
+export class ChannelMechanism extends Mechanism {
+  constructor(design, params, answers, reports, columns) {
+    super();
+    this.design = design;
+    this.params = params;
+    this._answers = [...answers];
+    this._reports = [...reports];
+    this._columns = columns.map((column) => column.map((p) => (p instanceof Fraction ? p : frac(p))));
+    this._samplers = new Map();
+  }
+  get answers() { return [...this._answers]; }
+  get reports() { return [...this._reports]; }
+  validateAnswer(answer) {
+    if (!this._answers.includes(answer)) throw new RangeError(`answer ${show(answer)} is not one of ${show(this._answers)}`);
+    return answer;
+  }
+  validateReport(report) {
+    if (!this._reports.includes(report)) throw new RangeError(`report ${show(report)} is not one of ${show(this._reports)}`);
+    return report;
+  }
+  _probability(report, answer) {
+    const a = this._answers.indexOf(this.validateAnswer(answer));
+    const r = this._reports.indexOf(this.validateReport(report));
+    return this._columns[a][r];
+  }
+  channel() { return this._reports.map((_, r) => this._columns.map((column) => column[r])); }
+  _sampler(a) {
+    if (!this._samplers.has(a)) {
+      const column = this._columns[a];
+      let denominator = 1n;
+      for (const p of column) denominator = (denominator * p.d) / gcd(denominator, p.d);
+      let running = 0n;
+      const thresholds = column.map((p) => (running += p.n * (denominator / p.d)));
+      this._samplers.set(a, { denominator, thresholds });
+    }
+    return this._samplers.get(a);
+  }
+  randomize(answer, source = defaultSource) {
+    const { denominator, thresholds } = this._sampler(this._answers.indexOf(this.validateAnswer(answer)));
+    const draw = source.randomBelow(denominator);
+    return this._reports[thresholds.findIndex((t) => draw < t)];
+  }
+}
+
+export class UnaryMechanism extends Mechanism {
+  constructor(design, params, options, keepOne, flipZero) {
+    super();
+    this.design = design;
+    this.params = params;
+    this.options = [...options];
+    this.keepOne = keepOne;
+    this.flipZero = flipZero;
+  }
+  /** [[P(0|0), P(0|1)], [P(1|0), P(1|1)]] shared by every option. */
+  bitChannel() {
+    return [[ONE.sub(this.flipZero), ONE.sub(this.keepOne)], [this.flipZero, this.keepOne]];
+  }
+  *_subsets() {
+    for (let mask = 0; mask < 2 ** this.options.length; mask++) {
+      yield this.options.filter((_, i) => (mask >> i) & 1);
+    }
+  }
+  get answers() { return [...this._subsets()]; }
+  get reports() { return [...this._subsets()]; }
+  _bits(selection, what) {
+    if (!Array.isArray(selection)) throw new RangeError(`${what} must be a list of options, got ${show(selection)}`);
+    const chosen = new Set();
+    for (const item of selection) {
+      if (typeof item !== "string" || !this.options.includes(item)) {
+        throw new RangeError(`${what} ${show(item)} is not one of the options ${show(this.options)}`);
+      }
+      if (chosen.has(item)) throw new RangeError(`${what} lists ${show(item)} twice`);
+      chosen.add(item);
+    }
+    return this.options.map((o) => (chosen.has(o) ? 1 : 0));
+  }
+  validateAnswer(answer) {
+    const bits = this._bits(answer, "answer");
+    return this.options.filter((_, i) => bits[i]);
+  }
+  validateReport(report) {
+    const bits = this._bits(report, "report");
+    return this.options.filter((_, i) => bits[i]);
+  }
+  _probability(report, answer) {
+    const channel = this.bitChannel();
+    const answerBits = this._bits(answer, "answer");
+    return this._bits(report, "report").reduce((p, r, i) => p.mul(channel[r][answerBits[i]]), ONE);
+  }
+  _computeExpEpsilon() {
+    const perBit = worstRatio(this.bitChannel());
+    return perBit === null ? null : perBit.pow(this.options.length);
+  }
+  randomize(answer, source = defaultSource) {
+    const bits = this._bits(answer, "answer");
+    return this.options.filter((_, i) => {
+      const pOne = bits[i] ? this.keepOne : this.flipZero;
+      return source.randomBelow(pOne.d) < pOne.n;
+    });
+  }
+}
+
+export class LaplaceMechanism extends Mechanism {
+  constructor(design, params, minimum, maximum, step, alpha) {
+    super();
+    this.design = design;
+    this.params = params;
+    this.minimum = minimum;
+    this.maximum = maximum;
+    this.step = step;
+    this.points = Number(maximum.sub(minimum).div(step).floor());
+    this.alpha = alpha; // null: no noise (a public question)
+    this.reportRange = alpha === null ? [0, this.points] : [-this.points, 2 * this.points];
+  }
+  _value(index) { return jsonNumber(this.minimum.add(this.step.mul(frac(BigInt(index))))); }
+  get answers() { return Array.from({ length: this.points + 1 }, (_, i) => this._value(i)); }
+  get reports() {
+    const [low, high] = this.reportRange;
+    return Array.from({ length: high - low + 1 }, (_, i) => this._value(low + i));
+  }
+  answerIndex(answer) {
+    if (typeof answer !== "number" && typeof answer !== "string") throw new RangeError(`answer must be a number, got ${show(answer)}`);
+    let value;
+    try {
+      value = parseFraction(answer, "answer");
+    } catch {
+      throw new RangeError(`answer must be a number, got ${show(answer)}`);
+    }
+    value = fmin(fmax(value, this.minimum), this.maximum);
+    return Number(value.sub(this.minimum).div(this.step).add(frac(1n, 2n)).floor());
+  }
+  reportIndex(report) {
+    if (typeof report !== "number") throw new RangeError(`report must be a number, got ${show(report)}`);
+    const position = parseFraction(report, "report").sub(this.minimum).div(this.step);
+    const [low, high] = this.reportRange;
+    if (position.d !== 1n || position.n < BigInt(low) || position.n > BigInt(high)) {
+      throw new RangeError(`report ${show(report)} is not on the grid ${this._value(low)}..${this._value(high)} step ${jsonNumber(this.step)}`);
+    }
+    return Number(position.n);
+  }
+  validateAnswer(answer) { return this._value(this.answerIndex(answer)); }
+  validateReport(report) { return this._value(this.reportIndex(report)); }
+  _indexProbability(r, a) {
+    if (this.alpha === null) return r === a ? ONE : ZERO;
+    const distance = Math.abs(r - a);
+    const [low, high] = this.reportRange;
+    if (r === low || r === high) return this.alpha.pow(distance).div(ONE.add(this.alpha));
+    return ONE.sub(this.alpha).div(ONE.add(this.alpha)).mul(this.alpha.pow(distance));
+  }
+  _probability(report, answer) { return this._indexProbability(this.reportIndex(report), this.answerIndex(answer)); }
+  _computeExpEpsilon() {
+    // P(r|a) falls with |r - a|: each row's extremes are at the nearest and the farthest answer.
+    if (this.alpha === null) return this.points > 0 ? null : ONE;
+    let worst = ONE;
+    const [low, high] = this.reportRange;
+    for (let r = low; r <= high; r++) {
+      const nearest = Math.min(Math.max(r, 0), this.points);
+      const farthest = Math.abs(r) > Math.abs(r - this.points) ? 0 : this.points;
+      worst = fmax(worst, this._indexProbability(r, nearest).div(this._indexProbability(r, farthest)));
+    }
+    return worst;
+  }
+  _geometric(source) {
+    let count = 0;
+    while (source.randomBelow(this.alpha.d) < this.alpha.n) count += 1;
+    return count;
+  }
+  randomize(answer, source = defaultSource) {
+    const index = this.answerIndex(answer);
+    if (this.alpha === null) return this._value(index);
+    const [low, high] = this.reportRange;
+    const noisy = index + this._geometric(source) - this._geometric(source);
+    return this._value(Math.min(Math.max(noisy, low), high));
+  }
+}
+
+// ---------------------------------------------------------------- designs
+
+export const YES_NO = ["yes", "no"];
+
+function probabilityParam(params, name, where) {
+  if (!(name in params)) throw new SpecError(`${where}.${name}: missing`);
+  const value = parseFraction(params[name], `${where}.${name}`);
+  if (value.cmp(ZERO) < 0 || value.cmp(ONE) > 0) throw new SpecError(`${where}.${name}: must be between 0 and 1, got ${show(params[name])}`);
+  return value;
+}
+
+function binary(design, params, yesGivenYes, yesGivenNo) {
+  if (yesGivenYes.cmp(yesGivenNo) === 0) {
+    throw new SpecError(`privacy: this ${design} design sends the same report whatever the answer; nothing about the population could be estimated`);
+  }
+  const columns = [[yesGivenYes, ONE.sub(yesGivenYes)], [yesGivenNo, ONE.sub(yesGivenNo)]];
+  return new ChannelMechanism(design, params, YES_NO, YES_NO, columns);
+}
+
+function expBound(request, where, divisor = 1) {
+  const bound = request.expLowerBound(divisor);
+  if (bound.cmp(ONE) <= 0) {
+    throw new SpecError(`${where}.epsilon: too small to give this question any signal; choose a larger epsilon`);
+  }
+  return bound;
+}
+
+function epsilonOr(params, where, alternative = null) {
+  if ("epsilon" in params && alternative && alternative in params) {
+    throw new SpecError(`${where}: give either epsilon or ${alternative}, not both`);
+  }
+  if ("epsilon" in params) return EpsilonRequest.parse(params.epsilon, `${where}.epsilon`);
+  if (alternative && alternative in params) return null;
+  throw new SpecError(`${where}: epsilon${alternative ? ` or ${alternative}` : ""} is required`);
+}
+
+function ordinalColumns(k, base) {
+  const powers = Array.from({ length: k }, (_, d) => base.pow(d));
+  return Array.from({ length: k }, (_, a) => {
+    const weights = Array.from({ length: k }, (_, r) => powers[Math.abs(r - a)]);
+    const total = weights.reduce((x, y) => x.add(y));
+    return weights.map((w) => w.div(total));
+  });
+}
+
+const transpose = (columns) => columns[0].map((_, r) => columns.map((column) => column[r]));
+
+const designBuilders = {
+  forced_response(params, where) {
+    const [truth, yes, no] = ["truth", "yes", "no"].map((n) => probabilityParam(params, n, where));
+    const total = truth.add(yes).add(no);
+    if (total.cmp(ONE) !== 0) throw new SpecError(`${where}: truth + yes + no must be 1, got ${truth} + ${yes} + ${no} = ${total}`);
+    if (truth.isZero()) throw new SpecError(`${where}.truth: must be greater than 0, or the report carries no information`);
+    const normalized = { design: "forced_response", truth: `${truth}`, yes: `${yes}`, no: `${no}` };
+    return binary("forced_response", normalized, truth.add(yes), yes);
+  },
+  warner(params, where) {
+    const p = probabilityParam(params, "p", where);
+    if (p.cmp(frac(1n, 2n)) === 0) throw new SpecError(`${where}.p: 1/2 makes the report independent of the answer; choose p ≠ 1/2`);
+    return binary("warner", { design: "warner", p: `${p}` }, p, ONE.sub(p));
+  },
+  unrelated_question(params, where) {
+    const p = probabilityParam(params, "p", where);
+    const innocuous = probabilityParam(params, "innocuous_yes", where);
+    if (p.isZero()) throw new SpecError(`${where}.p: must be greater than 0, or the report carries no information`);
+    const normalized = { design: "unrelated_question", p: `${p}`, innocuous_yes: `${innocuous}` };
+    const yesGivenNo = ONE.sub(p).mul(innocuous);
+    return binary("unrelated_question", normalized, p.add(yesGivenNo), yesGivenNo);
+  },
+  k_rr(params, where, options) {
+    const k = options.length;
+    const request = epsilonOr(params, where, "p_truth");
+    let pTruth;
+    let normalized;
+    if (request) {
+      const bound = expBound(request, where);
+      pTruth = bound.div(bound.add(frac(BigInt(k - 1))));
+      normalized = { design: "k_rr", epsilon: request.canonical() };
+    } else {
+      pTruth = probabilityParam(params, "p_truth", where);
+      if (pTruth.cmp(frac(1n, BigInt(k))) <= 0) {
+        throw new SpecError(`${where}.p_truth: must exceed 1/${k} (one over the number of options), got ${show(params.p_truth)}`);
+      }
+      normalized = { design: "k_rr", p_truth: `${pTruth}` };
+    }
+    const other = ONE.sub(pTruth).div(frac(BigInt(k - 1)));
+    const columns = options.map((_, a) => options.map((__, r) => (r === a ? pTruth : other)));
+    return new ChannelMechanism("k_rr", normalized, options, options, columns);
+  },
+  ordinal(params, where, options) {
+    const request = epsilonOr(params, where);
+    const bound = expBound(request, where);
+    const k = options.length;
+    const scale = 1n << ORDINAL_BASE_BITS;
+    let low = 0n;
+    let high = scale;
+    while (high - low > 1n) {
+      const middle = (low + high) / 2n;
+      const ratio = worstRatio(transpose(ordinalColumns(k, frac(middle, scale))));
+      if (ratio !== null && ratio.cmp(bound) <= 0) high = middle;
+      else low = middle;
+    }
+    const normalized = { design: "ordinal", epsilon: request.canonical() };
+    return new ChannelMechanism("ordinal", normalized, options, options, ordinalColumns(k, frac(high, scale)));
+  },
+  unary(params, where, options) {
+    const variant = params.variant ?? "symmetric";
+    if (variant !== "symmetric" && variant !== "optimized") {
+      throw new SpecError(`${where}.variant: must be 'symmetric' or 'optimized', got ${show(variant)}`);
+    }
+    const request = epsilonOr(params, where);
+    const bound = expBound(request, where, options.length);
+    let keepOne;
+    let flipZero;
+    if (variant === "symmetric") {
+      keepOne = bound.div(ONE.add(bound));
+      flipZero = ONE.sub(keepOne);
+    } else {
+      keepOne = frac(1n, 2n);
+      flipZero = ONE.div(frac(2n).mul(bound));
+    }
+    const normalized = { design: "unary", epsilon: request.canonical(), variant };
+    return new UnaryMechanism("unary", normalized, options, keepOne, flipZero);
+  },
+  laplace(params, where, options, grid) {
+    const request = epsilonOr(params, where);
+    const [minimum, maximum, step] = grid;
+    const points = Number(maximum.sub(minimum).div(step).floor());
+    const alpha = ONE.div(expBound(request, where, points));
+    return new LaplaceMechanism("laplace", { design: "laplace", epsilon: request.canonical() }, minimum, maximum, step, alpha);
+  },
+};
+
+/** design name -> [question types it serves, parameter names it accepts] */
+export const DESIGNS = {
+  forced_response: [["yes_no"], ["truth", "yes", "no"]],
+  warner: [["yes_no"], ["p"]],
+  unrelated_question: [["yes_no"], ["p", "innocuous_yes"]],
+  k_rr: [["yes_no", "choice", "ordinal"], ["epsilon", "p_truth"]],
+  ordinal: [["ordinal"], ["epsilon"]],
+  unary: [["multi_select"], ["epsilon", "variant"]],
+  laplace: [["number"], ["epsilon"]],
+};
+
+const DEFAULT_PRIVACY = { yes_no: { design: "forced_response", truth: "1/2", yes: "1/4", no: "1/4" } };
+
+function publicMechanism(type, options, grid) {
+  const params = { design: "none" };
+  if (type === "yes_no") return new ChannelMechanism("none", params, YES_NO, YES_NO, [[ONE, ZERO], [ZERO, ONE]]);
+  if (type === "choice" || type === "ordinal") {
+    const identity = options.map((_, a) => options.map((__, r) => (r === a ? ONE : ZERO)));
+    return new ChannelMechanism("none", params, options, options, identity);
+  }
+  if (type === "multi_select") return new UnaryMechanism("none", params, options, ONE, ZERO);
+  return new LaplaceMechanism("none", params, ...grid, null);
+}
+
+/** The mechanism a question's privacy field asks for. */
+export function buildMechanism(type, privacy, where, options = null, grid = null) {
+  if (privacy === "none") return publicMechanism(type, options, grid);
+  if (privacy === null || typeof privacy !== "object" || Array.isArray(privacy)) {
+    throw new SpecError(`${where}: expected 'none' or a mapping with a 'design', got ${show(privacy)}`);
+  }
+  const design = privacy.design;
+  if (!Object.hasOwn(DESIGNS, design)) {
+    throw new SpecError(`${where}.design: unknown design ${show(design)}; choose one of ${Object.keys(DESIGNS).join(", ")} (or privacy: none)`);
+  }
+  const [types, accepted] = DESIGNS[design];
+  if (!types.includes(type)) {
+    throw new SpecError(`${where}.design: ${design} does not apply to ${type} questions (it serves ${types.join(", ")})`);
+  }
+  const unknown = Object.keys(privacy).filter((key) => key !== "design" && !accepted.includes(key)).sort();
+  if (unknown.length) throw new SpecError(`${where}: unknown field '${unknown[0]}' for design ${design} (accepted: ${accepted.join(", ")})`);
+  return designBuilders[design](privacy, where, type === "yes_no" ? YES_NO : options, grid);
+}
+
+// ---------------------------------------------------------------- privacy for people
+
+/** The largest posterior an observer can reach from `prior` after one report: q e^eps / (q e^eps + 1 - q). */
+export function posteriorBound(prior, epsilon) {
+  if (!(prior >= 0 && prior <= 1)) throw new RangeError(`prior must be between 0 and 1, got ${prior}`);
+  if (epsilon === Infinity) return prior > 0 ? 1 : 0;
+  const scaled = prior * Math.exp(epsilon);
+  return scaled / (scaled + 1 - prior);
+}
+
+const percent = (x, digits) => `${(x * 100).toFixed(digits)}%`;
+
+/** Plain-language privacy note for one question. */
+export function privacyStatement(epsilon, prior = 0.02) {
+  if (epsilon === Infinity) {
+    return "This answer is sent exactly as you give it: it is not randomized, and anyone who sees the data sees your answer.";
+  }
+  return (
+    `Your answer is randomized on your device before it is sent. Whatever anyone believed about you beforehand, ` +
+    `your report can change the odds by a factor of at most ${Number(Math.exp(epsilon).toPrecision(3))} ` +
+    `(ε = ${Number(epsilon.toPrecision(3))}): someone ${percent(prior, 0)} sure would become at most ` +
+    `${percent(posteriorBound(prior, epsilon), 1)} sure.`
+  );
+}
+
+// ---------------------------------------------------------------- surveys
+
+export const QUESTION_TYPES = ["yes_no", "choice", "ordinal", "multi_select", "number"];
+const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const SURVEY_FIELDS = ["id", "title", "description", "questions"];
+const QUESTION_FIELDS = ["id", "type", "text", "options", "min", "max", "step", "privacy", "required"];
+const SUGGESTIONS = {
+  choice: "{design: k_rr, epsilon: ln 3}",
+  ordinal: "{design: ordinal, epsilon: 1}",
+  multi_select: "{design: unary, epsilon: 2}",
+  number: "{design: laplace, epsilon: 1}",
+};
+
+const isMapping = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+
+function requireText(value, where) {
+  if (typeof value !== "string" || !value.trim()) throw new SpecError(`${where}: must be a non-empty string, got ${show(value)}`);
+  return value;
+}
+
+function requireId(value, where) {
+  if (typeof value !== "string" || !ID.test(value)) {
+    throw new SpecError(`${where}: must be 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit; got ${show(value)}`);
+  }
+  return value;
+}
+
+export class Question {
+  constructor(spec, position) {
+    if (!isMapping(spec)) throw new SpecError(`questions[${position}]: must be a mapping, got ${show(spec)}`);
+    this.id = requireId(spec.id, `questions[${position}].id`);
+    const where = `question '${this.id}'`;
+    const unknown = Object.keys(spec).filter((key) => !QUESTION_FIELDS.includes(key)).sort();
+    if (unknown.length) throw new SpecError(`${where}: unknown field '${unknown[0]}' (allowed: ${[...QUESTION_FIELDS].sort().join(", ")})`);
+    this.type = spec.type;
+    if (!QUESTION_TYPES.includes(this.type)) throw new SpecError(`${where}.type: must be one of ${QUESTION_TYPES.join(", ")}, got ${show(this.type)}`);
+    this.text = requireText(spec.text, `${where}.text`);
+    this.required = spec.required ?? true;
+    if (typeof this.required !== "boolean") throw new SpecError(`${where}.required: must be true or false, got ${show(this.required)}`);
+    this.options = this._readOptions(spec, where);
+    this.grid = this._readGrid(spec, where);
+    const privacy = spec.privacy ?? DEFAULT_PRIVACY[this.type];
+    if (privacy === undefined) {
+      throw new SpecError(`${where}.privacy: required for ${this.type} questions (a design such as ${SUGGESTIONS[this.type]}, or 'none' for a public question)`);
+    }
+    this.mechanism = buildMechanism(this.type, privacy, `${where}.privacy`, this.options, this.grid);
+  }
+  _readOptions(spec, where) {
+    if (!["choice", "ordinal", "multi_select"].includes(this.type)) {
+      if ("options" in spec) throw new SpecError(`${where}.options: ${this.type} questions take no options`);
+      return null;
+    }
+    const options = spec.options;
+    if (!Array.isArray(options) || options.length < 2) {
+      throw new SpecError(`${where}.options: ${this.type} questions need a list of at least two options, got ${show(options)}`);
+    }
+    options.forEach((option, i) => requireText(option, `${where}.options[${i}]`));
+    const duplicate = options.find((option, i) => options.indexOf(option) !== i);
+    if (duplicate !== undefined) throw new SpecError(`${where}.options: '${duplicate}' appears more than once`);
+    if (this.type === "multi_select" && options.length > MAX_MULTI_SELECT_OPTIONS) {
+      throw new SpecError(`${where}.options: at most ${MAX_MULTI_SELECT_OPTIONS} options for multi_select`);
+    }
+    return [...options];
+  }
+  _readGrid(spec, where) {
+    const fields = ["min", "max", "step"].filter((f) => f in spec);
+    if (this.type !== "number") {
+      if (fields.length) throw new SpecError(`${where}.${fields[0]}: only number questions take min, max and step`);
+      return null;
+    }
+    const values = {};
+    for (const field of ["min", "max", "step"]) {
+      const raw = spec[field] ?? (field === "step" ? 1 : undefined);
+      if (raw === undefined || raw === null) throw new SpecError(`${where}.${field}: required for number questions`);
+      if (typeof raw !== "number") throw new SpecError(`${where}.${field}: must be a number, got ${show(raw)}`);
+      values[field] = parseFraction(raw, `${where}.${field}`);
+    }
+    const { min, max, step } = values;
+    if (min.cmp(max) >= 0) throw new SpecError(`${where}.min: must be less than max (${spec.min} ≥ ${spec.max})`);
+    if (step.cmp(ZERO) <= 0) throw new SpecError(`${where}.step: must be greater than 0, got ${spec.step}`);
+    const points = max.sub(min).div(step);
+    if (points.d !== 1n) throw new SpecError(`${where}.step: (max − min) must be a whole number of steps, got ${points}`);
+    if (points.n + 1n > BigInt(MAX_GRID_POINTS)) {
+      throw new SpecError(`${where}.step: at most ${MAX_GRID_POINTS} grid points between min and max, got ${points.n + 1n}; choose a coarser step`);
+    }
+    return [min, max, step];
+  }
+  get isPrivate() { return this.mechanism.isPrivate; }
+  get epsilon() { return this.mechanism.epsilon; }
+  privacyStatement(prior = 0.02) { return privacyStatement(this.epsilon, prior); }
+}
+
+export class Survey {
+  constructor(spec) {
+    if (!isMapping(spec)) throw new SpecError(`survey: must be a mapping, got ${show(spec)}`);
+    const unknown = Object.keys(spec).filter((key) => !SURVEY_FIELDS.includes(key)).sort();
+    if (unknown.length) throw new SpecError(`survey: unknown field '${unknown[0]}' (allowed: ${[...SURVEY_FIELDS].sort().join(", ")})`);
+    this.id = requireId(spec.id, "survey.id");
+    this.title = requireText(spec.title, "survey.title");
+    this.description = spec.description == null ? null : requireText(spec.description, "survey.description");
+    if (!Array.isArray(spec.questions) || spec.questions.length === 0) {
+      throw new SpecError("survey.questions: must be a non-empty list of questions");
+    }
+    this.questions = {};
+    spec.questions.forEach((questionSpec, position) => {
+      const question = new Question(questionSpec, position);
+      if (Object.hasOwn(this.questions, question.id)) throw new SpecError(`question '${question.id}'.id: duplicate id (questions[${position}])`);
+      this.questions[question.id] = question;
+    });
+  }
+  /** Build from a parsed spec object (the JSON the server serves, or your own). */
+  static fromSpec(spec) { return new Survey(spec); }
+  get privateQuestions() { return Object.values(this.questions).filter((q) => q.isPrivate); }
+  get publicQuestions() { return Object.values(this.questions).filter((q) => !q.isPrivate); }
+  /** Total epsilon per respondent over the private questions (sequential composition). */
+  get epsilon() { return this.privateQuestions.reduce((total, q) => total + q.epsilon, 0); }
+  /** Reports for the answered questions; absent or null answers are skipped. */
+  randomize(answers, source = defaultSource) {
+    if (!isMapping(answers)) throw new TypeError("answers must be an object of question id to answer");
+    const unknown = Object.keys(answers).filter((id) => !Object.hasOwn(this.questions, id)).sort();
+    if (unknown.length) throw new RangeError(`answers: unknown question '${unknown[0]}'`);
+    const reports = {};
+    for (const [id, question] of Object.entries(this.questions)) {
+      if (answers[id] !== undefined && answers[id] !== null) reports[id] = question.mechanism.randomize(answers[id], source);
+    }
+    return reports;
+  }
+}

@@ -1,0 +1,29 @@
+// The JS twin must build exactly the channels the Python client wrote into tests/vectors/.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { Survey } from "../deniable.js";
+
+const cases = JSON.parse(readFileSync(new URL("../../../tests/vectors/channels.json", import.meta.url), "utf8"));
+const text = ([n, d]) => (d === 1n ? `${n}` : `${n}/${d}`);
+
+for (const vector of cases) {
+  test(`survey ${vector.spec.id}: same channels, epsilon and normalized parameters`, () => {
+    const survey = Survey.fromSpec(vector.spec);
+    assert.deepEqual(Object.keys(survey.questions), Object.keys(vector.questions));
+    for (const [id, expected] of Object.entries(vector.questions)) {
+      const mechanism = survey.questions[id].mechanism;
+      assert.equal(mechanism.design, expected.design, id);
+      assert.deepEqual(mechanism.params, expected.params, id);
+      assert.deepEqual(mechanism.answers, expected.answers, id);
+      assert.deepEqual(mechanism.reports, expected.reports, id);
+      const channel = expected.reports.map((r) => expected.answers.map((a) => text(mechanism.probability(r, a))));
+      assert.deepEqual(channel, expected.channel, `${id}: channel`);
+      const ratio = mechanism.expEpsilon === null ? null : mechanism.expEpsilon.toString();
+      assert.equal(ratio, expected.exp_epsilon, `${id}: exact e^epsilon`);
+      if (expected.epsilon === null) assert.equal(mechanism.epsilon, Infinity);
+      else assert.ok(Math.abs(mechanism.epsilon - expected.epsilon) <= 1e-12 * Math.max(1, expected.epsilon), id);
+    }
+    assert.ok(Math.abs(survey.epsilon - vector.epsilon) <= 1e-12 * Math.max(1, vector.epsilon));
+  });
+}

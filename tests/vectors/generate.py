@@ -1,0 +1,91 @@
+"""Write tests/vectors/channels.json: specs and every exact probability and ε they imply.
+
+Run once after changing a mechanism (``python tests/vectors/generate.py``); the Python and the
+JavaScript tests both read the file, and a Python test checks it is still what this script makes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from deniable.client import Survey
+
+VECTORS = Path(__file__).with_name("channels.json")
+
+
+def _question(qid, qtype, privacy, **extra):
+    return {"id": qid, "type": qtype, "text": f"Question {qid}?", "privacy": privacy, **extra}
+
+
+LIKERT = ["1", "2", "3", "4", "5"]
+COLOURS = ["red", "green", "blue"]
+SPECS = [
+    {"id": "binary", "title": "Binary designs", "questions": [
+        _question("coin", "yes_no", {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}),
+        _question("default", "yes_no", None),
+        _question("skewed", "yes_no", {"design": "forced_response", "truth": 0.6, "yes": 0.3, "no": 0.1}),
+        _question("warner", "yes_no", {"design": "warner", "p": "3/4"}),
+        _question("warner_low", "yes_no", {"design": "warner", "p": 0.3}),
+        _question("unrelated", "yes_no", {"design": "unrelated_question", "p": "2/3", "innocuous_yes": "1/12"}),
+        _question("krr2", "yes_no", {"design": "k_rr", "epsilon": 1}),
+        _question("public", "yes_no", "none"),
+    ]},
+    {"id": "categorical", "title": "Categorical designs", "questions": [
+        _question("krr_ln3", "choice", {"design": "k_rr", "epsilon": "ln 3"}, options=COLOURS),
+        _question("krr_half", "choice", {"design": "k_rr", "epsilon": 0.5}, options=COLOURS + ["black"]),
+        _question("krr_p", "choice", {"design": "k_rr", "p_truth": "1/2"}, options=COLOURS),
+        _question("ordinal_1", "ordinal", {"design": "ordinal", "epsilon": 1}, options=LIKERT),
+        _question("ordinal_3", "ordinal", {"design": "ordinal", "epsilon": "3/2"}, options=LIKERT[:3]),
+        _question("ordinal_krr", "ordinal", {"design": "k_rr", "epsilon": 2}, options=LIKERT),
+        _question("public_choice", "choice", "none", options=COLOURS),
+    ]},
+    {"id": "multi", "title": "Multi-select designs", "questions": [
+        _question("sym", "multi_select", {"design": "unary", "epsilon": 2}, options=COLOURS),
+        _question("opt", "multi_select", {"design": "unary", "epsilon": "ln(4)", "variant": "optimized"}, options=["a", "b"]),
+        _question("public_multi", "multi_select", "none", options=["a", "b"]),
+    ]},
+    {"id": "numbers", "title": "Numeric designs", "questions": [
+        _question("small", "number", {"design": "laplace", "epsilon": 1}, min=0, max=4, step=1),
+        _question("halves", "number", {"design": "laplace", "epsilon": "ln 2"}, min=-1, max=1, step=0.5),
+        _question("tenths", "number", {"design": "laplace", "epsilon": 0.7}, min=0.1, max=0.4, step=0.1),
+        _question("public_number", "number", "none", min=1, max=3),
+    ]},
+]
+
+
+def _ratio(value):
+    return None if value is None else str(value)
+
+
+def vectors() -> list[dict]:
+    cases = []
+    for spec in SPECS:
+        clean = json.loads(json.dumps(spec))
+        for question in clean["questions"]:
+            if question["privacy"] is None:
+                del question["privacy"]
+        survey = Survey.from_dict(clean)
+        questions = {}
+        for qid, question in survey.questions.items():
+            mechanism = question.mechanism
+            questions[qid] = {
+                "design": mechanism.design,
+                "params": mechanism.params,
+                "answers": mechanism.answers,
+                "reports": mechanism.reports,
+                "channel": [[str(p) for p in row] for row in mechanism.channel()],
+                "exp_epsilon": _ratio(mechanism.exp_epsilon),
+                "epsilon": None if not mechanism.is_private else mechanism.epsilon,
+            }
+        cases.append({"spec": clean, "epsilon": survey.epsilon, "questions": questions})
+    return cases
+
+
+def render() -> str:
+    return json.dumps(vectors(), indent=1, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":
+    VECTORS.write_text(render(), encoding="utf-8")
+    print(f"wrote {VECTORS}")
