@@ -1,0 +1,117 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import {
+  EpsilonRequest, Fraction, SpecError, Survey, integerRoot, parseFraction, posteriorBound, privacyStatement, randomBelow,
+} from "../deniable.js";
+
+const cases = JSON.parse(readFileSync(new URL("../../../tests/vectors/channels.json", import.meta.url), "utf8"));
+
+// Every cell's count must lie within Z standard deviations of n·p. With Z = 6.5 a false
+// failure has probability below 1e-10 per cell, so below 1e-6 over this whole file.
+const Z = 6.5;
+
+function assertFrequencies(mechanism, answer, draws, label) {
+  const tally = new Map();
+  for (let i = 0; i < draws; i++) {
+    const key = JSON.stringify(mechanism.randomize(answer));
+    tally.set(key, (tally.get(key) ?? 0) + 1);
+  }
+  let total = 0;
+  for (const report of mechanism.reports) {
+    const [n, d] = mechanism.probability(report, answer);
+    const p = Number(n) / Number(d);
+    const observed = tally.get(JSON.stringify(report)) ?? 0;
+    total += observed;
+    if (p === 0) {
+      assert.equal(observed, 0, `${label}: report ${JSON.stringify(report)} has probability 0`);
+      continue;
+    }
+    const sd = Math.sqrt(draws * p * (1 - p));
+    assert.ok(Math.abs(observed - draws * p) <= Z * sd + 1e-9, `${label}: report ${JSON.stringify(report)} seen ${observed} times, expected ${draws * p}`);
+  }
+  assert.equal(total, draws, `${label}: a report outside the alphabet was drawn`);
+}
+
+for (const vector of cases) {
+  test(`sampled frequencies match the exact channel: ${vector.spec.id}`, () => {
+    const survey = Survey.fromSpec(vector.spec);
+    for (const [id, question] of Object.entries(survey.questions)) {
+      for (const answer of question.mechanism.answers) assertFrequencies(question.mechanism, answer, 4000, `${id} answer ${JSON.stringify(answer)}`);
+    }
+  });
+}
+
+test("the coin-flip design of the seeds: 3/4 and 1/4, epsilon = ln 3, posterior 0.058", () => {
+  const survey = Survey.fromSpec({ id: "tax", title: "Taxes", questions: [{ id: "dodged", type: "yes_no", text: "Dodged?" }] });
+  const mechanism = survey.questions.dodged.mechanism;
+  assert.deepEqual(mechanism.probability("yes", "yes"), [3n, 4n]);
+  assert.deepEqual(mechanism.probability("yes", "no"), [1n, 4n]);
+  assert.equal(mechanism.expEpsilon.toString(), "3");
+  assert.ok(Math.abs(survey.epsilon - Math.log(3)) < 1e-15);
+  assert.ok(Math.abs(posteriorBound(0.02, Math.log(3)) - 0.0576) < 5e-4);
+  assert.match(privacyStatement(Math.log(3)), /at most 3 .*at most 5\.8% sure/);
+  assert.match(privacyStatement(Infinity), /not randomized/);
+});
+
+test("a requested epsilon is never exceeded", () => {
+  for (const epsilon of [0.1, 0.5, 1, Math.log(3), 2, 3.7, 8]) {
+    for (const privacy of [
+      { type: "choice", options: ["a", "b", "c", "d"], privacy: { design: "k_rr", epsilon } },
+      { type: "ordinal", options: ["1", "2", "3", "4"], privacy: { design: "ordinal", epsilon } },
+      { type: "multi_select", options: ["a", "b", "c"], privacy: { design: "unary", epsilon } },
+      { type: "multi_select", options: ["a", "b"], privacy: { design: "unary", epsilon, variant: "optimized" } },
+      { type: "number", min: 0, max: 6, privacy: { design: "laplace", epsilon } },
+    ]) {
+      const survey = Survey.fromSpec({ id: "s", title: "t", questions: [{ id: "q", text: "?", ...privacy }] });
+      const mechanism = survey.questions.q.mechanism;
+      assert.ok(mechanism.epsilon <= epsilon + 1e-12, `${privacy.type} at ${epsilon}: got ${mechanism.epsilon}`);
+      assert.ok(mechanism.epsilon >= epsilon * 0.99 - 1e-6, `${privacy.type} at ${epsilon}: spends only ${mechanism.epsilon}`);
+    }
+  }
+});
+
+test("spec mistakes are rejected with the question and field named", () => {
+  const base = (question) => ({ id: "s", title: "t", questions: [{ id: "q", text: "?", ...question }] });
+  const cases = [
+    [base({ type: "maybe" }), /question 'q'\.type/],
+    [base({ type: "yes_no", privacy: { design: "coin" } }), /question 'q'\.privacy\.design: unknown design/],
+    [base({ type: "yes_no", privacy: { design: "forced_response", truth: "1/2", yes: "1/4", no: "1/2" } }), /truth \+ yes \+ no must be 1/],
+    [base({ type: "choice", options: ["a", "b"], privacy: { design: "k_rr", epsilon: 0 } }), /privacy\.epsilon: must be greater than 0/],
+    [base({ type: "choice", options: ["a"], privacy: "none" }), /question 'q'\.options/],
+    [base({ type: "choice", options: ["a", "a"], privacy: "none" }), /'a' appears more than once/],
+    [base({ type: "number", min: 5, max: 5, privacy: "none" }), /question 'q'\.min: must be less than max/],
+    [base({ type: "choice", options: ["a", "b"] }), /question 'q'\.privacy: required/],
+    [{ id: "s", title: "t", questions: [{ id: "q", type: "yes_no", text: "?" }, { id: "q", type: "yes_no", text: "?" }] }, /duplicate id/],
+  ];
+  for (const [spec, message] of cases) assert.throws(() => Survey.fromSpec(spec), (error) => error instanceof SpecError && message.test(error.message));
+});
+
+test("exact helpers agree with their definitions", () => {
+  assert.equal(integerRoot(10n ** 40n, 2), 10n ** 20n);
+  assert.equal(integerRoot(10n ** 40n - 1n, 2), 10n ** 20n - 1n);
+  assert.equal(parseFraction("0.25", "f").toString(), "1/4");
+  assert.equal(parseFraction(0.1, "f").toString(), "1/10");
+  assert.equal(parseFraction("-3/6", "f").toString(), "-1/2");
+  assert.equal(parseFraction(1e-7, "f").toString(), "1/10000000");
+  assert.throws(() => parseFraction("1e9999", "f"), SpecError);
+  const three = EpsilonRequest.parse("ln 3", "e");
+  assert.equal(three.expLowerBound().toString(), "3");
+  const one = EpsilonRequest.parse(1, "e").expLowerBound();
+  assert.ok(one.toNumber() <= Math.E && one.toNumber() > Math.E - 2 ** -31);
+  assert.ok(new Fraction(1n, 3n).add(new Fraction(1n, 6n)).cmp(new Fraction(1n, 2n)) === 0);
+});
+
+test("randomBelow is uniform and stays in range", () => {
+  for (const n of [2n, 3n, 7n, 2n ** 40n + 3n]) {
+    const draws = 6000;
+    const low = [0, 0];
+    for (let i = 0; i < draws; i++) {
+      const x = randomBelow(n);
+      assert.ok(x >= 0n && x < n);
+      low[x < n / 2n ? 0 : 1] += 1;
+    }
+    const p = Number(n / 2n) / Number(n);
+    assert.ok(Math.abs(low[0] - draws * p) <= Z * Math.sqrt(draws * p * (1 - p)));
+  }
+});

@@ -1,0 +1,31 @@
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+class SeededSource:
+    """A reproducible stand-in for `secrets` (``randbelow``), for tests only."""
+
+    def __init__(self, seed):
+        self._random = random.Random(seed)
+
+    def randbelow(self, n):
+        return self._random.randrange(n)
+
+
+@pytest.fixture
+def rng():
+    return SeededSource(20261122)
+
+
+@pytest.fixture(scope="session")
+def node():
+    path = shutil.which("node")
+    if path is None:
+        pytest.fail("node is required for the JavaScript twin's tests")
+    return path
