@@ -519,7 +519,7 @@ def build(question_type: str, privacy, where: str, options=None, grid=None) -> M
     if not isinstance(privacy, dict):
         raise ValueError(f"{where}: expected 'none' or a mapping with a 'design', got {privacy!r}")
     design = privacy.get("design")
-    if design not in DESIGNS:
+    if not isinstance(design, str) or design not in DESIGNS:
         raise ValueError(f"{where}.design: unknown design {design!r}; choose one of {', '.join(DESIGNS)} (or privacy: none)")
     types, accepted = DESIGNS[design]
     if question_type not in types:

@@ -70,7 +70,9 @@ class Question:
             raise SpecError(f"{where}.required: must be true or false, got {self.required!r}")
         self.options = self._read_options(spec, where)
         self.grid = self._read_grid(spec, where)
-        privacy = spec.get("privacy", mechanisms.DEFAULT_PRIVACY.get(self.type))
+        privacy = spec.get("privacy")
+        if privacy is None:  # absent or null: the type's default, as in the JS twin
+            privacy = mechanisms.DEFAULT_PRIVACY.get(self.type)
         if privacy is None:
             raise SpecError(f"{where}.privacy: required for {self.type} questions "
                             f"(a design such as {self._suggestion()}, or 'none' for a public question)")

@@ -1,3 +1,4 @@
+import os
 import random
 import shutil
 from pathlib import Path
@@ -29,3 +30,11 @@ def node():
     if path is None:
         pytest.fail("node is required for the JavaScript twin's tests")
     return path
+
+
+# CI runs a fixed set of examples (reproducible); developers' runs explore new ones.
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", max_examples=3000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
