@@ -1,1 +1,101 @@
-"""deniable.server: the Flask app that collects randomized reports."""
+"""deniable.server: the Flask app that collects randomized reports.
+
+``create_app(config)`` builds the app; blueprints: ``api`` (JSON under /api/v1), ``respond``
+(respondent pages under /s/<id>) and ``admin`` (dashboard under /admin). Storage lives in
+`deniable.server.storage`, the one module that touches the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+from flask import Flask, g
+
+from . import storage
+
+HERE = Path(__file__).resolve().parent
+
+# Strict: scripts and styles only from this server, nothing inline, no frames, forms only here.
+CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                           "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+
+
+def default_database() -> str:
+    return os.environ.get("DENIABLE_DB", "deniable.db")
+
+
+def create_app(config: dict | None = None) -> Flask:
+    """The app. ``config`` keys: DATABASE (SQLite file), ADMIN_TOKEN (overrides the stored one),
+    MAX_CONTENT_LENGTH (bytes per request body), MAX_RESPONSE_BYTES (bytes per single response)."""
+    # deniable is a namespace package: give Flask its paths rather than let it guess them.
+    app = Flask("deniable.server", root_path=str(HERE), instance_path=str(Path.cwd() / "instance"),
+                template_folder="templates", static_folder="static")
+    app.config.update(
+        DATABASE=default_database(),
+        ADMIN_TOKEN=os.environ.get("DENIABLE_ADMIN_TOKEN"),
+        MAX_CONTENT_LENGTH=2 * 1024 * 1024,
+        MAX_RESPONSE_BYTES=64 * 1024,
+        MAX_BATCH_ITEMS=1000,
+        JSON_SORT_KEYS=False,
+    )
+    app.config.update(config or {})
+    app.json.sort_keys = False
+    app.json.ensure_ascii = False
+
+    with storage.Store(app.config["DATABASE"]):
+        pass  # creates or migrates the schema before the first request
+
+    @app.teardown_appcontext
+    def close_store(_exc):
+        store = g.pop("store", None)
+        if store is not None:
+            store.close()
+
+    @app.after_request
+    def security_headers(response):
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        # Invitation links carry a token: never leak the URL to another site.
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["X-Frame-Options"] = "DENY"
+        if not response.headers.get("Cache-Control"):
+            response.headers["Cache-Control"] = "no-store"
+        return response
+
+    from . import admin, api, respond
+
+    app.register_blueprint(api.blueprint)
+    app.register_blueprint(respond.blueprint)
+    app.register_blueprint(admin.blueprint)
+    return app
+
+
+def get_store() -> storage.Store:
+    """The request's store, opened on first use and closed at teardown."""
+    from flask import current_app
+
+    if "store" not in g:
+        g.store = storage.Store(current_app.config["DATABASE"])
+    return g.store
+
+
+def ensure_admin_token(store: storage.Store) -> str | None:
+    """Create the admin token on first run: returns it (to print once) or None if one exists."""
+    if store.get_setting("admin_token_hash"):
+        return None
+    token = secrets.token_urlsafe(24)
+    store.set_setting("admin_token_hash", hashlib.sha256(token.encode()).hexdigest())
+    return token
+
+
+def admin_token_valid(store: storage.Store, presented: str | None, configured: str | None) -> bool:
+    if not presented:
+        return False
+    if configured:
+        return hmac.compare_digest(presented.encode(), configured.encode())
+    stored = store.get_setting("admin_token_hash")
+    return bool(stored) and hmac.compare_digest(hashlib.sha256(presented.encode()).hexdigest(), stored)

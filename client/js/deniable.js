@@ -751,3 +751,71 @@ export class Survey {
     return reports;
   }
 }
+
+// ---------------------------------------------------------------- sending reports
+
+/** A response the server refused, or could not be reached after retries. */
+export class SubmitError extends Error {
+  constructor(message, { status = null, field = null } = {}) {
+    super(message);
+    this.name = "SubmitError";
+    this.status = status;
+    this.field = field;
+  }
+}
+
+/** A random idempotency key: a retry with the same key is stored once. */
+export function newIdempotencyKey() {
+  const bytes = new Uint8Array(16);
+  cryptoSource.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const TRANSIENT = new Set([408, 425, 429, 500, 502, 503, 504]);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Fetch a survey's served spec and build it: {survey, hash, payload}. */
+export async function fetchSurvey(baseUrl, surveyId, { fetch: fetcher = globalThis.fetch } = {}) {
+  const url = `${baseUrl.replace(/\/$/, "")}/api/v1/surveys/${encodeURIComponent(surveyId)}`;
+  const response = await fetcher(url, { headers: { Accept: "application/json" } });
+  const payload = await response.json().catch(() => null);
+  if (!response.ok) throw new SubmitError(payload?.error?.message ?? `GET ${url}: HTTP ${response.status}`, { status: response.status, field: payload?.error?.field });
+  return { survey: Survey.fromSpec(payload.spec), hash: payload.hash, payload };
+}
+
+/**
+ * POST one already-randomized response ({spec_hash, idempotency_key, token?, reports}), retrying
+ * transient failures with the same idempotency key. Resolves to the server's acknowledgement.
+ */
+export async function postResponse(baseUrl, surveyId, body, { fetch: fetcher = globalThis.fetch, retries = 4, backoffMs = 250 } = {}) {
+  const url = `${baseUrl.replace(/\/$/, "")}/api/v1/surveys/${encodeURIComponent(surveyId)}/responses`;
+  let lastError = null;
+  for (let attempt = 0; attempt <= retries; attempt++) {
+    if (attempt) await sleep(backoffMs * 2 ** (attempt - 1));
+    let response;
+    try {
+      response = await fetcher(url, { method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify(body) });
+    } catch (error) {
+      lastError = new SubmitError(`could not reach the server (${error.message})`);
+      continue;
+    }
+    const payload = await response.json().catch(() => null);
+    if (response.ok) return payload;
+    lastError = new SubmitError(payload?.error?.message ?? `HTTP ${response.status}`, { status: response.status, field: payload?.error?.field ?? null });
+    if (!TRANSIENT.has(response.status)) throw lastError;
+  }
+  throw lastError;
+}
+
+/**
+ * Fetch the spec, randomize `answers` on this device, and send only the reports.
+ * Resolves to {acknowledgement, reports}: the reports are exactly what left the device.
+ */
+export async function submit(baseUrl, surveyId, answers, { token = null, ...options } = {}) {
+  const { survey, hash } = await fetchSurvey(baseUrl, surveyId, options);
+  const reports = survey.randomize(answers);
+  const body = { spec_hash: hash, idempotency_key: newIdempotencyKey(), reports };
+  if (token) body.token = token;
+  const acknowledgement = await postResponse(baseUrl, surveyId, body, options);
+  return { acknowledgement, reports };
+}

@@ -1,0 +1,241 @@
+"""JSON API under /api/v1: public survey and response endpoints, admin endpoints (bearer token).
+
+Every error is JSON: ``{"error": {"status": 422, "field": "reports.dodged", "message": "…"}}``.
+Request bodies are never logged.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+from flask import Blueprint, Response, current_app, request
+from werkzeug.exceptions import HTTPException
+
+from deniable.client import SpecError, Survey
+from deniable.client.privacy import posterior_bound, privacy_statement
+
+from . import admin_token_valid, get_store, storage
+
+blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, field: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.field = status, message, field
+
+
+def error_body(status: int, message: str, field: str | None = None) -> dict:
+    return {"error": {"status": status, "field": field, "message": message}}
+
+
+@blueprint.errorhandler(ApiError)
+def _api_error(error: ApiError):
+    return error_body(error.status, error.message, error.field), error.status
+
+
+@blueprint.errorhandler(storage.StorageError)
+def _storage_error(error: storage.StorageError):
+    return error_body(error.status, error.message, error.field), error.status
+
+
+@blueprint.errorhandler(HTTPException)
+def _http_error(error: HTTPException):
+    field = "body" if error.code == 413 else None
+    return error_body(error.code, error.description, field), error.code
+
+
+def privacy_summary(record: storage.SurveyRecord, prior: float = 0.02) -> dict:
+    """The privacy facts of a survey version, for people and programs alike."""
+    survey = record.survey
+    questions = {}
+    for q in survey.questions.values():
+        questions[q.id] = {
+            "design": q.mechanism.design,
+            "epsilon": q.epsilon if q.is_private else None,
+            "public": not q.is_private,
+            "posterior_bound": posterior_bound(prior, q.epsilon) if q.is_private else 1.0,
+            "statement": q.privacy_statement(prior),
+        }
+    warnings = []
+    if survey.public_questions:
+        warnings.append("Public questions are sent as given, with no privacy guarantee: "
+                        + ", ".join(q.id for q in survey.public_questions) + ".")
+    if record.access == "open":
+        warnings.append("This survey accepts anonymous responses without invitation tokens: someone who answers "
+                        "more than once spends the per-person budget again each time.")
+    total = survey.epsilon
+    return {"epsilon_total": total, "exp_epsilon_total": math.exp(total) if total < 700 else None,
+            "prior": prior, "questions": questions, "warnings": warnings}
+
+
+def survey_payload(record: storage.SurveyRecord) -> dict:
+    return {"id": record.id, "version": record.version, "hash": record.hash, "closed": record.closed,
+            "access": record.access, "spec": record.survey.to_dict(), "privacy": privacy_summary(record)}
+
+
+def _json_body(limit: int | None = None):
+    if request.mimetype != "application/json":
+        raise ApiError(415, "send the body as application/json", "body")
+    if limit is not None and request.content_length is not None and request.content_length > limit:
+        raise ApiError(413, f"the body is larger than {limit} bytes", "body")
+    raw = request.get_data(cache=False)
+    if limit is not None and len(raw) > limit:
+        raise ApiError(413, f"the body is larger than {limit} bytes", "body")
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ApiError(400, f"the body is not valid JSON ({error})", "body") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "the body must be a JSON object", "body")
+    return body
+
+
+def submit_item(survey_id: str, item) -> tuple[dict, int]:
+    """Judge and store one response; (acknowledgement or error body, status)."""
+    if not isinstance(item, dict):
+        return error_body(400, "each response must be a JSON object", "body"), 400
+    unknown = sorted(set(item) - {"spec_hash", "idempotency_key", "token", "reports"})
+    if unknown:
+        return error_body(422, f"{unknown[0]}: unknown field", unknown[0]), 422
+    try:
+        acknowledgement, created = get_store().submit(survey_id, item.get("spec_hash"), item.get("idempotency_key"),
+                                                      item.get("reports"), item.get("token"))
+    except storage.StorageError as error:
+        return error_body(error.status, error.message, error.field), error.status
+    return acknowledgement, 201 if created else 200
+
+
+# --- public ---------------------------------------------------------------------------------------
+
+@blueprint.get("/surveys/<survey_id>")
+def get_survey(survey_id):
+    return survey_payload(get_store().get_survey(survey_id))
+
+
+@blueprint.post("/surveys/<survey_id>/responses")
+def post_response(survey_id):
+    body = _json_body(current_app.config["MAX_RESPONSE_BYTES"])
+    payload, status = submit_item(survey_id, body)
+    return payload, status
+
+
+@blueprint.post("/surveys/<survey_id>/responses:batch")
+def post_batch(survey_id):
+    body = _json_body()
+    items = body.get("items")
+    if not isinstance(items, list) or not items:
+        raise ApiError(422, "items: must be a non-empty list of responses", "items")
+    if len(items) > current_app.config["MAX_BATCH_ITEMS"]:
+        raise ApiError(413, f"items: at most {current_app.config['MAX_BATCH_ITEMS']} per batch", "items")
+    get_store().get_survey(survey_id)
+    results = []
+    for item in items:
+        payload, status = submit_item(survey_id, item)
+        results.append({"status": status, **({"error": payload["error"]} if "error" in payload else {"response": payload})})
+    summary = {s: sum(r["status"] == s for r in results) for s in sorted({r["status"] for r in results})}
+    return {"results": results, "statuses": {str(k): v for k, v in summary.items()}}, 200
+
+
+# --- admin ----------------------------------------------------------------------------------------
+
+def require_admin():
+    header = request.headers.get("Authorization", "")
+    presented = header[7:].strip() if header.lower().startswith("bearer ") else None
+    if not admin_token_valid(get_store(), presented, current_app.config.get("ADMIN_TOKEN")):
+        raise ApiError(401, "admin endpoints need 'Authorization: Bearer <admin token>'", "Authorization")
+
+
+@blueprint.get("/surveys")
+def list_surveys():
+    require_admin()
+    store = get_store()
+    return {"surveys": [{"id": r.id, "title": r.survey.title, "version": r.version, "hash": r.hash, "closed": r.closed,
+                         "access": r.access, "responses": store.response_count(r.id), "epsilon_total": r.survey.epsilon,
+                         "tokens": store.token_counts(r.id)} for r in store.list_surveys()]}
+
+
+@blueprint.post("/surveys")
+def create_survey():
+    require_admin()
+    body = _json_body()
+    access = request.args.get("access")
+    try:
+        survey = Survey.from_dict(body)
+    except SpecError as error:
+        raise ApiError(422, str(error), "spec") from None
+    record, outcome = get_store().add_survey(survey, access)
+    return {"outcome": outcome, **survey_payload(record)}, 201 if outcome != "unchanged" else 200
+
+
+@blueprint.post("/surveys/<survey_id>/close")
+def close_survey(survey_id):
+    require_admin()
+    return survey_payload(get_store().close_survey(survey_id))
+
+
+@blueprint.post("/surveys/<survey_id>/tokens")
+def create_tokens(survey_id):
+    require_admin()
+    count = _json_body().get("count")
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise ApiError(422, "count: must be a whole number", "count")
+    tokens = get_store().issue_tokens(survey_id, count)
+    base = request.host_url.rstrip("/")
+    return {"tokens": tokens, "links": [f"{base}/s/{survey_id}?t={t}" for t in tokens]}, 201
+
+
+@blueprint.get("/surveys/<survey_id>/counts")
+def counts(survey_id):
+    require_admin()
+    return get_store().counts(survey_id, request.args.get("spec_hash"), request.args.get("by"))
+
+
+@blueprint.get("/surveys/<survey_id>/versions")
+def versions(survey_id):
+    require_admin()
+    return {"versions": get_store().versions(survey_id)}
+
+
+@blueprint.get("/surveys/<survey_id>/export")
+def export(survey_id):
+    require_admin()
+    fmt = request.args.get("format", "jsonl")
+    if fmt not in EXPORT_FORMATS:
+        raise ApiError(422, f"format: must be one of {', '.join(EXPORT_FORMATS)}", "format")
+    store = get_store()
+    record = store.get_survey(survey_id, request.args.get("spec_hash"))
+    text = "".join(EXPORT_FORMATS[fmt](record, store.export(survey_id, record.hash)))
+    mimetype = "text/csv" if fmt == "csv" else "application/x-ndjson"
+    return Response(text, mimetype=mimetype,
+                    headers={"Content-Disposition": f'attachment; filename="{survey_id}-v{record.version}.{fmt}"'})
+
+
+def export_jsonl(record, rows):
+    for row in rows:
+        yield json.dumps(row, ensure_ascii=False) + "\n"
+
+
+def export_csv(record, rows):
+    """One column per question; lists (multi-select) as JSON text; empty for an unanswered question."""
+    columns = ["id", "spec_hash", "received_on", *record.survey.questions]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        values = [row["id"], row["spec_hash"], row["received_on"]]
+        for qid in record.survey.questions:
+            value = row["reports"].get(qid)
+            values.append("" if value is None else json.dumps(value, ensure_ascii=False) if isinstance(value, list) else value)
+        writer.writerow(values)
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    if buffer.getvalue():
+        yield buffer.getvalue()
+
+
+EXPORT_FORMATS = {"jsonl": export_jsonl, "csv": export_csv}
