@@ -7,6 +7,17 @@ Standard library only. Every mechanism is an exact channel (`fractions.Fraction`
 from .exact import EpsilonRequest
 from .mechanisms import ChannelMechanism, LaplaceMechanism, Mechanism, UnaryMechanism
 from .privacy import posterior_bound, privacy_statement
+from .submit import (
+    ResponseRejected,
+    SpecMismatch,
+    Submission,
+    SubmitError,
+    SurveyClosed,
+    SurveyNotFound,
+    TokenAlreadyUsed,
+    fetch_survey,
+    submit,
+)
 from .survey import QUESTION_TYPES, Question, SpecError, Survey
 
 __all__ = [
@@ -18,7 +29,16 @@ __all__ = [
     "Question",
     "SpecError",
     "Survey",
+    "ResponseRejected",
+    "SpecMismatch",
+    "Submission",
+    "SubmitError",
+    "SurveyClosed",
+    "SurveyNotFound",
+    "TokenAlreadyUsed",
     "UnaryMechanism",
+    "fetch_survey",
     "posterior_bound",
     "privacy_statement",
+    "submit",
 ]

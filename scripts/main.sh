@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
-# The main job: check the demo survey and print its privacy summary.
+# The main job: the server with the demo survey on the embedded SQLite default (deniable.db),
+# seeded with simulated respondents. Prints the survey link and the admin link.
 source "$(dirname "$0")/env.sh"
-deniable survey check examples/tax.yaml "$@"
+exec deniable demo --simulate 500 "$@"

@@ -92,6 +92,12 @@ def ensure_admin_token(store: storage.Store) -> str | None:
     return token
 
 
+def rotate_admin_token(store: storage.Store) -> str:
+    """Replace the admin token (the demo prints a fresh working link every time)."""
+    store.set_setting("admin_token_hash", "")
+    return ensure_admin_token(store)
+
+
 def admin_token_valid(store: storage.Store, presented: str | None, configured: str | None) -> bool:
     if not presented:
         return False

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
 from deniable.client import SpecError, Survey
+
+from . import storage
+
+db_option = click.option("--db", "db_path", envvar="DENIABLE_DB", default="deniable.db", show_default=True,
+                         type=click.Path(dir_okay=False), help="SQLite database file (default: $DENIABLE_DB, else deniable.db).")
 
 
 def _load(path: str) -> Survey:
@@ -17,15 +23,36 @@ def _load(path: str) -> Survey:
         raise click.ClickException(f"{path}: {error}") from None
 
 
+def _store(db_path: str) -> storage.Store:
+    try:
+        return storage.Store(db_path)
+    except Exception as error:  # sqlite3.DatabaseError and friends: not a database, unwritable folder…
+        raise click.ClickException(f"{db_path}: cannot open the database ({error})") from None
+
+
+class _Errors:
+    """Turn storage errors into a one-line message and exit status 1."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and issubclass(exc_type, storage.StorageError):
+            raise click.ClickException(exc.message) from None
+        return False
+
+
 @click.group()
 @click.version_option(package_name="deniable")
 def main():
     """deniable: surveys with plausible deniability (randomized response on the respondent's device)."""
 
 
+# --- surveys ------------------------------------------------------------------------------------
+
 @main.group()
 def survey():
-    """Check and manage survey specs."""
+    """Check, add, list, show and close surveys."""
 
 
 @survey.command("check")
@@ -47,6 +74,196 @@ def check(spec_file, prior, as_json):
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         click.echo(parsed.privacy_summary(prior))
+
+
+@survey.command("add")
+@click.argument("spec_file", type=click.Path(dir_okay=False))
+@db_option
+@click.option("--access", type=click.Choice(["open", "token"]), default=None,
+              help="open: anyone with the link answers; token: one answer per invitation token. New surveys default to open.")
+def survey_add(spec_file, db_path, access):
+    """Add the survey in SPEC_FILE; a changed spec under an existing id becomes a new version."""
+    parsed = _load(spec_file)
+    with _store(db_path) as store, _Errors():
+        previous = store.versions(parsed.id) if parsed.id in {r.id for r in store.list_surveys()} else []
+        record, outcome = store.add_survey(parsed, access)
+    if outcome == "created":
+        click.echo(f"Added survey {record.id!r} (version 1, hash {record.hash[:12]}), access: {record.access}.")
+    elif outcome == "unchanged":
+        click.echo(f"Survey {record.id!r} is unchanged (version {record.version}, hash {record.hash[:12]}).")
+    else:
+        answered = sum(v["responses"] for v in previous)
+        click.echo(f"Survey {record.id!r}: the spec changed, so this is a NEW VERSION {record.version} "
+                   f"(hash {record.hash[:12]}). {answered} earlier response(s) stay with the version they answered.")
+    click.echo(f"Total ε per respondent: {record.survey.epsilon:.4f}")
+
+
+@survey.command("list")
+@db_option
+def survey_list(db_path):
+    """List surveys with version, responses and total ε."""
+    with _store(db_path) as store:
+        records = store.list_surveys()
+        if not records:
+            click.echo("No surveys. Add one with: deniable survey add FILE")
+            return
+        click.echo(f"{'id':<20} {'version':>7} {'responses':>9} {'total ε':>8}  access  status  title")
+        for r in records:
+            click.echo(f"{r.id:<20} {r.version:>7} {store.response_count(r.id):>9} {r.survey.epsilon:>8.3f}  "
+                       f"{r.access:<6}  {'closed' if r.closed else 'open':<6}  {r.survey.title}")
+
+
+@survey.command("show")
+@click.argument("survey_id")
+@db_option
+@click.option("--prior", type=click.FloatRange(0, 1), default=0.02, show_default=True)
+def survey_show(survey_id, db_path, prior):
+    """The privacy summary of a stored survey: ε per question and in total, versions, responses."""
+    with _store(db_path) as store, _Errors():
+        record = store.get_survey(survey_id)
+        click.echo(record.survey.privacy_summary(prior))
+        if record.access == "open":
+            click.echo("NOTE: open survey (no invitation tokens): someone who answers more than once spends "
+                       "the per-person budget again each time.")
+        tokens = store.token_counts(survey_id)
+        click.echo(f"\nAccess: {record.access}; tokens issued {tokens['issued']}, used {tokens['used']}. "
+                   f"Status: {'closed on ' + record.closed_on if record.closed else 'open'}.")
+        for v in store.versions(survey_id):
+            marker = " (current)" if v["hash"] == record.hash else ""
+            click.echo(f"  version {v['version']} {v['hash'][:12]} added {v['added_on']}: {v['responses']} responses{marker}")
+
+
+@survey.command("close")
+@click.argument("survey_id")
+@db_option
+def survey_close(survey_id, db_path):
+    """Stop accepting responses."""
+    with _store(db_path) as store, _Errors():
+        record = store.close_survey(survey_id)
+    click.echo(f"Survey {survey_id!r} is closed (since {record.closed_on}).")
+
+
+# --- tokens and export --------------------------------------------------------------------------
+
+@main.command()
+@click.argument("survey_id")
+@click.option("--count", type=click.IntRange(1, 100_000), required=True, help="How many tokens.")
+@db_option
+@click.option("--base-url", default="http://127.0.0.1:8000", show_default=True, help="Where respondents reach the server.")
+def tokens(survey_id, count, db_path, base_url):
+    """Create single-use respondent tokens and print them as invitation links (the survey then needs one)."""
+    with _store(db_path) as store, _Errors():
+        was_open = store.get_survey(survey_id).access == "open"
+        issued = store.issue_tokens(survey_id, count)
+    if was_open:
+        click.echo(f"Survey {survey_id!r} now accepts only responses with a token.", err=True)
+    for token in issued:
+        click.echo(f"{base_url.rstrip('/')}/s/{survey_id}?t={token}")
+
+
+@main.command()
+@click.argument("survey_id")
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="csv", show_default=True)
+@click.option("--output", type=click.Path(dir_okay=False, writable=True), help="Write here instead of standard output.")
+@click.option("--spec-hash", help="Export this version (default: the current one).")
+@db_option
+def export(survey_id, fmt, output, spec_hash, db_path):
+    """Export the stored reports of a survey version."""
+    from .api import EXPORT_FORMATS
+
+    with _store(db_path) as store, _Errors():
+        record = store.get_survey(survey_id, spec_hash)
+        chunks = EXPORT_FORMATS[fmt](record, store.export(survey_id, record.hash))
+        if output:
+            # Write a temporary file and rename it: a failed export leaves no partial file.
+            target = Path(output)
+            partial = target.with_name(target.name + ".partial")
+            with partial.open("w", encoding="utf-8", newline="") as handle:
+                for chunk in chunks:
+                    handle.write(chunk)
+            partial.replace(target)
+            click.echo(f"Wrote {store.response_count(survey_id)} responses of version {record.version} to {output}", err=True)
+        else:
+            for chunk in chunks:
+                click.echo(chunk, nl=False)
+
+
+# --- running ------------------------------------------------------------------------------------
+
+@main.command("init-db")
+@db_option
+def init_db(db_path):
+    """Create or migrate the database schema."""
+    with _store(db_path) as store:
+        click.echo(f"{db_path}: schema version {store.schema_version()}")
+
+
+def _announce_admin(store: storage.Store, base_url: str, rotate: bool = False):
+    import os
+
+    from . import ensure_admin_token, rotate_admin_token
+
+    if os.environ.get("DENIABLE_ADMIN_TOKEN"):
+        click.echo("Admin token: taken from $DENIABLE_ADMIN_TOKEN.")
+        return
+    token = rotate_admin_token(store) if rotate else ensure_admin_token(store)
+    if token:
+        click.echo(f"Admin token (shown once, stored hashed): {token}")
+        click.echo(f"Admin dashboard: {base_url}/admin/login?token={token}")
+    else:
+        click.echo("Admin token: created earlier (stored hashed); set DENIABLE_ADMIN_TOKEN to choose one.")
+
+
+def _serve(db_path: str, host: str, port: int, threads: int):
+    import waitress
+
+    from . import create_app
+
+    app = create_app({"DATABASE": db_path})
+    waitress.serve(app, host=host, port=port, threads=threads, ident="deniable", clear_untrusted_proxy_headers=True)
+
+
+@main.command()
+@db_option
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 64))
+def serve(db_path, host, port, threads):
+    """Serve surveys and the API with waitress (a production WSGI server)."""
+    base_url = f"http://{host}:{port}"
+    with _store(db_path) as store:
+        _announce_admin(store, base_url)
+        for record in store.list_surveys():
+            click.echo(f"Survey {record.id!r}: {base_url}/s/{record.id}")
+    click.echo(f"Serving {db_path} on {base_url} (Ctrl-C to stop)", err=True)
+    _serve(db_path, host, port, threads)
+
+
+@main.command()
+@db_option
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--simulate", default=0, show_default=True, type=click.IntRange(0, 1_000_000),
+              help="Add this many simulated respondents (known truth) so there is data to analyse.")
+@click.option("--no-serve", is_flag=True, help="Set up (and simulate) only; do not start the server.")
+def demo(db_path, host, port, simulate, no_serve):
+    """Start the server with the demo survey (the seed's tax-dodging coin flip and one question of each type)."""
+    from .demo import demo_survey
+    from .demo import simulate as simulate_respondents
+
+    base_url = f"http://{host}:{port}"
+    survey_spec = demo_survey()
+    with _store(db_path) as store, _Errors():
+        record, outcome = store.add_survey(survey_spec)
+        click.echo(f"Demo survey {record.id!r} ({outcome}, version {record.version}, total ε {record.survey.epsilon:.3f}).")
+        if simulate:
+            simulate_respondents(store, survey_spec, simulate)
+            click.echo(f"Added {simulate} simulated respondents; {store.response_count(record.id)} responses in all.")
+        _announce_admin(store, base_url, rotate=True)
+    click.echo(f"Survey link: {base_url}/s/{record.id}")
+    if not no_serve:
+        click.echo(f"Serving {db_path} on {base_url} (Ctrl-C to stop)", err=True)
+        _serve(db_path, host, port, threads=8)
 
 
 if __name__ == "__main__":  # pragma: no cover

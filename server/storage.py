@@ -314,16 +314,22 @@ class Store:
         cursor = self.db.execute(
             "SELECT r.id, r.received_on, p.question_id, p.value FROM responses r "
             "LEFT JOIN reports p ON p.response_id = r.id WHERE r.spec_hash = ? ORDER BY r.rowid", [record.hash])
+        order = list(record.survey.questions)
+
+        def ordered(row):
+            row["reports"] = {qid: row["reports"][qid] for qid in order if qid in row["reports"]}
+            return row
+
         current = None
         for response_id, received_on, qid, value in cursor:
             if current is None or current["id"] != response_id:
                 if current is not None:
-                    yield current
+                    yield ordered(current)
                 current = {"id": response_id, "spec_hash": record.hash, "received_on": received_on, "reports": {}}
             if qid is not None:
                 current["reports"][qid] = json.loads(value)
         if current is not None:
-            yield current
+            yield ordered(current)
 
     # --- settings -----------------------------------------------------------------------------
 
