@@ -1,0 +1,76 @@
+import re
+
+from deniable.client import Survey
+
+
+def test_survey_page_renders_every_question_type_with_privacy_notes(client, survey):
+    page = client.get("/s/tax").data.decode()
+    for question in survey.questions.values():
+        assert question.text in page
+    assert page.count('class="privacy') == len(survey.questions) + 2  # every question, plus the two in the coin form
+    assert "at most 5.8% sure" in page
+    assert "not randomized" in page  # the public question says so
+    assert 'method="dialog"' in page  # the answer form can never be submitted by the browser
+    assert "<script>" not in page  # no inline script: the data block is JSON, the code is a module
+    assert 'type="module" src="/static/survey.js"' in page
+
+
+def test_spec_text_cannot_inject_html(client, store):
+    evil = Survey.from_dict({"id": "evil", "title": "<script>alert('t')</script>", "questions": [
+        {"id": "q", "type": "choice", "text": "<img src=x onerror=alert(1)>", "options": ["</script><script>alert(2)</script>", "b"],
+         "privacy": "none"}]})
+    store.add_survey(evil)
+    page = client.get("/s/evil").data.decode()
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    data = re.search(r'<script type="application/json" id="survey-data">(.*?)</script>', page, re.S).group(1)
+    assert "</script" not in data.lower() and "<" not in data
+
+
+def test_no_javascript_coin_form_posts_only_coin_results(client, survey, store):
+    page = client.get("/s/tax").data.decode()
+    assert "Flip a coin" in page
+    form = re.search(r'<form id="coin-form".*?</form>', page, re.S).group(0)
+    names = set(re.findall(r'name="([^"]+)"', form))
+    # the coin-flip yes/no question and the public question; designs without a physical procedure are skipped
+    assert names == {"spec_hash", "idempotency_key", "dodged", "region"}
+    key = re.search(r'name="idempotency_key" value="([^"]+)"', form).group(1)
+    response = client.post("/s/tax/submit", data={"spec_hash": survey.hash, "idempotency_key": key,
+                                                  "dodged": "yes", "region": "East"})
+    assert response.status_code == 303 and response.headers["Location"].endswith("/s/tax/thanks")
+    rows = list(store.export("tax"))
+    assert len(rows) == 1 and rows[0]["reports"] == {"dodged": "yes", "region": "East"}
+    assert client.get("/s/tax/thanks").status_code == 200
+
+
+def test_no_javascript_form_errors_are_pages_not_tracebacks(client, survey, store):
+    missing = client.post("/s/tax/submit", data={"spec_hash": survey.hash, "idempotency_key": "k" * 16, "region": "East"})
+    assert missing.status_code == 422 and "Have you ever dodged your taxes?" in missing.data.decode()
+    smuggled = client.post("/s/tax/submit", data={"spec_hash": survey.hash, "idempotency_key": "k" * 16,
+                                                  "dodged": "yes", "region": "East", "cash": "Salary"})
+    assert smuggled.status_code == 422
+    assert list(store.export("tax")) == []
+
+
+def test_closed_and_unknown_surveys_have_their_own_pages(client, survey, store):
+    assert client.get("/s/nope").status_code == 404
+    store.close_survey("tax")
+    closed = client.get("/s/tax")
+    assert closed.status_code == 410 and "closed" in closed.data.decode()
+
+
+def test_the_page_serves_the_shipped_js_client(client):
+    from pathlib import Path
+
+    served = client.get("/js/deniable.js").data.decode()
+    assert served == (Path(__file__).resolve().parents[2] / "client/js/deniable.js").read_text()
+
+
+def test_admin_dashboard_needs_the_token(client, survey):
+    assert client.get("/admin/").status_code == 401
+    assert client.get("/admin/login?token=wrong").status_code == 401
+    login = client.get("/admin/login?token=test-admin-token")
+    assert login.status_code == 303
+    assert "HttpOnly" in login.headers["Set-Cookie"] and "SameSite=Strict" in login.headers["Set-Cookie"]
+    dashboard = client.get("/admin/")
+    assert dashboard.status_code == 200 and "Taxes and daily life" in dashboard.data.decode()
