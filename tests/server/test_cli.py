@@ -1,16 +1,25 @@
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from deniable.client import Survey
+from deniable.server import storage
 from deniable.server.cli import main
 from tests.conftest import EXAMPLES
 
+TAX = str(EXAMPLES / "tax.yaml")
+
+
+def run(*args, env=None):
+    result = CliRunner().invoke(main, list(args), env=env)
+    return result
+
 
 def test_survey_check_prints_the_privacy_summary():
-    result = CliRunner().invoke(main, ["survey", "check", str(EXAMPLES / "tax.yaml")])
+    result = run("survey", "check", TAX)
     assert result.exit_code == 0, result.output
-    survey = Survey.from_file(EXAMPLES / "tax.yaml")
+    survey = Survey.from_file(TAX)
     assert survey.hash[:12] in result.output
     assert "dodged" in result.output and "prior 2% → at most 5.8%" in result.output
     assert f"{survey.epsilon:.4f}" in result.output
@@ -18,9 +27,8 @@ def test_survey_check_prints_the_privacy_summary():
 
 
 def test_survey_check_json_matches_the_library():
-    result = CliRunner().invoke(main, ["survey", "check", "--json", str(EXAMPLES / "tax.yaml")])
-    payload = json.loads(result.output)
-    survey = Survey.from_file(EXAMPLES / "tax.yaml")
+    payload = json.loads(run("survey", "check", "--json", TAX).output)
+    survey = Survey.from_file(TAX)
     assert payload["hash"] == survey.hash
     assert payload["questions"]["region"]["epsilon"] is None
     assert Survey.from_dict(payload["spec"]).hash == survey.hash
@@ -29,9 +37,102 @@ def test_survey_check_json_matches_the_library():
 def test_survey_check_reports_mistakes_without_a_traceback(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("id: s\ntitle: t\nquestions:\n  - {id: q, type: yes_no, text: '?', privacy: {design: warner, p: 1/2}}\n")
-    result = CliRunner().invoke(main, ["survey", "check", str(bad)])
+    result = run("survey", "check", str(bad))
     assert result.exit_code == 1
     assert "question 'q'.privacy.p: 1/2 makes the report independent" in result.output
     assert "Traceback" not in result.output
-    missing = CliRunner().invoke(main, ["survey", "check", str(tmp_path / "nope.yaml")])
+    missing = run("survey", "check", str(tmp_path / "nope.yaml"))
     assert missing.exit_code == 1 and "cannot read" in missing.output
+
+
+def test_add_list_show_close_round_trip(db_path, tmp_path):
+    added = run("survey", "add", TAX, "--db", db_path)
+    assert added.exit_code == 0 and "Added survey 'tax' (version 1" in added.output
+    assert "unchanged" in run("survey", "add", TAX, "--db", db_path).output
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(EXAMPLES.joinpath("tax.yaml").read_text().replace("Taxes and daily life", "Taxes, again"))
+    new_version = run("survey", "add", str(changed), "--db", db_path)
+    assert "NEW VERSION 2" in new_version.output
+    listing = run("survey", "list", "--db", db_path)
+    assert "tax" in listing.output and "Taxes, again" in listing.output
+    shown = run("survey", "show", "tax", "--db", db_path)
+    assert "version 1" in shown.output and "version 2" in shown.output and "(current)" in shown.output
+    assert "open survey" in shown.output
+    assert "closed" in run("survey", "close", "tax", "--db", db_path).output
+    with storage.Store(db_path) as store:
+        assert store.get_survey("tax").closed
+
+
+def test_db_comes_from_the_environment(tmp_path):
+    path = str(tmp_path / "env.db")
+    assert run("survey", "add", TAX, env={"DENIABLE_DB": path}).exit_code == 0
+    with storage.Store(path) as store:
+        assert store.get_survey("tax").version == 1
+
+
+def test_tokens_print_links_and_switch_on_token_access(db_path):
+    run("survey", "add", TAX, "--db", db_path)
+    result = run("tokens", "tax", "--count", "3", "--db", db_path, "--base-url", "https://survey.example")
+    links = [line for line in result.output.splitlines() if line.startswith("https://")]
+    assert len(links) == 3 and all(link.startswith("https://survey.example/s/tax?t=") for link in links)
+    with storage.Store(db_path) as store:
+        assert store.get_survey("tax").access == "token"
+        assert store.token_counts("tax") == {"issued": 3, "used": 0}
+
+
+def test_export_to_stdout_and_to_a_file(db_path, tmp_path):
+    assert run("demo", "--db", db_path, "--simulate", "25", "--no-serve").exit_code == 0
+    jsonl = run("export", "tax", "--format", "jsonl", "--db", db_path)
+    rows = [json.loads(line) for line in jsonl.output.splitlines()]
+    assert len(rows) == 25 and set(rows[0]["reports"]) == {"dodged", "region", "cash", "fairness", "undeclared", "hours"}
+    out = tmp_path / "tax.csv"
+    written = run("export", "tax", "--format", "csv", "--output", str(out), "--db", db_path)
+    assert written.exit_code == 0
+    assert len(out.read_text().splitlines()) == 26
+    assert not (tmp_path / "tax.csv.partial").exists()
+
+
+def test_demo_sets_up_prints_links_and_rotates_the_admin_token(db_path):
+    first = run("demo", "--db", db_path, "--no-serve", "--simulate", "10")
+    assert first.exit_code == 0, first.output
+    assert "Survey link: http://127.0.0.1:8000/s/tax" in first.output
+    assert "/admin/login?token=" in first.output
+    second = run("demo", "--db", db_path, "--no-serve")
+    assert "unchanged" in second.output and "/admin/login?token=" in second.output
+    with storage.Store(db_path) as store:
+        assert store.response_count("tax") == 10
+
+
+@pytest.mark.parametrize("args,message", [
+    (("survey", "show", "nope"), "no survey 'nope'"),
+    (("survey", "close", "nope"), "no survey 'nope'"),
+    (("tokens", "nope", "--count", "2"), "no survey 'nope'"),
+    (("tokens", "tax", "--count", "0"), "0 is not in the range"),
+    (("export", "nope"), "no survey 'nope'"),
+    (("export", "tax", "--format", "xml"), "'xml' is not one of"),
+])
+def test_errors_are_messages_with_a_nonzero_exit(db_path, args, message):
+    run("survey", "add", TAX, "--db", db_path)
+    result = run(*args, "--db", db_path)
+    assert result.exit_code != 0
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_file_that_is_not_a_database_is_a_clean_error(tmp_path):
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not sqlite" * 100)
+    result = run("survey", "list", "--db", str(junk))
+    assert result.exit_code == 1 and "cannot open the database" in result.output
+
+
+def test_every_command_has_help():
+    def walk(group, prefix=()):
+        for name, command in group.commands.items():
+            yield prefix + (name,), command
+            if hasattr(command, "commands"):
+                yield from walk(command, prefix + (name,))
+
+    for path, command in walk(main):
+        assert command.help, f"deniable {' '.join(path)} has no help"
+        assert run(*path, "--help").exit_code == 0

@@ -1,0 +1,89 @@
+"""The Python client's submit() against a live server."""
+
+import threading
+
+import pytest
+
+from deniable.client import ResponseRejected, SurveyClosed, SurveyNotFound, TokenAlreadyUsed, submit
+from deniable.client.submit import SpecMismatch, fetch_survey
+from tests.server.conftest import ANSWERS
+
+
+def test_submit_randomizes_locally_and_is_stored(live_server, survey, store):
+    sent = submit(live_server, "tax", ANSWERS)
+    assert sent.created and sent.spec_hash == survey.hash
+    rows = list(store.export("tax"))
+    assert len(rows) == 1 and rows[0]["reports"] == sent.reports
+    assert rows[0]["id"] == sent.acknowledgement["id"]
+
+
+def test_submit_errors_are_typed(live_server, survey, store):
+    with pytest.raises(SurveyNotFound):
+        submit(live_server, "nope", ANSWERS)
+    with pytest.raises(ValueError, match="unknown question"):
+        submit(live_server, "tax", {"nope": "yes"})
+    [token] = store.issue_tokens("tax", 1)
+    with pytest.raises(ResponseRejected) as missing_token:
+        submit(live_server, "tax", ANSWERS)
+    assert missing_token.value.field == "token" and missing_token.value.status == 422
+    submit(live_server, "tax", ANSWERS, token=token)
+    with pytest.raises(TokenAlreadyUsed):
+        submit(live_server, "tax", ANSWERS, token=token)
+    store.close_survey("tax")
+    with pytest.raises(SurveyClosed):
+        submit(live_server, "tax", ANSWERS, token="x")
+
+
+def test_transient_failures_are_retried_with_the_same_key(app, survey, store):
+    """A flaky proxy: the first POST is stored but its answer is lost (502); the retry gets 200."""
+    from werkzeug.serving import make_server
+
+    seen_keys = []
+
+    def flaky(environ, start_response):
+        if environ["REQUEST_METHOD"] == "POST" and not seen_keys:
+            seen_keys.append("first")
+            response = app(environ, lambda *args, **kwargs: None)  # stored, answer dropped
+            b"".join(response)
+            start_response("502 Bad Gateway", [("Content-Type", "application/json")])
+            return [b'{"error": {"status": 502, "field": null, "message": "bad gateway"}}']
+        return app(environ, start_response)
+
+    server = make_server("127.0.0.1", 0, flaky, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        sent = submit(f"http://127.0.0.1:{server.server_port}", "tax", ANSWERS, backoff=0.01)
+    finally:
+        server.shutdown()
+    assert sent.created is False  # the retry found the first, stored copy
+    assert store.response_count("tax") == 1
+
+
+def test_unreachable_server_raises_after_retries():
+    from deniable.client import SubmitError
+
+    with pytest.raises(SubmitError, match="could not reach"):
+        submit("http://127.0.0.1:9", "tax", ANSWERS, retries=1, backoff=0.01, timeout=1)
+
+
+def test_a_spec_that_does_not_match_its_hash_is_refused(app, survey, monkeypatch):
+    from werkzeug.serving import make_server
+
+    def lying(environ, start_response):
+        import json
+
+        body = b"".join(app(environ, lambda *a, **k: None))
+        payload = json.loads(body)
+        payload["spec"]["title"] = "Swapped"
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [json.dumps(payload).encode()]
+
+    server = make_server("127.0.0.1", 0, lying)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(SpecMismatch):
+            fetch_survey(f"http://127.0.0.1:{server.server_port}", "tax")
+    finally:
+        server.shutdown()
