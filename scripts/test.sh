@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# The whole test suite: Python (pytest) and JavaScript (node --test).
+# The whole test suite: Python (pytest, including real-browser tests in Debian's Chromium)
+# and the JavaScript client (node --test).
 source "$(dirname "$0")/env.sh"
-if ! command -v node >/dev/null; then
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 nodejs
-fi
+install_debian() {
+    if [ "$(id -u)" != 0 ]; then
+        echo "missing $* and not root: install it with apt-get" >&2
+        return 0
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 "$@"
+}
+command -v node >/dev/null || install_debian nodejs
+# Browser tests drive the system Chromium; Playwright never downloads a browser of its own.
+[ -x /usr/bin/chromium ] || install_debian chromium
 python -m pytest "$@"
 node --test client/js/tests/

@@ -85,5 +85,6 @@ form.addEventListener("submit", async (event) => {
   document.getElementById("sent-body").textContent = JSON.stringify(body, null, 2);
   const sent = document.getElementById("sent");
   sent.hidden = false;
-  sent.querySelector("h2").focus?.();
+  sent.querySelector("h2").focus();
+  sent.scrollIntoView({ block: "start" });
 });

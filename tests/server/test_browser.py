@@ -1,0 +1,171 @@
+"""Real-browser end-to-end tests: Debian's headless Chromium driven by Playwright.
+
+Skipped on a laptop without /usr/bin/chromium; in CI (CI set) a missing browser is a failure.
+"""
+
+import json
+import os
+import re
+import shutil
+
+import pytest
+from scipy import stats
+
+from deniable.client import Survey
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync",
+                 "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is required in CI (apt-get install chromium)")
+        pytest.skip("no Chromium on this machine")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+class Recorder:
+    """Every request a page sends, with its body and headers, and every console error."""
+
+    def __init__(self, page):
+        self.requests, self.errors = [], []
+        page.on("request", lambda r: self.requests.append({"url": r.url, "method": r.method, "body": r.post_data or "",
+                                                           "headers": r.headers}))
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def posts(self):
+        return [r for r in self.requests if r["method"] == "POST"]
+
+
+def fill_demo(page, answers):
+    page.check(f"#q-dodged input[value='{answers['dodged']}']")
+    page.check(f"#q-region input[value='{answers['region']}']")
+    page.check(f"#q-cash input[value='{answers['cash']}']")
+    page.check(f"#q-fairness input[value='{answers['fairness']}']")
+    for option in answers["undeclared"]:
+        page.check(f"#q-undeclared input[value='{option}']")
+    page.fill("#q-hours input", answers["hours"])
+
+
+TRUE = {"dodged": "yes", "region": "West", "cash": "Cash in hand", "fairness": "Strongly agree",
+        "undeclared": ["Foreign accounts"], "hours": "17.5"}
+
+
+def test_respondent_fills_the_demo_survey_and_only_reports_leave_the_page(browser, live_server, survey, store):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    recorder = Recorder(page)
+    page.goto(f"{live_server}/s/tax")
+    assert page.is_hidden("#coin-form") or page.locator("#coin-form").count() == 0
+    fill_demo(page, TRUE)
+    page.click("#survey-form button[type=submit]")
+    page.wait_for_selector("#sent:not([hidden])")
+    assert recorder.errors == []
+
+    [post] = recorder.posts()
+    assert post["url"] == f"{live_server}/api/v1/surveys/tax/responses"
+    body = json.loads(post["body"])
+    assert set(body) == {"spec_hash", "idempotency_key", "reports"}
+    assert body["spec_hash"] == survey.hash
+    for qid, report in body["reports"].items():
+        survey.questions[qid].mechanism.validate_report(report)
+    # the page shows exactly what was sent
+    assert json.loads(page.text_content("#sent-body")) == body
+    # 17.5 is snapped to the grid before randomizing: the typed value itself must never travel or stay
+    everything = json.dumps(recorder.requests) + page.url + json.dumps(context.cookies())
+    everything += page.evaluate("JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)])")
+    assert "17.5" not in everything
+    assert context.cookies() == []
+    assert page.evaluate("localStorage.length + sessionStorage.length") == 0
+    assert page.url == f"{live_server}/s/tax"
+    # the answer form is gone from the page once the reports are drawn
+    assert page.locator("#survey-form").count() == 0
+    [row] = list(store.export("tax"))
+    assert row["reports"] == body["reports"]
+    context.close()
+
+
+def test_reports_vary_and_match_the_coin_flip_across_many_submissions(browser, live_server, store):
+    coin = Survey.from_dict({"id": "coin", "title": "Coin", "questions": [
+        {"id": "dodged", "type": "yes_no", "text": "Have you ever dodged your taxes?"}]})
+    store.add_survey(coin)
+    context = browser.new_context()
+    page = context.new_page()
+    recorder = Recorder(page)
+    submissions = 150
+    for _ in range(submissions):
+        page.goto(f"{live_server}/s/coin")
+        page.check("#q-dodged input[value='yes']")
+        page.click("#survey-form button[type=submit]")
+        page.wait_for_selector("#sent:not([hidden])")
+    reports = [json.loads(p["body"])["reports"]["dodged"] for p in recorder.posts()]
+    assert len(reports) == submissions
+    yes = reports.count("yes")
+    assert 0 < yes < submissions  # they vary
+    # P(report yes | true yes) = 3/4 exactly; a false failure is rarer than 1e-6
+    assert stats.binomtest(yes, submissions, 0.75).pvalue > 1e-6
+    assert store.response_count("coin") == submissions
+    context.close()
+
+
+def test_no_javascript_falls_back_to_the_coin_procedure(browser, live_server, survey, store):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    recorder = Recorder(page)
+    page.goto(f"{live_server}/s/tax")
+    assert page.is_visible("#coin-form")
+    assert page.is_hidden("#survey-form")
+    assert "Flip a coin" in page.text_content("#coin-form")
+    page.check("#coin-form input[name=dodged][value=no]")
+    page.check("#coin-form input[name=region][value=South]")
+    page.click("#coin-form button[type=submit]")
+    page.wait_for_url(re.compile(r".*/s/tax/thanks$"))
+    [post] = recorder.posts()
+    fields = dict(pair.split("=", 1) for pair in post["body"].split("&"))
+    assert set(fields) == {"spec_hash", "idempotency_key", "dodged", "region"}
+    [row] = list(store.export("tax"))
+    assert row["reports"] == {"dodged": "no", "region": "South"}
+    context.close()
+
+
+def test_invitation_token_is_used_once_and_leaves_the_address_bar(browser, live_server, survey, store):
+    [token] = store.issue_tokens("tax", 1)
+    context = browser.new_context()
+    page = context.new_page()
+    recorder = Recorder(page)
+    for attempt in range(2):
+        page.goto(f"{live_server}/s/tax?t={token}")
+        assert token not in page.url  # replaced in history at once
+        fill_demo(page, TRUE)
+        page.click("#survey-form button[type=submit]")
+        if attempt == 0:
+            page.wait_for_selector("#sent:not([hidden])")
+        else:
+            page.wait_for_selector("#send-problem:not([hidden])")
+            assert "already been used" in page.text_content("#send-problem")
+    statuses = [json.loads(p["body"]).get("token") for p in recorder.posts()]
+    assert statuses == [token, token]
+    assert store.response_count("tax") == 1
+    context.close()
+
+
+def test_missing_required_answers_are_flagged_before_anything_is_sent(browser, live_server, survey):
+    context = browser.new_context()
+    page = context.new_page()
+    recorder = Recorder(page)
+    page.goto(f"{live_server}/s/tax")
+    page.check("#q-region input[value='North']")
+    page.click("#survey-form button[type=submit]")
+    page.wait_for_selector("#q-dodged .problem:not([hidden])")
+    assert recorder.posts() == []
+    context.close()
