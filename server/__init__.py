@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import threading
 from pathlib import Path
 
 from flask import Flask, g
@@ -49,11 +50,15 @@ def create_app(config: dict | None = None) -> Flask:
     with storage.Store(app.config["DATABASE"]):
         pass  # creates or migrates the schema before the first request
 
+    # One connection per server thread, kept open: opening one per request costs a WAL
+    # checkpoint whenever the last connection closes.
+    app.extensions["deniable_stores"] = threading.local()
+
     @app.teardown_appcontext
-    def close_store(_exc):
+    def release_store(_exc):
         store = g.pop("store", None)
-        if store is not None:
-            store.close()
+        if store is not None and store.db.conn.in_transaction:  # never carry a transaction over
+            store.db.conn.rollback()
 
     @app.after_request
     def security_headers(response):
@@ -79,7 +84,10 @@ def get_store() -> storage.Store:
     from flask import current_app
 
     if "store" not in g:
-        g.store = storage.Store(current_app.config["DATABASE"])
+        local = current_app.extensions["deniable_stores"]
+        if getattr(local, "store", None) is None:
+            local.store = storage.Store(current_app.config["DATABASE"])
+        g.store = local.store
     return g.store
 
 

@@ -131,11 +131,15 @@ def post_batch(survey_id):
         raise ApiError(422, "items: must be a non-empty list of responses", "items")
     if len(items) > current_app.config["MAX_BATCH_ITEMS"]:
         raise ApiError(413, f"items: at most {current_app.config['MAX_BATCH_ITEMS']} per batch", "items")
-    get_store().get_survey(survey_id)
+    store = get_store()
+    store.get_survey(survey_id)
     results = []
-    for item in items:
-        payload, status = submit_item(survey_id, item)
-        results.append({"status": status, **({"error": payload["error"]} if "error" in payload else {"response": payload})})
+    # One commit for the whole batch (each item in its own savepoint, judged on its own):
+    # nothing is acknowledged before that commit reaches the disk.
+    with store.transaction():
+        for item in items:
+            payload, status = submit_item(survey_id, item)
+            results.append({"status": status, **({"error": payload["error"]} if "error" in payload else {"response": payload})})
     summary = {s: sum(r["status"] == s for r in results) for s in sorted({r["status"] for r in results})}
     return {"results": results, "statuses": {str(k): v for k, v in summary.items()}}, 200
 

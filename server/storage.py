@@ -71,11 +71,15 @@ class SurveyRecord:
     survey: Survey
     access: str  # "open" or "token"
     closed_on: str | None
-    responses: int
+    _count: object = None  # counts this version's responses on demand (not on the submit path)
 
     @property
     def closed(self) -> bool:
         return self.closed_on is not None
+
+    @property
+    def responses(self) -> int:
+        return self._count()
 
 
 def _migrate_to_1(db: sqlite_utils.Database):
@@ -136,6 +140,14 @@ class Store:
     def transaction(self):
         return _Transaction(self.db.conn)
 
+    def _one(self, sql: str, params) -> dict | None:
+        cursor = self.db.execute(sql, params)
+        row = cursor.fetchone()
+        return None if row is None else dict(zip((c[0] for c in cursor.description), row))
+
+    def _survey_row(self, survey_id: str) -> dict | None:
+        return self._one("SELECT id, current_hash, access, closed_on FROM surveys WHERE id = ?", [survey_id])
+
     # --- surveys ------------------------------------------------------------------------------
 
     def add_survey(self, survey: Survey, access: str | None = None) -> tuple[SurveyRecord, str]:
@@ -147,8 +159,7 @@ class Store:
         if access not in (None, "open", "token"):
             raise Invalid(f"access must be 'open' or 'token', got {access!r}", "access")
         with self.transaction():
-            existing = self.db["surveys"].rows_where("id = ?", [survey.id])
-            row = next(existing, None)
+            row = self._survey_row(survey.id)
             if row is not None and row["current_hash"] == survey.hash:
                 if access and access != row["access"]:
                     self.db["surveys"].update(survey.id, {"access": access})
@@ -173,16 +184,18 @@ class Store:
 
     def _record(self, row: dict, spec_hash: str | None = None) -> SurveyRecord:
         spec_hash = spec_hash or row["current_hash"]
-        version = next(self.db["survey_versions"].rows_where("hash = ? AND survey_id = ?", [spec_hash, row["id"]]), None)
+        version = self._one("SELECT version, spec FROM survey_versions WHERE hash = ? AND survey_id = ?", [spec_hash, row["id"]])
         if version is None:
             raise Invalid(f"spec_hash {spec_hash!r} is not a version of survey {row['id']!r}", "spec_hash")
-        count = self.db.execute("SELECT COUNT(*) FROM responses WHERE spec_hash = ?", [spec_hash]).fetchone()[0]
+        def count():
+            return self.db.execute("SELECT COUNT(*) FROM responses WHERE spec_hash = ?", [spec_hash]).fetchone()[0]
+
         return SurveyRecord(id=row["id"], hash=spec_hash, version=version["version"],
                             survey=_load_spec(version["spec"]), access=row["access"],
-                            closed_on=row["closed_on"], responses=count)
+                            closed_on=row["closed_on"], _count=count)
 
     def get_survey(self, survey_id: str, spec_hash: str | None = None) -> SurveyRecord:
-        row = next(self.db["surveys"].rows_where("id = ?", [survey_id]), None)
+        row = self._survey_row(survey_id)
         if row is None:
             raise NotFound(f"no survey {survey_id!r}", "survey_id")
         return self._record(row, spec_hash)
@@ -244,13 +257,13 @@ class Store:
         clean = validate_reports(record.survey, reports, answerable)
         fingerprint = _digest(canonical({"spec_hash": spec_hash, "reports": clean}))
         with self.transaction():
-            previous = next(self.db["responses"].rows_where("survey_id = ? AND idempotency_key = ?",
-                                                            [survey_id, idempotency_key]), None)
+            previous = self._one("SELECT id, survey_id, spec_hash, received_on, fingerprint FROM responses "
+                                 "WHERE survey_id = ? AND idempotency_key = ?", [survey_id, idempotency_key])
             if previous is not None:
                 if previous["fingerprint"] != fingerprint:
                     raise Invalid("idempotency_key: already used for a different response", "idempotency_key")
                 return self._acknowledgement(previous), False
-            if self.get_survey(survey_id).closed:
+            if self._survey_row(survey_id)["closed_on"] is not None:
                 raise Gone(f"survey {survey_id!r} is closed", "survey_id")
             if record.access == "token":
                 if token is None:
@@ -258,15 +271,17 @@ class Store:
                 spent = self.db.execute("UPDATE tokens SET used_on = ? WHERE token_hash = ? AND survey_id = ? AND used_on IS NULL",
                                         [_today(), _digest(token), survey_id])
                 if spent.rowcount != 1:
-                    exists = next(self.db["tokens"].rows_where("token_hash = ? AND survey_id = ?", [_digest(token), survey_id]), None)
+                    exists = self._one("SELECT 1 FROM tokens WHERE token_hash = ? AND survey_id = ?", [_digest(token), survey_id])
                     if exists is None:
                         raise Invalid("token: not a token of this survey", "token")
                     raise Conflict("token: already used; each invitation answers once", "token")
             row = {"id": secrets.token_hex(16), "survey_id": survey_id, "spec_hash": spec_hash, "received_on": _today(),
                    "idempotency_key": idempotency_key, "fingerprint": fingerprint}
-            self.db["responses"].insert(row)
-            self.db["reports"].insert_all({"response_id": row["id"], "spec_hash": spec_hash, "question_id": qid,
-                                           "value": canonical(value)} for qid, value in clean.items())
+            # Plain statements on the hot path (sqlite-utils' insert inspects the table each call).
+            self.db.execute("INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) "
+                            "VALUES (:id, :survey_id, :spec_hash, :received_on, :idempotency_key, :fingerprint)", row)
+            self.db.conn.executemany("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES (?, ?, ?, ?)",
+                                     [(row["id"], spec_hash, qid, canonical(value)) for qid, value in clean.items()])
         return self._acknowledgement(row), True
 
     @staticmethod
@@ -396,19 +411,29 @@ def validate_reports(survey: Survey, reports, answerable=None) -> dict:
 
 
 class _Transaction:
-    """BEGIN IMMEDIATE … COMMIT: writers queue on the lock instead of failing mid-way."""
+    """BEGIN IMMEDIATE … COMMIT: writers queue on the lock instead of failing mid-way.
+
+    Nested inside another transaction it is a savepoint: a failure rolls back only its own
+    writes (one batch item), and the outer transaction commits the rest at once.
+    """
 
     def __init__(self, connection):
         self.connection = connection
-        self.depth_owner = False
+        self.savepoint = None
 
     def __enter__(self):
-        if not self.connection.in_transaction:
+        if self.connection.in_transaction:
+            self.savepoint = f"item_{secrets.token_hex(4)}"
+            self.connection.execute(f"SAVEPOINT {self.savepoint}")
+        else:
             self.connection.execute("BEGIN IMMEDIATE")
-            self.depth_owner = True
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if self.depth_owner:
+        if self.savepoint is None:
             self.connection.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        else:
+            if exc_type is not None:
+                self.connection.execute(f"ROLLBACK TO {self.savepoint}")
+            self.connection.execute(f"RELEASE {self.savepoint}")
         return False
