@@ -1,1 +1,19 @@
-"""deniable.analysis: debiased estimates from randomized reports."""
+"""deniable.analysis: debiased estimates, uncertainty, subgroups, regression and planning.
+
+    from deniable.analysis import load, estimate
+    data = load(db="deniable.db", survey_id="tax")
+    estimate(data, "dodged").to_frame()
+"""
+
+from .estimators import BINARY_METHODS, DEFAULT_BINARY_METHOD, ConfidenceInterval
+from .groups import Comparison, compare, subgroup_frame, subgroups
+from .load import LoadedSurvey, LoadError, load
+from .planning import compare_designs, margin_of_error, power, sample_size, unit_variance
+from .regression import logistic
+from .results import EstimateResult, MeanEstimate, Summary, estimate
+
+__all__ = [
+    "BINARY_METHODS", "Comparison", "ConfidenceInterval", "DEFAULT_BINARY_METHOD", "EstimateResult", "LoadError",
+    "LoadedSurvey", "MeanEstimate", "Summary", "compare", "compare_designs", "estimate", "load", "logistic",
+    "margin_of_error", "power", "sample_size", "subgroup_frame", "subgroups", "unit_variance",
+]

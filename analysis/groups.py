@@ -1,0 +1,79 @@
+"""Estimates within the levels of a public question, and the difference between two groups."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+from scipy import stats
+
+from . import estimators as est
+from .results import EstimateResult, _estimate
+
+
+def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: str | None = None) -> dict:
+    """{level of ``by``: EstimateResult of ``question_id`` among respondents with that level}."""
+    question = loaded.survey.questions.get(question_id)
+    if question is None:
+        raise ValueError(f"no question {question_id!r} in survey {loaded.survey.id!r}")
+    return {value: _estimate(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
+                             question_id) for value in loaded.levels(by)}
+
+
+def subgroup_frame(results: dict) -> pd.DataFrame:
+    """Stack subgroup results into one frame indexed by (group, answer), with n per group."""
+    parts = []
+    for value, result in results.items():
+        frame = result.to_frame().assign(n=result.n)
+        frame.index = pd.MultiIndex.from_product([[value], frame.index], names=["group", frame.index.name])
+        parts.append(frame)
+    return pd.concat(parts)
+
+
+@dataclass
+class Comparison:
+    """The difference of one answer's share between two groups: a − b."""
+
+    question_id: str
+    answer: object
+    groups: tuple
+    difference: float
+    se: float
+    ci: est.ConfidenceInterval
+    level: float
+    statistic: float
+    pvalue: float
+    results: tuple
+
+    def __repr__(self):
+        a, b = self.groups
+        return (f"Comparison({self.question_id}={self.answer!r}: {a!r} − {b!r} = {self.difference:.4f} "
+                f"(SE {self.se:.4f}), {self.level:.0%} CI [{self.ci.low:.4f}, {self.ci.high:.4f}], "
+                f"z = {self.statistic:.3f}, p = {self.pvalue:.4g})")
+
+
+def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float = 0.95) -> Comparison:
+    """Two-sided Wald test of equal shares of ``answer`` (default: "yes", or the first answer) in
+    groups ``a`` and ``b`` of the public question ``by``. Groups are independent samples, so the
+    variance of the difference is the sum of the unbiased estimators' variances."""
+    results = subgroups(loaded, question_id, by, level)
+    for group in (a, b):
+        if group not in results:
+            raise ValueError(f"{by}={group!r}: no responses in this group (groups: {list(results)})")
+    first, second = results[a], results[b]
+    if answer is None:
+        answer = "yes" if "yes" in first.table.index else first.table.index[0]
+    if answer not in first.table.index:
+        raise ValueError(f"answer {answer!r} is not one of {list(first.table.index)}")
+    difference = float(first.table.at[answer, "estimate"] - second.table.at[answer, "estimate"])
+    se = math.sqrt(first.table.at[answer, "se"] ** 2 + second.table.at[answer, "se"] ** 2)
+    z = stats.norm.isf((1 - level) / 2)
+    statistic = difference / se if se > 0 else math.copysign(math.inf, difference) if difference else 0.0
+    pvalue = float(2 * stats.norm.sf(abs(statistic)))
+    return Comparison(question_id, answer, (a, b), difference, se,
+                      est.ConfidenceInterval(difference - z * se, difference + z * se), level, float(statistic), pvalue,
+                      (first, second))
+
+
+__all__ = ["Comparison", "EstimateResult", "compare", "subgroup_frame", "subgroups"]

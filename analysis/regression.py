@@ -1,0 +1,86 @@
+"""Logistic regression of a randomized yes/no answer on public covariates.
+
+The design-adjusted model: P(report = yes | x) = q + (p − q)·σ(xᵀβ), with p = P(yes|yes) and
+q = P(yes|no) from the exact channel. Fitted by maximum likelihood with statsmodels'
+GenericLikelihoodModel: standard errors from the information matrix, the familiar summary.
+With p = 1, q = 0 (no randomization) it is ordinary logistic regression.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+from statsmodels.base.model import GenericLikelihoodModel
+
+from deniable.client import Question
+from deniable.client.mechanisms import Mechanism
+
+from . import estimators as est
+
+
+class RandomizedLogit(GenericLikelihoodModel):
+    """P(y = 1 | x) = q + (p − q)·σ(xβ) for a randomized-response outcome y."""
+
+    def __init__(self, endog, exog, p: float, q: float, **kwargs):
+        super().__init__(endog, exog, **kwargs)
+        self.p_yes, self.q_yes = p, q
+
+    def nloglikeobs(self, params):
+        probability = self.q_yes + (self.p_yes - self.q_yes) * expit(self.exog @ params)
+        probability = np.clip(probability, 1e-15, 1 - 1e-15)
+        return -(self.endog * np.log(probability) + (1 - self.endog) * np.log1p(-probability))
+
+    def score_obs(self, params):
+        linear = self.exog @ params
+        sigma = expit(linear)
+        probability = np.clip(self.q_yes + (self.p_yes - self.q_yes) * sigma, 1e-15, 1 - 1e-15)
+        derivative = (self.p_yes - self.q_yes) * sigma * (1 - sigma)
+        weight = (self.endog / probability - (1 - self.endog) / (1 - probability)) * derivative
+        return weight[:, None] * self.exog
+
+    def score(self, params):
+        return self.score_obs(params).sum(axis=0)
+
+    def hessian(self, params):
+        # Observed information, analytic: −Σ ∂²ℓ/∂β∂βᵀ
+        linear = self.exog @ params
+        sigma = expit(linear)
+        scale = self.p_yes - self.q_yes
+        probability = np.clip(self.q_yes + scale * sigma, 1e-15, 1 - 1e-15)
+        d1 = scale * sigma * (1 - sigma)
+        d2 = scale * sigma * (1 - sigma) * (1 - 2 * sigma)
+        y = self.endog
+        first = y / probability - (1 - y) / (1 - probability)
+        second = -y / probability**2 - (1 - y) / (1 - probability) ** 2
+        weights = second * d1**2 + first * d2
+        return (self.exog * weights[:, None]).T @ self.exog
+
+
+def logistic(question_or_mechanism, reports, covariates: pd.DataFrame, *, intercept: bool = True, **fit_kwargs):
+    """Fit the design-adjusted logistic regression; returns statsmodels results with ``params``,
+    ``bse``, ``conf_int()`` and ``summary()`` indexed by term (``Intercept`` first)."""
+    mechanism = question_or_mechanism.mechanism if isinstance(question_or_mechanism, Question) else question_or_mechanism
+    if not isinstance(mechanism, Mechanism) or mechanism.answers != ["yes", "no"]:
+        raise ValueError("logistic() needs a yes/no question or mechanism")
+    channel = est.binary_channel(mechanism)
+    if not isinstance(covariates, pd.DataFrame):
+        raise TypeError("covariates must be a pandas DataFrame of numeric columns")
+    y = pd.Series(list(reports), index=covariates.index if len(covariates) == len(list(reports)) else None)
+    if len(y) != len(covariates):
+        raise ValueError(f"reports ({len(y)}) and covariates ({len(covariates)}) differ in length")
+    if not set(y.dropna()) <= {"yes", "no"}:
+        raise ValueError("reports must be 'yes' or 'no'")
+    design = covariates.astype(float)
+    if intercept:
+        design = design.copy()
+        design.insert(0, "Intercept", 1.0)
+    keep = y.notna().to_numpy() & design.notna().all(axis=1).to_numpy()
+    endog = pd.Series((y[keep] == "yes").astype(float).to_numpy(), index=design.index[keep], name="report_yes")
+    exog = design[keep]
+    model = RandomizedLogit(endog, exog, channel.p, channel.q)
+    fit_kwargs.setdefault("method", "newton")
+    fit_kwargs.setdefault("maxiter", 200)
+    fit_kwargs.setdefault("disp", False)
+    result = model.fit(start_params=np.zeros(exog.shape[1]), **fit_kwargs)
+    return result
