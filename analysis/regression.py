@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scipy.special import expit
-from statsmodels.base.model import GenericLikelihoodModel
+from statsmodels.base.model import GenericLikelihoodModel, LikelihoodResultsWrapper
 
 from deniable.client import Question
 from deniable.client.mechanisms import Mechanism
@@ -82,5 +82,6 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame, *, interc
     fit_kwargs.setdefault("method", "newton")
     fit_kwargs.setdefault("maxiter", 200)
     fit_kwargs.setdefault("disp", False)
-    result = model.fit(start_params=np.zeros(exog.shape[1]), **fit_kwargs)
+    # The wrapper gives pandas-labelled params, bse and conf_int, as statsmodels' own models do.
+    result = LikelihoodResultsWrapper(model.fit(start_params=np.zeros(exog.shape[1]), **fit_kwargs))
     return result
