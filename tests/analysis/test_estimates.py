@@ -1,0 +1,120 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from deniable.analysis import DEFAULT_BINARY_METHOD, EstimateResult, estimate, load
+from deniable.analysis import estimators as est
+from deniable.analysis.validation import GRID_EPSILON, GRID_N, GRID_PI, binary_question, exact_coverage, simulation_study
+from deniable.client import Survey
+
+
+def question(**spec):
+    return Survey.from_dict({"id": "s", "title": "t", "questions": [{"id": "q", "text": "?", **spec}]}).questions["q"]
+
+
+def test_coin_flip_estimate_is_the_seed_formula():
+    coin = question(type="yes_no")
+    reports = ["yes"] * 300 + ["no"] * 700  # λ̂ = 0.3 → π̂ = 2λ̂ − 1/2 = 0.1
+    result = estimate(coin, reports)
+    assert result.estimate["yes"] == pytest.approx(0.1)
+    # Var(π̂) = 4 λ(1 − λ)/n (seed 001, slide 16)
+    assert result.se["yes"] == pytest.approx(math.sqrt(4 * 0.3 * 0.7 / 1000))
+    frame = result.to_frame()
+    assert list(frame.columns) == ["estimate", "se", "ci_low", "ci_high", "constrained", "clipped"]
+    assert frame.attrs["n"] == 1000 and frame.attrs["method"] == DEFAULT_BINARY_METHOD
+    assert frame.loc["yes", "ci_low"] < 0.1 < frame.loc["yes", "ci_high"]
+    assert estimate(coin.mechanism, pd.Series(reports)).estimate["yes"] == pytest.approx(0.1)
+
+
+def test_negative_raw_estimates_are_reported_with_an_honest_interval():
+    coin = question(type="yes_no")
+    result = estimate(coin, ["yes"] * 20 + ["no"] * 80)  # λ̂ = 0.2 < P(yes|no) = 0.25
+    assert result.estimate["yes"] == pytest.approx(-0.1)  # reported, not clipped
+    assert result.table.at["yes", "constrained"] == 0.0
+    low, high = result.table.loc["yes", ["ci_low", "ci_high"]]
+    assert 0 <= low < high <= 1 and high > 0.01
+    assert any("outside [0, 1]" in note for note in result.notes)
+    # even far outside the feasible range the interval is never [0, 0] nor outside [0, 1]
+    for method in est.BINARY_METHODS:
+        far = estimate(coin, ["no"] * 200, method=method)
+        low, high = far.table.loc["yes", ["ci_low", "ci_high"]]
+        assert low == 0 and 0 < high < 0.05, method
+
+
+def test_unknown_method_and_bad_reports_are_clear_errors():
+    coin = question(type="yes_no")
+    with pytest.raises(ValueError, match="method must be one of likelihood, clopper-pearson, wilson, wald"):
+        estimate(coin, ["yes"], method="bayes")
+    with pytest.raises(ValueError, match=r"reports\[1\]: 'maybe'"):
+        estimate(coin, ["yes", "maybe"])
+    with pytest.raises(ValueError, match="no reports"):
+        estimate(coin, [])
+
+
+def test_conf_int_other_level_and_method():
+    result = estimate(question(type="yes_no"), ["yes"] * 40 + ["no"] * 60)
+    assert (result.conf_int(0.99)["ci_high"] >= result.conf_int()["ci_high"]).all()
+    wald = result.conf_int(method="wald")
+    z = 1.959963984540054
+    assert wald.at["yes", "ci_high"] == pytest.approx(result.estimate["yes"] + z * result.se["yes"])
+
+
+@pytest.mark.parametrize("label,epsilon", GRID_EPSILON)
+def test_default_binary_intervals_cover_at_least_94_percent_on_the_whole_grid(label, epsilon):
+    channel = est.binary_channel(binary_question(epsilon).mechanism)
+    for n in GRID_N:
+        for pi in GRID_PI:
+            coverage = exact_coverage(channel, n, pi, 0.95, DEFAULT_BINARY_METHOD)
+            assert coverage >= 0.94, f"ε={label} n={n} π={pi}: {coverage:.4f}"
+
+
+def test_other_designs_are_unbiased_with_stated_variance_and_coverage():
+    for row in simulation_study(reps=400, n=2000, seed=11):
+        assert row["max |bias| / (SE/√reps)"] < 4.5, row
+        assert 0.8 < row["empirical / stated variance (min)"] and row["empirical / stated variance (max)"] < 1.25, row
+        assert row["simultaneous coverage"] >= 0.925, row
+        if "mean coverage" in row:
+            assert abs(row["mean bias / (SE/√reps)"]) < 4.5 and 0.8 < row["mean variance ratio"] < 1.25, row
+            assert row["mean coverage"] >= 0.925, row
+
+
+def test_em_finds_the_simplex_maximum():
+    q = est.channel_matrix(question(type="choice", options=list("abc"), privacy={"design": "k_rr", "epsilon": 1}).mechanism)
+    counts = np.array([5, 400, 395])  # the unbiased estimate of 'a' is negative
+    raw, _ = est.unbiased(q, counts)
+    constrained, _ = est.em(q, counts)
+    assert raw[0] < 0 and constrained.min() >= 0 and constrained.sum() == pytest.approx(1)
+
+    def loglik(pi):
+        return counts @ np.log(q @ pi)
+
+    rng = np.random.default_rng(0)
+    for candidate in rng.dirichlet(np.ones(3), size=200):
+        assert loglik(candidate) <= loglik(constrained) + 1e-9
+
+
+def test_multi_select_public_and_numeric_results(demo_db):
+    data = load(db=demo_db, survey_id="tax")
+    multi = estimate(data, "undeclared")
+    assert list(multi.table.index) == ["Tips", "Rental income", "Side jobs", "Foreign accounts"]
+    assert multi.simultaneous
+    public = estimate(data, "region")
+    assert public.table["estimate"].sum() == pytest.approx(1)
+    assert public.design == "none"
+    hours = estimate(data, "hours")
+    assert hours.mean is not None and hours.mean.ci.low < hours.mean.estimate < hours.mean.ci.high
+    assert isinstance(hours, EstimateResult)
+
+
+def test_summary_html_and_plot(demo_db):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    result = load(db=demo_db, survey_id="tax").estimate("cash")
+    assert "k_rr" in result.summary().as_text() and "<table" in result._repr_html_()
+    assert result.summary().as_csv().startswith("answer,estimate,se")
+    ax = result.plot()
+    assert len(ax.get_yticklabels()) == 4
+    assert "cash" in ax.get_title()
