@@ -6,6 +6,8 @@ The browser signs in once through /admin/login?token=… (the link `deniable dem
 
 from __future__ import annotations
 
+import math
+
 from flask import Blueprint, current_app, redirect, render_template, request, url_for
 
 from . import admin_token_valid, get_store
@@ -43,3 +45,52 @@ def dashboard():
                 "responses": store.response_count(r.id), "epsilon_total": r.survey.epsilon,
                 "access": r.access, "closed": r.closed} for r in store.list_surveys()]
     return render_template("dashboard.html", surveys=surveys)
+
+
+@blueprint.get("/surveys/<survey_id>")
+def survey_estimates(survey_id):
+    """Live estimates with intervals for every question, a chart each (SVG, no script)."""
+    if not _signed_in(request.cookies.get(COOKIE)):
+        return _denied()
+    from deniable.analysis import LoadError, load  # the dashboard is the server's one use of analysis
+
+    store = get_store()
+    record = store.get_survey(survey_id)
+    try:
+        data = load(db=current_app.config["DATABASE"], survey_id=survey_id)
+    except LoadError as error:
+        return render_template("message.html", heading="Cannot load", message=str(error), error=True), 500
+    charts = []
+    for qid, question in record.survey.questions.items():
+        chart = {"id": qid, "text": question.text, "design": question.mechanism.design,
+                 "epsilon": question.epsilon, "rows": [], "mean": None, "error": None}
+        if data.n == 0:
+            chart["error"] = "no responses yet"
+        else:
+            result = data.estimate(qid)
+            chart.update(n=result.n, method=result.method, simultaneous=result.simultaneous, notes=result.notes)
+            if result.mean is not None:
+                chart["mean"] = result.mean
+            chart["rows"] = _bars(result.table)
+        charts.append(chart)
+    return render_template("estimates.html", record=record, survey=record.survey, charts=charts, n=data.n, inf=math.inf,
+                           tokens=store.token_counts(survey_id), versions=store.versions(survey_id))
+
+
+#: Chart geometry (SVG user units): label column, plotting width, row height.
+LABEL_WIDTH, PLOT_WIDTH, ROW_HEIGHT = 180, 300, 26
+
+
+def _bars(table) -> list[dict]:
+    rows = []
+    for position, (answer, row) in enumerate(table.iterrows()):
+        clamp = lambda v: min(max(float(v), 0.0), 1.0)  # noqa: E731 - the axis is [0, 1]
+        rows.append({
+            "label": ", ".join(answer) if isinstance(answer, (list, tuple)) else str(answer),
+            "y": position * ROW_HEIGHT, "estimate": float(row["estimate"]), "constrained": float(row["constrained"]),
+            "low": float(row["ci_low"]), "high": float(row["ci_high"]),
+            "bar": LABEL_WIDTH + PLOT_WIDTH * clamp(row["constrained"]) - LABEL_WIDTH,
+            "x_low": LABEL_WIDTH + PLOT_WIDTH * clamp(row["ci_low"]),
+            "x_high": LABEL_WIDTH + PLOT_WIDTH * clamp(row["ci_high"]),
+        })
+    return rows

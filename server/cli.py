@@ -188,6 +188,62 @@ def export(survey_id, fmt, output, spec_hash, db_path):
                 click.echo(chunk, nl=False)
 
 
+# --- analysis -----------------------------------------------------------------------------------
+
+@main.command("estimate")
+@click.argument("survey_id")
+@click.option("--db", "db_path", envvar="DENIABLE_DB", default=None, type=click.Path(dir_okay=False),
+              help="SQLite database file (default: $DENIABLE_DB, else deniable.db), unless --url is given.")
+@click.option("--url", help="Read from a running server instead (needs --token).")
+@click.option("--token", envvar="DENIABLE_ADMIN_TOKEN", help="Admin token for --url (default: $DENIABLE_ADMIN_TOKEN).")
+@click.option("--by", "by", help="Estimate within each level of this public question.")
+@click.option("--question", "questions", multiple=True, help="Only these questions (repeatable; default: all).")
+@click.option("--level", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+def estimate_command(survey_id, db_path, url, token, by, questions, level, fmt):
+    """Debiased estimates with standard errors and confidence intervals for every question."""
+    import pandas as pd
+
+    from deniable.analysis import LoadError, load, subgroup_frame, subgroups
+
+    try:
+        data = load(url=url, survey_id=survey_id, token=token) if url else load(db=db_path or "deniable.db", survey_id=survey_id)
+        wanted = list(questions) or [q for q in data.survey.questions if q != by]
+        frames, texts = [], []
+        for qid in wanted:
+            if by:
+                frame = subgroup_frame(subgroups(data, qid, by, level)).reset_index()
+                texts.append(f"== {qid} by {by} ({level:.0%} intervals)\n{frame.to_string(index=False, float_format=_fmt)}")
+            else:
+                result = data.estimate(qid, level)
+                frame = result.to_frame().reset_index().rename(columns={result.table.index.name: "answer"})
+                texts.append(result.summary().as_text())
+                if result.mean is not None:
+                    frame["mean"], frame["mean_se"] = result.mean.estimate, result.mean.se
+                frame.insert(1, "n", result.n)
+                frame.insert(2, "method", result.method)
+            frame.insert(0, "question", qid)
+            frames.append(frame)
+    except (LoadError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    if fmt == "table":
+        click.echo(f"Survey {survey_id!r}, version {data.spec_hash[:12]}, {data.n} responses ({data.source})\n")
+        click.echo("\n\n".join(texts))
+        return
+    table = pd.concat(frames, ignore_index=True)
+    for column in ("answer", "group"):
+        if column in table:
+            table[column] = table[column].map(lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, list) else v)
+    if fmt == "csv":
+        click.echo(table.to_csv(index=False), nl=False)
+    else:
+        click.echo(table.to_json(orient="records", force_ascii=False, indent=1))
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4f}"
+
+
 # --- running ------------------------------------------------------------------------------------
 
 @main.command("init-db")
