@@ -237,7 +237,7 @@ def estimate_command(survey_id, db_path, url, token, by, questions, level, fmt):
     if fmt == "csv":
         click.echo(table.to_csv(index=False), nl=False)
     else:
-        click.echo(table.to_json(orient="records", force_ascii=False, indent=1))
+        click.echo(table.to_json(orient="records", force_ascii=False, indent=1, double_precision=15))
 
 
 def _fmt(x: float) -> str:
