@@ -237,7 +237,8 @@ def estimate_command(survey_id, db_path, url, token, by, questions, level, fmt):
     if fmt == "csv":
         click.echo(table.to_csv(index=False), nl=False)
     else:
-        click.echo(table.to_json(orient="records", force_ascii=False, indent=1, double_precision=15))
+        records = table.to_dict(orient="records")  # json.dumps writes floats that round-trip exactly
+        click.echo(json.dumps(records, ensure_ascii=False, indent=1, default=lambda value: value.item()))
 
 
 def _fmt(x: float) -> str:
