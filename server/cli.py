@@ -237,7 +237,8 @@ def estimate_command(survey_id, db_path, url, token, by, questions, level, fmt):
     if fmt == "csv":
         click.echo(table.to_csv(index=False), nl=False)
     else:
-        records = table.to_dict(orient="records")  # json.dumps writes floats that round-trip exactly
+        records = table.astype(object).where(table.notna(), None).to_dict(orient="records")  # NaN → null
+        # json.dumps writes floats that round-trip exactly
         click.echo(json.dumps(records, ensure_ascii=False, indent=1, default=lambda value: value.item()))
 
 

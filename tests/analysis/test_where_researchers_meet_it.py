@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from click.testing import CliRunner
 
 from deniable.analysis import estimate, load
@@ -12,7 +14,8 @@ def test_cli_estimate_table_csv_json(demo_db):
     table = runner.invoke(main, ["estimate", "tax", "--db", demo_db])
     assert table.exit_code == 0, table.output
     assert "4000 responses" in table.output and "clopper-pearson" in table.output and "Mean:" in table.output
-    as_json = json.loads(runner.invoke(main, ["estimate", "tax", "--db", demo_db, "--format", "json"]).output)
+    as_json = json.loads(runner.invoke(main, ["estimate", "tax", "--db", demo_db, "--format", "json"]).output,
+                         parse_constant=lambda name: pytest.fail(f"invalid JSON constant {name}"))
     dodged = [row for row in as_json if row["question"] == "dodged" and row["answer"] == "yes"][0]
     expected = estimate(load(db=demo_db, survey_id="tax"), "dodged").table.loc["yes"]
     assert dodged["estimate"] == expected["estimate"] and dodged["ci_high"] == expected["ci_high"]
