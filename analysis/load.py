@@ -110,7 +110,7 @@ def _from_sqlite(path, survey_id, spec_hash) -> LoadedSurvey:
     if not Path(path).exists():
         raise LoadError(f"{path}: no such database file")
     try:
-        connection = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, check_same_thread=False)
+        connection = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
         row = connection.execute("SELECT current_hash FROM surveys WHERE id = ?", [survey_id]).fetchone()
     except sqlite3.DatabaseError as error:
         raise LoadError(f"{path}: not a deniable database ({error})") from None

@@ -108,6 +108,7 @@ def compare_designs(options: int, epsilon: float, distribution=None) -> "pd.Data
                      "worst unit variance": float(np.max(variance)), "mean unit variance": float(np.mean(variance)),
                      "n for ±0.05": sample_size(question, 0.05, distribution=distribution if not name.startswith("unary") else None)})
     frame = pd.DataFrame(rows).set_index("design").sort_values("worst unit variance")
+    frame.attrs["recommended"] = frame.index[0]
     frame.attrs["note"] = ("unary rows are for multi-select questions: an answer may change every option's bit, so "
                            "ε is split over all options and each share costs more than under k_rr; ordinal trades "
                            "per-category accuracy for reports that stay near the truth")

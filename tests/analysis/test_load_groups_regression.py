@@ -62,6 +62,15 @@ def test_load_from_a_running_server(demo_db, tmp_path):
         server.shutdown()
 
 
+def test_database_paths_with_awkward_characters(tmp_path, demo_db):
+    import shutil
+
+    odd = tmp_path / "a folder?#%" / "demo copy.db"
+    odd.parent.mkdir()
+    shutil.copy(demo_db, odd)
+    assert load(db=odd, survey_id="tax").n == 4000
+
+
 def test_load_errors_are_clear(tmp_path, demo_db):
     with pytest.raises(LoadError, match="no such database"):
         load(db=tmp_path / "missing.db", survey_id="tax")

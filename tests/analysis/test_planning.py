@@ -54,7 +54,7 @@ def test_power_grows_with_n_and_matches_simulation():
 
 def test_compare_designs_ranks_by_variance():
     table = compare_designs(4, 1.0)
-    assert list(table.index)[0] == "k_rr"  # few options, moderate ε
+    assert list(table.index)[0] == "k_rr" == table.attrs["recommended"]  # few options, moderate ε
     assert table["worst unit variance"].is_monotonic_increasing
     assert (table["epsilon"] <= 1.0 + 1e-12).all()
     # unary must protect any subset (ε split over every option), so per share it costs more than
