@@ -71,7 +71,19 @@ def create_app(config: dict | None = None) -> Flask:
             response.headers["Cache-Control"] = "no-store"
         return response
 
+    from werkzeug.exceptions import HTTPException
+
     from . import admin, api, respond
+
+    @app.errorhandler(HTTPException)
+    def http_error(error):
+        # Routes that match no blueprint (an unknown /api/v1 path, a wrong method) still answer
+        # in the caller's language: JSON under /api, a page elsewhere.
+        from flask import render_template, request
+
+        if request.path.startswith("/api/"):
+            return api.error_body(error.code, error.description), error.code
+        return render_template("message.html", heading=error.name, message=error.description, error=True), error.code
 
     app.register_blueprint(api.blueprint)
     app.register_blueprint(respond.blueprint)

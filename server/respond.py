@@ -75,8 +75,7 @@ def submit_form(survey_id):
         if question.id not in offline:
             continue
         if question.type == "multi_select":
-            values = request.form.getlist(question.id)
-            reports[question.id] = values if values or question.id in request.form else []
+            reports[question.id] = request.form.getlist(question.id)  # none ticked: the empty selection
         elif question.id in request.form and request.form[question.id] != "":
             value = request.form[question.id]
             if question.type == "number":

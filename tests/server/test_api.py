@@ -229,3 +229,12 @@ def test_pages_and_api_send_security_headers(client, survey):
         assert "script-src 'self'" in response.headers["Content-Security-Policy"]
         assert response.headers["Referrer-Policy"] == "no-referrer"
         assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_unknown_api_routes_and_methods_answer_in_json(client, survey):
+    missing = client.get("/api/v1/nothing/here")
+    assert missing.status_code == 404 and missing.json["error"]["status"] == 404
+    wrong_method = client.delete("/api/v1/surveys/tax")
+    assert wrong_method.status_code == 405 and wrong_method.json["error"]["status"] == 405
+    page = client.get("/no/such/page")
+    assert page.status_code == 404 and page.mimetype == "text/html"
