@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from deniable.client import Question, Survey
@@ -86,11 +87,9 @@ def _design(question_type: str, design: str, options: int, epsilon: float) -> Qu
     return Survey.from_dict({"id": "plan", "title": "plan", "questions": [spec]}).questions["q"]
 
 
-def compare_designs(options: int, epsilon: float, distribution=None) -> "pd.DataFrame":
+def compare_designs(options: int, epsilon: float, distribution=None) -> pd.DataFrame:
     """Worst per-respondent variance of a share, for every design that fits ``options`` categories
     at budget ``epsilon`` (exactly as built, so ε is met from below). Lower is better."""
-    import pandas as pd
-
     candidates = [("k_rr", "choice" if options > 2 else "yes_no"), ("unary symmetric", "multi_select"),
                   ("unary optimized", "multi_select")]
     if options > 2:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import json
 import math
 from dataclasses import dataclass, field
 
@@ -12,14 +11,13 @@ import pandas as pd
 from scipy import stats
 
 from deniable.client import Question
+from deniable.client.exact import canonical_json
 from deniable.client.mechanisms import LaplaceMechanism, Mechanism, UnaryMechanism
 
 from . import estimators as est
 
 
-def _key(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
+_key = canonical_json  # counts are keyed by the same text the server stores
 
 def count_reports(mechanism: Mechanism, reports) -> np.ndarray:
     """Counts over the mechanism's report alphabet; ValueError names the first invalid report."""

@@ -8,6 +8,7 @@ function of the floating-point library decides a probability: two languages'
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -141,3 +142,9 @@ def json_number(value: Fraction):
     if value.denominator == 1:
         return int(value)
     return float(value)
+
+
+def canonical_json(value) -> str:
+    """The one JSON text of a value (sorted keys, no spaces): spec hashes, stored report values,
+    and the keys the analysis counts by all use it, so equal values always compare equal."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

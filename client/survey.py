@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 
 from . import mechanisms
-from .exact import json_number, parse_fraction
+from .exact import canonical_json, json_number, parse_fraction
 from .mechanisms import Mechanism
 from .privacy import posterior_bound, privacy_statement
 
@@ -215,7 +215,7 @@ class Survey:
         return spec
 
     def canonical_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return canonical_json(self.to_dict())
 
     @property
     def hash(self) -> str:

@@ -15,7 +15,7 @@ from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import HTTPException
 
 from deniable.client import SpecError, Survey
-from deniable.client.privacy import posterior_bound, privacy_statement
+from deniable.client.privacy import posterior_bound
 
 from . import admin_token_valid, get_store, storage
 

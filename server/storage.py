@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import sqlite_utils
 
 from deniable.client import SpecError, Survey
+from deniable.client.exact import canonical_json
 
 SCHEMA_VERSION = 1
 
@@ -58,9 +59,7 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def canonical(value) -> str:
-    """The one JSON text of a value, used for report values and fingerprints."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+canonical = canonical_json  # stored report values and fingerprints
 
 
 @dataclass
@@ -319,8 +318,8 @@ class Store:
         else:
             levels = record.survey.questions[by].mechanism.reports
             result["by"] = by
-            result["groups"] = [{"value": level, "counts": _ordered_counts(record.survey, table[_key(level)])}
-                                for level in levels if _key(level) in table]
+            result["groups"] = [{"value": level, "counts": _ordered_counts(record.survey, table[canonical(level)])}
+                                for level in levels if canonical(level) in table]
         return result
 
     def export(self, survey_id: str, spec_hash: str | None = None):
@@ -356,18 +355,14 @@ class Store:
         self.db["settings"].upsert({"key": key, "value": value}, pk="key")
 
 
-def _key(value) -> str:
-    return canonical(value)
-
-
 def _ordered_counts(survey: Survey, table: dict) -> dict:
     """Counts per question in report-alphabet order, zeros included, so every value is listed."""
     result = {}
     for qid, question in survey.questions.items():
-        seen = {_key(item["report"]): item["count"] for item in table.get(qid, [])}
+        seen = {canonical(item["report"]): item["count"] for item in table.get(qid, [])}
         mechanism = question.mechanism
         alphabet = mechanism.reports if len(mechanism.answers) <= 4096 else []
-        listed = [{"report": r, "count": seen.pop(_key(r), 0)} for r in alphabet]
+        listed = [{"report": r, "count": seen.pop(canonical(r), 0)} for r in alphabet]
         result[qid] = listed + [{"report": json.loads(k), "count": n} for k, n in seen.items()]
     return result
 
