@@ -124,17 +124,31 @@ def integer_root(value: int, degree: int) -> int:
 
 def _log_fraction(ratio: Fraction) -> float:
     """ln of a positive Fraction, accurate even when numerator and denominator overflow a float."""
-    as_float = float(ratio)
+    try:
+        as_float = float(ratio)
+    except OverflowError:
+        as_float = math.inf
     if 0.0 < as_float < math.inf:
         return math.log(as_float)
     return math.log(ratio.numerator) - math.log(ratio.denominator)
 
 
 def epsilon_of(exp_epsilon: Fraction | None) -> float:
-    """ε as a float from the exact worst-case likelihood ratio e^ε (None means unbounded)."""
+    """ε as a float from the exact worst-case likelihood ratio e^ε (None means unbounded).
+
+    Rounded upward: ln1p of the exact excess over 1 (accurate to about an ulp even for tiny ε),
+    then two steps up, so the float never understates the privacy loss the channel implies.
+    """
     if exp_epsilon is None:
         return math.inf
-    return _log_fraction(exp_epsilon)
+    excess = exp_epsilon - 1
+    if excess == 0:
+        return 0.0
+    try:
+        nearest = math.log1p(float(excess))
+    except OverflowError:
+        nearest = _log_fraction(exp_epsilon)
+    return math.nextafter(math.nextafter(nearest, math.inf), math.inf)
 
 
 def json_number(value: Fraction):

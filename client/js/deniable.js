@@ -63,9 +63,26 @@ function logFraction(f) {
   return Math.log(Number(f.n >> scaleN)) - Math.log(Number(f.d >> scaleD)) + Number(scaleN - scaleD) * Math.LN2;
 }
 
-/** epsilon as a Number from the exact worst-case ratio e^epsilon (null: unbounded). */
+/** The next float up (the one Python's math.nextafter(x, inf) gives). */
+function nextUp(x) {
+  if (!Number.isFinite(x)) return x;
+  if (x === 0) return Number.MIN_VALUE;
+  const bits = new BigInt64Array(new Float64Array([x]).buffer);
+  bits[0] += x > 0 ? 1n : -1n;
+  return new Float64Array(bits.buffer)[0];
+}
+
+/**
+ * epsilon as a Number from the exact worst-case ratio e^epsilon (null: unbounded), rounded
+ * upward as in Python: ln1p of the exact excess over 1, then two steps up.
+ */
 export function epsilonOf(expEpsilon) {
-  return expEpsilon === null ? Infinity : logFraction(expEpsilon);
+  if (expEpsilon === null) return Infinity;
+  const excess = expEpsilon.sub(ONE);
+  if (excess.isZero()) return 0;
+  const x = excess.toNumber();
+  const nearest = Number.isFinite(x) ? Math.log1p(x) : logFraction(expEpsilon);
+  return nextUp(nextUp(nearest));
 }
 
 /** A grid value as the JSON number both clients produce. */

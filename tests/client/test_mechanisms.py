@@ -104,6 +104,32 @@ def test_requested_epsilon_is_met_from_below(epsilon, question):
     assert mechanism.epsilon >= requested * 0.99 - 1e-6
 
 
+@pytest.mark.parametrize("survey_id,question_id", ALL_QUESTIONS)
+def test_reported_epsilon_never_understates_the_exact_ratio(survey_id, question_id):
+    from decimal import Decimal, localcontext
+
+    mechanism = SURVEYS[survey_id].questions[question_id].mechanism
+    if mechanism.exp_epsilon is None:
+        assert mechanism.epsilon == math.inf
+        return
+    with localcontext() as context:
+        context.prec = 60
+        exact = (Decimal(mechanism.exp_epsilon.numerator) / Decimal(mechanism.exp_epsilon.denominator)).ln()
+        assert Decimal(mechanism.epsilon) >= exact
+        assert Decimal(mechanism.epsilon) - exact < Decimal("1e-14") * max(exact, Decimal(1))
+
+
+def test_tiny_and_huge_ratios_keep_epsilon_exact_enough():
+    from deniable.client.exact import epsilon_of
+
+    tiny = Fraction(10**15 + 1, 10**15)  # ε ≈ 1e-15: ln of a float near 1 would be all rounding error
+    true_epsilon = 1e-15 - 0.5e-30  # ln(1 + x) = x − x²/2 + …
+    assert true_epsilon <= epsilon_of(tiny) <= true_epsilon * (1 + 1e-15)
+    huge = Fraction(10**400)  # beyond float range
+    assert epsilon_of(huge) == pytest.approx(400 * math.log(10))
+    assert epsilon_of(Fraction(1)) == 0.0
+
+
 def test_unary_epsilon_is_the_product_of_its_bits_by_enumeration():
     mechanism = one_question(type="multi_select", options=list("abc"),
                              privacy={"design": "unary", "epsilon": 1.5, "variant": "optimized"}).mechanism
