@@ -47,8 +47,8 @@ def store(path: str, reports: np.ndarray) -> float:
     with storage.Store(path) as db:
         db.add_survey(survey)
         values = [f'"{o}"' for o in OPTIONS]
-        with db.transaction():
-            for chunk in range(0, len(reports), 200_000):
+        for chunk in range(0, len(reports), 200_000):  # a transaction per chunk keeps the WAL small
+            with db.transaction():
                 part = reports[chunk:chunk + 200_000]
                 ids = [secrets.token_hex(16) for _ in part]
                 db.db.conn.executemany(
