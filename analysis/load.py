@@ -122,10 +122,18 @@ def _from_sqlite(path, survey_id, spec_hash) -> LoadedSurvey:
     if spec_row is None:
         raise LoadError(f"{path}: survey {survey_id!r} has no version {spec_hash!r}")
     survey = Survey.from_json(spec_row[0])
-    n = connection.execute("SELECT COUNT(*) FROM responses WHERE spec_hash = ?", [spec_hash]).fetchone()[0]
+    # Schema 2 keeps running totals beside the rows (a lookup, whatever the number of responses).
+    totals = connection.execute("PRAGMA user_version").fetchone()[0] >= 2
+    if totals:
+        n = connection.execute("SELECT responses FROM survey_versions WHERE hash = ?", [spec_hash]).fetchone()[0]
+    else:
+        n = connection.execute("SELECT COUNT(*) FROM responses WHERE spec_hash = ?", [spec_hash]).fetchone()[0]
 
     def counter(question_id, by):
-        if by is None:
+        if by is None and totals:
+            rows = connection.execute("SELECT NULL, value, count FROM report_counts WHERE spec_hash = ? AND question_id = ?",
+                                      [spec_hash, question_id])
+        elif by is None:
             rows = connection.execute("SELECT NULL, value, COUNT(*) FROM reports WHERE spec_hash = ? AND question_id = ? "
                                       "GROUP BY value", [spec_hash, question_id])
         else:

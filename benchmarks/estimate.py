@@ -56,6 +56,7 @@ def store(path: str, reports: np.ndarray) -> float:
                     "VALUES (?, 'bench', ?, '2026-01-01', ?, '')", [(i, survey.hash, i) for i in ids])
                 db.db.conn.executemany("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES (?, ?, 'q', ?)",
                                        [(i, survey.hash, values[r]) for i, r in zip(ids, part)])
+        db.rebuild_counts()  # the rows went in around `submit`, so bring its running totals up to date
     return time.perf_counter() - start
 
 

@@ -21,7 +21,7 @@ import sqlite_utils
 from deniable.client import SpecError, Survey
 from deniable.client.exact import canonical_json
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class StorageError(Exception):
@@ -96,7 +96,24 @@ def _migrate_to_1(db: sqlite_utils.Database):
     db["settings"].create({"key": str, "value": str}, pk="key")
 
 
-MIGRATIONS = {1: _migrate_to_1}
+def _migrate_to_2(db: sqlite_utils.Database):
+    """Running totals, kept in the same transaction as each response: counting a version's
+    reports no longer scans them (10^7 stored reports took 49 s to count by GROUP BY)."""
+    db["report_counts"].create({"spec_hash": str, "question_id": str, "value": str, "count": int},
+                               pk=("spec_hash", "question_id", "value"))
+    db["survey_versions"].add_column("responses", int, not_null_default=0)
+    rebuild_counts(db)
+
+
+def rebuild_counts(db: sqlite_utils.Database):
+    """Recompute the running totals from the stored rows (the migration; bulk loads that bypass `submit`)."""
+    db.execute("DELETE FROM report_counts")
+    db.execute("INSERT INTO report_counts (spec_hash, question_id, value, count) "
+               "SELECT spec_hash, question_id, value, COUNT(*) FROM reports GROUP BY spec_hash, question_id, value")
+    db.execute("UPDATE survey_versions SET responses = (SELECT COUNT(*) FROM responses r WHERE r.spec_hash = survey_versions.hash)")
+
+
+MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2}
 
 
 class Store:
@@ -187,7 +204,7 @@ class Store:
         if version is None:
             raise Invalid(f"spec_hash {spec_hash!r} is not a version of survey {row['id']!r}", "spec_hash")
         def count():
-            return self.db.execute("SELECT COUNT(*) FROM responses WHERE spec_hash = ?", [spec_hash]).fetchone()[0]
+            return self.db.execute("SELECT responses FROM survey_versions WHERE hash = ?", [spec_hash]).fetchone()[0]
 
         return SurveyRecord(id=row["id"], hash=spec_hash, version=version["version"],
                             survey=_load_spec(version["spec"]), access=row["access"],
@@ -204,10 +221,8 @@ class Store:
 
     def versions(self, survey_id: str) -> list[dict]:
         self.get_survey(survey_id)
-        rows = self.db.execute(
-            "SELECT v.version, v.hash, v.added_on, COUNT(r.id) FROM survey_versions v "
-            "LEFT JOIN responses r ON r.spec_hash = v.hash WHERE v.survey_id = ? GROUP BY v.hash ORDER BY v.version",
-            [survey_id]).fetchall()
+        rows = self.db.execute("SELECT version, hash, added_on, responses FROM survey_versions WHERE survey_id = ? "
+                               "ORDER BY version", [survey_id]).fetchall()
         return [{"version": v, "hash": h, "added_on": d, "responses": n} for v, h, d, n in rows]
 
     def close_survey(self, survey_id: str) -> SurveyRecord:
@@ -279,8 +294,12 @@ class Store:
             # Plain statements on the hot path (sqlite-utils' insert inspects the table each call).
             self.db.execute("INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) "
                             "VALUES (:id, :survey_id, :spec_hash, :received_on, :idempotency_key, :fingerprint)", row)
+            values = [(spec_hash, qid, canonical(value)) for qid, value in clean.items()]
             self.db.conn.executemany("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES (?, ?, ?, ?)",
-                                     [(row["id"], spec_hash, qid, canonical(value)) for qid, value in clean.items()])
+                                     [(row["id"], *value) for value in values])
+            self.db.conn.executemany("INSERT INTO report_counts (spec_hash, question_id, value, count) VALUES (?, ?, ?, 1) "
+                                     "ON CONFLICT (spec_hash, question_id, value) DO UPDATE SET count = count + 1", values)
+            self.db.execute("UPDATE survey_versions SET responses = responses + 1 WHERE hash = ?", [spec_hash])
         return self._acknowledgement(row), True
 
     @staticmethod
@@ -288,7 +307,12 @@ class Store:
         return {"id": row["id"], "survey_id": row["survey_id"], "spec_hash": row["spec_hash"], "received_on": row["received_on"]}
 
     def response_count(self, survey_id: str) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM responses WHERE survey_id = ?", [survey_id]).fetchone()[0]
+        return self.db.execute("SELECT COALESCE(SUM(responses), 0) FROM survey_versions WHERE survey_id = ?",
+                               [survey_id]).fetchone()[0]
+
+    def rebuild_counts(self):
+        with self.transaction():
+            rebuild_counts(self.db)
 
     def counts(self, survey_id: str, spec_hash: str | None = None, by: str | None = None) -> dict:
         """Per question, how many of each report value (for one version); optionally per level of a
@@ -306,8 +330,7 @@ class Store:
                 "WHERE r.spec_hash = ? GROUP BY g.value, r.question_id, r.value", [by, record.hash]).fetchall()
         else:
             rows = [(None, *row) for row in self.db.execute(
-                "SELECT question_id, value, COUNT(*) FROM reports WHERE spec_hash = ? GROUP BY question_id, value",
-                [record.hash]).fetchall()]
+                "SELECT question_id, value, count FROM report_counts WHERE spec_hash = ?", [record.hash]).fetchall()]
         table: dict = {}  # group (canonical JSON text, or None) → question → [{report, count}]
         for group, qid, value, count in rows:
             table.setdefault(group, {}).setdefault(qid, []).append({"report": json.loads(value), "count": count})

@@ -61,3 +61,53 @@ def test_open_surveys_accept_anonymous_responses(store, survey):
     for i in range(3):
         store.submit("tax", record.hash, f"key-{i:08d}", survey.randomize(ANSWERS))
     assert store.response_count("tax") == 3
+
+
+def _scanned_counts(store, spec_hash):
+    return sorted(store.db.execute("SELECT question_id, value, COUNT(*) FROM reports WHERE spec_hash = ? "
+                                   "GROUP BY question_id, value", [spec_hash]).fetchall())
+
+
+def test_running_totals_equal_a_full_count_after_retries_and_failed_batch_items(client, store, survey):
+    record = store.get_survey("tax")
+    items = []
+    for i in range(40):
+        body = {"spec_hash": record.hash, "idempotency_key": f"batch-{i:05d}", "reports": survey.randomize(ANSWERS)}
+        if i % 7 == 0:
+            body["reports"]["hours"] = 999  # judged on its own and rolled back to its savepoint
+        items.append(body)
+    client.post("/api/v1/surveys/tax/responses:batch", json={"items": items + items[:5]})  # retries inside
+    for body in items[:10]:
+        client.post("/api/v1/surveys/tax/responses", json=body)  # retries of stored and refused items
+    totals = sorted(store.db.execute("SELECT question_id, value, count FROM report_counts WHERE spec_hash = ?",
+                                     [record.hash]).fetchall())
+    assert totals == _scanned_counts(store, record.hash)
+    assert store.get_survey("tax").responses == store.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 34
+
+
+def test_migration_from_schema_1_backfills_the_totals(tmp_path, demo):
+    import sqlite3
+
+    import sqlite_utils
+
+    path = str(tmp_path / "old.db")
+    old = sqlite_utils.Database(path)
+    storage._migrate_to_1(old)
+    old.execute("PRAGMA user_version=1")
+    old["survey_versions"].insert({"hash": demo.hash, "survey_id": "tax", "version": 1, "spec": demo.canonical_json(),
+                                   "added_on": "2026-01-01"})
+    old["surveys"].insert({"id": "tax", "current_hash": demo.hash, "access": "open", "closed_on": None, "added_on": "2026-01-01"})
+    for i in range(25):
+        reports = demo.randomize(ANSWERS)
+        old["responses"].insert({"id": f"r{i}", "survey_id": "tax", "spec_hash": demo.hash, "received_on": "2026-01-01",
+                                 "idempotency_key": f"k{i:010d}", "fingerprint": "x"})
+        old["reports"].insert_all({"response_id": f"r{i}", "spec_hash": demo.hash, "question_id": q,
+                                   "value": storage.canonical(v)} for q, v in reports.items())
+    old.conn.commit()
+    old.close()
+    with storage.Store(path) as store:
+        assert store.schema_version() == 2
+        assert store.get_survey("tax").responses == 25
+        totals = sorted(store.db.execute("SELECT question_id, value, count FROM report_counts").fetchall())
+        assert totals == _scanned_counts(store, demo.hash)
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2
