@@ -109,6 +109,10 @@ class BinaryChannel:
     def prevalence(self, rate):
         return (rate - self.q) / (self.p - self.q)
 
+    def unit_variance(self, rate):
+        """Variance of the unbiased prevalence estimate from one report at report rate λ."""
+        return rate * (1 - rate) / (self.p - self.q) ** 2
+
 
 def _binomial_loglik(k: int, n: int, rate):
     rate = np.clip(rate, 1e-300, 1 - 1e-16)
@@ -129,7 +133,7 @@ def binary_interval(channel: BinaryChannel, k: int, n: int, level: float, method
     rate = k / n
     if method == "wald":
         estimate = channel.prevalence(rate)
-        se = math.sqrt(rate * (1 - rate) / n) / abs(channel.p - channel.q)
+        se = math.sqrt(channel.unit_variance(rate) / n)
         z = stats.norm.isf(alpha / 2)
         low, high = estimate - z * se, estimate + z * se
     elif method == "wilson":

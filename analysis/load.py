@@ -196,9 +196,7 @@ def _from_server(base, survey_id, token, spec_hash) -> LoadedSurvey:
     if spec_hash == served["hash"]:
         survey = Survey.from_dict(served["spec"])
     else:
-        exported = _get(f"{base}/export?format=jsonl&spec_hash={spec_hash}", token)
-        raise LoadError(f"version {spec_hash[:12]} is not the current one; load its export file with its spec instead"
-                        f" ({len(exported.splitlines())} responses)")
+        raise LoadError(f"version {spec_hash[:12]} is not the current one; load its export file with its spec instead")
     if survey.hash != spec_hash:
         raise LoadError(f"{base}: the served spec does not hash to {spec_hash}")
 

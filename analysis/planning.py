@@ -39,8 +39,7 @@ def unit_variance(question_or_mechanism, distribution=None) -> np.ndarray:
         shares = np.full(len(mechanism.options), 0.5) if distribution is None else np.broadcast_to(
             np.asarray(distribution, dtype=float), (len(mechanism.options),))
         channel = est.binary_channel(mechanism)
-        rate = channel.rate(shares)
-        return rate * (1 - rate) / (channel.p - channel.q) ** 2
+        return channel.unit_variance(channel.rate(shares))
     answers = mechanism.answers
     if distribution is None:
         pi = np.full(len(answers), 1 / len(answers))

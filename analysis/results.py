@@ -203,7 +203,7 @@ def _estimate(mechanism, counts, level, method, question_id) -> EstimateResult:
 def _binary_rows(channel, k, n, level, method):
     estimate = float(channel.prevalence(k / n))
     rate = k / n
-    se = math.sqrt(rate * (1 - rate) / n) / abs(channel.p - channel.q)
+    se = math.sqrt(channel.unit_variance(rate) / n)
     interval, clipped = est.binary_interval(channel, k, n, level, method)
     return estimate, se, interval, est.constrained_binary(channel, k, n), clipped
 

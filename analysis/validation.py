@@ -46,8 +46,8 @@ def mean_width(channel, n, pi, level, method) -> float:
     low, high = (int(x) for x in distribution.ppf([1e-9, 1 - 1e-9]))
     ks = range(max(low, 0), min(high, n) + 1)
     weights = distribution.pmf(list(ks))
-    widths = [est.binary_interval(channel, k, n, level, method)[0].high - est.binary_interval(channel, k, n, level, method)[0].low
-              for k in ks]
+    intervals = [est.binary_interval(channel, k, n, level, method)[0] for k in ks]
+    widths = [interval.high - interval.low for interval in intervals]
     return float(np.dot(weights, widths) / weights.sum())
 
 
