@@ -1,18 +1,19 @@
-"""Debiased estimates from report counts, by inverting the mechanism's exact channel.
+"""Building blocks of the estimates: the channel as a matrix, the moment estimator, covariances, and
+the closed forms of two-answer (binary) designs.
 
 For a channel Q (reports × answers) and observed report frequencies λ̂ from n reports:
 
-* unbiased π̂ = Q⁺ λ̂ (Q⁺ = Q⁻¹ when square; the least-squares left inverse otherwise, still
-  unbiased because Q⁺Q = I), covariance Q⁺ (diag λ − λλᵀ)/n Q⁺ᵀ with λ̂ plugged in;
-* constrained π̃ on the simplex: the maximum-likelihood estimate by EM (iterative Bayesian update).
-
-Raw estimates outside [0, 1] are reported as they are, beside the constrained ones.
+* the estimate of record is the maximum-likelihood estimate on the simplex (`likelihood.maximise`;
+  for a binary design the clipped closed form `binary_mle`), with covariance from the Fisher information
+  at its fitted rates (`fitted_covariance`);
+* the unbiased moment estimate π̂ = Q⁺ λ̂ (Q⁺ = Q⁻¹ when square; the least-squares left inverse
+  otherwise, still unbiased because Q⁺Q = I) stays beside it, with covariance Q⁺ (diag λ̂ − λ̂λ̂ᵀ)/n Q⁺ᵀ.
+  It may fall outside [0, 1]; the two agree whenever it does not (and Q is square).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,42 +57,24 @@ def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return estimate, covariance
 
 
-def em(q: np.ndarray, counts: np.ndarray, tolerance: float = 1e-9, max_iterations: int = 20_000) -> tuple[np.ndarray, int]:
-    """Maximum likelihood on the simplex by EM (iterative Bayesian update), π ← π ⊙ Qᵀ(c / Qπ) / n,
-    accelerated by SQUAREM (Varadhan & Roland 2008) because plain EM crawls when the maximum
-    sits on the boundary. Every step stays on the simplex. Returns (π, EM steps used)."""
-    n = counts.sum()
-    observed = counts > 0
-    q_obs, c_obs = q[observed], counts[observed]
-
-    def step(pi):
-        return pi * (q_obs.T @ (c_obs / np.maximum(q_obs @ pi, 1e-300))) / n
-
-    def loglik(pi):
-        return float(c_obs @ np.log(np.maximum(q_obs @ pi, 1e-300)))
-
-    pi = np.full(q.shape[1], 1.0 / q.shape[1])
-    steps = 0
-    while steps < max_iterations:
-        first = step(pi)
-        second = step(first)
-        steps += 2
-        r = first - pi
-        v = second - first - r
-        if np.linalg.norm(v) == 0:
-            updated = second
-        else:
-            alpha = min(-np.linalg.norm(r) / np.linalg.norm(v), -1.0)
-            candidate = np.clip(pi - 2 * alpha * r + alpha * alpha * v, 0.0, None)
-            candidate = step(candidate / candidate.sum())
-            steps += 1
-            updated = candidate if loglik(candidate) >= loglik(second) else second
-        gain = loglik(updated) - loglik(pi)
-        if np.max(np.abs(updated - pi)) < tolerance or 0 <= gain < 1e-10 * abs(loglik(pi)):
-            return updated, steps
-        pi = updated
-    warnings.warn(f"EM did not converge in {max_iterations} steps", RuntimeWarning, stacklevel=2)
-    return pi, steps
+def fitted_covariance(q: np.ndarray, pi: np.ndarray) -> np.ndarray:
+    """Covariance of the maximum-likelihood estimate for one respondent, at the fitted rates λ = Qπ:
+    the inverse Fisher information Qᵀdiag(1/λ)Q, restricted to the simplex (Σπ = 1). For a square
+    channel it equals the moment estimator's covariance Q⁻¹(diag λ − λλᵀ)Q⁻ᵀ evaluated at λ = Qπ, so
+    wherever the two estimates agree their standard errors agree; for a tall channel (numeric grids)
+    it is the smaller, efficient one."""
+    rates = q @ pi
+    reached = rates > 0
+    weighted = q[reached] / rates[reached, None]
+    information = q[reached].T @ weighted
+    try:
+        inverse = np.linalg.inv(information)
+        if not np.isfinite(inverse).all():
+            raise np.linalg.LinAlgError
+    except np.linalg.LinAlgError:
+        inverse = np.linalg.pinv(information, hermitian=True)  # public channels: unreached answers have no variance
+    direction = inverse.sum(axis=1)
+    return inverse - np.outer(direction, direction) / direction.sum()
 
 
 # --- binary designs --------------------------------------------------------------------------------
@@ -125,7 +108,7 @@ def binary_interval(channel: BinaryChannel, k: int, n: int, level: float, method
     Intervals on the report rate λ are mapped through π = (λ − q)/(p − q) and clipped to [0, 1].
     When the mapped interval lies wholly outside [0, 1] (the data sit where the design cannot
     reach), or for method "likelihood", the profile-likelihood interval on π ∈ [0, 1] is used:
-    it always contains the constrained MLE and is never [0, 0].
+    it always contains the maximum-likelihood estimate and is never [0, 0].
     """
     if method not in BINARY_METHODS:
         raise ValueError(f"method must be one of {', '.join(BINARY_METHODS)}, got {method!r}")
@@ -147,19 +130,21 @@ def binary_interval(channel: BinaryChannel, k: int, n: int, level: float, method
         low, high = sorted(channel.prevalence(np.array([rate_low, rate_high])))
     else:
         return likelihood_interval(channel, k, n, level), False
-    if high < 0 or low > 1:
+    if high <= 0 or low >= 1:  # wholly outside, or only touching, [0, 1]: no width left after clipping
         return likelihood_interval(channel, k, n, level), True
     clipped = low < 0 or high > 1
     return ConfidenceInterval(max(low, 0.0), min(high, 1.0)), clipped
 
 
-def constrained_binary(channel: BinaryChannel, k: int, n: int) -> float:
+def binary_mle(channel: BinaryChannel, k: int, n: int) -> float:
+    """The maximum-likelihood share on [0, 1]: the binomial likelihood in π is concave with its
+    unconstrained peak at the moment estimate, so the maximum on [0, 1] is that estimate clipped."""
     return float(np.clip(channel.prevalence(k / n), 0.0, 1.0))
 
 
 def likelihood_interval(channel: BinaryChannel, k: int, n: int, level: float) -> ConfidenceInterval:
     """{π ∈ [0, 1] : 2(ℓ(π̃) − ℓ(π)) ≤ χ²₁(level)} for the binomial likelihood of the reports."""
-    best = constrained_binary(channel, k, n)
+    best = binary_mle(channel, k, n)
     cut = stats.chi2.ppf(level, 1) / 2
     peak = _binomial_loglik(k, n, channel.rate(best))
 
@@ -171,13 +156,21 @@ def likelihood_interval(channel: BinaryChannel, k: int, n: int, level: float) ->
     return ConfidenceInterval(float(low), float(high))
 
 
+def is_binary(mechanism: Mechanism) -> bool:
+    """Two answers and two reports: one share to estimate, from a binomial count (yes/no questions, and
+    any choice between two options)."""
+    return not isinstance(mechanism, UnaryMechanism) and len(mechanism.answers) == 2 and len(mechanism.reports) == 2
+
+
 def binary_channel(mechanism: Mechanism) -> BinaryChannel:
-    """The (p, q) of a yes/no mechanism, or of one option's bit in a unary mechanism."""
+    """The (p, q) of a two-answer mechanism (P(first report | first answer), P(first report | second
+    answer)), or of one option's bit in a unary mechanism."""
     if isinstance(mechanism, UnaryMechanism):
         return BinaryChannel(float(mechanism.keep_one), float(mechanism.flip_zero))
-    return BinaryChannel(float(mechanism.probability("yes", "yes")), float(mechanism.probability("yes", "no")))
+    (first, second), report = mechanism.answers, mechanism.reports[0]
+    return BinaryChannel(float(mechanism.probability(report, first)), float(mechanism.probability(report, second)))
 
 
-def simultaneous_z(level: float, count: int) -> float:
-    """Bonferroni: each of ``count`` intervals at level 1 − (1 − level)/count."""
-    return float(stats.norm.isf((1 - level) / (2 * count)))
+def per_answer_level(level: float, count: int, simultaneous: bool) -> float:
+    """Bonferroni: with ``simultaneous``, each of ``count`` intervals at level 1 − (1 − level)/count."""
+    return 1 - (1 - level) / count if simultaneous and count > 1 else level

@@ -12,13 +12,14 @@ from . import estimators as est
 from .results import EstimateResult, _estimate
 
 
-def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: str | None = None) -> dict:
+def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: str | None = None,
+              simultaneous: bool = False) -> dict:
     """{level of ``by``: EstimateResult of ``question_id`` among respondents with that level}."""
     question = loaded.survey.questions.get(question_id)
     if question is None:
         raise ValueError(f"no question {question_id!r} in survey {loaded.survey.id!r}")
     return {value: _estimate(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
-                             question_id) for value in loaded.levels(by)}
+                             question_id, simultaneous) for value in loaded.levels(by)}
 
 
 def subgroup_frame(results: dict) -> pd.DataFrame:
@@ -55,8 +56,9 @@ class Comparison:
 
 def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float = 0.95) -> Comparison:
     """Two-sided Wald test of equal shares of ``answer`` (default: "yes", or the first answer) in
-    groups ``a`` and ``b`` of the public question ``by``. Groups are independent samples, so the
-    variance of the difference is the sum of the unbiased estimators' variances."""
+    groups ``a`` and ``b`` of the public question ``by``: the difference of the two groups' estimates
+    (the same figures `subgroups` shows), with standard error from the sum of their variances, since the
+    groups are independent samples. The interval is clipped to [−1, 1], the range of a difference of shares."""
     results = subgroups(loaded, question_id, by, level)
     for group in (a, b):
         if group not in results:
@@ -71,8 +73,8 @@ def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float =
     z = stats.norm.isf((1 - level) / 2)
     statistic = difference / se if se > 0 else math.copysign(math.inf, difference) if difference else 0.0
     pvalue = float(2 * stats.norm.sf(abs(statistic)))
-    return Comparison(question_id, answer, (a, b), difference, se,
-                      est.ConfidenceInterval(difference - z * se, difference + z * se), level, float(statistic), pvalue,
+    interval = est.ConfidenceInterval(max(difference - z * se, -1.0), min(difference + z * se, 1.0))
+    return Comparison(question_id, answer, (a, b), difference, se, interval, level, float(statistic), pvalue,
                       (first, second))
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from deniable.client import Survey
 
-from .results import _key, count_reports
+from .counting import count_reports, key as _key
 
 
 class LoadError(ValueError):
@@ -69,13 +69,13 @@ class LoadedSurvey:
             raise ValueError(f"no question {question_id!r} in survey {self.survey.id!r}")
         return question
 
-    def estimate(self, question_id: str, level: float = 0.95, method: str | None = None):
+    def estimate(self, question_id: str, level: float = 0.95, method: str | None = None, simultaneous: bool = False):
         from .results import estimate
 
-        return estimate(self, question_id, level=level, method=method)
+        return estimate(self, question_id, level=level, method=method, simultaneous=simultaneous)
 
-    def estimate_all(self, level: float = 0.95) -> dict:
-        return {qid: self.estimate(qid, level) for qid in self.survey.questions}
+    def estimate_all(self, level: float = 0.95, simultaneous: bool = False) -> dict:
+        return {qid: self.estimate(qid, level, simultaneous=simultaneous) for qid in self.survey.questions}
 
     def __repr__(self):
         return f"<LoadedSurvey {self.survey.id} version {self.spec_hash[:12]} n={self.n} from {self.source}>"

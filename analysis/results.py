@@ -1,9 +1,15 @@
-"""`estimate()` and its result object: one estimator per question shape, one result type for all."""
+"""`estimate()` and its result object: one estimator per question shape, one result type for all.
+
+The estimate of record (column ``estimate``, property `EstimateResult.estimate`, every surface) is the
+maximum-likelihood estimate on the parameter space, certified by its KKT conditions; the unbiased
+moment estimate stays beside it as ``unbiased``. Intervals always contain the estimate.
+"""
 
 from __future__ import annotations
 
 import html
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -11,41 +17,38 @@ import pandas as pd
 from scipy import stats
 
 from deniable.client import Question
-from deniable.client.exact import canonical_json
 from deniable.client.mechanisms import LaplaceMechanism, Mechanism, UnaryMechanism
 
 from . import estimators as est
+from . import likelihood
+from .counting import count_reports, key as _key  # noqa: F401 - re-exported for the loaders
 
-
-_key = canonical_json  # counts are keyed by the same text the server stores
-
-def count_reports(mechanism: Mechanism, reports) -> np.ndarray:
-    """Counts over the mechanism's report alphabet; ValueError names the first invalid report."""
-    index = {_key(r): i for i, r in enumerate(mechanism.reports)}
-    counts = np.zeros(len(index), dtype=np.int64)
-    if isinstance(reports, pd.Series):
-        reports = reports.dropna().tolist()
-    for position, report in enumerate(reports):
-        if report is None:
-            continue
-        try:
-            counts[index[_key(mechanism.validate_report(report))]] += 1
-        except (ValueError, KeyError):
-            raise ValueError(f"reports[{position}]: {report!r} is not a report this mechanism can produce") from None
-    return counts
+#: Columns of every estimate table, in order.
+COLUMNS = ["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"]
+#: Interval methods for questions with more than two answers (and numeric grids and means).
+CATEGORICAL_METHODS = ("likelihood", "wald")
+DEFAULT_CATEGORICAL_METHOD = "likelihood"
+#: A numeric grid longer than this gets Wald intervals on its rows (hundreds of profile intervals take
+#: seconds); its mean always gets the profile-likelihood interval.
+PROFILE_GRID_LIMIT = 101
 
 
 @dataclass
 class MeanEstimate:
-    """The mean of a numeric question: value, standard error and interval."""
+    """The mean of a numeric question: the maximum-likelihood mean, its standard error and interval, and the
+    unbiased moment mean beside it."""
 
     estimate: float
     se: float
     ci: est.ConfidenceInterval
     level: float
+    method: str = "likelihood"
+    unbiased: float = math.nan
+    unbiased_se: float = math.nan
 
     def __repr__(self):
-        return f"MeanEstimate({self.estimate:.4g} ± {self.se:.3g}, {self.level:.0%} CI [{self.ci.low:.4g}, {self.ci.high:.4g}])"
+        return (f"MeanEstimate({self.estimate:.4g} ± {self.se:.3g}, {self.level:.0%} CI [{self.ci.low:.4g}, "
+                f"{self.ci.high:.4g}] {self.method}; unbiased {self.unbiased:.4g})")
 
 
 @dataclass
@@ -53,8 +56,10 @@ class EstimateResult:
     """Estimates for one question. Users receive it from `estimate`; they do not build it.
 
     ``table`` (see `to_frame`) is indexed by answer (by option for multi-select, by grid value for
-    numbers) with columns ``estimate`` (unbiased, may fall outside [0, 1]), ``se``, ``ci_low``,
-    ``ci_high``, ``constrained`` (maximum likelihood on the simplex) and ``clipped``.
+    numbers) with columns ``estimate`` (maximum likelihood on the parameter space), ``se`` (its standard
+    error from the Fisher information at the estimate), ``ci_low``/``ci_high`` (an interval that contains
+    the estimate), ``unbiased`` (the moment estimate, may fall outside [0, 1]) and ``unbiased_se``.
+    ``certificate`` proves the estimate maximises the likelihood (see `likelihood.Certificate`).
     """
 
     question_id: str | None
@@ -64,6 +69,7 @@ class EstimateResult:
     level: float
     method: str
     table: pd.DataFrame = field(repr=False)
+    certificate: likelihood.Certificate = field(repr=False)
     covariance: np.ndarray | None = field(repr=False, default=None)
     mean: MeanEstimate | None = None
     simultaneous: bool = False
@@ -81,18 +87,36 @@ class EstimateResult:
     def se(self) -> pd.Series:
         return self.table["se"]
 
-    def conf_int(self, level: float | None = None, method: str | None = None) -> pd.DataFrame:
-        """Intervals at another level or by another method (binary designs: one of
-        ``likelihood``, ``clopper-pearson``, ``wilson``, ``wald``)."""
-        if level is None and method is None:
+    @property
+    def unbiased(self) -> pd.Series:
+        return self.table["unbiased"]
+
+    @property
+    def converged(self) -> bool:
+        """True when the certificate meets its tolerance: the estimate is the maximum of the likelihood."""
+        return self.certificate.converged
+
+    @property
+    def optimality_gap(self) -> float:
+        """Upper bound on how far the estimate's log-likelihood can be below the maximum."""
+        return self.certificate.optimality_gap
+
+    def conf_int(self, level: float | None = None, method: str | None = None,
+                 simultaneous: bool | None = None) -> pd.DataFrame:
+        """Intervals at another level, by another method, or simultaneous (Bonferroni) over the answers.
+        Methods: binary designs and multi-select ``clopper-pearson`` (default), ``likelihood``, ``wilson``,
+        ``wald``; other designs ``likelihood`` (default) and ``wald``."""
+        if level is None and method is None and simultaneous is None:
             return self.table[["ci_low", "ci_high"]].copy()
-        again = _estimate(self.mechanism, self.counts, level or self.level, method or self.method, self.question_id)
+        again = _estimate(self.mechanism, self.counts, level or self.level, method or self.method, self.question_id,
+                          self.simultaneous if simultaneous is None else simultaneous, warn=False)
         return again.table[["ci_low", "ci_high"]]
 
     def to_frame(self) -> pd.DataFrame:
         frame = self.table.copy()
         frame.attrs.update({"question": self.question_id, "design": self.design, "n": self.n, "level": self.level,
-                            "method": self.method, "simultaneous": self.simultaneous})
+                            "method": self.method, "simultaneous": self.simultaneous, "converged": self.converged,
+                            "optimality_gap": self.optimality_gap})
         return frame
 
     def summary(self) -> "Summary":
@@ -101,7 +125,7 @@ class EstimateResult:
     def _repr_html_(self) -> str:
         return self.summary().as_html()
 
-    def plot(self, ax=None, constrained: bool = False):
+    def plot(self, ax=None):
         """Estimates with interval bars (matplotlib, imported only here). Returns the axes."""
         try:
             import matplotlib.pyplot as plt
@@ -110,20 +134,21 @@ class EstimateResult:
         if ax is None:
             _, ax = plt.subplots(figsize=(6, 0.5 + 0.45 * len(self.table)))
         table = self.table
-        values = table["constrained" if constrained else "estimate"].to_numpy()
+        values = table["estimate"].to_numpy()
         positions = np.arange(len(table))
-        errors = np.vstack([np.clip(values - table["ci_low"], 0, None), np.clip(table["ci_high"] - values, 0, None)])
+        errors = np.vstack([values - table["ci_low"], table["ci_high"] - values])
         ax.errorbar(values, positions, xerr=errors, fmt="o", capsize=4)
         ax.set_yticks(positions, [str(i) for i in table.index])
         ax.invert_yaxis()
-        ax.axvline(0, color="grey", linewidth=0.5)
+        ax.set_xlim(-0.02, 1.02)
         ax.set_xlabel(f"estimated share ({self.level:.0%} {'simultaneous ' if self.simultaneous else ''}intervals)")
-        ax.set_title(f"{self.question_id or self.design} (n = {self.n})")
+        ax.set_title(f"{self.question_id or self.design} (n = {self.n})" + ("" if self.converged else " — NOT CERTIFIED"))
         return ax
 
     def __repr__(self) -> str:
         head = f"<EstimateResult {self.question_id or ''} {self.design} n={self.n} {self.level:.0%} {self.method}"
-        return head + ("" if self.mean is None else f" mean={self.mean.estimate:.4g}") + ">"
+        return head + ("" if self.mean is None else f" mean={self.mean.estimate:.4g}") + \
+            ("" if self.converged else " NOT CERTIFIED") + ">"
 
 
 class Summary:
@@ -134,11 +159,15 @@ class Summary:
 
     def _header(self) -> list[str]:
         r = self.result
+        c = r.certificate
         lines = [f"Question: {r.question_id or '-'}   design: {r.design}   ε = {r.mechanism.epsilon:.4g}",
-                 f"Reports: n = {r.n}   intervals: {r.level:.0%} {r.method}{' (simultaneous, Bonferroni)' if r.simultaneous else ''}"]
+                 f"Reports: n = {r.n}   intervals: {r.level:.0%} {r.method}{' (simultaneous, Bonferroni)' if r.simultaneous else ''}",
+                 f"Estimate: maximum likelihood, {'certified' if c.converged else 'NOT CERTIFIED'} "
+                 f"(KKT residual {c.kkt_residual:.1e}, log-likelihood within {c.optimality_gap:.1e} of the maximum)"]
         if r.mean is not None:
             m = r.mean
-            lines.append(f"Mean: {m.estimate:.4g} (SE {m.se:.3g}), {m.level:.0%} CI [{m.ci.low:.4g}, {m.ci.high:.4g}]")
+            lines.append(f"Mean: {m.estimate:.4g} (SE {m.se:.3g}), {m.level:.0%} CI [{m.ci.low:.4g}, {m.ci.high:.4g}] "
+                         f"{m.method}; unbiased {m.unbiased:.4g} (SE {m.unbiased_se:.3g})")
         lines += [f"Note: {note}" for note in r.notes]
         return lines
 
@@ -162,20 +191,23 @@ class Summary:
     __repr__ = __str__
 
 
-def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: str | None = None) -> EstimateResult:
-    """Debiased estimates for one question.
+def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: str | None = None,
+             simultaneous: bool = False) -> EstimateResult:
+    """Estimates for one question: maximum likelihood on the parameter space, with intervals.
 
-    ``estimate(question_or_mechanism, reports)`` with an iterable or pandas Series of report values,
-    or ``estimate(loaded_survey, "question_id")`` for data from `load`.
+    ``estimate(question_or_mechanism, reports)`` with a list, numpy array or pandas Series of report
+    values, or ``estimate(loaded_survey, "question_id")`` for data from `load`. ``level`` is each
+    interval's confidence unless ``simultaneous`` asks for all of a question's intervals to hold together
+    (Bonferroni). ``method``: see `EstimateResult.conf_int`.
     """
-    if not 0 < level < 1:
+    if not isinstance(level, (int, float)) or not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, got {level!r}")
     if hasattr(question_or_mechanism, "question_counts"):  # a LoadedSurvey
         loaded, question_id = question_or_mechanism, reports
         question = loaded.survey.questions.get(question_id)
         if question is None:
             raise ValueError(f"no question {question_id!r} in survey {loaded.survey.id!r}")
-        return _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id)
+        return _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id, simultaneous)
     if isinstance(question_or_mechanism, Question):
         mechanism, question_id = question_or_mechanism.mechanism, question_or_mechanism.id
     elif isinstance(question_or_mechanism, Mechanism):
@@ -183,107 +215,161 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
     else:
         raise TypeError("estimate() takes a Question, a Mechanism or a loaded survey")
     if reports is None:
-        raise ValueError("reports: required (an iterable or pandas Series of report values)")
-    return _estimate(mechanism, count_reports(mechanism, reports), level, method, question_id)
+        raise ValueError("reports: required (a list, numpy array or pandas Series of report values)")
+    return _estimate(mechanism, count_reports(mechanism, reports), level, method, question_id, simultaneous)
 
 
-def _estimate(mechanism, counts, level, method, question_id) -> EstimateResult:
+def _estimate(mechanism, counts, level, method, question_id, simultaneous=False, warn=True) -> EstimateResult:
     counts = np.asarray(counts, dtype=np.int64)
     if counts.sum() == 0:
         raise ValueError(f"{question_id or 'question'}: no reports to estimate from")
     if isinstance(mechanism, UnaryMechanism):
-        return _multi_select(mechanism, counts, level, method, question_id)
-    if isinstance(mechanism, LaplaceMechanism):
-        return _numeric(mechanism, counts, level, question_id)
-    if mechanism.answers == ["yes", "no"]:
-        return _binary(mechanism, counts, level, method, question_id)
-    return _categorical(mechanism, counts, level, question_id)
+        result = _multi_select(mechanism, counts, level, method, question_id, simultaneous)
+    elif isinstance(mechanism, LaplaceMechanism):
+        result = _grid(mechanism, counts, level, method, question_id, simultaneous)
+    elif est.is_binary(mechanism):
+        result = _binary(mechanism, counts, level, method, question_id)
+    else:
+        result = _grid(mechanism, counts, level, method, question_id, simultaneous)
+    certificate = result.certificate
+    if not certificate.converged:
+        result.notes.insert(0, f"NOT CERTIFIED: the maximiser stopped with KKT residual {certificate.kkt_residual:.2e} "
+                               f"(tolerance {certificate.tolerance:.0e}); the estimate may not be the maximum")
+        if warn:
+            likelihood.warn_if_uncertified(certificate, question_id or mechanism.design, stacklevel=4)
+    if certificate.unique is False:
+        result.notes.append("the likelihood has more than one maximiser for these counts: other distributions fit the "
+                            "reports exactly as well, so the estimate is one of them (the intervals cover them all)")
+    return result
 
 
-def _binary_rows(channel, k, n, level, method):
-    estimate = float(channel.prevalence(k / n))
-    rate = k / n
-    se = math.sqrt(channel.unit_variance(rate) / n)
-    interval, clipped = est.binary_interval(channel, k, n, level, method)
-    return estimate, se, interval, est.constrained_binary(channel, k, n), clipped
+def _check_method(method, methods, design):
+    if method not in methods:
+        raise ValueError(f"method must be one of {', '.join(methods)} for a {design} question, got {method!r}")
+
+
+def _binary_share(channel: est.BinaryChannel, k: int, n: int, level: float, method: str):
+    """(estimate, se, interval, unbiased, unbiased se, certificate) of the share behind k "yes" of n."""
+    mle = est.binary_mle(channel, k, n)
+    interval, _ = est.binary_interval(channel, k, n, level, method)
+    unbiased = float(channel.prevalence(k / n))
+    q = np.array([[channel.p, channel.q], [1 - channel.p, 1 - channel.q]])
+    certificate = likelihood.certify(q, np.array([k, n - k]), np.array([mle, 1 - mle]))
+    return (mle, math.sqrt(channel.unit_variance(channel.rate(mle)) / n), interval, unbiased,
+            math.sqrt(channel.unit_variance(k / n) / n), certificate)
 
 
 def _binary(mechanism, counts, level, method, question_id):
+    """Two answers (yes/no, or a choice of two): the first answer's share from its binomial report count."""
     method = method or est.DEFAULT_BINARY_METHOD
+    _check_method(method, est.BINARY_METHODS, "two-answer")
     channel = est.binary_channel(mechanism)
-    k, n = int(counts[0]), int(counts.sum())  # reports are ("yes", "no")
-    value, se, (low, high), constrained, clipped = _binary_rows(channel, k, n, level, method)
+    first, second = mechanism.answers
+    k, n = int(counts[0]), int(counts.sum())
+    value, se, (low, high), unbiased, unbiased_se, certificate = _binary_share(channel, k, n, level, method)
     table = pd.DataFrame({"estimate": [value, 1 - value], "se": [se, se], "ci_low": [low, 1 - high],
-                          "ci_high": [high, 1 - low], "constrained": [constrained, 1 - constrained],
-                          "clipped": [clipped, clipped]}, index=pd.Index(["yes", "no"], name="answer"))
-    notes = []
-    if not 0 <= value <= 1:
-        notes.append(f"the unbiased estimate {value:.4f} lies outside [0, 1]: the observed 'yes' rate is outside what "
-                     "the design can produce; the interval is on the constrained parameter")
-    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table,
+                          "ci_high": [high, 1 - low], "unbiased": [unbiased, 1 - unbiased],
+                          "unbiased_se": [unbiased_se, unbiased_se]}, index=pd.Index([first, second], name="answer"))
+    notes = [] if 0 <= unbiased <= 1 else [_outside_note([first], f"the observed rate of {first!r} reports is outside "
+                                                                   "what the design can produce")]
+    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
                           covariance=np.array([[se**2, -se**2], [-se**2, se**2]]), notes=notes)
 
 
-def _categorical(mechanism, counts, level, question_id):
-    q = est.channel_matrix(mechanism)
-    value, covariance = est.unbiased(q, counts)
-    constrained, _ = est.em(q, counts)
-    se = np.sqrt(np.clip(np.diag(covariance), 0, None))
-    private = mechanism.is_private
-    if private:
-        z = est.simultaneous_z(level, len(value))
-        low, high = value - z * se, value + z * se
-        method, simultaneous = "wald", True
-    else:  # public: plain proportions, simultaneous exact intervals
-        n = counts.sum()
-        alpha = (1 - level) / len(value)
-        low = np.where(counts == 0, 0.0, stats.beta.ppf(alpha / 2, counts, n - counts + 1))
-        high = np.where(counts == n, 1.0, stats.beta.isf(alpha / 2, counts + 1, n - counts))
-        method, simultaneous = "clopper-pearson", True
-    clipped = (low < 0) | (high > 1)
-    table = pd.DataFrame({"estimate": value, "se": se, "ci_low": np.clip(low, 0, 1), "ci_high": np.clip(high, 0, 1),
-                          "constrained": constrained, "clipped": clipped},
-                         index=pd.Index(mechanism.answers, name="answer"))
-    notes = []
-    if (value < 0).any() or (value > 1).any():
-        notes.append("some unbiased estimates fall outside [0, 1]; see the constrained column")
-    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, covariance,
-                          simultaneous=simultaneous, notes=notes)
+def _outside_note(answers, why: str) -> str:
+    listed = ", ".join(map(str, answers))
+    return (f"the unbiased estimate of {listed} lies outside [0, 1] ({why}); the estimate is the maximum-likelihood "
+            "one on the parameter space and the interval is for it")
 
 
-def _multi_select(mechanism, counts, level, method, question_id):
+def _multi_select(mechanism, counts, level, method, question_id, simultaneous):
     method = method or est.DEFAULT_BINARY_METHOD
+    _check_method(method, est.BINARY_METHODS, "multi-select")
     channel = est.binary_channel(mechanism)
     n = int(counts.sum())
-    reports = mechanism.reports
     options = mechanism.options
-    per_level = 1 - (1 - level) / len(options)  # Bonferroni over options
-    rows = []
-    for option in options:
-        k = int(sum(c for c, r in zip(counts, reports) if option in r))
-        value, se, (low, high), constrained, clipped = _binary_rows(channel, k, n, per_level, method)
-        rows.append((value, se, low, high, constrained, clipped))
-    table = pd.DataFrame(rows, columns=["estimate", "se", "ci_low", "ci_high", "constrained", "clipped"],
-                         index=pd.Index(options, name="option"))
-    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, simultaneous=True,
-                          notes=["each row is the share selecting that option (options are not exclusive)"])
+    each = est.per_answer_level(level, len(options), simultaneous)
+    membership = np.array([[option in report for report in mechanism.reports] for option in options])
+    rows, certificates = [], []
+    for option, selected in zip(options, membership):
+        value, se, (low, high), unbiased, unbiased_se, certificate = _binary_share(
+            channel, int(counts[selected].sum()), n, each, method)
+        rows.append((value, se, low, high, unbiased, unbiased_se))
+        certificates.append(certificate)
+    table = pd.DataFrame(rows, columns=COLUMNS, index=pd.Index(options, name="option"))
+    notes = ["each row is the share selecting that option (options are not exclusive)"]
+    outside = [o for o, u in zip(options, table["unbiased"]) if not 0 <= u <= 1]
+    if outside:
+        notes.append(_outside_note(outside, "sampling noise at this n"))
+    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table,
+                          likelihood.Certificate.worst(certificates), simultaneous=simultaneous, notes=notes)
 
 
-def _numeric(mechanism, counts, level, question_id):
+def _grid(mechanism, counts, level, method, question_id, simultaneous):
+    """Single choice, ordinal, public choice and numeric grids: the simplex of answer shares."""
+    numeric = isinstance(mechanism, LaplaceMechanism)
+    public = not mechanism.is_private
+    if public and not numeric:
+        method = method or est.DEFAULT_BINARY_METHOD  # each answer's count is binomial: exact intervals
+        _check_method(method, est.BINARY_METHODS, "public choice")
+    else:
+        method = method or DEFAULT_CATEGORICAL_METHOD
+        _check_method(method, CATEGORICAL_METHODS, mechanism.design)
     q = est.channel_matrix(mechanism)
-    grid = np.array(mechanism.answers, dtype=float)
-    value, covariance = est.unbiased(q, counts)
-    constrained, _ = est.em(q, counts)
+    n = int(counts.sum())
+    pi, found = likelihood.maximise(q, counts)
+    checked = likelihood.certify(q, counts, pi)
+    certificate = likelihood.Certificate(checked.kkt_residual, checked.optimality_gap, found.iterations,
+                                         checked.tolerance, checked.unique)
+    covariance = est.fitted_covariance(q, pi) / n
     se = np.sqrt(np.clip(np.diag(covariance), 0, None))
-    z = est.simultaneous_z(level, len(value))
-    low, high = value - z * se, value + z * se
-    mean_value = float(grid @ value)
-    mean_se = float(math.sqrt(max(grid @ covariance @ grid, 0.0)))
-    z1 = float(stats.norm.isf((1 - level) / 2))
-    mean = MeanEstimate(mean_value, mean_se, est.ConfidenceInterval(mean_value - z1 * mean_se, mean_value + z1 * mean_se), level)
-    table = pd.DataFrame({"estimate": value, "se": se, "ci_low": np.clip(low, 0, 1), "ci_high": np.clip(high, 0, 1),
-                          "constrained": constrained, "clipped": (low < 0) | (high > 1)},
-                         index=pd.Index(mechanism.answers, name="value"))
-    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, "wald", table, covariance,
-                          mean=mean, simultaneous=True,
-                          notes=["rows are the estimated distribution on the grid; the mean uses the unbiased estimates"])
+    unbiased, unbiased_covariance = est.unbiased(q, counts)
+    unbiased_se = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))
+    each = est.per_answer_level(level, len(pi), simultaneous)
+    notes = []
+    row_method = method
+    if public and not numeric:
+        public_channel = est.BinaryChannel(1.0, 0.0)
+        low, high = np.array([tuple(est.binary_interval(public_channel, int(c), n, each, method)[0]) for c in counts]).T
+    else:
+        if numeric and method == "likelihood" and len(pi) > PROFILE_GRID_LIMIT:
+            row_method = "wald"
+            notes.append(f"the {len(pi)} grid rows have Wald intervals (profile intervals for each of more than "
+                         f"{PROFILE_GRID_LIMIT} grid points would take seconds); the mean's interval is profile likelihood")
+        low, high = _share_intervals(q, counts, pi, se, each, row_method)
+    table = pd.DataFrame({"estimate": pi, "se": se, "ci_low": low, "ci_high": high, "unbiased": unbiased,
+                          "unbiased_se": unbiased_se},
+                         index=pd.Index(mechanism.answers, name="value" if numeric else "answer"))
+    outside = [a for a, u in zip(mechanism.answers, unbiased) if not -1e-12 <= u <= 1 + 1e-12]
+    if outside and not numeric:
+        notes.append(_outside_note(outside, "sampling noise at this n"))
+    mean = None
+    if numeric:
+        notes.append("rows are the estimated distribution on the grid; the mean is the grid average under it")
+        mean = _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, np.array(mechanism.answers, dtype=float),
+                     level, method)
+    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
+                          covariance, mean=mean, simultaneous=simultaneous, notes=notes)
+
+
+def _share_intervals(q, counts, pi, se, level, method):
+    if method == "wald":
+        z = stats.norm.isf((1 - level) / 2)
+        return np.clip(pi - z * se, 0, None), np.clip(pi + z * se, None, 1)
+    cut = likelihood.likelihood_cut(level)
+    ends = [likelihood.profile_interval(q, counts, pi, unit, cut) for unit in np.eye(len(pi))]
+    low, high = np.array(ends).T
+    return np.clip(low, 0, 1), np.clip(high, 0, 1)
+
+
+def _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, grid, level, method) -> MeanEstimate:
+    value = float(grid @ pi)
+    se = math.sqrt(max(float(grid @ covariance @ grid), 0.0))
+    if method == "wald":
+        z = stats.norm.isf((1 - level) / 2)
+        low, high = max(value - z * se, grid[0]), min(value + z * se, grid[-1])
+    else:
+        low, high = likelihood.profile_interval(q, counts, pi, grid, likelihood.likelihood_cut(level))
+    unbiased_se = math.sqrt(max(float(grid @ unbiased_covariance @ grid), 0.0))
+    return MeanEstimate(value, se, est.ConfidenceInterval(float(low), float(high)), level, method,
+                        float(grid @ unbiased), unbiased_se)

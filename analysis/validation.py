@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
+import zlib
 
 import numpy as np
 from scipy import stats
@@ -15,6 +16,7 @@ from scipy import stats
 from deniable.client import Survey
 
 from . import estimators as est
+from . import likelihood
 
 GRID_N = (50, 200, 1000, 10000)
 GRID_PI = (0.0, 0.02, 0.1, 0.5)
@@ -64,6 +66,123 @@ def coverage_table(methods=est.BINARY_METHODS, level=0.95):
     return rows
 
 
+GRID_K = (2, 4, 10)
+#: Each design's coverage is checked against this: the default 95% interval of every answer.
+COVERAGE_FLOOR = 0.94
+
+
+def truths(k: int) -> dict:
+    """The true distributions of the coverage grid: uniform (every share 1/k), and skewed with a share of 0
+    and a share of 1/k (for k = 2: one share 0, the other 1)."""
+    if k == 2:
+        return {"uniform": np.array([0.5, 0.5]), "skewed": np.array([0.0, 1.0])}
+    rest = 0.5 ** np.arange(k - 2)
+    return {"uniform": np.full(k, 1 / k),
+            "skewed": np.concatenate([[0.0, 1 / k], rest / rest.sum() * (1 - 1 / k)])}
+
+
+def grid_question(design: str, k: int, epsilon):
+    """The question of one grid cell: k answers (k grid points 0..k−1 for numbers, k options for unary)."""
+    options = [f"o{i}" for i in range(k)]
+    spec = {"k_rr": {"type": "choice", "options": options, "privacy": {"design": "k_rr", "epsilon": epsilon}},
+            "ordinal": {"type": "ordinal", "options": options, "privacy": {"design": "ordinal", "epsilon": epsilon}},
+            "laplace": {"type": "number", "min": 0, "max": k - 1, "step": 1,
+                        "privacy": {"design": "laplace", "epsilon": epsilon}},
+            "unary": {"type": "multi_select", "options": options, "privacy": {"design": "unary", "epsilon": epsilon}},
+            "unary optimized": {"type": "multi_select", "options": options,
+                                "privacy": {"design": "unary", "epsilon": epsilon, "variant": "optimized"}}}[design]
+    return _question(spec)
+
+
+def unary_coverage(design: str, k: int, epsilon, n: int, shares, level: float = 0.95) -> dict:
+    """Exact coverage of a multi-select question's default intervals: each option's count of reported
+    selections is binomial, so coverage is a binomial sum; with options selected independently the
+    simultaneous coverage is the product of the options' coverages at the Bonferroni level."""
+    channel = est.binary_channel(grid_question(design, k, epsilon).mechanism)
+    each = [exact_coverage(channel, n, float(share), level, est.DEFAULT_BINARY_METHOD) for share in shares]
+    bonferroni = est.per_answer_level(level, k, True)
+    together = math.prod(exact_coverage(channel, n, float(share), bonferroni, est.DEFAULT_BINARY_METHOD)
+                         for share in shares)
+    return {"per-answer (min)": min(each), "worst answer": int(np.argmin(each)), "simultaneous": together}
+
+
+def simulated_coverage(design: str, k: int, epsilon, n: int, truth, reps: int, seed: int, level: float = 0.95) -> dict:
+    """Coverage of the default intervals over ``reps`` simulated surveys, for the designs estimated on the
+    simplex (k_rr, ordinal, numeric grids). A share's profile-likelihood interval covers the true share
+    exactly when the profile log-likelihood there is within the cut of the peak, so each survey is checked
+    by one constrained maximisation per answer (`likelihood.profile_loglikelihood`). The numeric mean's
+    interval is computed as `estimate` computes it."""
+    mechanism = grid_question(design, k, epsilon).mechanism
+    q = est.channel_matrix(mechanism)
+    rates = q @ truth
+    rng = np.random.default_rng(seed)
+    cut, cut_together = likelihood.likelihood_cut(level), likelihood.likelihood_cut(est.per_answer_level(level, k, True))
+    covered, together, mean_covered = np.zeros(k), 0, 0
+    grid = np.array(mechanism.answers, dtype=float) if design == "laplace" else None
+    seen: dict = {}
+    for counts in rng.multinomial(n, rates / rates.sum(), size=reps):
+        signature = counts.tobytes()
+        if signature not in seen:
+            pi, _ = likelihood.maximise(q, counts)
+            peak = likelihood.loglikelihood(q, counts, pi)
+            drops = np.array([0.0 if abs(pi[j] - truth[j]) <= 1e-12 else
+                              peak - likelihood.profile_loglikelihood(q, counts, j, float(truth[j])) for j in range(k)])
+            inside_mean = None
+            if design == "laplace":  # the interval `estimate` gives the mean (results._mean)
+                low, high = likelihood.profile_interval(q, counts, pi, grid, cut)
+                inside_mean = low - 1e-9 <= grid @ truth <= high + 1e-9
+            seen[signature] = (drops, inside_mean)
+        drops, inside_mean = seen[signature]
+        covered += drops <= cut + 1e-9
+        together += bool((drops <= cut_together + 1e-9).all())
+        mean_covered += bool(inside_mean)
+    row = {"per-answer (min)": float(covered.min() / reps), "worst answer": int(np.argmin(covered)),
+           "simultaneous": together / reps}
+    if design == "laplace":
+        row["mean"] = mean_covered / reps
+    return row
+
+
+COVERAGE_DESIGNS = ("k_rr", "ordinal", "laplace", "unary", "unary optimized")
+
+
+def coverage_grid(designs=COVERAGE_DESIGNS, reps: int = 1000, level: float = 0.95, cells=None, processes: int = 1):
+    """Coverage of every design on the grid n × ε × k × truth; ``cells`` restricts it (tests)."""
+    jobs = []
+    for design in designs:
+        for label, epsilon in GRID_EPSILON:
+            for k in GRID_K:
+                for truth_name, truth in truths(k).items():
+                    for n in GRID_N:
+                        cell = (design, label, k, truth_name, n)
+                        if cells is None or cell in cells:
+                            jobs.append((cell, epsilon, truth, reps, level))
+    if processes > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(processes) as pool:
+            results = pool.map(_coverage_cell, jobs)
+    else:
+        results = [_coverage_cell(job) for job in jobs]
+    return results
+
+
+def _coverage_cell(job) -> dict:
+    (design, label, k, truth_name, n), epsilon, truth, reps, level = job
+    seed = zlib.crc32(f"{design}|{label}|{k}|{truth_name}|{n}".encode())  # one stream per cell
+    mechanism = grid_question(design, k, epsilon).mechanism
+    if design.startswith("unary"):
+        found = unary_coverage(design, k, epsilon, n, truth, level)
+        found["reps"] = "exact"
+    elif est.is_binary(mechanism):  # estimated as a yes/no share: exact binomial coverage, the two rows agree
+        coverage = exact_coverage(est.binary_channel(mechanism), n, float(truth[0]), level, est.DEFAULT_BINARY_METHOD)
+        found = {"per-answer (min)": coverage, "worst answer": 0, "simultaneous": coverage, "reps": "exact"}
+    else:
+        found = simulated_coverage(design, k, epsilon, n, truth, reps, seed, level)
+        found["reps"] = reps
+    return {"design": design, "epsilon": label, "k": k, "truth": truth_name, "n": n, **found}
+
+
 SIMULATED = {
     "k_rr, 4 options, ε = ln 3": ({"type": "choice", "options": list("abcd"), "privacy": {"design": "k_rr", "epsilon": "ln 3"}},
                                  [0.55, 0.25, 0.15, 0.05]),
@@ -95,7 +214,9 @@ def _answer_distribution(mechanism, truth):
 
 
 def simulation_study(reps: int = 2000, n: int = 2000, seed: int = 20261122, level: float = 0.95) -> list[dict]:
-    """Bias, variance and coverage over ``reps`` simulated surveys of ``n`` respondents each."""
+    """Over ``reps`` simulated surveys of ``n`` respondents: that the unbiased estimate is unbiased with the
+    variance it states, how much closer the estimate of record (maximum likelihood) comes to the truth
+    (mean squared error relative to the unbiased one), and the coverage of its default intervals."""
     from .results import _estimate
 
     rng = np.random.default_rng(seed)
@@ -104,31 +225,32 @@ def simulation_study(reps: int = 2000, n: int = 2000, seed: int = 20261122, leve
         mechanism = _question(spec).mechanism
         pi, target = _answer_distribution(mechanism, truth)
         rates = est.channel_matrix(mechanism) @ pi
-        estimates, variances, covered, covered_each = [], [], 0, np.zeros(len(target))
+        unbiased, variances, estimates, covered = [], [], [], np.zeros(len(target))
         means, mean_variances, mean_covered = [], [], 0
         grid_mean = None
         for counts in rng.multinomial(n, rates / rates.sum(), size=reps):
             result = _estimate(mechanism, counts, level, None, "q")
             table = result.table
+            unbiased.append(table["unbiased"].to_numpy())
+            variances.append(table["unbiased_se"].to_numpy() ** 2)
             estimates.append(table["estimate"].to_numpy())
-            variances.append(table["se"].to_numpy() ** 2)
-            inside = (table["ci_low"].to_numpy() - 1e-12 <= target) & (target <= table["ci_high"].to_numpy() + 1e-12)
-            covered += inside.all()
-            covered_each += inside
+            covered += (table["ci_low"].to_numpy() - 1e-12 <= target) & (target <= table["ci_high"].to_numpy() + 1e-12)
             if result.mean is not None:
                 grid_mean = float(np.dot(np.array(mechanism.answers, dtype=float), target))
-                means.append(result.mean.estimate)
-                mean_variances.append(result.mean.se ** 2)
+                means.append(result.mean.unbiased)
+                mean_variances.append(result.mean.unbiased_se ** 2)
                 mean_covered += result.mean.ci.low <= grid_mean <= result.mean.ci.high
-        estimates, variances = np.array(estimates), np.array(variances)
-        empirical = estimates.var(axis=0, ddof=1)
+        unbiased, variances, estimates = np.array(unbiased), np.array(variances), np.array(estimates)
+        empirical = unbiased.var(axis=0, ddof=1)
         stated = variances.mean(axis=0)
-        bias_z = (estimates.mean(axis=0) - target) / np.sqrt(stated / reps)
-        row = {"design": label, "n": n, "reps": reps, "max |bias| (share)": float(np.max(np.abs(estimates.mean(axis=0) - target))),
-               "max |bias| / (SE/√reps)": float(np.max(np.abs(bias_z))),
-               "empirical / stated variance (min)": float(np.min(empirical / stated)),
-               "empirical / stated variance (max)": float(np.max(empirical / stated)),
-               "simultaneous coverage": covered / reps, "per-answer coverage (min)": float(np.min(covered_each / reps))}
+        bias_z = (unbiased.mean(axis=0) - target) / np.sqrt(stated / reps)
+        mse_ratio = ((estimates - target) ** 2).mean(axis=0) / ((unbiased - target) ** 2).mean(axis=0)
+        row = {"design": label, "n": n, "reps": reps,
+               "unbiased: max |bias| / (SE/√reps)": float(np.max(np.abs(bias_z))),
+               "unbiased: empirical / stated variance (min)": float(np.min(empirical / stated)),
+               "unbiased: empirical / stated variance (max)": float(np.max(empirical / stated)),
+               "estimate: MSE / unbiased MSE (max)": float(np.max(mse_ratio)),
+               "estimate: per-answer coverage (min)": float(np.min(covered / reps))}
         if means:
             means = np.array(means)
             row.update({"mean bias / (SE/√reps)": float((means.mean() - grid_mean) / math.sqrt(np.mean(mean_variances) / reps)),

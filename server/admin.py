@@ -68,7 +68,8 @@ def survey_estimates(survey_id):
             chart["error"] = "no responses yet"
         else:
             result = data.estimate(qid)
-            chart.update(n=result.n, method=result.method, simultaneous=result.simultaneous, notes=result.notes)
+            chart.update(n=result.n, method=result.method, simultaneous=result.simultaneous, notes=result.notes,
+                         certified=result.converged, certificate=result.certificate)
             if result.mean is not None:
                 chart["mean"] = result.mean
             chart["rows"] = _bars(result.table)
@@ -87,9 +88,9 @@ def _bars(table) -> list[dict]:
         clamp = lambda v: min(max(float(v), 0.0), 1.0)  # noqa: E731 - the axis is [0, 1]
         rows.append({
             "label": ", ".join(answer) if isinstance(answer, (list, tuple)) else str(answer),
-            "y": position * ROW_HEIGHT, "estimate": float(row["estimate"]), "constrained": float(row["constrained"]),
+            "y": position * ROW_HEIGHT, "estimate": float(row["estimate"]), "unbiased": float(row["unbiased"]),
             "low": float(row["ci_low"]), "high": float(row["ci_high"]),
-            "bar": LABEL_WIDTH + PLOT_WIDTH * clamp(row["constrained"]) - LABEL_WIDTH,
+            "bar": PLOT_WIDTH * clamp(row["estimate"]),
             "x_low": LABEL_WIDTH + PLOT_WIDTH * clamp(row["ci_low"]),
             "x_high": LABEL_WIDTH + PLOT_WIDTH * clamp(row["ci_high"]),
         })

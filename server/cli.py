@@ -198,9 +198,11 @@ def export(survey_id, fmt, output, spec_hash, db_path):
 @click.option("--token", envvar="DENIABLE_ADMIN_TOKEN", help="Admin token for --url (default: $DENIABLE_ADMIN_TOKEN).")
 @click.option("--by", "by", help="Estimate within each level of this public question.")
 @click.option("--question", "questions", multiple=True, help="Only these questions (repeatable; default: all).")
-@click.option("--level", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True)
+@click.option("--level", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of each interval.")
+@click.option("--simultaneous", is_flag=True, help="Make a question's intervals hold together (Bonferroni).")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-def estimate_command(survey_id, db_path, url, token, by, questions, level, fmt):
+def estimate_command(survey_id, db_path, url, token, by, questions, level, simultaneous, fmt):
     """Debiased estimates with standard errors and confidence intervals for every question."""
     import pandas as pd
 
@@ -212,14 +214,18 @@ def estimate_command(survey_id, db_path, url, token, by, questions, level, fmt):
         frames, texts = [], []
         for qid in wanted:
             if by:
-                frame = subgroup_frame(subgroups(data, qid, by, level)).reset_index()
+                frame = subgroup_frame(subgroups(data, qid, by, level, simultaneous=simultaneous)).reset_index()
                 texts.append(f"== {qid} by {by} ({level:.0%} intervals)\n{frame.to_string(index=False, float_format=_fmt)}")
             else:
-                result = data.estimate(qid, level)
+                result = data.estimate(qid, level, simultaneous=simultaneous)
                 frame = result.to_frame().reset_index().rename(columns={result.table.index.name: "answer"})
                 texts.append(result.summary().as_text())
                 if result.mean is not None:
-                    frame["mean"], frame["mean_se"] = result.mean.estimate, result.mean.se
+                    mean = result.mean
+                    frame["mean"], frame["mean_se"] = mean.estimate, mean.se
+                    frame["mean_ci_low"], frame["mean_ci_high"] = mean.ci.low, mean.ci.high
+                    frame["mean_unbiased"] = mean.unbiased
+                frame["converged"] = result.converged
                 frame.insert(1, "n", result.n)
                 frame.insert(2, "method", result.method)
             frame.insert(0, "question", qid)

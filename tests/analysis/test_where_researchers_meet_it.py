@@ -1,12 +1,17 @@
 import json
+import re
+import secrets
 
+import numpy as np
 import pytest
 
 from click.testing import CliRunner
 
-from deniable.analysis import estimate, load
-from deniable.server import create_app
+from deniable.analysis import estimate, likelihood, load
+from deniable.server import create_app, storage
+from deniable.server.demo import demo_survey, simulated_answers
 from deniable.server.cli import main
+from tests.conftest import SeededSource
 
 
 def test_cli_estimate_table_csv_json(demo_db):
@@ -47,3 +52,79 @@ def test_dashboard_shows_live_estimates_with_a_chart_per_question(demo_db):
     expected = estimate(load(db=demo_db, survey_id="tax"), "dodged").table.loc["yes"]
     assert f"[{expected['ci_low']:.3f}, {expected['ci_high']:.3f}]" in page
     assert "Mean:" in page
+
+
+@pytest.fixture(scope="module")
+def issue_db(tmp_path_factory):
+    """The demo survey with the issue's `cash` report counts: Salary 201, Self-employed 114, Cash in hand 110,
+    Other 76 (the other questions randomized from simulated answers)."""
+    path = str(tmp_path_factory.mktemp("issue9") / "cash.db")
+    survey, rng = demo_survey(), SeededSource(5)
+    cash = ["Salary"] * 201 + ["Self-employed"] * 114 + ["Cash in hand"] * 110 + ["Other"] * 76
+    with storage.Store(path) as store:
+        store.add_survey(survey)
+        record = store.get_survey("tax")
+        with store.transaction():
+            for value in cash:
+                reports = survey.randomize(simulated_answers(rng), rng)
+                reports["cash"] = value
+                store.submit("tax", record.hash, secrets.token_hex(16), reports)
+    return path
+
+
+def dashboard(db):
+    client = create_app({"DATABASE": db, "ADMIN_TOKEN": "t"}).test_client()
+    client.get("/admin/login?token=t")
+    return client.get("/admin/surveys/tax").data.decode()
+
+
+def test_the_dashboard_bars_are_the_certified_estimate_inside_their_whiskers(issue_db):
+    page = dashboard(issue_db)
+    section = page[page.index('id="chart-cash"'):page.index('id="chart-fairness"')]
+    widths = [float(w) for w in re.findall(r'<rect x="180" y="[\d.]+" width="([\d.]+)"', section)]
+    whiskers = [(float(a), float(b)) for a, b in re.findall(r'<line x1="([\d.]+)" x2="([\d.]+)" y1="[\d.]+" y2="[\d.]+" '
+                                                            r'stroke="#123"', section)][::3]  # each row: the whisker, then its two caps
+    expected = estimate(load(db=issue_db, survey_id="tax"), "cash").table
+    assert widths == pytest.approx(list(300 * expected["estimate"]), abs=1e-9)
+    assert [round(w / 300, 3) for w in widths] == [0.682, 0.171, 0.147, 0.0]  # not 95% / 0 / 0 / 5% any more
+    for width, (low, high) in zip(widths, whiskers):
+        assert low <= 180 + width <= high
+    for answer, row in expected.iterrows():
+        assert f"<td>{row['estimate']:.3f}</td>" in section
+        assert f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]" in section
+    assert "Not certified" not in page and "Constrained" not in page
+
+
+def test_an_uncertified_estimate_is_marked_on_the_dashboard(issue_db, monkeypatch):
+    def corner(q, counts, **_):
+        pi = np.zeros(q.shape[1])
+        pi[0] = 1.0
+        return pi, likelihood.Certificate(0.0, 0.0, 1)
+
+    monkeypatch.setattr(likelihood, "maximise", corner)
+    with pytest.warns(likelihood.ConvergenceWarning):
+        page = dashboard(issue_db)
+    assert page.count('role="alert"><strong>Not certified:</strong>') >= 1
+
+
+def test_every_surface_shows_the_same_headline(issue_db):
+    data = load(db=issue_db, survey_id="tax")
+    result = estimate(data, "cash")
+    runner = CliRunner()
+    rows = json.loads(runner.invoke(main, ["estimate", "tax", "--db", issue_db, "--question", "cash", "--format", "json"]).output)
+    assert [r["estimate"] for r in rows] == list(result.table["estimate"])
+    assert [r["ci_high"] for r in rows] == list(result.table["ci_high"]) and all(r["converged"] for r in rows)
+    text = runner.invoke(main, ["estimate", "tax", "--db", issue_db, "--question", "cash"]).output
+    assert "0.6824" in text and "certified" in text
+    assert "0.6824" in result.summary().as_html() and "0.68235" in result.summary().as_csv()
+    from deniable.analysis import subgroup_frame, subgroups
+
+    frame = subgroup_frame(subgroups(data, "cash", by="region"))
+    for region, part in subgroups(data, "cash", by="region").items():
+        assert (frame.xs(region, level="group")["estimate"] == part.table["estimate"]).all()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = result.plot()
+    plotted = ax.lines[0].get_xdata() if ax.lines else ax.collections[0].get_offsets()[:, 0]
+    assert list(plotted) == pytest.approx(list(result.table["estimate"]))

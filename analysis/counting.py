@@ -1,0 +1,90 @@
+"""Counting in-memory reports: each distinct value is counted by a vectorised or C-level tally, then
+validated once against the mechanism's report alphabet (never once per report)."""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import numpy as np
+import pandas as pd
+
+from deniable.client.exact import canonical_json
+from deniable.client.mechanisms import Mechanism
+
+key = canonical_json  # counts are keyed by the same text the server stores
+
+
+def count_reports(mechanism: Mechanism, reports) -> np.ndarray:
+    """Counts over the mechanism's report alphabet, in its order, from a list, tuple, numpy array or pandas
+    Series of report values. Missing values (None, NaN) are skipped. A value outside the alphabet raises
+    ValueError naming its first position."""
+    index = {key(r): i for i, r in enumerate(mechanism.reports)}
+    counts = np.zeros(len(index), dtype=np.int64)
+    for value, count in _tally(reports):
+        try:
+            position = index.get(key(mechanism.validate_report(value)))
+        except (ValueError, TypeError):
+            position = None
+        if position is None:
+            raise ValueError(f"reports[{_first_position(reports, value)}]: {value!r} is not a report this "
+                             "mechanism can produce") from None
+        counts[position] += count
+    if _may_hide_booleans(mechanism, counts):
+        _reject_booleans(reports)
+    return counts
+
+
+def _tally(reports):
+    """(distinct value, count) pairs, missing values left out."""
+    if isinstance(reports, pd.Series):
+        if isinstance(reports.dtype, pd.CategoricalDtype):
+            tallies = np.bincount(reports.cat.codes.to_numpy() + 1, minlength=len(reports.cat.categories) + 1)[1:]
+            return [(category, int(c)) for category, c in zip(reports.cat.categories.tolist(), tallies) if c]
+        reports = reports.to_numpy()
+    if isinstance(reports, np.ndarray):
+        if reports.ndim != 1:
+            raise ValueError(f"reports: expected one dimension, got an array of shape {reports.shape}")
+        if reports.dtype.kind == "b":
+            return _tally(reports.tolist())  # validation rejects them by value
+        if reports.dtype.kind in "iuf":
+            values = reports[~np.isnan(reports)] if reports.dtype.kind == "f" else reports
+            distinct, tallies = np.unique(values, return_counts=True)
+            return [(v, int(c)) for v, c in zip(distinct.tolist(), tallies.tolist())]
+        if reports.dtype.kind in "US":
+            distinct, tallies = np.unique(reports, return_counts=True)
+            return [(v, int(c)) for v, c in zip(distinct.tolist(), tallies.tolist())]
+        reports = reports.tolist()
+    if not isinstance(reports, (list, tuple)):
+        reports = list(reports)
+    try:
+        counter = collections.Counter(reports)
+        unhashable = False
+    except TypeError:  # multi-select reports are lists: count them as tuples
+        counter = collections.Counter(tuple(v) if isinstance(v, list) else v for v in reports)
+        unhashable = True
+    return [(list(v) if unhashable and isinstance(v, tuple) else v, c) for v, c in counter.items()
+            if v is not None and not (isinstance(v, float) and math.isnan(v))]
+
+
+def _may_hide_booleans(mechanism, counts) -> bool:
+    # True == 1 and False == 0 share a hash, so a tally can fold a boolean into the number 0 or 1; only
+    # an alphabet holding those numbers needs the (slower) look at every value.
+    return any(type(r) in (int, float) and r in (0, 1) and counts[i] for i, r in enumerate(mechanism.reports))
+
+
+def _reject_booleans(reports):
+    values = reports.tolist() if isinstance(reports, (pd.Series, np.ndarray)) else reports
+    for position, value in enumerate(values):
+        if isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"reports[{position}]: {value!r} is not a report this mechanism can produce")
+
+
+def _first_position(reports, value) -> int:
+    values = reports.tolist() if isinstance(reports, (pd.Series, np.ndarray)) else reports
+    for position, candidate in enumerate(values):
+        if candidate is value or (type(candidate) is type(value) and candidate == value):
+            return position
+        if isinstance(candidate, (list, tuple)) and isinstance(value, list) and list(candidate) == value:
+            return position
+    return next((p for p, c in enumerate(values) if c == value), -1)

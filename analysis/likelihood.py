@@ -1,0 +1,409 @@
+"""Maximum likelihood on the probability simplex for a randomized-response channel, with a certificate.
+
+The reports of n respondents are multinomial with rates λ = Qπ, so the log-likelihood
+
+    ℓ(π) = Σ_r c_r log (Qπ)_r
+
+is concave in π. Its maximum over the simplex is characterised by the KKT conditions: with the
+gradient g_j = Σ_r c_r Q_rj / (Qπ)_r (whose π-weighted mean is exactly n),
+
+    g_j = n where π_j > 0,    g_j ≤ n where π_j = 0,
+
+and concavity turns them into a bound: ℓ(π*) − ℓ(π) ≤ max_j g_j − n for every feasible π. That
+bound is the certificate every estimate carries (`Certificate.optimality_gap`).
+
+The maximiser is a constrained Newton method (Wang 2007, "On fast computation of the nonparametric
+maximum likelihood estimate of a mixing distribution", JRSS B): each step maximises the exact
+second-order model of ℓ over the simplex face spanned by the current support and every coordinate
+whose gradient exceeds the multiplier, then backtracks along the segment to the model's maximiser.
+Why this and not EM: EM's multiplicative update can never revive a coordinate that reached 0, so an
+accelerated EM can stop in a wrong corner and look converged (it did: issue 9). Here a zero coordinate
+whose gradient says it should be positive re-enters the next model, the step is Newton's (quadratic
+convergence, so the certificate is reached to ~1e-12 in a handful of steps), and the stopping rule *is*
+the certificate rather than a small change between iterates.
+
+The same solver maximises ℓ(π) + τ·aᵀπ (a linear tilt), which traces the profile likelihood of any
+linear functional aᵀπ (one share, a grid mean): `profile_interval`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+#: Relative KKT tolerance: |g_j/n − 1| on the support and (g_j/n − 1)₊ off it must not exceed it.
+KKT_TOLERANCE = 1e-9
+#: Above this many answers the solver starts from the best single answer and grows the support
+#: through local maxima of the gradient (numeric grids); below it, from the uniform distribution.
+SPARSE_START_ABOVE = 256
+
+
+class ConvergenceWarning(UserWarning):
+    """The maximiser stopped before its certificate met the tolerance; the estimate may not be the maximum."""
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """Evidence that an estimate maximises the likelihood on its parameter space.
+
+    ``kkt_residual``: the worst relative violation of the KKT conditions (≤ ``tolerance`` when certified);
+    ``optimality_gap``: an upper bound on how far the log-likelihood of the estimate can be below the
+    maximum (max_j g_j − n, from concavity); ``unique``: False when other parameter values reach the same
+    likelihood (the data or the channel cannot tell them apart), None when not examined.
+    """
+
+    kkt_residual: float
+    optimality_gap: float
+    iterations: int
+    tolerance: float = KKT_TOLERANCE
+    unique: bool | None = None
+
+    @property
+    def converged(self) -> bool:
+        return self.kkt_residual <= self.tolerance
+
+    @staticmethod
+    def worst(certificates) -> "Certificate":
+        """One certificate for several independent problems (the options of a multi-select question)."""
+        certificates = list(certificates)
+        uniques = [c.unique for c in certificates]
+        return Certificate(max(c.kkt_residual for c in certificates), sum(c.optimality_gap for c in certificates),
+                           max(c.iterations for c in certificates), max(c.tolerance for c in certificates),
+                           None if None in uniques else all(uniques))
+
+
+class _Problem:
+    """max f(x) = Σ_r c_r log (b + Ax)_r + tᵀx over the simplex, on the observed rows (c_r > 0) only.
+    The offset b (default 0) holds the part of the rates that a fixed share contributes (`profile_loglikelihood`)."""
+
+    def __init__(self, q: np.ndarray, counts: np.ndarray, tilt: np.ndarray | None = None,
+                 offset: np.ndarray | None = None):
+        observed = counts > 0
+        self.a = np.ascontiguousarray(q[observed], dtype=float)
+        self.c = counts[observed].astype(float)
+        self.n = float(self.c.sum())
+        self.tilt = tilt
+        self.offset = None if offset is None else np.asarray(offset, dtype=float)[observed]
+        reachable = self.a.max(axis=1, initial=0.0) + (0.0 if self.offset is None else self.offset)
+        if (reachable <= 0).any():
+            raise ValueError("a report was observed that no answer can produce under this channel")
+
+    def rates(self, x):
+        return self.a @ x if self.offset is None else self.offset + self.a @ x
+
+    def value(self, x, rates=None):
+        rates = self.rates(x) if rates is None else rates
+        if (rates <= 0).any():
+            return -math.inf
+        result = float(self.c @ np.log(rates))
+        return result + float(self.tilt @ x) if self.tilt is not None else result
+
+    def gradient(self, rates):
+        g = self.a.T @ (self.c / rates)
+        return g + self.tilt if self.tilt is not None else g
+
+    def certificate(self, x, gradient, iterations) -> Certificate:
+        multiplier = float(x @ gradient)
+        support = x > 0
+        off = float(np.max(gradient - multiplier))
+        on = float(np.max(np.abs(gradient[support] - multiplier)))
+        return Certificate(max(max(off, 0.0), on) / self.n, max(off, 0.0), iterations)
+
+    def start(self) -> np.ndarray:
+        k = self.a.shape[1]
+        uniform = np.full(k, 1.0 / k)
+        if k <= SPARSE_START_ABOVE:
+            return uniform
+        with np.errstate(divide="ignore"):
+            vertex_values = self.c @ np.log(self.a)
+        best = int(np.argmax(vertex_values))
+        if not math.isfinite(vertex_values[best]):
+            return uniform
+        x = np.zeros(k)
+        x[best] = 1.0
+        return x
+
+
+def _simplex_qp(h_matrix: np.ndarray, gradient: np.ndarray, x: np.ndarray, max_iterations: int) -> np.ndarray:
+    """The step d maximising gᵀd − ½dᵀHd subject to x + d in the simplex (x + d ≥ 0, Σd = 0), by a primal
+    active-set method started at d = 0. The unknown is the step itself, not x + d: near the optimum the
+    step is many orders smaller than x and solving for x + d would lose it to cancellation. H is positive
+    semidefinite; a tiny ridge keeps each equality-constrained subproblem nonsingular (it only shortens
+    steps along directions the data do not inform)."""
+    size = len(x)
+    ridge = 1e-12 * max(float(np.trace(h_matrix)) / size, 1e-300)
+    h_matrix = h_matrix + ridge * np.eye(size)
+    step = np.zeros(size)
+    free = x > 0
+    scale = max(float(np.max(np.abs(gradient))), 1e-300)
+    released = None
+    for _ in range(max_iterations):
+        index = np.flatnonzero(free)
+        residual = gradient - h_matrix @ step  # the model's gradient at x + step
+        m = len(index)
+        if m == 0:
+            return step
+        kkt = np.empty((m + 1, m + 1))
+        kkt[:m, :m] = h_matrix[np.ix_(index, index)]
+        kkt[:m, m] = kkt[m, :m] = 1.0
+        kkt[m, m] = 0.0
+        try:
+            solution = np.linalg.solve(kkt, np.concatenate([residual[index], [0.0]]))
+        except np.linalg.LinAlgError:
+            solution = np.linalg.lstsq(kkt, np.concatenate([residual[index], [0.0]]), rcond=None)[0]
+        move, multiplier = solution[:m], solution[m]
+        if not np.isfinite(solution).all():
+            return step
+        position = x[index] + step[index]
+        shrinking = move < 0
+        ratios = np.where(shrinking, position / np.where(shrinking, -move, 1.0), np.inf)
+        blocking = int(np.argmin(ratios))
+        length = min(1.0, float(ratios[blocking]))
+        if length <= 0.0 and index[blocking] == released:
+            # The released bound blocks at once: round-off in a nearly singular model. The model cannot be
+            # improved further here; the outer iteration's certificate judges the point reached.
+            return step
+        step[index] += length * move
+        released = None
+        if length < 1.0:
+            step[index[blocking]] = -x[index[blocking]]  # exactly at its bound
+            free[index[blocking]] = False
+            continue
+        # The minimum on this face is reached: release the bound whose multiplier has the wrong sign.
+        violation = gradient - h_matrix @ step - multiplier
+        violation[free] = -np.inf
+        worst = int(np.argmax(violation))
+        if violation[worst] <= 1e-10 * scale:
+            return step
+        free[worst] = True
+        released = worst
+    return step
+
+
+def _candidates(x, gradient, multiplier, ordered: bool) -> np.ndarray:
+    """The face of the next model: the support and the coordinates whose gradient exceeds the multiplier
+    (on long ordered grids only the local maxima of the gradient among them, as in Wang's method)."""
+    rising = gradient > multiplier
+    if ordered and len(x) > SPARSE_START_ABOVE:
+        padded = np.concatenate([[-np.inf], gradient, [-np.inf]])
+        rising &= (gradient >= padded[:-2]) & (gradient >= padded[2:])
+    return np.flatnonzero((x > 0) | rising)
+
+
+def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = None, offset: np.ndarray | None = None,
+             start: np.ndarray | None = None, tolerance: float = KKT_TOLERANCE,
+             max_iterations: int = 1000) -> tuple[np.ndarray, Certificate]:
+    """The maximiser of Σ_r c_r log (offset + Qπ)_r (+ tiltᵀπ) over the simplex, and its certificate.
+
+    ``q`` is reports × answers, ``counts`` one count per report. Raises nothing on slow convergence:
+    the certificate says whether the tolerance was met (callers warn)."""
+    counts = np.asarray(counts, dtype=float)
+    if counts.sum() <= 0:
+        raise ValueError("no reports to estimate from")
+    problem = _Problem(np.asarray(q, dtype=float), counts, tilt, offset)
+    x = problem.start() if start is None else np.asarray(start, dtype=float).copy()
+    if not math.isfinite(problem.value(x)):
+        x = np.full(len(x), 1.0 / len(x))
+    sqrt_c = np.sqrt(problem.c)
+    for iteration in range(max_iterations + 1):
+        rates = problem.rates(x)
+        gradient = problem.gradient(rates)
+        certificate = problem.certificate(x, gradient, iteration)
+        if certificate.kkt_residual <= tolerance * 0.01 or iteration == max_iterations:
+            break
+        multiplier = float(x @ gradient)
+        face = _candidates(x, gradient, multiplier, ordered=True)
+        weighted = problem.a[:, face] * (sqrt_c / rates)[:, None]
+        hessian = weighted.T @ weighted
+        step = _simplex_qp(hessian, gradient[face], x[face], 20 * len(face) + 50)
+        direction = np.zeros_like(x)
+        direction[face] = step
+        slope = float(gradient @ direction)
+        if not slope > 0:
+            # The model offers nothing (round-off): move toward the most violated vertex instead.
+            direction = -x.copy()
+            direction[int(np.argmax(gradient))] += 1.0
+            slope = float(gradient @ direction)
+        current = problem.value(x, rates)
+        # Armijo's rule, with the last few ulps of ℓ forgiven: near the optimum the gain of a Newton step
+        # is below ℓ's round-off, and refusing it would stall the iteration short of its certificate.
+        forgiven = 8 * np.finfo(float).eps * abs(current)
+        length = 1.0
+        while length > 1e-12:
+            candidate = x + length * direction
+            candidate[candidate < 0] = 0.0
+            if problem.value(candidate) >= current + 1e-4 * length * slope - forgiven:
+                break
+            length /= 2
+        else:
+            break  # no ascent possible in floating point: the certificate below says how close we are
+        x = candidate / candidate.sum()
+    rates = problem.rates(x)
+    return x, problem.certificate(x, problem.gradient(rates), iteration)
+
+
+def loglikelihood(q: np.ndarray, counts: np.ndarray, pi: np.ndarray) -> float:
+    """Σ_r c_r log (Qπ)_r over the observed reports (−inf when an observed report has rate 0)."""
+    return _Problem(np.asarray(q, dtype=float), np.asarray(counts, dtype=float)).value(np.asarray(pi, dtype=float))
+
+
+def certify(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, tolerance: float = KKT_TOLERANCE) -> Certificate:
+    """The KKT certificate of ``pi`` (however it was found), with the uniqueness check."""
+    q, counts, pi = np.asarray(q, dtype=float), np.asarray(counts, dtype=float), np.asarray(pi, dtype=float)
+    problem = _Problem(q, counts)
+    rates = problem.rates(pi)
+    if (rates <= 0).any():  # an observed report made impossible: infinitely far from the maximum
+        return Certificate(math.inf, math.inf, 0, tolerance, None)
+    gradient = problem.gradient(rates)
+    found = problem.certificate(pi, gradient, 0)
+    return Certificate(found.kkt_residual, found.optimality_gap, 0, tolerance,
+                       _unique(problem.a, gradient, pi, tolerance * problem.n))
+
+
+def _unique(observed_q: np.ndarray, gradient: np.ndarray, pi: np.ndarray, slack: float) -> bool:
+    """Is π the only maximiser? Every maximiser has the same rates on the observed reports (ℓ is strictly
+    concave in them) and lives on the answers whose gradient equals the multiplier. So another one
+    exists iff some d ≠ 0 on those answers has Q_obs d = 0, Σd = 0 and d ≥ 0 where π is 0."""
+    multiplier = float(pi @ gradient)
+    tight = np.flatnonzero(gradient >= multiplier - slack)
+    if len(tight) <= 1:
+        return True
+    system = np.vstack([observed_q[:, tight], np.ones(len(tight))])
+    if np.linalg.matrix_rank(system) == len(tight):
+        return True
+    positive = pi[tight] > 0
+    if positive.all():
+        return False
+    # Directions exist but may leave the simplex: ask an LP whether one moves only into zeros' positive side.
+    bounds = [(-1.0, 1.0) if p else (0.0, 1.0) for p in positive]
+    objective = -np.where(positive, 0.0, 1.0)
+    if positive.any():
+        # a two-sided direction on the support also proves non-uniqueness: maximise |d| there via two LPs
+        for sign in (1.0, -1.0):
+            trial = optimize.linprog(-sign * positive.astype(float), A_eq=system, b_eq=np.zeros(len(system)),
+                                     bounds=bounds, method="highs")
+            if trial.status == 0 and -trial.fun > 1e-9:
+                return False
+    result = optimize.linprog(objective, A_eq=system, b_eq=np.zeros(len(system)), bounds=bounds, method="highs")
+    return not (result.status == 0 and -result.fun > 1e-9)
+
+
+# --- profile likelihood of a linear functional --------------------------------------------------------
+
+def profile_loglikelihood(q: np.ndarray, counts: np.ndarray, answer: int, share: float, start=None) -> float:
+    """max ℓ(π) over the simplex with π[answer] = share, computed directly: π = share·e_j + (1 − share)·ρ
+    with ρ free on the other answers (an offset problem, no search). The interval of `profile_interval`
+    for e_j is exactly {share : this ≥ ℓ(π̂) − cut}; tests and the coverage study use this to check it."""
+    q, counts = np.asarray(q, dtype=float), np.asarray(counts, dtype=float)
+    if share >= 1:
+        return loglikelihood(q, counts, np.eye(q.shape[1])[answer])
+    others = np.delete(np.arange(q.shape[1]), answer)
+    rho, _ = maximise((1 - share) * q[:, others], counts, offset=share * q[:, answer], start=start)
+    pi = np.zeros(q.shape[1])
+    pi[others] = (1 - share) * rho
+    pi[answer] = share
+    return loglikelihood(q, counts, pi)
+
+
+def likelihood_cut(level: float) -> float:
+    """Half the χ²₁ quantile: the log-likelihood drop that bounds a ``level`` profile interval."""
+    return float(stats.chi2.ppf(level, 1)) / 2
+
+
+def profile_interval(q: np.ndarray, counts: np.ndarray, mle: np.ndarray, functional: np.ndarray, cut: float,
+                     xtol: float = 1e-10) -> tuple[float, float]:
+    """{aᵀπ : max over π ∈ simplex with that value of ℓ(π) ≥ ℓ(π̂) − cut}, for a = ``functional``.
+
+    The profile is concave in the value, so the set is an interval around aᵀπ̂. Each endpoint is where
+    the path π(τ) = argmax ℓ(π) + τ·aᵀπ crosses the cut (ℓ falls and aᵀπ rises with τ > 0; both
+    reverse for τ < 0); when even the extreme face of the simplex stays above the cut, the endpoint is
+    that extreme (the interval reaches the edge of the parameter space)."""
+    q, counts = np.asarray(q, dtype=float), np.asarray(counts, dtype=float)
+    functional = np.asarray(functional, dtype=float)
+    peak = loglikelihood(q, counts, mle)
+    centre = float(functional @ mle)
+    threshold = peak - cut
+    ends = []
+    for side in (-1.0, 1.0):
+        ends.append(_profile_end(q, counts, mle, functional, side, threshold, centre, peak, xtol))
+    low, high = ends
+    return min(low, centre), max(high, centre)
+
+
+def _profile_end(q, counts, mle, functional, side, threshold, centre, peak, xtol) -> float:
+    oriented = side * functional
+    extreme = float(oriented.max())
+    if side * centre >= extreme - 1e-15 * max(abs(extreme), 1.0):
+        return centre
+    face = np.flatnonzero(oriented >= extreme - 1e-12 * max(abs(extreme), 1.0))
+    # The best the likelihood can do at the edge of the parameter space in this direction.
+    if len(face) == 1:
+        best_on_face = loglikelihood(q, counts, np.eye(len(mle))[face[0]])
+    else:
+        sub, _ = maximise(q[:, face], counts)
+        best_on_face = loglikelihood(q[:, face], counts, sub)
+    if best_on_face >= threshold:
+        return side * extreme
+    # Along π(τ) the log-likelihood falls like peak − ½·m'(0)·τ² near τ = 0, so Newton's method runs in
+    # u = τ² (exact for a quadratic profile), with dℓ/du = −m'(τ)/2 where m'(τ) = aᵀdπ/dτ comes from
+    # differentiating the tilted KKT conditions on the support. A bracket keeps it safe where the support
+    # changes along the path.
+    observed = counts > 0
+    q_obs, c_obs = q[observed], counts[observed]
+    pi, value = mle, peak
+    # Where the functional's answers are all at 0 in π̂, nothing moves until τ lifts one of them to the
+    # multiplier: the path starts at that τ.
+    gradient = q_obs.T @ (c_obs / (q_obs @ mle))
+    multiplier, level = float(mle @ gradient), float(oriented @ mle)
+    rising = oriented > level
+    u = float(np.min((multiplier - gradient[rising]) / (oriented[rising] - level))) ** 2 if rising.any() else 0.0
+    u = u if (mle[rising] == 0).all() else 0.0
+    u_low, u_high = u, math.inf
+    for _ in range(200):
+        slope = _path_slope(q_obs, c_obs, pi, oriented, math.sqrt(u))
+        if value >= threshold:
+            u_low = max(u_low, u)
+        else:
+            u_high = min(u_high, u)
+        newton = u + 2 * (value - threshold) / slope if slope > 0 else math.inf
+        if u_low < newton < u_high:
+            proposal = newton
+        elif math.isfinite(u_high):
+            proposal = (u_low + u_high) / 2
+        else:
+            proposal = 4 * u_low if u_low > 0 else 1.0
+        following, _ = maximise(q, counts, tilt=math.sqrt(proposal) * oriented, start=pi)
+        moved = abs(float(functional @ (following - pi)))
+        pi, value, u = following, loglikelihood(q, counts, following), proposal
+        if abs(value - threshold) <= 1e-9 or (moved <= xtol and math.isfinite(u_high)):
+            break
+        if math.isfinite(u_high) and u_high - u_low <= 1e-14 * u_high:
+            break
+    return float(functional @ pi)
+
+
+def _path_slope(q_obs, c_obs, pi, oriented, tau) -> float:
+    """m'(τ) = aᵀdπ/dτ on the tilted path, from [H 1; 1ᵀ 0][dπ; dν] = [a; 0] on the answers whose tilted
+    gradient meets the multiplier (the support, and any answer about to enter it)."""
+    rates = q_obs @ pi
+    tilted = q_obs.T @ (c_obs / rates) + tau * oriented
+    support = np.flatnonzero((pi > 0) | (tilted >= float(pi @ tilted) * (1 - 1e-9)))
+    weighted = q_obs[:, support] * (np.sqrt(c_obs) / rates)[:, None]
+    m = len(support)
+    kkt = np.zeros((m + 1, m + 1))
+    kkt[:m, :m] = weighted.T @ weighted
+    kkt[:m, m] = kkt[m, :m] = 1.0
+    rhs = np.concatenate([oriented[support], [0.0]])
+    solution = np.linalg.lstsq(kkt, rhs, rcond=None)[0]
+    return float(oriented[support] @ solution[:m])
+
+
+def warn_if_uncertified(certificate: Certificate, what: str, stacklevel: int = 3) -> None:
+    if not certificate.converged:
+        warnings.warn(f"{what}: the maximiser stopped with KKT residual {certificate.kkt_residual:.2e} "
+                      f"(tolerance {certificate.tolerance:.0e}); the estimate may not be the maximum-likelihood one",
+                      ConvergenceWarning, stacklevel=stacklevel)
