@@ -162,6 +162,19 @@ def is_binary(mechanism: Mechanism) -> bool:
     return not isinstance(mechanism, UnaryMechanism) and len(mechanism.answers) == 2 and len(mechanism.reports) == 2
 
 
+def marginal_channel(q: np.ndarray) -> BinaryChannel | None:
+    """For a square channel with one value on the diagonal and one off it (k-ary randomized response, a
+    public question), the count of report j is Binomial(n, o + (p − o)π_j): each answer's share has a
+    two-answer channel of its own, (p, o). None for any other channel."""
+    if q.shape[0] != q.shape[1] or q.shape[0] < 2:
+        return None
+    diagonal = np.diag(q)
+    off = q[~np.eye(len(q), dtype=bool)]
+    if np.ptp(diagonal) > 1e-15 or np.ptp(off) > 1e-15 or diagonal[0] == off[0]:
+        return None
+    return BinaryChannel(float(diagonal[0]), float(off[0]))
+
+
 def binary_channel(mechanism: Mechanism) -> BinaryChannel:
     """The (p, q) of a two-answer mechanism (P(first report | first answer), P(first report | second
     answer)), or of one option's bit in a unary mechanism."""

@@ -276,19 +276,12 @@ def _unique(observed_q: np.ndarray, gradient: np.ndarray, pi: np.ndarray, slack:
     if np.linalg.matrix_rank(system) == len(tight):
         return True
     positive = pi[tight] > 0
-    if positive.all():
-        return False
-    # Directions exist but may leave the simplex: ask an LP whether one moves only into zeros' positive side.
+    if np.linalg.matrix_rank(system[:, positive]) < positive.sum():
+        return False  # a direction within the support: both signs stay feasible
+    # Any other direction must raise some zero share: ask an LP for the largest such rise.
     bounds = [(-1.0, 1.0) if p else (0.0, 1.0) for p in positive]
-    objective = -np.where(positive, 0.0, 1.0)
-    if positive.any():
-        # a two-sided direction on the support also proves non-uniqueness: maximise |d| there via two LPs
-        for sign in (1.0, -1.0):
-            trial = optimize.linprog(-sign * positive.astype(float), A_eq=system, b_eq=np.zeros(len(system)),
-                                     bounds=bounds, method="highs")
-            if trial.status == 0 and -trial.fun > 1e-9:
-                return False
-    result = optimize.linprog(objective, A_eq=system, b_eq=np.zeros(len(system)), bounds=bounds, method="highs")
+    result = optimize.linprog(-np.where(positive, 0.0, 1.0), A_eq=system, b_eq=np.zeros(len(system)), bounds=bounds,
+                              method="highs")
     return not (result.status == 0 and -result.fun > 1e-9)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,13 +20,16 @@ from deniable.client.mechanisms import LaplaceMechanism, Mechanism, UnaryMechani
 
 from . import estimators as est
 from . import likelihood
-from .counting import count_reports, key as _key  # noqa: F401 - re-exported for the loaders
+from .counting import count_reports
 
 #: Columns of every estimate table, in order.
 COLUMNS = ["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"]
 #: Interval methods for questions with more than two answers (and numeric grids and means).
 CATEGORICAL_METHODS = ("likelihood", "wald")
 DEFAULT_CATEGORICAL_METHOD = "likelihood"
+#: Where each answer's report count is binomial (k-ary randomized response, public choices): exact
+#: Clopper–Pearson per answer by default, or the profile likelihood on the simplex, or Wald.
+MARGINAL_METHODS = ("clopper-pearson", "likelihood", "wald")
 #: A numeric grid longer than this gets Wald intervals on its rows (hundreds of profile intervals take
 #: seconds); its mean always gets the profile-likelihood interval.
 PROFILE_GRID_LIMIT = 101
@@ -308,14 +310,14 @@ def _multi_select(mechanism, counts, level, method, question_id, simultaneous):
 def _grid(mechanism, counts, level, method, question_id, simultaneous):
     """Single choice, ordinal, public choice and numeric grids: the simplex of answer shares."""
     numeric = isinstance(mechanism, LaplaceMechanism)
-    public = not mechanism.is_private
-    if public and not numeric:
-        method = method or est.DEFAULT_BINARY_METHOD  # each answer's count is binomial: exact intervals
-        _check_method(method, est.BINARY_METHODS, "public choice")
+    q = est.channel_matrix(mechanism)
+    marginal = None if numeric else est.marginal_channel(q)
+    if marginal is not None:
+        method = method or est.DEFAULT_BINARY_METHOD
+        _check_method(method, MARGINAL_METHODS, mechanism.design)
     else:
         method = method or DEFAULT_CATEGORICAL_METHOD
         _check_method(method, CATEGORICAL_METHODS, mechanism.design)
-    q = est.channel_matrix(mechanism)
     n = int(counts.sum())
     pi, found = likelihood.maximise(q, counts)
     checked = likelihood.certify(q, counts, pi)
@@ -328,9 +330,11 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous):
     each = est.per_answer_level(level, len(pi), simultaneous)
     notes = []
     row_method = method
-    if public and not numeric:
-        public_channel = est.BinaryChannel(1.0, 0.0)
-        low, high = np.array([tuple(est.binary_interval(public_channel, int(c), n, each, method)[0]) for c in counts]).T
+    if marginal is not None and method == "clopper-pearson":
+        low, high = np.array([tuple(est.binary_interval(marginal, int(c), n, each, method)[0]) for c in counts]).T
+        # The interval is for the answer's own binomial count; the estimate also uses the simplex, so it can sit a
+        # hair outside: widen to reach it (a superset covers at least as often).
+        low, high = np.minimum(low, pi), np.maximum(high, pi)
     else:
         if numeric and method == "likelihood" and len(pi) > PROFILE_GRID_LIMIT:
             row_method = "wald"

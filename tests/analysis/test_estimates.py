@@ -1,12 +1,12 @@
 import math
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from deniable.analysis import DEFAULT_BINARY_METHOD, EstimateResult, estimate, load
 from deniable.analysis import estimators as est
-from deniable.analysis.validation import GRID_EPSILON, GRID_N, GRID_PI, binary_question, exact_coverage, simulation_study
+from deniable.analysis.validation import (GRID_EPSILON, GRID_N, GRID_PI, binary_question, coverage_grid, exact_coverage,
+                                         simulation_study)
 from deniable.client import Survey
 
 
@@ -61,8 +61,11 @@ def test_unknown_method_and_bad_reports_are_clear_errors():
     with pytest.raises(ValueError, match="method must be one of likelihood, clopper-pearson, wilson, wald"):
         estimate(coin, ["yes"], method="bayes")
     choice = question(type="choice", options=list("abc"), privacy={"design": "k_rr", "epsilon": 1})
-    with pytest.raises(ValueError, match="method must be one of likelihood, wald for a k_rr question, got 'wilson'"):
+    with pytest.raises(ValueError, match="method must be one of clopper-pearson, likelihood, wald for a k_rr question"):
         estimate(choice, ["a"], method="wilson")
+    scale = question(type="ordinal", options=list("abc"), privacy={"design": "ordinal", "epsilon": 1})
+    with pytest.raises(ValueError, match="method must be one of likelihood, wald for a ordinal question, got 'wilson'"):
+        estimate(scale, ["a"], method="wilson")
     with pytest.raises(ValueError, match=r"reports\[1\]: 'maybe'"):
         estimate(coin, ["yes", "maybe"])
     with pytest.raises(ValueError, match="no reports"):
@@ -87,12 +90,12 @@ def test_default_binary_intervals_cover_at_least_94_percent_on_the_whole_grid(la
 
 
 def test_unbiased_columns_are_unbiased_with_their_stated_variance_and_the_estimate_is_closer_and_covers():
-    for row in simulation_study(reps=300, n=2000, seed=11):
+    for row in simulation_study(reps=400, n=2000, seed=11):
         assert row["unbiased: max |bias| / (SE/√reps)"] < 4.5, row
         assert 0.8 < row["unbiased: empirical / stated variance (min)"], row
         assert row["unbiased: empirical / stated variance (max)"] < 1.25, row
-        assert row["estimate: MSE / unbiased MSE (max)"] <= 1.0 + 1e-9, row  # projecting onto the parameter space only helps
-        assert row["estimate: per-answer coverage (min)"] >= 0.92, row  # 300 surveys: ±1.3 points of simulation error
+        assert row["estimate: total MSE / unbiased total MSE"] <= 1.02, row
+        assert row["estimate: per-answer coverage (min)"] >= 0.92, row  # 400 surveys: ±1.1 points of simulation error
         if "mean coverage" in row:
             assert abs(row["mean bias / (SE/√reps)"]) < 4.5 and 0.8 < row["mean variance ratio"] < 1.25, row
             assert row["mean coverage"] >= 0.92, row
@@ -121,3 +124,22 @@ def test_summary_html_and_plot(demo_db):
     ax = result.plot()
     assert len(ax.get_yticklabels()) == 4
     assert "cash" in ax.get_title()
+
+
+def test_exact_coverage_of_k_ary_and_multi_select_intervals_on_the_whole_grid():
+    """Binomial sums, no simulation error: per answer ≥ 95%, simultaneous ≥ 95%, on every cell of the issue's grid."""
+    for row in coverage_grid(designs=("k_rr", "unary", "unary optimized")):
+        assert row["per-answer (min)"] >= 0.95 - 1e-9, row
+        assert row["simultaneous"] >= 0.95 - 1e-9, row
+
+
+@pytest.mark.parametrize("cell", [("ordinal", "0.5", 4, "skewed", 50), ("ordinal", "2", 10, "uniform", 200),
+                                  ("laplace", "ln 3", 2, "uniform", 50), ("laplace", "2", 4, "skewed", 1000),
+                                  ("laplace", "0.5", 10, "skewed", 200)])
+def test_simulated_coverage_of_profile_likelihood_intervals(cell):
+    """400 surveys a cell (Monte Carlo error 1.1 points at 95%): the lowest answer, the simultaneous intervals and
+    the numeric mean stay above 92%; docs/validation.md has the whole grid at 1500 surveys a cell."""
+    (row,) = coverage_grid(designs=(cell[0],), reps=400, cells={cell})
+    assert row["per-answer (min)"] >= 0.92, row
+    assert row["simultaneous"] >= 0.93, row
+    assert row.get("mean", 1.0) >= 0.92, row
