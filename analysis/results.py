@@ -331,7 +331,7 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous):
     notes = []
     row_method = method
     if marginal is not None and method == "clopper-pearson":
-        low, high = np.array([tuple(est.binary_interval(marginal, int(c), n, each, method)[0]) for c in counts]).T
+        low, high = _clopper_pearson_shares(marginal, counts, n, each)
         # The interval is for the answer's own binomial count; the estimate also uses the simplex, so it can sit a
         # hair outside: widen to reach it (a superset covers at least as often).
         low, high = np.minimum(low, pi), np.maximum(high, pi)
@@ -354,6 +354,19 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous):
                      level, method)
     return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
                           covariance, mean=mean, simultaneous=simultaneous, notes=notes)
+
+
+def _clopper_pearson_shares(channel, counts, n, level):
+    """`estimators.binary_interval` (Clopper–Pearson) for every answer's count at once: the quantiles are
+    computed in one vectorised call; the rare count whose mapped interval misses [0, 1] takes the scalar path."""
+    alpha = 1 - level
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate_low = np.where(counts == 0, 0.0, stats.beta.ppf(alpha / 2, counts, n - counts + 1))
+        rate_high = np.where(counts == n, 1.0, stats.beta.isf(alpha / 2, counts + 1, n - counts))
+    low, high = np.sort(np.vstack([channel.prevalence(rate_low), channel.prevalence(rate_high)]), axis=0)
+    for j in np.flatnonzero((high <= 0) | (low >= 1)):
+        low[j], high[j] = est.binary_interval(channel, int(counts[j]), n, level, "clopper-pearson")[0]
+    return np.clip(low, 0, 1), np.clip(high, 0, 1)
 
 
 def _share_intervals(q, counts, pi, se, level, method):

@@ -1,5 +1,6 @@
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -143,3 +144,15 @@ def test_simulated_coverage_of_profile_likelihood_intervals(cell):
     assert row["per-answer (min)"] >= 0.92, row
     assert row["simultaneous"] >= 0.93, row
     assert row.get("mean", 1.0) >= 0.92, row
+
+
+def test_vectorised_clopper_pearson_agrees_with_the_scalar_one():
+    from deniable.analysis.results import _clopper_pearson_shares
+
+    channel, rng = est.BinaryChannel(0.5, 1 / 6), np.random.default_rng(2)
+    for n in (1, 5, 50, 1000):
+        for _ in range(30):
+            counts = rng.multinomial(n, rng.dirichlet(np.full(4, 0.3)))
+            low, high = _clopper_pearson_shares(channel, counts, n, 0.95)
+            scalar = np.array([tuple(est.binary_interval(channel, int(c), n, 0.95, "clopper-pearson")[0]) for c in counts]).T
+            assert low == pytest.approx(scalar[0], abs=1e-12) and high == pytest.approx(scalar[1], abs=1e-12)
