@@ -102,6 +102,16 @@ def _binomial_loglik(k: int, n: int, rate):
     return k * np.log(rate) + (n - k) * np.log1p(-rate)
 
 
+def clopper_pearson_rates(k, n: int, level: float):
+    """The exact binomial interval for the report rate behind k of n (k a number or an array)."""
+    alpha = 1 - level
+    k = np.asarray(k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low = np.where(k == 0, 0.0, stats.beta.ppf(alpha / 2, k, n - k + 1))
+        high = np.where(k == n, 1.0, stats.beta.isf(alpha / 2, k + 1, n - k))
+    return low, high
+
+
 def binary_interval(channel: BinaryChannel, k: int, n: int, level: float, method: str) -> tuple[ConfidenceInterval, bool]:
     """An interval for π from k "yes" reports out of n. Returns (interval, clipped?).
 
@@ -125,9 +135,7 @@ def binary_interval(channel: BinaryChannel, k: int, n: int, level: float, method
         half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
         low, high = sorted(channel.prevalence(np.array([centre - half, centre + half])))
     elif method == "clopper-pearson":
-        rate_low = 0.0 if k == 0 else stats.beta.ppf(alpha / 2, k, n - k + 1)
-        rate_high = 1.0 if k == n else stats.beta.isf(alpha / 2, k + 1, n - k)
-        low, high = sorted(channel.prevalence(np.array([rate_low, rate_high])))
+        low, high = sorted(channel.prevalence(np.array(clopper_pearson_rates(k, n, level))))
     else:
         return likelihood_interval(channel, k, n, level), False
     if high <= 0 or low >= 1:  # wholly outside, or only touching, [0, 1]: no width left after clipping

@@ -184,11 +184,11 @@ def _simplex_qp(h_matrix: np.ndarray, gradient: np.ndarray, x: np.ndarray, max_i
     return step
 
 
-def _candidates(x, gradient, multiplier, ordered: bool) -> np.ndarray:
+def _candidates(x, gradient, multiplier) -> np.ndarray:
     """The face of the next model: the support and the coordinates whose gradient exceeds the multiplier
     (on long ordered grids only the local maxima of the gradient among them, as in Wang's method)."""
     rising = gradient > multiplier
-    if ordered and len(x) > SPARSE_START_ABOVE:
+    if len(x) > SPARSE_START_ABOVE:
         padded = np.concatenate([[-np.inf], gradient, [-np.inf]])
         rising &= (gradient >= padded[:-2]) & (gradient >= padded[2:])
     return np.flatnonzero((x > 0) | rising)
@@ -216,7 +216,7 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
         if certificate.kkt_residual <= tolerance * 0.01 or iteration == max_iterations:
             break
         multiplier = float(x @ gradient)
-        face = _candidates(x, gradient, multiplier, ordered=True)
+        face = _candidates(x, gradient, multiplier)
         weighted = problem.a[:, face] * (sqrt_c / rates)[:, None]
         hessian = weighted.T @ weighted
         step = _simplex_qp(hessian, gradient[face], x[face], 20 * len(face) + 50)

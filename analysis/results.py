@@ -359,10 +359,7 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous):
 def _clopper_pearson_shares(channel, counts, n, level):
     """`estimators.binary_interval` (Clopper–Pearson) for every answer's count at once: the quantiles are
     computed in one vectorised call; the rare count whose mapped interval misses [0, 1] takes the scalar path."""
-    alpha = 1 - level
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rate_low = np.where(counts == 0, 0.0, stats.beta.ppf(alpha / 2, counts, n - counts + 1))
-        rate_high = np.where(counts == n, 1.0, stats.beta.isf(alpha / 2, counts + 1, n - counts))
+    rate_low, rate_high = est.clopper_pearson_rates(counts, n, level)
     low, high = np.sort(np.vstack([channel.prevalence(rate_low), channel.prevalence(rate_high)]), axis=0)
     for j in np.flatnonzero((high <= 0) | (low >= 1)):
         low[j], high[j] = est.binary_interval(channel, int(counts[j]), n, level, "clopper-pearson")[0]
