@@ -1,4 +1,4 @@
-"""Survey specs: validation, canonical form and hash, per-question mechanisms, randomization.
+"""Survey specs: validation, canonical form and hash, per-question mechanisms, skip logic.
 
 A spec is YAML or JSON with the same content::
 
@@ -9,6 +9,13 @@ A spec is YAML or JSON with the same content::
         type: yes_no
         text: Have you ever dodged your taxes?
         privacy: {design: forced_response, truth: 1/2, yes: 1/4, no: 1/4}
+
+A longer questionnaire groups its questions in ``sections`` (a title, an optional ``intro``
+and ``questions``), shows ``note`` items, and writes every human-readable text either as a
+string or as a map of languages (``{en: ..., es: ...}``, with ``languages`` and
+``default_language`` at the top). ``relevant`` (skip logic, see `deniable.client.skiplogic`)
+may read public questions only: whether a question is shown reaches the server, so it must
+not depend on a true private answer. docs/questionnaires.md has the whole format.
 
 Every mistake raises `SpecError` with a message naming the question and the field.
 """
@@ -21,27 +28,34 @@ import math
 import re
 from pathlib import Path
 
-from . import mechanisms
+from . import mechanisms, skiplogic
 from .exact import canonical_json, json_number, parse_fraction
 from .mechanisms import Mechanism
 from .privacy import posterior_bound, privacy_statement
 
 QUESTION_TYPES = ("yes_no", "choice", "ordinal", "multi_select", "number")
+ITEM_TYPES = QUESTION_TYPES + ("note",)
+LAYOUTS = ("auto", "paged", "single")
+#: Sizes beyond which a spec is refused at once (every check stays well under a second).
+MAX_ITEMS = 1000
+MAX_OPTIONS = 1000
+MAX_SECTIONS = 200
+MAX_TEXT_LENGTH = 5000
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_SURVEY_FIELDS = {"id", "title", "description", "questions"}
-_QUESTION_FIELDS = {"id", "type", "text", "options", "min", "max", "step", "privacy", "required"}
+_LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
+_SURVEY_FIELDS = {"id", "title", "description", "version", "languages", "default_language", "layout",
+                  "questions", "sections"}
+_SECTION_FIELDS = {"id", "title", "intro", "relevant", "questions"}
+_QUESTION_FIELDS = {"id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required",
+                    "relevant", "constraint_message"}
+_NOTE_FIELDS = {"id", "type", "text", "hint", "relevant"}
+_OPTION_FIELDS = {"value", "label"}
+#: Languages written right to left (the page sets dir="rtl" for them).
+RIGHT_TO_LEFT = frozenset({"ar", "arc", "dv", "fa", "ha", "he", "khw", "ks", "ku", "ps", "sd", "ur", "yi"})
 
 
 class SpecError(ValueError):
     """A survey spec is malformed; the message names the question and field."""
-
-
-def _text(value, where: str, required: bool = True) -> str | None:
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise SpecError(f"{where}: must be a non-empty string, got {value!r}")
-    return value
 
 
 def _identifier(value, where: str) -> str:
@@ -50,26 +64,158 @@ def _identifier(value, where: str) -> str:
     return value
 
 
-class Question:
+def _plain_text(value, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SpecError(f"{where}: must be a non-empty string, got {value!r}")
+    if len(value) > MAX_TEXT_LENGTH:
+        raise SpecError(f"{where}: longer than {MAX_TEXT_LENGTH} characters")
+    return value
+
+
+def is_right_to_left(language: str | None) -> bool:
+    return bool(language) and language.split("-")[0].lower() in RIGHT_TO_LEFT
+
+
+class _Languages:
+    """The survey's languages: validates localized texts and records missing translations."""
+
+    def __init__(self, languages, default):
+        self.declared = languages is not None
+        if languages is None:
+            if default is not None:
+                raise SpecError("survey.default_language: needs a list of languages beside it")
+            self.codes, self.default = [], None
+        else:
+            if not isinstance(languages, list) or not languages:
+                raise SpecError(f"survey.languages: must be a non-empty list of language codes, got {languages!r}")
+            for i, code in enumerate(languages):
+                if not isinstance(code, str) or not _LANGUAGE.match(code):
+                    raise SpecError(f"survey.languages[{i}]: must be a language code such as 'en', 'es' or 'pt-BR', got {code!r}")
+            if len(set(languages)) != len(languages):
+                raise SpecError("survey.languages: a language appears more than once")
+            self.codes = list(languages)
+            self.default = languages[0] if default is None else default
+            if self.default not in self.codes:
+                raise SpecError(f"survey.default_language: {self.default!r} is not one of the languages {self.codes}")
+        self.missing: list[tuple[str, str]] = []  # (where, language)
+
+    def text(self, value, where: str, required: bool = True):
+        """A string, or a map language → string that has at least the default language."""
+        if value is None and not required:
+            return None
+        if not isinstance(value, dict):
+            return _plain_text(value, where)
+        if not self.declared:
+            raise SpecError(f"{where}: a text in several languages needs 'languages' at the top of the survey")
+        unknown = sorted(set(value) - set(self.codes), key=str)
+        if unknown:
+            raise SpecError(f"{where}: language {unknown[0]!r} is not one of the survey's languages {self.codes}")
+        if self.default not in value:
+            raise SpecError(f"{where}: needs the default language {self.default!r} (the text shown where a translation is missing)")
+        for code in self.codes:
+            if code in value:
+                _plain_text(value[code], f"{where}.{code}")
+            else:
+                self.missing.append((where, code))
+        return {code: value[code] for code in self.codes if code in value}
+
+
+def localize(text, language: str | None, default: str | None):
+    """A localized text in ``language``, falling back to the default language."""
+    if text is None or isinstance(text, str):
+        return text
+    return text.get(language) or text[default]
+
+
+class _Item:
+    """What questions and notes share: an id, a text, a hint, skip logic, their position."""
+
+    def __init__(self, spec: dict, position: int, languages: _Languages, allowed: set):
+        self.id = _identifier(spec.get("id"), f"questions[{position}].id")
+        self.where = where = f"question {self.id!r}"
+        unknown = sorted(set(spec) - allowed)
+        if unknown:
+            raise SpecError(f"{where}: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+        self.languages = languages
+        self.texts = languages.text(spec.get("text"), f"{where}.text")
+        self.hints = languages.text(spec.get("hint"), f"{where}.hint", required=False)
+        self.relevant = _expression(spec.get("relevant"), f"{where}.relevant")
+        self.section = None
+
+    @property
+    def text(self) -> str:
+        """The text in the default language (`text_in` for another)."""
+        return localize(self.texts, None, self.languages.default)
+
+    def text_in(self, language: str | None = None) -> str:
+        return localize(self.texts, language, self.languages.default)
+
+    def hint_in(self, language: str | None = None) -> str | None:
+        return localize(self.hints, language, self.languages.default)
+
+    def _common_dict(self) -> dict:
+        spec = {"id": self.id, "type": self.type, "text": self.texts}
+        if self.hints is not None:
+            spec["hint"] = self.hints
+        if self.relevant is not None:
+            spec["relevant"] = skiplogic.to_text(self.relevant)
+        return spec
+
+
+def _expression(value, where: str):
+    if value is None:
+        return None
+    try:
+        return skiplogic.parse(value)
+    except skiplogic.ExpressionError as error:
+        raise SpecError(f"{where}: {error}") from None
+
+
+class Note(_Item):
+    """Text shown to the respondent between questions; never answered, never reported."""
+
+    type = "note"
+    is_private = False
+
+    def __init__(self, spec: dict, position: int, languages: _Languages):
+        super().__init__(spec, position, languages, _NOTE_FIELDS)
+
+    def to_dict(self) -> dict:
+        return self._common_dict()
+
+    def __repr__(self) -> str:
+        return f"<Note {self.id}>"
+
+
+class Question(_Item):
     """One question of a survey with the mechanism that randomizes its answers."""
 
-    def __init__(self, spec: dict, position: int):
+    def __init__(self, spec: dict, position: int, languages: _Languages | None = None):
         if not isinstance(spec, dict):
             raise SpecError(f"questions[{position}]: must be a mapping, got {spec!r}")
-        self.id = _identifier(spec.get("id"), f"questions[{position}].id")
-        where = f"question {self.id!r}"
-        unknown = sorted(set(spec) - _QUESTION_FIELDS)
-        if unknown:
-            raise SpecError(f"{where}: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(_QUESTION_FIELDS))})")
+        languages = languages or _Languages(None, None)
         self.type = spec.get("type")
+        super().__init__(spec, position, languages, _QUESTION_FIELDS)
+        where = self.where
         if self.type not in QUESTION_TYPES:
-            raise SpecError(f"{where}.type: must be one of {', '.join(QUESTION_TYPES)}, got {self.type!r}")
-        self.text = _text(spec.get("text"), f"{where}.text")
-        self.required = spec.get("required", True)
-        if not isinstance(self.required, bool):
-            raise SpecError(f"{where}.required: must be true or false, got {self.required!r}")
+            raise SpecError(f"{where}.type: must be one of {', '.join(ITEM_TYPES)}, got {self.type!r}")
+        required = spec.get("required", False)
+        if isinstance(required, str):
+            try:
+                required = skiplogic.parse(required)
+            except skiplogic.ExpressionError as error:
+                raise SpecError(f"{where}.required: must be true, false or a skip-logic expression; "
+                                f"{required!r} is none of them ({error})") from None
+        elif not isinstance(required, bool):
+            raise SpecError(f"{where}.required: must be true, false or a skip-logic expression, got {required!r}")
+        self.required = required
+        self.option_labels = {}
         self.options = self._read_options(spec, where)
         self.grid = self._read_grid(spec, where)
+        self.constraint_messages = languages.text(spec.get("constraint_message"), f"{where}.constraint_message",
+                                                  required=False)
+        if self.constraint_messages is not None and self.type != "number":
+            raise SpecError(f"{where}.constraint_message: only number questions have a range to explain")
         privacy = spec.get("privacy")
         if privacy is None:  # absent or null: the type's default, as in the JS twin
             privacy = mechanisms.DEFAULT_PRIVACY.get(self.type)
@@ -94,14 +240,26 @@ class Question:
         options = spec.get("options")
         if not isinstance(options, list) or len(options) < 2:
             raise SpecError(f"{where}.options: {self.type} questions need a list of at least two options, got {options!r}")
+        if len(options) > MAX_OPTIONS:
+            raise SpecError(f"{where}.options: at most {MAX_OPTIONS} options, got {len(options)}")
+        values = []
         for i, option in enumerate(options):
-            _text(option, f"{where}.options[{i}]")
-        if len(set(options)) != len(options):
-            duplicate = next(o for o in options if options.count(o) > 1)
+            if isinstance(option, dict):  # {value: never, label: {en: Never, es: Nunca}}
+                unknown = sorted(set(option) - _OPTION_FIELDS)
+                if unknown:
+                    raise SpecError(f"{where}.options[{i}]: unknown field {unknown[0]!r} (allowed: label, value)")
+                value = _plain_text(option.get("value"), f"{where}.options[{i}].value")
+                self.option_labels[value] = self.languages.text(option.get("label"), f"{where}.options[{i}].label")
+            else:
+                value = _plain_text(option, f"{where}.options[{i}]")
+            values.append(value)
+        if len(set(values)) != len(values):
+            seen = set()
+            duplicate = next(v for v in values if v in seen or seen.add(v))
             raise SpecError(f"{where}.options: {duplicate!r} appears more than once")
-        if self.type == "multi_select" and len(options) > mechanisms.MAX_MULTI_SELECT_OPTIONS:
+        if self.type == "multi_select" and len(values) > mechanisms.MAX_MULTI_SELECT_OPTIONS:
             raise SpecError(f"{where}.options: at most {mechanisms.MAX_MULTI_SELECT_OPTIONS} options for multi_select")
-        return list(options)
+        return values
 
     def _read_grid(self, spec, where):
         fields = [f for f in ("min", "max", "step") if f in spec]
@@ -141,21 +299,88 @@ class Question:
     def epsilon(self) -> float:
         return self.mechanism.epsilon
 
+    def option_label(self, value: str, language: str | None = None) -> str:
+        """An option's label in ``language`` (its value when it has no label of its own)."""
+        return localize(self.option_labels.get(value, value), language, self.languages.default)
+
+    def constraint_message_in(self, language: str | None = None) -> str | None:
+        return localize(self.constraint_messages, language, self.languages.default)
+
     def privacy_statement(self, prior: float = 0.02) -> str:
         return privacy_statement(self.epsilon, prior)
 
     def to_dict(self) -> dict:
-        """The canonical spec of this question (defaults filled in, fractions normalized)."""
-        spec = {"id": self.id, "type": self.type, "text": self.text, "required": self.required}
+        """The canonical spec of this question (defaults filled in, fractions normalized).
+
+        Fields a plain question does not use are left out, so a spec written before they
+        existed keeps its hash."""
+        spec = self._common_dict()
+        spec["required"] = self.required if isinstance(self.required, bool) else skiplogic.to_text(self.required)
         if self.options is not None:
-            spec["options"] = list(self.options)
+            spec["options"] = [{"value": o, "label": self.option_labels[o]} if o in self.option_labels else o
+                               for o in self.options]
         if self.grid is not None:
             spec.update(zip(("min", "max", "step"), map(json_number, self.grid)))
+        if self.constraint_messages is not None:
+            spec["constraint_message"] = self.constraint_messages
         spec["privacy"] = "none" if self.mechanism.design == "none" else dict(self.mechanism.params)
         return spec
 
     def __repr__(self) -> str:
         return f"<Question {self.id} {self.type} {self.mechanism.design} ε={self.epsilon:.4g}>"
+
+
+def _item(spec, position: int, languages: _Languages):
+    if not isinstance(spec, dict):
+        raise SpecError(f"questions[{position}]: must be a mapping, got {spec!r}")
+    if spec.get("type") == "note":
+        return Note(spec, position, languages)
+    return Question(spec, position, languages)
+
+
+class Section:
+    """A titled group of questions (one screen on a phone)."""
+
+    def __init__(self, spec, position: int, languages: _Languages, first_position: int):
+        if not isinstance(spec, dict):
+            raise SpecError(f"sections[{position}]: must be a mapping, got {spec!r}")
+        self.id = _identifier(spec.get("id"), f"sections[{position}].id")
+        where = f"section {self.id!r}"
+        unknown = sorted(set(spec) - _SECTION_FIELDS)
+        if unknown:
+            raise SpecError(f"{where}: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(_SECTION_FIELDS))})")
+        self.languages = languages
+        self.titles = languages.text(spec.get("title"), f"{where}.title")
+        self.intros = languages.text(spec.get("intro"), f"{where}.intro", required=False)
+        self.relevant = _expression(spec.get("relevant"), f"{where}.relevant")
+        items = spec.get("questions")
+        if not isinstance(items, list) or not items:
+            raise SpecError(f"{where}.questions: must be a non-empty list of questions")
+        self.items = [_item(item, first_position + i, languages) for i, item in enumerate(items)]
+        for item in self.items:
+            item.section = self
+
+    def title_in(self, language: str | None = None) -> str:
+        return localize(self.titles, language, self.languages.default)
+
+    def intro_in(self, language: str | None = None) -> str | None:
+        return localize(self.intros, language, self.languages.default)
+
+    def to_dict(self) -> dict:
+        spec = {"id": self.id, "title": self.titles}
+        if self.intros is not None:
+            spec["intro"] = self.intros
+        if self.relevant is not None:
+            spec["relevant"] = skiplogic.to_text(self.relevant)
+        spec["questions"] = [item.to_dict() for item in self.items]
+        return spec
+
+
+def leak_message(where: str, item_id: str, private_id: str) -> str:
+    return (f"{where}: refers to {private_id!r}, a private (randomized) question. Whether {item_id!r} is shown, "
+            f"and so whether a report for it reaches the server, would reveal the true answer to {private_id!r}. "
+            f"Ask {item_id!r} of everyone instead, with an option such as 'does not apply' among its "
+            f"randomized answers.")
 
 
 class Survey:
@@ -164,21 +389,179 @@ class Survey:
     def __init__(self, spec: dict):
         if not isinstance(spec, dict):
             raise SpecError(f"survey: must be a mapping, got {type(spec).__name__}")
-        unknown = sorted(set(spec) - _SURVEY_FIELDS)
+        unknown = sorted(set(spec) - _SURVEY_FIELDS, key=str)
         if unknown:
             raise SpecError(f"survey: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(_SURVEY_FIELDS))})")
         self.id = _identifier(spec.get("id"), "survey.id")
-        self.title = _text(spec.get("title"), "survey.title")
-        self.description = _text(spec.get("description"), "survey.description", required=False)
+        self.languages = _Languages(spec.get("languages"), spec.get("default_language"))
+        self.titles = self.languages.text(spec.get("title"), "survey.title")
+        self.descriptions = self.languages.text(spec.get("description"), "survey.description", required=False)
+        self.version = spec.get("version")
+        if self.version is not None:
+            _plain_text(self.version, "survey.version")
+        self.layout = spec.get("layout", "auto")
+        if self.layout not in LAYOUTS:
+            raise SpecError(f"survey.layout: must be one of {', '.join(LAYOUTS)}, got {self.layout!r}")
+        self.sections = self._read_sections(spec)
+        self.items = [item for section in self.sections for item in section.items]
+        if len(self.items) > MAX_ITEMS:
+            raise SpecError(f"survey: at most {MAX_ITEMS} questions and notes, got {len(self.items)}")
+        self.questions: dict[str, Question] = {}
+        seen = set()
+        for position, item in enumerate(self.items):
+            if item.id in seen:
+                raise SpecError(f"question {item.id!r}.id: duplicate id (questions[{position}])")
+            seen.add(item.id)
+            if isinstance(item, Question):
+                self.questions[item.id] = item
+        if not self.questions:
+            raise SpecError("survey.questions: must hold at least one question (notes alone collect nothing)")
+        self._check_skip_logic()
+
+    def _read_sections(self, spec) -> list[Section]:
+        if "sections" in spec:
+            if "questions" in spec:
+                raise SpecError("survey: give either 'questions' or 'sections', not both")
+            sections = spec["sections"]
+            if not isinstance(sections, list) or not sections:
+                raise SpecError("survey.sections: must be a non-empty list of sections")
+            if len(sections) > MAX_SECTIONS:
+                raise SpecError(f"survey.sections: at most {MAX_SECTIONS} sections, got {len(sections)}")
+            read, position = [], 0
+            for i, section_spec in enumerate(sections):
+                section = Section(section_spec, i, self.languages, position)
+                position += len(section.items)
+                read.append(section)
+            ids = [s.id for s in read]
+            duplicate = next((s for s in ids if ids.count(s) > 1), None)
+            if duplicate:
+                raise SpecError(f"section {duplicate!r}.id: duplicate id")
+            return read
         questions = spec.get("questions")
         if not isinstance(questions, list) or not questions:
             raise SpecError("survey.questions: must be a non-empty list of questions")
-        self.questions: dict[str, Question] = {}
-        for position, question_spec in enumerate(questions):
-            question = Question(question_spec, position)
-            if question.id in self.questions:
-                raise SpecError(f"question {question.id!r}.id: duplicate id (questions[{position}])")
-            self.questions[question.id] = question
+        if len(questions) > MAX_ITEMS:
+            raise SpecError(f"survey: at most {MAX_ITEMS} questions and notes, got {len(questions)}")
+        implicit = Section.__new__(Section)
+        implicit.id, implicit.titles, implicit.intros, implicit.relevant = None, None, None, None
+        implicit.languages = self.languages
+        implicit.items = [_item(item, i, self.languages) for i, item in enumerate(questions)]
+        for item in implicit.items:
+            item.section = implicit
+        return [implicit]
+
+    def _check_skip_logic(self):
+        """Every expression reads only earlier, public questions, with literals they can take."""
+        earlier: dict[str, Question] = {}
+        for section in self.sections:
+            if section.relevant is not None:
+                self._check_expression(section.relevant, f"section {section.id!r}.relevant", section.id, earlier)
+            for item in section.items:
+                if item.relevant is not None:
+                    self._check_expression(item.relevant, f"{item.where}.relevant", item.id, earlier)
+                if isinstance(item, Question) and not isinstance(item.required, bool):
+                    self._check_expression(item.required, f"{item.where}.required", item.id, earlier)
+                if isinstance(item, Question):
+                    earlier[item.id] = item
+
+    def _check_expression(self, tree, where: str, item_id: str, earlier: dict):
+        for leaf in skiplogic.comparisons(tree):
+            ref = leaf["question"]
+            question = earlier.get(ref)
+            if question is None:
+                if ref in self.questions or any(i.id == ref for i in self.items):
+                    raise SpecError(f"{where}: {ref!r} is not a question asked before this one "
+                                    f"(skip logic reads answers already given)")
+                raise SpecError(f"{where}: no question {ref!r} in this survey")
+            if question.is_private:
+                raise SpecError(leak_message(where, item_id, ref))
+            op, value = leaf["op"], leaf["value"]
+            if question.type == "number":
+                if op == "selected" or "number" not in value:
+                    raise SpecError(f"{where}: {ref!r} is a number question; compare it with a number, "
+                                    f"as in {ref} >= 18")
+                continue
+            allowed = ["yes", "no"] if question.type == "yes_no" else question.options
+            if question.type == "multi_select" and op != "selected":
+                raise SpecError(f"{where}: {ref!r} allows several answers; use selected({ref}, 'option')")
+            if op in skiplogic.ORDERINGS or "text" not in value:
+                raise SpecError(f"{where}: {ref!r} has named answers; use {ref} = 'option' or selected({ref}, 'option')")
+            if value["text"] not in allowed:
+                raise SpecError(f"{where}: {value['text']!r} is not an answer of {ref!r} (answers: {', '.join(allowed)})")
+
+    # ------------------------------------------------------------------ texts
+
+    @property
+    def title(self) -> str:
+        return localize(self.titles, None, self.languages.default)
+
+    @property
+    def description(self) -> str | None:
+        return localize(self.descriptions, None, self.languages.default)
+
+    def title_in(self, language: str | None = None) -> str:
+        return localize(self.titles, language, self.languages.default)
+
+    def description_in(self, language: str | None = None) -> str | None:
+        return localize(self.descriptions, language, self.languages.default)
+
+    @property
+    def default_language(self) -> str | None:
+        return self.languages.default
+
+    @property
+    def warnings(self) -> list[str]:
+        """What is valid but worth fixing before fielding (missing translations)."""
+        by_language = {}
+        for where, code in self.languages.missing:
+            by_language.setdefault(code, []).append(where)
+        return [f"{len(places)} text(s) have no {code!r} translation and fall back to "
+                f"{self.languages.default!r}: {', '.join(places[:5])}{', ...' if len(places) > 5 else ''}"
+                for code, places in by_language.items()]
+
+    # ------------------------------------------------------------------ skip logic
+
+    def shown(self, answers: dict) -> list[str]:
+        """Ids of the questions and notes shown for these answers (public ones decide; answers to
+        questions that are not shown do not count)."""
+        visible: dict = {}
+        shown = []
+        for section in self.sections:
+            if section.relevant is not None and not skiplogic.evaluate(section.relevant, visible):
+                continue
+            for item in section.items:
+                if item.relevant is not None and not skiplogic.evaluate(item.relevant, visible):
+                    continue
+                shown.append(item.id)
+                if item.id in self.questions and answers.get(item.id) is not None:
+                    visible[item.id] = answers[item.id]
+        return shown
+
+    def required_now(self, answers: dict, shown=None) -> list[str]:
+        """Ids of the shown questions that must be answered, given these answers."""
+        shown = self.shown(answers) if shown is None else shown
+        visible = {qid: answers[qid] for qid in shown if qid in self.questions and answers.get(qid) is not None}
+        return [qid for qid in shown if qid in self.questions and
+                (self.questions[qid].required if isinstance(self.questions[qid].required, bool)
+                 else skiplogic.evaluate(self.questions[qid].required, visible))]
+
+    @property
+    def has_skip_logic(self) -> bool:
+        return any(item.relevant is not None for item in self.items) or \
+            any(s.relevant is not None for s in self.sections)
+
+    def condition(self, qid: str):
+        """The tree that decides whether an item is shown (its section's and its own, joined by
+        and), or None when it is shown to everyone."""
+        item = next(i for i in self.items if i.id == qid)
+        parts = [t for t in (item.section.relevant, item.relevant) if t is not None]
+        if not parts:
+            return None
+        if len(parts) == 1:
+            return parts[0]
+        return skiplogic.parse(" and ".join(f"({skiplogic.to_text(t)})" for t in parts))
+
+    # ------------------------------------------------------------------ canonical form
 
     @classmethod
     def from_dict(cls, spec: dict) -> "Survey":
@@ -190,6 +573,8 @@ class Survey:
             return cls(json.loads(text))
         except json.JSONDecodeError as error:
             raise SpecError(f"survey: not valid JSON ({error})") from None
+        except RecursionError:
+            raise SpecError("survey: nested too deeply to be a survey spec") from None
 
     @classmethod
     def from_yaml(cls, text: str) -> "Survey":
@@ -197,21 +582,40 @@ class Survey:
 
     @classmethod
     def from_file(cls, path) -> "Survey":
-        """Read a ``.json``, ``.yaml`` or ``.yml`` spec."""
+        """Read a ``.json``, ``.yaml`` or ``.yml`` spec, or an XLSForm (``.xlsx``; needs the
+        server extra's openpyxl)."""
         path = Path(path)
+        if path.suffix.lower() == ".xlsx":
+            try:
+                from deniable.server.xlsform import read_xlsform
+            except ImportError:
+                raise SpecError("reading XLSForms needs the server extra: pip install 'deniable[server]'") from None
+            return cls(read_xlsform(path))
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as error:
             raise SpecError(f"{path}: cannot read ({error.strerror})") from None
+        except UnicodeDecodeError:
+            raise SpecError(f"{path}: not a text file (a spec is UTF-8 YAML or JSON; an XLSForm ends in .xlsx)") from None
         if path.suffix.lower() == ".json":
             return cls.from_json(text)
         return cls.from_yaml(text)
 
     def to_dict(self) -> dict:
-        spec = {"id": self.id, "title": self.title}
-        if self.description is not None:
-            spec["description"] = self.description
-        spec["questions"] = [q.to_dict() for q in self.questions.values()]
+        spec = {"id": self.id, "title": self.titles}
+        if self.descriptions is not None:
+            spec["description"] = self.descriptions
+        if self.version is not None:
+            spec["version"] = self.version
+        if self.languages.declared:
+            spec["languages"] = list(self.languages.codes)
+            spec["default_language"] = self.languages.default
+        if self.layout != "auto":
+            spec["layout"] = self.layout
+        if self.sections[0].id is None:
+            spec["questions"] = [item.to_dict() for item in self.items]
+        else:
+            spec["sections"] = [section.to_dict() for section in self.sections]
         return spec
 
     def canonical_json(self) -> str:
@@ -219,7 +623,7 @@ class Survey:
 
     @property
     def hash(self) -> str:
-        """SHA-256 of the canonical JSON: identifies this version of the survey."""
+        """SHA-256 of the canonical JSON (every language included): identifies this version."""
         return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
 
     @property
@@ -235,19 +639,22 @@ class Survey:
         """Total ε per respondent over the private questions (sequential composition).
 
         Public questions (``privacy: none``) are not counted here: they have no guarantee
-        at all, which `privacy_summary` states separately.
+        at all, which `privacy_summary` states separately. Skip logic cannot lower the total
+        for a respondent who is shown every question, so it counts them all.
         """
         return math.fsum(q.epsilon for q in self.private_questions)
 
     def randomize(self, answers: dict, rng=None) -> dict:
-        """Reports for the answered questions; unanswered (absent or None) ones are skipped."""
+        """Reports for the shown, answered questions; unanswered (absent or None) ones and the
+        answers to questions that skip logic hides are left out."""
         if not isinstance(answers, dict):
             raise ValueError("answers must be a mapping of question id to answer")
         unknown = sorted(set(answers) - set(self.questions))
         if unknown:
             raise ValueError(f"answers: unknown question {unknown[0]!r}")
+        shown = set(self.shown(answers))
         return {qid: q.mechanism.randomize(answers[qid], rng)
-                for qid, q in self.questions.items() if answers.get(qid) is not None}
+                for qid, q in self.questions.items() if qid in shown and answers.get(qid) is not None}
 
     def privacy_summary(self, prior: float = 0.02) -> str:
         lines = [f"Survey {self.id!r}: {self.title}", f"version {self.hash[:12]}", ""]
@@ -283,7 +690,10 @@ def load_yaml(text: str):
         data = YAML(typ="safe", pure=True).load(text)
     except YAMLError as error:
         raise SpecError(f"survey: not valid YAML ({error})") from None
-    return _plain(data)
+    try:
+        return _plain(data)
+    except RecursionError:  # a recursive alias (a: &a [*a]) or absurd nesting
+        raise SpecError("survey: the YAML refers to itself (a recursive alias) or is nested too deeply") from None
 
 
 def _plain(value):

@@ -1,5 +1,6 @@
-"""The demo: the seed's tax-dodging coin flip plus one question of every other type, and
-simulated respondents with a known truth so the researcher side has data to look at."""
+"""The demo: the seed's tax-dodging coin flip plus one question of every other type, in two
+languages and three sections with skip logic on a public question, and simulated respondents
+with a known truth so the researcher side has data to look at."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from .storage import Store
 TRUTH = {
     "dodged": {"North": 0.10, "South": 0.25, "East": 0.15, "West": 0.30},  # P(yes) by region
     "region": {"North": 0.3, "South": 0.3, "East": 0.2, "West": 0.2},
+    "worked": 0.8,  # P(yes); the section on work is shown to these respondents only
+    # Among respondents who worked:
     "cash": {"Salary": 0.6, "Self-employed": 0.2, "Cash in hand": 0.15, "Other": 0.05},
     "fairness": {"Strongly disagree": 0.1, "Disagree": 0.25, "Neutral": 0.3, "Agree": 0.25, "Strongly agree": 0.1},
     "undeclared": {"Tips": 0.3, "Rental income": 0.1, "Side jobs": 0.2, "Foreign accounts": 0.02},
@@ -22,7 +25,7 @@ TRUTH = {
 
 
 def demo_survey() -> Survey:
-    text = resources.files("deniable.server").joinpath("demo/tax.yaml").read_text(encoding="utf-8")
+    text = resources.files("deniable.server").joinpath("demo/questionnaire.yaml").read_text(encoding="utf-8")
     return Survey.from_yaml(text)
 
 
@@ -40,14 +43,17 @@ def _pick(distribution: dict, rng) -> object:
 def simulated_answers(rng=secrets) -> dict:
     """One respondent's true answers, drawn from `TRUTH`."""
     region = _pick(TRUTH["region"], rng)
-    return {
-        "dodged": "yes" if rng.randbelow(10**6) < TRUTH["dodged"][region] * 10**6 else "no",
+    answers = {
         "region": region,
-        "cash": _pick(TRUTH["cash"], rng),
+        "worked": "yes" if rng.randbelow(10**6) < TRUTH["worked"] * 10**6 else "no",
+        "dodged": "yes" if rng.randbelow(10**6) < TRUTH["dodged"][region] * 10**6 else "no",
         "fairness": _pick(TRUTH["fairness"], rng),
-        "undeclared": [o for o, p in TRUTH["undeclared"].items() if rng.randbelow(10**6) < p * 10**6],
-        "hours": _pick(TRUTH["hours"], rng),
     }
+    if answers["worked"] == "yes":
+        answers.update(cash=_pick(TRUTH["cash"], rng),
+                       undeclared=[o for o, p in TRUTH["undeclared"].items() if rng.randbelow(10**6) < p * 10**6],
+                       hours=_pick(TRUTH["hours"], rng))
+    return answers
 
 
 def simulate(store: Store, survey: Survey, count: int, rng=secrets) -> int:

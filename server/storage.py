@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
-from deniable.client import SpecError, Survey
+from deniable.client import SpecError, Survey, skiplogic
 from deniable.client.exact import canonical_json
 
 SCHEMA_VERSION = 2
@@ -407,7 +407,9 @@ def _load_spec(text: str) -> Survey:
 
 def validate_reports(survey: Survey, reports, answerable=None) -> dict:
     """Canonical reports, or Invalid naming the field: every report in its mechanism's output
-    alphabet (invariant 2), no unknown question, every required question present."""
+    alphabet (invariant 2), no unknown question, no report for a question that skip logic hides
+    (decided by the public reports, which are the true public answers), every question that is
+    required for these answers present."""
     if not isinstance(reports, dict):
         raise Invalid("reports: must be an object of question id to report", "reports")
     clean = {}
@@ -421,8 +423,13 @@ def validate_reports(survey: Survey, reports, answerable=None) -> dict:
             clean[qid] = question.mechanism.validate_report(value)
         except ValueError as error:
             raise Invalid(f"reports.{qid}: {error}", f"reports.{qid}") from None
-    missing = [q.id for q in survey.questions.values()
-               if q.required and q.id not in clean and (answerable is None or q.id in answerable)]
+    shown = survey.shown(clean)
+    hidden = [qid for qid in clean if qid not in shown]
+    if hidden:
+        raise Invalid(f"reports.{hidden[0]}: this question is not shown for these answers (skip logic: "
+                      f"{skiplogic.to_text(survey.condition(hidden[0]))})", f"reports.{hidden[0]}")
+    missing = [qid for qid in survey.required_now(clean, shown)
+               if qid not in clean and (answerable is None or qid in answerable)]
     if missing:
         raise Invalid(f"reports.{missing[0]}: required question not answered", f"reports.{missing[0]}")
     return clean

@@ -33,7 +33,7 @@ def test_export_files_load_to_the_same_estimates(demo_db, tmp_path):
     csv_path = tmp_path / "tax.csv"
     csv_path.write_text("".join(export_csv(record, iter(rows))))
     from_db = load(db=demo_db, survey_id="tax")
-    for source in (load(jsonl, spec=EXAMPLES / "tax.yaml"), load(csv_path, spec=EXAMPLES / "tax.yaml")):
+    for source in (load(jsonl, spec=EXAMPLES / "questionnaire.yaml"), load(csv_path, spec=EXAMPLES / "questionnaire.yaml")):
         assert source.n == 4000
         for qid in from_db.survey.questions:
             assert source.question_counts(qid).tolist() == from_db.question_counts(qid).tolist(), qid
@@ -81,7 +81,7 @@ def test_load_errors_are_clear(tmp_path, demo_db):
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({"id": "1", "spec_hash": "f" * 64, "reports": {"dodged": "yes"}}) + "\n")
     with pytest.raises(LoadError, match="randomized under"):
-        load(other, spec=EXAMPLES / "tax.yaml")
+        load(other, spec=EXAMPLES / "questionnaire.yaml")
 
 
 def test_subgroups_recover_the_simulated_truth(demo_db):

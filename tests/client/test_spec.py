@@ -119,14 +119,15 @@ def test_randomize_a_whole_survey(rng):
     (spec(question(type="number", min=0, max=10, privacy={"design": "laplace", "epsilon": "1e-12"})), r"too small"),
     (spec(question(type="multi_select", options=list("abcd"), privacy={"design": "unary", "epsilon": 1, "variant": "fast"})), r"variant: must be"),
     (spec(question(type="yes_no", colour="red")), r"question 'q': unknown field 'colour'"),
-    (spec(question(type="yes_no", required="yes")), r"question 'q'\.required: must be true or false"),
+    (spec(question(type="yes_no", required="yes")), r"question 'q'\.required: must be true, false or a skip-logic expression"),
     (spec(question(type="yes_no", text="")), r"question 'q'\.text: must be a non-empty string"),
     (spec(question(type="yes_no", id="has space")), r"questions\[0\]\.id"),
     (spec(question(type="yes_no"), question(type="yes_no")), r"question 'q'\.id: duplicate id"),
     (spec(), r"survey\.questions: must be a non-empty list"),
     (spec(question(type="yes_no"), id=""), r"survey\.id"),
     (spec(question(type="yes_no"), title=None), r"survey\.title"),
-    (spec(question(type="yes_no"), version=2), r"survey: unknown field 'version'"),
+    (spec(question(type="yes_no"), revision=2), r"survey: unknown field 'revision'"),
+        (spec(question(type="yes_no"), version=2), r"survey\.version: must be a non-empty string"),
     ([1, 2], r"survey: must be a mapping"),
 ])
 def test_every_mistake_names_its_field(bad, message):

@@ -1,5 +1,6 @@
 """Invariant 6: a response acknowledged to the client survives kill -9 of the server process."""
 
+import http.client
 import json
 import os
 import secrets
@@ -28,7 +29,7 @@ def start_server(db_path, port):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/surveys/tax", timeout=1)
             return process
-        except OSError:
+        except (OSError, http.client.HTTPException):  # IncompleteRead when killed mid-answer
             time.sleep(0.1)
     process.kill()
     raise RuntimeError("deniable serve did not start")
