@@ -88,7 +88,7 @@ class _Parser:
     def expect(self, kind: str, value: str | None = None):
         token = self.take()
         if token[0] != kind or (value is not None and token[1] != value):
-            raise ExpressionError(f"expected {value or kind}, found {_describe(token)}")
+            raise ExpressionError(f"expected '{value}', found {_describe(token)}")
         return token
 
     def parse(self):

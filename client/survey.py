@@ -96,7 +96,7 @@ class _Languages:
             self.codes = list(languages)
             self.default = languages[0] if default is None else default
             if self.default not in self.codes:
-                raise SpecError(f"survey.default_language: {self.default!r} is not one of the languages {self.codes}")
+                raise SpecError(f"survey.default_language: {self.default!r} is not one of the languages ({', '.join(self.codes)})")
         self.missing: list[tuple[str, str]] = []  # (where, language)
 
     def text(self, value, where: str, required: bool = True):
@@ -109,7 +109,7 @@ class _Languages:
             raise SpecError(f"{where}: a text in several languages needs 'languages' at the top of the survey")
         unknown = sorted(set(value) - set(self.codes), key=str)
         if unknown:
-            raise SpecError(f"{where}: language {unknown[0]!r} is not one of the survey's languages {self.codes}")
+            raise SpecError(f"{where}: language {unknown[0]!r} is not one of the survey's languages ({', '.join(self.codes)})")
         if self.default not in value:
             raise SpecError(f"{where}: needs the default language {self.default!r} (the text shown where a translation is missing)")
         for code in self.codes:
@@ -377,7 +377,8 @@ class Section:
 
 
 def leak_message(where: str, item_id: str, private_id: str) -> str:
-    return (f"{where}: refers to {private_id!r}, a private (randomized) question. Whether {item_id!r} is shown, "
+    decided = "must be answered" if where.endswith(".required") else "is shown"
+    return (f"{where}: refers to {private_id!r}, a private (randomized) question. Whether {item_id!r} {decided}, "
             f"and so whether a report for it reaches the server, would reveal the true answer to {private_id!r}. "
             f"Ask {item_id!r} of everyone instead, with an option such as 'does not apply' among its "
             f"randomized answers.")

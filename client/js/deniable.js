@@ -708,7 +708,7 @@ class ExpressionParser {
   take() { const token = this.peek(); this.index += 1; return token; }
   expect(kind, value) {
     const token = this.take();
-    if (token[0] !== kind || (value !== undefined && token[1] !== value)) throw new ExpressionError(`expected ${value ?? kind}, found ${describeToken(token)}`);
+    if (token[0] !== kind || (value !== undefined && token[1] !== value)) throw new ExpressionError(`expected '${value}', found ${describeToken(token)}`);
     return token;
   }
   parse() {
@@ -906,14 +906,14 @@ class Languages {
     if (new Set(languages).size !== languages.length) throw new SpecError("survey.languages: a language appears more than once");
     this.codes = [...languages];
     this.default = defaultLanguage ?? languages[0];
-    if (!this.codes.includes(this.default)) throw new SpecError(`survey.default_language: ${show(this.default)} is not one of the languages ${this.codes.join(", ")}`);
+    if (!this.codes.includes(this.default)) throw new SpecError(`survey.default_language: ${show(this.default)} is not one of the languages (${this.codes.join(", ")})`);
   }
   text(value, where, required = true) {
     if ((value === undefined || value === null) && !required) return null;
     if (!isMapping(value)) return requireText(value, where);
     if (!this.declared) throw new SpecError(`${where}: a text in several languages needs 'languages' at the top of the survey`);
     const unknown = Object.keys(value).filter((code) => !this.codes.includes(code)).sort();
-    if (unknown.length) throw new SpecError(`${where}: language '${unknown[0]}' is not one of the survey's languages ${this.codes.join(", ")}`);
+    if (unknown.length) throw new SpecError(`${where}: language '${unknown[0]}' is not one of the survey's languages (${this.codes.join(", ")})`);
     if (!Object.hasOwn(value, this.default)) throw new SpecError(`${where}: needs the default language '${this.default}' (the text shown where a translation is missing)`);
     const clean = {};
     for (const code of this.codes) {
@@ -1066,7 +1066,7 @@ export class Section {
 /** The error of a skip-logic rule that reads a private question. */
 export function leakMessage(where, itemId, privateId) {
   return (
-    `${where}: refers to '${privateId}', a private (randomized) question. Whether '${itemId}' is shown, ` +
+    `${where}: refers to '${privateId}', a private (randomized) question. Whether '${itemId}' ${where.endsWith(".required") ? "must be answered" : "is shown"}, ` +
     `and so whether a report for it reaches the server, would reveal the true answer to '${privateId}'. ` +
     `Ask '${itemId}' of everyone instead, with an option such as 'does not apply' among its randomized answers.`
   );
