@@ -1,4 +1,9 @@
-"""Respondent pages: /s/<id> (the survey), its no-JavaScript coin form, thank-you and error pages."""
+"""Respondent pages: /s/<id> (the survey), its no-JavaScript coin form, thank-you and error pages.
+
+Every page speaks the respondent's language: ``?lang=`` when given and offered, else the best
+match of the browser's Accept-Language among the survey's languages, else its default. The
+page's own words come from `catalogue`; the survey's words from its spec.
+"""
 
 from __future__ import annotations
 
@@ -8,23 +13,50 @@ from importlib import resources
 
 from flask import Blueprint, Response, redirect, render_template, request, url_for
 
-from deniable.client.exact import json_number
+from deniable.client.exact import json_number, parse_fraction
+from deniable.client.survey import is_right_to_left
 
-from . import get_store, storage
-from .api import privacy_summary
+from . import catalogue, get_store, storage
 
 blueprint = Blueprint("respond", __name__)
 
 COIN_FLIP = {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}
 
 
-def _message(status: int, heading: str, message: str, back: str | None = None):
-    return render_template("message.html", heading=heading, message=message, error=status >= 400, back=back), status
+def page_language(survey=None) -> str:
+    if survey is not None and not survey.languages.declared:
+        # Its texts are in one unnamed language: English page words, unless it declares `languages: [xx]`.
+        return catalogue.DEFAULT
+    offered = survey.languages.codes if survey is not None else list(catalogue.MESSAGES)
+    asked = request.values.get("lang")
+    if asked in offered:
+        return asked
+    best = request.accept_languages.best_match(offered)
+    if best:
+        return best
+    return survey.default_language if survey is not None and survey.default_language else catalogue.DEFAULT
+
+
+def _message(status: int, heading: str, message: str, back: str | None = None, language: str | None = None):
+    words = catalogue.messages(language)
+    return render_template("message.html", heading=heading, message=message, error=status >= 400, back=back,
+                           lang=language or catalogue.DEFAULT, dir="rtl" if is_right_to_left(language) else "ltr",
+                           back_words=words["back_to_survey"]), status
 
 
 @blueprint.errorhandler(storage.NotFound)
 def _not_found(_error):
-    return _message(404, "Survey not found", "There is no survey at this address. Check the link you were given.")
+    words = catalogue.messages(page_language())
+    return _message(404, words["not_found_heading"], words["not_found"], language=page_language())
+
+
+@blueprint.errorhandler(storage.Invalid)
+def _invalid(error):
+    # A form made for another version, a malformed hidden field: a page, never a traceback.
+    language = page_language()
+    words = catalogue.messages(language)
+    detail = words["stale_form"] if error.field == "spec_hash" else error.message
+    return _message(422, words["check_heading"], detail, language=language)
 
 
 @blueprint.get("/js/deniable.js")
@@ -41,37 +73,89 @@ def offline_form_question(question) -> dict:
     return {"offline": coin or not question.is_private, "coin": coin}
 
 
-def _question_view(question, statement: str) -> dict:
-    view = {"id": question.id, "type": question.type, "text": question.text, "options": question.options,
-            "required": question.required, "is_private": question.is_private, "statement": statement,
-            **offline_form_question(question)}
-    if question.grid:
-        low, high, step = (json_number(Fraction(x)) for x in question.grid)
-        view.update(min=low, max=high, step=step, grid_text=f"{low} to {high} (steps of {step})")
+def _item_view(survey, item, language: str, words: dict) -> dict:
+    view = {"id": item.id, "type": item.type, "text": item.text_in(language), "hint": item.hint_in(language)}
+    condition = survey.condition(item.id)
+    view["condition"] = None if condition is None else \
+        words["only_if"].format(condition=catalogue.describe_condition(condition, survey, language))
+    if item.type == "note":
+        return view
+    required = item.required
+    view.update(required=required is True, conditionally_required=not isinstance(required, bool),
+                is_private=item.is_private, statement=catalogue.privacy_statement(item.epsilon, language),
+                **offline_form_question(item))
+    if item.type == "yes_no":
+        view["options"] = [("yes", words["yes"]), ("no", words["no"])]
+    elif item.options:
+        view["options"] = [(value, item.option_label(value, language)) for value in item.options]
+    if item.grid:
+        low, high, step = (json_number(Fraction(x)) for x in item.grid)
+        view.update(min=low, max=high, step=step, grid_text=words["number_range"].format(min=low, max=high, step=step),
+                    constraint=item.constraint_message_in(language)
+                    or words["out_of_range"].format(min=low, max=high, step=step))
     return view
+
+
+def _warnings(record, language: str) -> list[str]:
+    words = catalogue.messages(language)
+    warnings = []
+    public = record.survey.public_questions
+    if public:
+        warnings.append(words["public_warning"].format(questions=", ".join(f"“{q.text_in(language)}”" for q in public)))
+    if record.access == "open":
+        warnings.append(words["open_warning"])
+    return warnings
 
 
 @blueprint.get("/s/<survey_id>")
 def survey_page(survey_id):
     record = get_store().get_survey(survey_id)
+    survey = record.survey
+    language = page_language(survey)
+    words = catalogue.messages(language)
     if record.closed:
-        return _message(410, "This survey is closed", "Thank you for your interest; it no longer accepts answers.")
-    privacy = privacy_summary(record)
-    questions = [_question_view(q, privacy["questions"][q.id]["statement"]) for q in record.survey.questions.values()]
-    page_data = {"hash": record.hash, "spec": record.survey.to_dict()}
-    return render_template("survey.html", survey=record.survey, record=record, questions=questions, privacy=privacy,
-                           page_data=page_data, token=request.args.get("t"), idempotency_key=secrets.token_hex(16),
+        return _message(410, words["closed_heading"], words["closed_message"], language=language)
+    sections = [{"id": section.id, "title": section.title_in(language) if section.id else None,
+                 "intro": section.intro_in(language) if section.id else None,
+                 "items": [_item_view(survey, item, language, words) for item in section.items]}
+                for section in survey.sections]
+    questions = [item for section in sections for item in section["items"] if item["type"] != "note"]
+    token = request.args.get("t")
+    languages = [{"code": code, "name": LANGUAGE_NAMES.get(code, code),
+                  "href": url_for("respond.survey_page", survey_id=survey_id, lang=code, t=token)}
+                 for code in survey.languages.codes] if len(survey.languages.codes) > 1 else []
+    page_data = {"hash": record.hash, "spec": survey.to_dict(), "lang": language, "messages": words}
+    return render_template("survey.html", survey=survey, record=record, sections=sections, title=survey.title_in(language),
+                           description=survey.description_in(language), warnings=_warnings(record, language),
+                           words=words, lang=language, dir="rtl" if is_right_to_left(language) else "ltr",
+                           languages=languages, page_data=page_data, token=token, idempotency_key=secrets.token_hex(16),
                            skipped=[q["text"] for q in questions if not q["offline"]])
+
+
+#: How each language names itself in the switcher.
+LANGUAGE_NAMES = {"en": "English", "es": "Español", "fr": "Français", "pt": "Português", "de": "Deutsch",
+                  "ar": "العربية", "he": "עברית", "sw": "Kiswahili", "hi": "हिन्दी", "zh": "中文", "ru": "Русский"}
+
+MAX_FORM_NUMBER = 40  # characters: a number beyond this is no answer, and never worth exact arithmetic
 
 
 @blueprint.post("/s/<survey_id>/submit")
 def submit_form(survey_id):
-    """The no-JavaScript path: the form holds only coin results and public answers."""
+    """The no-JavaScript path: the form holds only coin results and public answers; skip logic is
+    evaluated here on the public answers, with the same tree the browser uses."""
     store = get_store()
     record = store.get_survey(survey_id, request.form.get("spec_hash") or None)
-    offline = {q.id for q in record.survey.questions.values() if offline_form_question(q)["offline"]}
+    survey = record.survey
+    language = page_language(survey)
+    words = catalogue.messages(language)
+    lang = language if survey.languages.declared else None  # one-language surveys keep plain addresses
+    back = url_for("respond.survey_page", survey_id=survey_id, lang=lang)
+    offline = {q.id for q in survey.questions.values() if offline_form_question(q)["offline"]}
+    unknown = sorted(set(request.form) - offline - {"spec_hash", "idempotency_key", "token", "lang"})
+    if unknown:
+        return _message(422, words["check_heading"], words["cannot_accept"], language=language)
     reports = {}
-    for question in record.survey.questions.values():
+    for question in survey.questions.values():
         if question.id not in offline:
             continue
         if question.type == "multi_select":
@@ -80,31 +164,34 @@ def submit_form(survey_id):
             value = request.form[question.id]
             if question.type == "number":
                 try:
-                    value = json_number(Fraction(value))
-                except (ValueError, ZeroDivisionError):
-                    return _message(422, "Please check your answers", f"“{question.text}”: enter a number.", request.referrer)
+                    if len(value) > MAX_FORM_NUMBER:
+                        raise ValueError(value)
+                    value = json_number(parse_fraction(value.strip(), question.id))
+                except ValueError:
+                    return _message(422, words["check_heading"],
+                                    words["enter_number"].format(question=question.text_in(language)), back, language)
             reports[question.id] = value
-    unknown = sorted(set(request.form) - offline - {"spec_hash", "idempotency_key", "token"})
-    if unknown:
-        return _message(422, "Please check your answers", "The form contained answers this page cannot accept.")
-    back = url_for("respond.survey_page", survey_id=survey_id)
+    shown = set(survey.shown(reports))
+    reports = {qid: report for qid, report in reports.items() if qid in shown}  # answered, but not asked of them
     try:
         store.submit(survey_id, record.hash, request.form.get("idempotency_key"), reports,
                      request.form.get("token") or None, answerable=offline)
     except storage.Gone:
-        return _message(410, "This survey is closed", "It no longer accepts answers.")
+        return _message(410, words["closed_heading"], words["closed_message"], language=language)
     except storage.Conflict:
-        return _message(409, "Already answered", "This invitation has already been used to answer the survey.")
+        return _message(409, words["used_heading"], words["used_message"], language=language)
     except storage.Invalid as error:
         qid = (error.field or "").removeprefix("reports.")
-        question = record.survey.questions.get(qid)
-        detail = f"“{question.text}”: please tick one answer." if question else error.message
-        return _message(422, "Please check your answers", detail, back)
-    return redirect(url_for("respond.thanks", survey_id=survey_id), code=303)
+        question = survey.questions.get(qid)
+        detail = words["tick_one"].format(question=question.text_in(language)) if question else error.message
+        return _message(422, words["check_heading"], detail, back, language)
+    return redirect(url_for("respond.thanks", survey_id=survey_id, lang=lang), code=303)
 
 
 @blueprint.get("/s/<survey_id>/thanks")
 def thanks(survey_id):
     record = get_store().get_survey(survey_id)
-    return _message(200, "Thank you", f"Your randomized answers to “{record.survey.title}” were received. "
-                                      "Your true answers never left your device.")
+    language = page_language(record.survey)
+    words = catalogue.messages(language)
+    return _message(200, words["thanks_heading"], words["thanks_message"].format(title=record.survey.title_in(language)),
+                    language=language)

@@ -1,21 +1,40 @@
-// The respondent page: randomize in the browser with deniable.js, send only the reports,
-// then show exactly what was sent. True answers are never stored anywhere (no storage,
-// no cookies, no URL) and the form is cleared as soon as the reports are drawn.
-import { Survey, newIdempotencyKey, postResponse } from "/js/deniable.js";
+// The respondent page: skip logic and sections as the respondent answers, checks of required
+// answers and ranges, then randomization in the browser with deniable.js at the final send.
+// Only the reports leave the page; true answers are never stored anywhere (no storage, no
+// cookies, no URL) and the form is cleared as soon as the reports are drawn.
+import { Survey, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
 
 const data = JSON.parse(document.getElementById("survey-data").textContent);
+const words = data.messages;
+const format = (template, values) => template.replace(/\{(\w+)\}/g, (_, key) => values[key]);
 const survey = Survey.fromSpec(data.spec);
 const form = document.getElementById("survey-form");
 const coinForm = document.getElementById("coin-form");
 const problem = document.getElementById("send-problem");
+const formProblem = document.getElementById("form-problem");
+const progress = document.getElementById("progress");
+const [backButton, nextButton, sendButton] = ["back", "next", "send"].map((id) => document.getElementById(id));
 const token = new URLSearchParams(window.location.search).get("t");
 // Keep the invitation token out of the address bar, the history and any later page.
-if (token) history.replaceState(null, "", window.location.pathname);
+if (token) {
+  const asked = new URLSearchParams(window.location.search).get("lang");
+  history.replaceState(null, "", window.location.pathname + (asked ? `?lang=${encodeURIComponent(asked)}` : ""));
+  // Switching language reloads the page: carry the invitation along, then drop it from the URL again.
+  for (const link of document.querySelectorAll(".languages a")) {
+    const url = new URL(link.href);
+    url.searchParams.set("t", token);
+    link.href = url.toString();
+  }
+}
 
 coinForm.remove();
 form.hidden = false;
 // One key per page load: pressing "send" twice, or a retry after a lost answer, stores one response.
 const idempotencyKey = newIdempotencyKey();
+const sections = [...form.querySelectorAll("section.section")];
+const paged = sections.length > 1 &&
+  (form.dataset.layout === "paged" || (form.dataset.layout === "auto" && window.matchMedia("(max-width: 40em)").matches));
+let current = 0;
 
 function readAnswer(fieldset) {
   const inputs = [...fieldset.querySelectorAll("input")];
@@ -24,62 +43,160 @@ function readAnswer(fieldset) {
       return inputs.filter((i) => i.checked).map((i) => i.value);
     case "number": {
       const text = inputs[0].value.trim();
-      return text === "" ? null : Number(text);
+      return text === "" ? null : text;
     }
     default:
       return inputs.find((i) => i.checked)?.value ?? null;
   }
 }
 
-function showProblem(fieldset, message) {
+function readAnswers() {
+  const answers = {};
+  for (const fieldset of form.querySelectorAll("fieldset.question")) {
+    const answer = readAnswer(fieldset);
+    if (answer !== null) answers[fieldset.dataset.question] = answer;
+  }
+  return answers;
+}
+
+/** Show the items and sections skip logic shows for the answers so far (public ones decide). */
+function applySkipLogic() {
+  const shown = new Set(survey.shown(readAnswers()));
+  for (const item of form.querySelectorAll("[data-item]")) item.hidden = !shown.has(item.dataset.item);
+  for (const section of sections) section.dataset.visible = String([...section.querySelectorAll("[data-item]")].some((i) => !i.hidden));
+  return shown;
+}
+
+const visibleSections = () => sections.filter((section) => section.dataset.visible === "true");
+
+function showPage() {
+  if (!paged) {
+    for (const section of sections) section.hidden = section.dataset.visible !== "true";
+    return;
+  }
+  const visible = visibleSections();
+  current = Math.min(current, visible.length - 1);
+  for (const section of sections) section.hidden = section !== visible[current];
+  progress.hidden = false;
+  progress.textContent = format(words.progress, { index: current + 1, total: visible.length });
+  backButton.hidden = current === 0;
+  nextButton.hidden = current === visible.length - 1;
+  sendButton.hidden = current !== visible.length - 1;
+}
+
+function setProblem(fieldset, message) {
   const slot = fieldset.querySelector(".problem");
   slot.textContent = message;
   slot.hidden = !message;
+  for (const input of fieldset.querySelectorAll("input")) {
+    if (message) input.setAttribute("aria-invalid", "true");
+    else input.removeAttribute("aria-invalid");
+  }
 }
 
-function describe(report) {
-  if (Array.isArray(report)) return report.length ? report.join(", ") : "(none selected)";
-  return String(report);
+function numberProblem(fieldset, text) {
+  const { min, max, constraint } = fieldset.dataset;
+  let value;
+  try {
+    if (text.length > 40) throw new RangeError(text);
+    value = parseFraction(text, "answer");
+  } catch {
+    return constraint;
+  }
+  const [low, high] = [min, max].map((x) => parseFraction(x, "grid"));
+  // Between the steps is fine: the mechanism rounds to the nearest step before randomizing.
+  return value.cmp(low) < 0 || value.cmp(high) > 0 ? constraint : "";
+}
+
+/** Check the shown questions inside `scope`; mark problems, move focus to the first. */
+function validate(scope) {
+  const answers = readAnswers();
+  const required = new Set(survey.requiredNow(answers));
+  let first = null;
+  for (const fieldset of scope.querySelectorAll("fieldset.question")) {
+    if (fieldset.hidden) {
+      setProblem(fieldset, "");
+      continue;
+    }
+    const answer = answers[fieldset.dataset.question] ?? null;
+    let message = "";
+    if (answer === null && required.has(fieldset.dataset.question)) message = words.answer_this;
+    else if (answer !== null && fieldset.dataset.type === "number") message = numberProblem(fieldset, answer);
+    setProblem(fieldset, message);
+    if (message && !first) first = fieldset;
+  }
+  formProblem.hidden = !first;
+  formProblem.textContent = first ? words.check_answers : "";
+  if (first) first.querySelector("input")?.focus();
+  return !first;
+}
+
+function focusSection() {
+  const heading = visibleSections()[current]?.querySelector("h2");
+  heading?.focus();
+}
+
+form.addEventListener("change", () => {
+  applySkipLogic();
+  showPage();
+});
+nextButton.addEventListener("click", () => {
+  if (!validate(visibleSections()[current])) return;
+  current += 1;
+  showPage();
+  focusSection();
+});
+backButton.addEventListener("click", () => {
+  current = Math.max(0, current - 1);
+  showPage();
+  focusSection();
+});
+
+function describe(question, report) {
+  const label = (value) => (question.type === "yes_no" ? words[value] : question.optionLabel(value, data.lang));
+  if (Array.isArray(report)) return report.length ? report.map(label).join(", ") : words.none_selected;
+  return question.type === "number" ? String(report) : label(report);
 }
 
 form.addEventListener("submit", async (event) => {
   event.preventDefault();
   problem.hidden = true;
-  const answers = {};
-  let firstMissing = null;
-  for (const fieldset of form.querySelectorAll("fieldset.question")) {
-    const answer = readAnswer(fieldset);
-    const missing = answer === null && fieldset.hasAttribute("data-required");
-    showProblem(fieldset, missing ? "Please answer this question." : "");
-    if (missing && !firstMissing) firstMissing = fieldset;
-    if (answer !== null) answers[fieldset.dataset.question] = answer;
-  }
-  if (firstMissing) {
-    firstMissing.querySelector("input")?.focus();
+  applySkipLogic();
+  if (!validate(form)) {
+    if (paged) {  // go to the first section with a problem
+      const invalid = visibleSections().findIndex((s) => s.querySelector('[aria-invalid="true"]'));
+      if (invalid >= 0 && invalid !== current) {
+        current = invalid;
+        showPage();
+        validate(visibleSections()[current]);
+      }
+    }
     return;
   }
-  const reports = survey.randomize(answers);
+  const answers = readAnswers();
+  for (const [id, answer] of Object.entries(answers)) if (survey.questions[id].type === "number") answers[id] = Number(answer);
+  const reports = survey.randomize(answers); // only shown questions: the same tree the server checks
   form.reset(); // the true answers leave the page as soon as they are randomized
   const body = { spec_hash: data.hash, idempotency_key: idempotencyKey, reports };
   if (token) body.token = token;
-  const button = form.querySelector("button");
-  button.disabled = true;
+  sendButton.disabled = true;
   try {
     await postResponse(window.location.origin, survey.id, body);
   } catch (error) {
-    button.disabled = false;
-    problem.textContent = error.status === 409 ? "This invitation has already been used to answer."
-      : error.status === 410 ? "This survey is closed." : `Your answers could not be sent: ${error.message}`;
+    sendButton.disabled = false;
+    problem.textContent = error.status === 409 ? words.already_used
+      : error.status === 410 ? words.closed : format(words.not_sent, { reason: error.message });
     problem.hidden = false;
     return;
   }
   form.remove();
   const list = document.getElementById("sent-reports");
   for (const [id, report] of Object.entries(reports)) {
+    const question = survey.questions[id];
     const term = document.createElement("dt");
-    term.textContent = survey.questions[id].text;
+    term.textContent = question.textIn(data.lang);
     const value = document.createElement("dd");
-    value.textContent = describe(report);
+    value.textContent = describe(question, report);
     list.append(term, value);
   }
   document.getElementById("sent-body").textContent = JSON.stringify(body, null, 2);
@@ -88,3 +205,6 @@ form.addEventListener("submit", async (event) => {
   sent.querySelector("h2").focus();
   sent.scrollIntoView({ block: "start" });
 });
+
+applySkipLogic();
+showPage();

@@ -132,7 +132,7 @@ def test_no_javascript_falls_back_to_the_coin_procedure(browser, live_server, su
     page.wait_for_url(re.compile(r".*/s/tax/thanks$"))
     [post] = recorder.posts()
     fields = dict(pair.split("=", 1) for pair in post["body"].split("&"))
-    assert set(fields) == {"spec_hash", "idempotency_key", "dodged", "region"}
+    assert set(fields) == {"spec_hash", "idempotency_key", "lang", "dodged", "region"}
     [row] = list(store.export("tax"))
     assert row["reports"] == {"dodged": "no", "region": "South"}
     context.close()

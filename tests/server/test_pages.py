@@ -1,4 +1,5 @@
 import re
+import secrets
 
 from deniable.client import Survey
 
@@ -33,7 +34,7 @@ def test_no_javascript_coin_form_posts_only_coin_results(client, survey, store):
     form = re.search(r'<form id="coin-form".*?</form>', page, re.S).group(0)
     names = set(re.findall(r'name="([^"]+)"', form))
     # the coin-flip yes/no question and the public question; designs without a physical procedure are skipped
-    assert names == {"spec_hash", "idempotency_key", "dodged", "region"}
+    assert names == {"spec_hash", "idempotency_key", "lang", "dodged", "region"}
     key = re.search(r'name="idempotency_key" value="([^"]+)"', form).group(1)
     response = client.post("/s/tax/submit", data={"spec_hash": survey.hash, "idempotency_key": key,
                                                   "dodged": "yes", "region": "East"})
@@ -74,3 +75,83 @@ def test_admin_dashboard_needs_the_token(client, survey):
     assert "HttpOnly" in login.headers["Set-Cookie"] and "SameSite=Strict" in login.headers["Set-Cookie"]
     dashboard = client.get("/admin/")
     assert dashboard.status_code == 200 and "Taxes and daily life" in dashboard.data.decode()
+
+
+# ---------------------------------------------------------------- questionnaires
+
+def test_every_catalogue_has_every_word_of_english():
+    from deniable.server import catalogue
+
+    for language, table in catalogue.MESSAGES.items():
+        assert set(table) == set(catalogue.MESSAGES["en"]), language
+
+
+def test_the_english_privacy_statement_is_the_clients():
+    import math
+
+    from deniable.client import privacy_statement
+    from deniable.server import catalogue
+
+    for epsilon in (0.5, 1.0, math.log(3), 2.0, 6.2, math.inf):
+        assert catalogue.privacy_statement(epsilon, "en") == privacy_statement(epsilon)
+
+
+SKIPPING = {"id": "skip", "title": "Skip", "questions": [
+    {"id": "smoker", "type": "yes_no", "text": "Do you smoke?", "privacy": "none", "required": True},
+    {"id": "daily", "type": "yes_no", "text": "Every day?", "privacy": "none", "relevant": "smoker = 'yes'",
+     "required": True},
+    {"id": "dodged", "type": "yes_no", "text": "Dodged taxes?", "required": "smoker = 'no'"}]}
+
+
+def test_reports_for_hidden_questions_and_missing_conditional_answers_are_422(client, store):
+    from deniable.client import Survey
+
+    survey = Survey.from_dict(SKIPPING)
+    store.add_survey(survey)
+
+    def post(reports):
+        return client.post("/api/v1/surveys/skip/responses",
+                           json={"spec_hash": survey.hash, "idempotency_key": secrets.token_hex(8), "reports": reports})
+
+    hidden = post({"smoker": "no", "daily": "yes", "dodged": "no"})
+    assert hidden.status_code == 422 and hidden.json["error"]["field"] == "reports.daily"
+    assert "not shown for these answers (skip logic: smoker = 'yes')" in hidden.json["error"]["message"]
+    missing = post({"smoker": "yes"})
+    assert missing.status_code == 422 and missing.json["error"]["field"] == "reports.daily"
+    conditional = post({"smoker": "no"})
+    assert conditional.status_code == 422 and conditional.json["error"]["field"] == "reports.dodged"
+    assert post({"smoker": "yes", "daily": "no"}).status_code == 201
+    assert post({"smoker": "no", "dodged": "yes"}).status_code == 201
+
+
+def test_the_no_javascript_form_applies_skip_logic_on_the_server(client, store):
+    from deniable.client import Survey
+
+    survey = Survey.from_dict(SKIPPING)
+    store.add_survey(survey)
+    page = client.get("/s/skip").data.decode()
+    assert "Answer only if your answer to “Do you smoke?” is Yes." in page
+    spanish = client.get("/s/skip", headers={"Accept-Language": "es"}).data.decode()
+    assert 'lang="en"' in spanish  # a one-language survey is not pretended to be Spanish
+    response = client.post("/s/skip/submit", data={"spec_hash": survey.hash, "idempotency_key": "k" * 16,
+                                                    "smoker": "no", "daily": "yes", "dodged": "no"})
+    assert response.status_code == 303
+    [row] = list(store.export("skip"))
+    assert row["reports"] == {"smoker": "no", "dodged": "no"}  # answered, but not asked of a non-smoker
+
+
+def test_a_stale_or_bogus_spec_hash_on_the_form_is_a_page_not_a_500(client, survey):
+    response = client.post("/s/tax/submit", data={"spec_hash": "bogus", "idempotency_key": "k" * 16})
+    assert response.status_code == 422 and b"another version of the survey" in response.data
+
+
+def test_the_demo_page_speaks_the_browsers_language(client, store):
+    from deniable.server.demo import demo_survey
+
+    store.add_survey(demo_survey())
+    spanish = client.get("/s/tax", headers={"Accept-Language": "es-MX,es;q=0.9,en;q=0.5"}).data.decode()
+    assert 'lang="es"' in spanish and "¿En qué región vive?" in spanish and "Aleatorizar mis respuestas" in spanish
+    assert "Norte" in spanish and 'value="North"' in spanish  # labels translated, option names stable
+    english = client.get("/s/tax?lang=en", headers={"Accept-Language": "es"}).data.decode()
+    assert 'lang="en"' in english and "Which region do you live in?" in english
+    assert client.get("/s/tax?lang=xx", headers={"Accept-Language": "fr"}).data.decode().count('lang="en"') >= 1

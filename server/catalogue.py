@@ -1,0 +1,200 @@
+"""The respondent pages' own words (buttons, privacy notes, errors), in every language we ship.
+
+One source of truth: the server renders its templates from here and hands the page script the
+same table (``page_data.messages``), so a word is translated once. Add a language by adding a
+table with every key of English; a test checks that each table is complete.
+"""
+
+from __future__ import annotations
+
+import math
+
+from deniable.client.privacy import posterior_bound
+
+DEFAULT = "en"
+
+MESSAGES = {
+    "en": {
+        "language": "Language",
+        "intro": "Your answers are randomized on this device before anything is sent: the server only ever "
+                 "receives the randomized reports, shown to you before you leave. Each question says how much "
+                 "a report can reveal.",
+        "required": "required",
+        "yes": "Yes",
+        "no": "No",
+        "number_range": "Number from {min} to {max} (steps of {step})",
+        "send": "Randomize my answers and send",
+        "back": "Back",
+        "next": "Next",
+        "progress": "Section {index} of {total}",
+        "answer_this": "Please answer this question.",
+        "out_of_range": "Enter a number from {min} to {max}.",
+        "check_answers": "Please check the answers marked below.",
+        "sent": "Sent",
+        "sent_explained": "Your true answers never left this device. This is exactly what was sent; where a "
+                          "report differs from what you answered, that is the randomization protecting you.",
+        "none_selected": "(none selected)",
+        "request_as_sent": "The request as sent",
+        "finish": "Finish",
+        "sending": "Sending…",
+        "already_used": "This invitation has already been used to answer.",
+        "closed": "This survey is closed.",
+        "not_sent": "Your answers could not be sent: {reason}",
+        "private_statement": "Your answer is randomized on your device before it is sent. Whatever anyone "
+                             "believed about you beforehand, your report can change the odds by a factor of at "
+                             "most {factor} (ε = {epsilon}): someone {prior} sure would become at most "
+                             "{posterior} sure.",
+        "public_statement": "This answer is sent exactly as you give it: it is not randomized, and anyone who "
+                            "sees the data sees your answer.",
+        "public_warning": "Some answers are sent as given, with no privacy guarantee: {questions}.",
+        "open_warning": "This survey accepts anonymous responses without invitation: someone who answers more "
+                        "than once spends the per-person privacy budget again each time.",
+        "coin_intro": "JavaScript is off, so this page cannot randomize for you. Use a coin instead: for each "
+                      "question below, follow the steps and tick only the result. Nobody can tell whether a tick "
+                      "is your true answer or the coin's.",
+        "coin_1": "Flip a coin, without anyone seeing it.",
+        "coin_2": "If it lands heads: tick your true answer.",
+        "coin_3": "If it lands tails: flip it again, and tick Yes if heads, No if tails.",
+        "only_if": "Answer only if {condition}.",
+        "condition_is": "your answer to “{question}” is {value}",
+        "condition_is_not": "your answer to “{question}” is not {value}",
+        "condition_compare": "your answer to “{question}” is {op} {value}",
+        "condition_selected": "you ticked {value} for “{question}”",
+        "and": " and ",
+        "or": " or ",
+        "not": "it is not so that {condition}",
+        "op_<": "less than", "op_<=": "at most", "op_>": "more than", "op_>=": "at least",
+        "skipped_need_js": "These questions need JavaScript and are skipped: {questions}.",
+        "send_plain": "Send",
+        "not_found_heading": "Survey not found",
+        "not_found": "There is no survey at this address. Check the link you were given.",
+        "closed_heading": "This survey is closed",
+        "closed_message": "Thank you for your interest; it no longer accepts answers.",
+        "check_heading": "Please check your answers",
+        "enter_number": "“{question}”: enter a number.",
+        "tick_one": "“{question}”: please tick one answer.",
+        "cannot_accept": "The form contained answers this page cannot accept.",
+        "stale_form": "This page was made for another version of the survey. Please open the survey again.",
+        "used_heading": "Already answered",
+        "used_message": "This invitation has already been used to answer the survey.",
+        "thanks_heading": "Thank you",
+        "thanks_message": "Your randomized answers to “{title}” were received. Your true answers never left "
+                          "your device.",
+        "back_to_survey": "Back to the survey",
+    },
+    "es": {
+        "language": "Idioma",
+        "intro": "Sus respuestas se aleatorizan en este dispositivo antes de enviar nada: el servidor solo "
+                 "recibe los informes aleatorizados, que se le muestran antes de salir. Cada pregunta indica "
+                 "cuánto puede revelar un informe.",
+        "required": "obligatoria",
+        "yes": "Sí",
+        "no": "No",
+        "number_range": "Número de {min} a {max} (en pasos de {step})",
+        "send": "Aleatorizar mis respuestas y enviar",
+        "back": "Atrás",
+        "next": "Siguiente",
+        "progress": "Sección {index} de {total}",
+        "answer_this": "Por favor, responda esta pregunta.",
+        "out_of_range": "Escriba un número de {min} a {max}.",
+        "check_answers": "Por favor, revise las respuestas marcadas abajo.",
+        "sent": "Enviado",
+        "sent_explained": "Sus respuestas verdaderas nunca salieron de este dispositivo. Esto es exactamente lo "
+                          "que se envió; donde un informe difiere de lo que respondió, es la aleatorización que "
+                          "le protege.",
+        "none_selected": "(nada seleccionado)",
+        "request_as_sent": "La solicitud tal como se envió",
+        "finish": "Terminar",
+        "sending": "Enviando…",
+        "already_used": "Esta invitación ya se usó para responder.",
+        "closed": "Esta encuesta está cerrada.",
+        "not_sent": "No se pudieron enviar sus respuestas: {reason}",
+        "private_statement": "Su respuesta se aleatoriza en su dispositivo antes de enviarse. Crea lo que crea "
+                             "alguien sobre usted de antemano, su informe puede cambiar las probabilidades como "
+                             "mucho en un factor de {factor} (ε = {epsilon}): alguien seguro al {prior} pasaría a "
+                             "estar seguro como mucho al {posterior}.",
+        "public_statement": "Esta respuesta se envía tal como la da: no se aleatoriza, y cualquiera que vea los "
+                            "datos ve su respuesta.",
+        "public_warning": "Algunas respuestas se envían tal cual, sin garantía de privacidad: {questions}.",
+        "open_warning": "Esta encuesta acepta respuestas anónimas sin invitación: quien responde más de una vez "
+                        "gasta de nuevo el presupuesto de privacidad por persona cada vez.",
+        "coin_intro": "JavaScript está desactivado, así que esta página no puede aleatorizar por usted. Use una "
+                      "moneda: en cada pregunta, siga los pasos y marque solo el resultado. Nadie puede saber si "
+                      "una marca es su respuesta verdadera o la de la moneda.",
+        "coin_1": "Lance una moneda sin que nadie la vea.",
+        "coin_2": "Si sale cara: marque su respuesta verdadera.",
+        "coin_3": "Si sale cruz: lance otra vez, y marque Sí si sale cara, No si sale cruz.",
+        "only_if": "Responda solo si {condition}.",
+        "condition_is": "su respuesta a «{question}» es {value}",
+        "condition_is_not": "su respuesta a «{question}» no es {value}",
+        "condition_compare": "su respuesta a «{question}» es {op} {value}",
+        "condition_selected": "marcó {value} en «{question}»",
+        "and": " y ",
+        "or": " o ",
+        "not": "no es cierto que {condition}",
+        "op_<": "menor que", "op_<=": "como mucho", "op_>": "mayor que", "op_>=": "al menos",
+        "skipped_need_js": "Estas preguntas necesitan JavaScript y se omiten: {questions}.",
+        "send_plain": "Enviar",
+        "not_found_heading": "Encuesta no encontrada",
+        "not_found": "No hay ninguna encuesta en esta dirección. Revise el enlace que recibió.",
+        "closed_heading": "Esta encuesta está cerrada",
+        "closed_message": "Gracias por su interés; ya no acepta respuestas.",
+        "check_heading": "Por favor, revise sus respuestas",
+        "enter_number": "«{question}»: escriba un número.",
+        "tick_one": "«{question}»: marque una respuesta.",
+        "cannot_accept": "El formulario contenía respuestas que esta página no puede aceptar.",
+        "stale_form": "Esta página se hizo para otra versión de la encuesta. Por favor, ábrala de nuevo.",
+        "used_heading": "Ya respondida",
+        "used_message": "Esta invitación ya se usó para responder la encuesta.",
+        "thanks_heading": "Gracias",
+        "thanks_message": "Se recibieron sus respuestas aleatorizadas a «{title}». Sus respuestas verdaderas "
+                          "nunca salieron de su dispositivo.",
+        "back_to_survey": "Volver a la encuesta",
+    },
+}
+
+
+def messages(language: str | None) -> dict:
+    """The table of ``language`` (its base language, else English)."""
+    base = (language or DEFAULT).split("-")[0]
+    return MESSAGES.get(language) or MESSAGES.get(base) or MESSAGES[DEFAULT]
+
+
+def _number(value: float, digits: int) -> str:
+    return f"{value:.{digits}g}"
+
+
+def privacy_statement(epsilon: float, language: str | None, prior: float = 0.02) -> str:
+    """`deniable.client.privacy.privacy_statement` in the page's language."""
+    words = messages(language)
+    if math.isinf(epsilon):
+        return words["public_statement"]
+    return words["private_statement"].format(
+        factor=_number(math.exp(epsilon), 3), epsilon=_number(epsilon, 3), prior=f"{prior:.0%}",
+        posterior=f"{posterior_bound(prior, epsilon):.1%}")
+
+
+def describe_condition(tree: dict, survey, language: str | None) -> str:
+    """A skip-logic tree in words a respondent reads (the no-JavaScript form uses it)."""
+    words = messages(language)
+    op = tree["op"]
+    if op in ("and", "or"):
+        return words[op].join(describe_condition(arg, survey, language) for arg in tree["args"])
+    if op == "not":
+        return words["not"].format(condition=describe_condition(tree["arg"], survey, language))
+    question = survey.questions[tree["question"]]
+    value = tree["value"]
+    if "number" in value:
+        shown = value["number"]
+    elif question.type == "yes_no":
+        shown = words[value["text"]]
+    else:
+        shown = question.option_label(value["text"], language)
+    text = question.text_in(language)
+    if op == "selected":
+        return words["condition_selected"].format(question=text, value=shown)
+    if op == "=":
+        return words["condition_is"].format(question=text, value=shown)
+    if op == "!=":
+        return words["condition_is_not"].format(question=text, value=shown)
+    return words["condition_compare"].format(question=text, op=words[f"op_{op}"], value=shown)
