@@ -20,6 +20,11 @@ def posterior_bound(prior: float, epsilon: float) -> float:
     return scaled / (scaled + 1 - prior)
 
 
+#: For a randomized answer whose ε is infinite (one-sided designs such as Safely Report's garbling).
+ONE_SIDED_STATEMENT = ("Your answer is randomized on your device before it is sent, but only one way: one of the "
+                       "reports is only ever sent for one particular true answer, and then reveals it.")
+
+
 def privacy_statement(epsilon: float, prior: float = 0.02) -> str:
     """Plain-language privacy note for one question, used on survey pages and summaries."""
     if math.isinf(epsilon):

@@ -194,23 +194,38 @@ def _quote(text: str) -> str:
     return f'"{text}"' if "'" in text else f"'{text}'"
 
 
-def to_text(tree: dict) -> str:
-    """The canonical spelling of a tree (the spec hash covers this, not the author's spacing)."""
+def to_text(tree: dict, xlsform: bool = False) -> str:
+    """The canonical spelling of a tree (the spec hash covers this, not the author's spacing).
+
+    ``xlsform=True`` spells it as XLSForm does: ``${q}`` for a question, ``not(...)``."""
     op = tree["op"]
     if op in ("and", "or"):
         parts = []
         for arg in tree["args"]:
-            inner = to_text(arg)
+            inner = to_text(arg, xlsform)
             parts.append(f"({inner})" if arg["op"] in ("and", "or") else inner)
         return f" {op} ".join(parts)
     if op == "not":
-        inner = to_text(tree["arg"])
+        inner = to_text(tree["arg"], xlsform)
+        if xlsform:
+            return f"not({inner})"
         return f"not ({inner})" if tree["arg"]["op"] in ("and", "or") else f"not {inner}"
     value = tree["value"]
     literal = _quote(value["text"]) if "text" in value else value["number"]
+    question = f"${{{tree['question']}}}" if xlsform else tree["question"]
     if op == "selected":
-        return f"selected({tree['question']}, {literal})"
-    return f"{tree['question']} {op} {literal}"
+        return f"selected({question}, {literal})"
+    return f"{question} {op} {literal}"
+
+
+_XLSFORM_REFERENCE = re.compile(r"\$\{([^}]*)\}")
+
+
+def from_xlsform(text: str) -> dict:
+    """Parse XLSForm's spelling (``${q} = 'x'``, ``selected(${q}, 'x')``, ``not(...)``)."""
+    if not isinstance(text, str):
+        raise ExpressionError(f"must be a text expression, got {text!r}")
+    return parse(_XLSFORM_REFERENCE.sub(lambda m: m.group(1), text))
 
 
 def references(tree: dict) -> list[str]:

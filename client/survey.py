@@ -31,7 +31,7 @@ from pathlib import Path
 from . import mechanisms, skiplogic
 from .exact import canonical_json, json_number, parse_fraction
 from .mechanisms import Mechanism
-from .privacy import posterior_bound, privacy_statement
+from .privacy import ONE_SIDED_STATEMENT, posterior_bound, privacy_statement
 
 QUESTION_TYPES = ("yes_no", "choice", "ordinal", "multi_select", "number")
 ITEM_TYPES = QUESTION_TYPES + ("note",)
@@ -293,7 +293,8 @@ class Question(_Item):
 
     @property
     def is_private(self) -> bool:
-        return self.mechanism.is_private
+        """Randomized on the device (any design but ``none``), even one whose ε is infinite."""
+        return self.mechanism.design != "none"
 
     @property
     def epsilon(self) -> float:
@@ -307,6 +308,8 @@ class Question(_Item):
         return localize(self.constraint_messages, language, self.languages.default)
 
     def privacy_statement(self, prior: float = 0.02) -> str:
+        if self.is_private and math.isinf(self.epsilon):
+            return ONE_SIDED_STATEMENT
         return privacy_statement(self.epsilon, prior)
 
     def to_dict(self) -> dict:
@@ -512,13 +515,21 @@ class Survey:
 
     @property
     def warnings(self) -> list[str]:
-        """What is valid but worth fixing before fielding (missing translations)."""
+        """What is valid but worth fixing before fielding: missing translations, private
+        questions whose ε is infinite (a one-sided design protects one answer only)."""
         by_language = {}
         for where, code in self.languages.missing:
             by_language.setdefault(code, []).append(where)
-        return [f"{len(places)} text(s) have no {code!r} translation and fall back to "
-                f"{self.languages.default!r}: {', '.join(places[:5])}{', ...' if len(places) > 5 else ''}"
-                for code, places in by_language.items()]
+        warnings = [f"{len(places)} text(s) have no {code!r} translation and fall back to "
+                    f"{self.languages.default!r}: {', '.join(places[:5])}{', ...' if len(places) > 5 else ''}"
+                    for code, places in by_language.items()]
+        for q in self.private_questions:
+            if math.isinf(q.epsilon):  # randomized, yet one report value pins the answer
+                warnings.append(f"question {q.id!r}: ε is infinite: some report is only ever sent by respondents with "
+                                f"one particular true answer, so it reveals that answer (one-sided garbling protects "
+                                f"one answer only). A two-sided design has a finite ε, e.g. "
+                                f"{{design: forced_response, truth: 1/2, yes: 1/4, no: 1/4}} (ε = ln 3)")
+        return warnings
 
     # ------------------------------------------------------------------ skip logic
 

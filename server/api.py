@@ -55,7 +55,7 @@ def privacy_summary(record: storage.SurveyRecord, prior: float = 0.02) -> dict:
     for q in survey.questions.values():
         questions[q.id] = {
             "design": q.mechanism.design,
-            "epsilon": q.epsilon if q.is_private else None,
+            "epsilon": q.epsilon if q.is_private and math.isfinite(q.epsilon) else None,
             "public": not q.is_private,
             "posterior_bound": posterior_bound(prior, q.epsilon) if q.is_private else 1.0,
             "statement": q.privacy_statement(prior),
@@ -68,7 +68,8 @@ def privacy_summary(record: storage.SurveyRecord, prior: float = 0.02) -> dict:
         warnings.append("This survey accepts anonymous responses without invitation tokens: someone who answers "
                         "more than once spends the per-person budget again each time.")
     total = survey.epsilon
-    return {"epsilon_total": total, "exp_epsilon_total": math.exp(total) if total < 700 else None,
+    return {"epsilon_total": total if math.isfinite(total) else None,
+            "exp_epsilon_total": math.exp(total) if total < 700 else None,
             "prior": prior, "questions": questions, "warnings": warnings}
 
 

@@ -46,6 +46,8 @@ MESSAGES = {
                              "{posterior} sure.",
         "public_statement": "This answer is sent exactly as you give it: it is not randomized, and anyone who "
                             "sees the data sees your answer.",
+        "one_sided_statement": "Your answer is randomized on your device before it is sent, but only one way: one "
+                               "of the reports is only ever sent for one particular true answer, and then reveals it.",
         "public_warning": "Some answers are sent as given, with no privacy guarantee: {questions}.",
         "open_warning": "This survey accepts anonymous responses without invitation: someone who answers more "
                         "than once spends the per-person privacy budget again each time.",
@@ -115,6 +117,9 @@ MESSAGES = {
                              "estar seguro como mucho al {posterior}.",
         "public_statement": "Esta respuesta se envía tal como la da: no se aleatoriza, y cualquiera que vea los "
                             "datos ve su respuesta.",
+        "one_sided_statement": "Su respuesta se aleatoriza en su dispositivo antes de enviarse, pero solo en un "
+                               "sentido: uno de los informes solo se envía para una respuesta verdadera concreta, y "
+                               "entonces la revela.",
         "public_warning": "Algunas respuestas se envían tal cual, sin garantía de privacidad: {questions}.",
         "open_warning": "Esta encuesta acepta respuestas anónimas sin invitación: quien responde más de una vez "
                         "gasta de nuevo el presupuesto de privacidad por persona cada vez.",
@@ -164,11 +169,11 @@ def _number(value: float, digits: int) -> str:
     return f"{value:.{digits}g}"
 
 
-def privacy_statement(epsilon: float, language: str | None, prior: float = 0.02) -> str:
-    """`deniable.client.privacy.privacy_statement` in the page's language."""
+def privacy_statement(epsilon: float, language: str | None, prior: float = 0.02, randomized: bool = False) -> str:
+    """`deniable.client.Question.privacy_statement` in the page's language."""
     words = messages(language)
     if math.isinf(epsilon):
-        return words["public_statement"]
+        return words["one_sided_statement" if randomized else "public_statement"]
     return words["private_statement"].format(
         factor=_number(math.exp(epsilon), 3), epsilon=_number(epsilon, 3), prior=f"{prior:.0%}",
         posterior=f"{posterior_bound(prior, epsilon):.1%}")

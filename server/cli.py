@@ -74,6 +74,83 @@ def check(spec_file, prior, as_json):
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         click.echo(parsed.privacy_summary(prior))
+        for warning in parsed.warnings:
+            click.echo(f"WARNING: {warning}")
+
+
+@survey.command("import")
+@click.argument("form", type=click.Path(dir_okay=False))
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
+              help="Write the spec here (.yaml or .json); default: YAML on standard output.")
+def survey_import(form, output):
+    """Read an XLSForm (.xlsx) and write the deniable spec it describes; every problem of the form is listed at once."""
+    from .xlsform import read_xlsform
+
+    try:
+        spec = read_xlsform(form)
+    except SpecError as error:
+        raise click.ClickException(str(error)) from None
+    parsed = Survey(spec)
+    _write_spec(parsed.to_dict(), output)
+    for warning in parsed.warnings:
+        click.echo(f"WARNING: {warning}", err=True)
+    click.echo(f"Imported {len(parsed.questions)} question(s) of {parsed.id!r} (hash {parsed.hash[:12]}), "
+               f"total ε {parsed.epsilon:.4f}" + (f"; wrote {output}" if output else ""), err=True)
+
+
+def _write_spec(spec: dict, output: str | None, as_json: bool = False):
+    if as_json or (output and output.lower().endswith(".json")):
+        text = json.dumps(spec, indent=2, ensure_ascii=False) + "\n"
+    else:
+        import io
+
+        from ruamel.yaml import YAML
+
+        yaml = YAML(typ="safe", pure=True)
+        yaml.default_flow_style = False
+        yaml.allow_unicode = True
+        yaml.sort_base_mapping_type_on_output = False
+        buffer = io.StringIO()
+        yaml.dump(spec, buffer)
+        text = buffer.getvalue()
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    _atomic_write(Path(output), lambda path: path.write_text(text, encoding="utf-8"))
+
+
+def _atomic_write(target: Path, write):
+    """Write a temporary file and rename it: a failed write leaves no partial file."""
+    partial = target.with_name(target.name + ".partial")
+    try:
+        write(partial)
+        partial.replace(target)
+    except BaseException as error:
+        partial.unlink(missing_ok=True)
+        if not isinstance(error, OSError):
+            raise
+        raise click.ClickException(f"{target}: cannot write ({error.strerror})") from None
+
+
+@survey.command("export")
+@click.argument("survey_id")
+@db_option
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json", "xlsform"]), default="yaml", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
+              help="Write here (required for xlsform); default: standard output.")
+def survey_export(survey_id, db_path, fmt, output):
+    """Write a stored survey's current version as a spec or an XLSForm that reads back to the same hash."""
+    with _store(db_path) as store, _Errors():
+        record = store.get_survey(survey_id)
+    if fmt == "xlsform":
+        if not output:
+            raise click.ClickException("--output FILE.xlsx is required for --format xlsform")
+        from .xlsform import write_xlsform
+
+        _atomic_write(Path(output), lambda path: write_xlsform(record.survey, path))
+        click.echo(f"Wrote {output} (survey {record.id!r}, hash {record.hash[:12]}).", err=True)
+    else:
+        _write_spec(record.survey.to_dict(), output, as_json=fmt == "json")
 
 
 @survey.command("add")
@@ -175,13 +252,12 @@ def export(survey_id, fmt, output, spec_hash, db_path):
         record = store.get_survey(survey_id, spec_hash)
         chunks = EXPORT_FORMATS[fmt](record, store.export(survey_id, record.hash))
         if output:
-            # Write a temporary file and rename it: a failed export leaves no partial file.
-            target = Path(output)
-            partial = target.with_name(target.name + ".partial")
-            with partial.open("w", encoding="utf-8", newline="") as handle:
-                for chunk in chunks:
-                    handle.write(chunk)
-            partial.replace(target)
+            def write(path):
+                with path.open("w", encoding="utf-8", newline="") as handle:
+                    for chunk in chunks:
+                        handle.write(chunk)
+
+            _atomic_write(Path(output), write)
             click.echo(f"Wrote {store.response_count(survey_id)} responses of version {record.version} to {output}", err=True)
         else:
             for chunk in chunks:

@@ -82,7 +82,7 @@ def _item_view(survey, item, language: str, words: dict) -> dict:
         return view
     required = item.required
     view.update(required=required is True, conditionally_required=not isinstance(required, bool),
-                is_private=item.is_private, statement=catalogue.privacy_statement(item.epsilon, language),
+                is_private=item.is_private, statement=catalogue.privacy_statement(item.epsilon, language, randomized=item.is_private),
                 **offline_form_question(item))
     if item.type == "yes_no":
         view["options"] = [("yes", words["yes"]), ("no", words["no"])]

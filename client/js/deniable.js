@@ -1030,7 +1030,8 @@ export class Question extends Item {
     }
     return [min, max, step];
   }
-  get isPrivate() { return this.mechanism.isPrivate; }
+  /** Randomized on the device (any design but `none`), even one whose epsilon is infinite. */
+  get isPrivate() { return this.mechanism.design !== "none"; }
   get epsilon() { return this.mechanism.epsilon; }
   /** An option's label in `language` (its value when it has no label of its own). */
   optionLabel(value, language) { return localize(this.optionLabels[value] ?? value, language, this.languages.default); }

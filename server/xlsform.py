@@ -1,0 +1,546 @@
+"""XLSForm in and out: the spreadsheet questionnaires of ODK, KoBoToolbox, SurveyCTO and Safely Report.
+
+`read_xlsform` turns a form into a deniable spec (a dict for `Survey`), reporting every problem of
+the form at once with its sheet, row, column and value; `write_xlsform` writes a survey as a form
+that reads back to the same spec hash. docs/questionnaires.md has the mapping table.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from deniable.client import SpecError, Survey, skiplogic
+
+#: Columns of the survey sheet this reader understands (besides label::, hint::, privacy:: ...).
+_SURVEY_COLUMNS = {"type", "name", "label", "hint", "required", "relevant", "constraint", "constraint_message"}
+_LOCALIZED = ("label", "hint", "constraint_message")
+_SETTINGS = {"form_id", "form_title", "version", "default_language", "description", "layout"}
+_NAMED_LANGUAGES = {"english": "en", "spanish": "es", "español": "es", "french": "fr", "français": "fr",
+                    "portuguese": "pt", "português": "pt", "arabic": "ar", "swahili": "sw", "kiswahili": "sw",
+                    "german": "de", "deutsch": "de", "hindi": "hi", "russian": "ru", "chinese": "zh"}
+_METADATA = {"start", "end", "today", "deviceid", "phonenumber", "username", "simserial", "subscriberid",
+             "email", "audit", "start-geopoint", "background-audio"}
+_FREE_TEXT = {"text", "date", "time", "datetime", "barcode"}
+_LOCATION = {"geopoint", "geotrace", "geoshape"}
+_MEDIA = {"image", "audio", "video", "file", "background-audio"}
+_CONSTRAINT = re.compile(r"^\s*\.\s*(>=|<=)\s*(-?[0-9]+(?:\.[0-9]+)?)\s+and\s+\.\s*(>=|<=)\s*(-?[0-9]+(?:\.[0-9]+)?)\s*$")
+_TRUE = {"yes", "true", "true()", "1"}
+_FALSE = {"", "no", "false", "false()", "0"}
+
+
+class _Problems:
+    def __init__(self):
+        self.items: list[str] = []
+
+    def add(self, sheet: str, row: int | None, column: str | None, value, why: str):
+        where = f"{sheet} sheet" + (f", row {row}" if row else "") + (f", column {column}" if column else "")
+        shown = "" if value is None or value == "" else f" {str(value)!r}:"
+        self.items.append(f"{where}:{shown} {why}")
+
+
+def _language(suffix: str, sheet: str, row: int, column: str, problems: _Problems) -> str | None:
+    """``English (en)`` → en, ``es`` → es, ``Spanish`` → es."""
+    text = suffix.strip()
+    code = re.search(r"\(([A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*)\)\s*$", text)
+    if code:
+        return code.group(1)
+    if re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*", text):
+        return text
+    if text.lower() in _NAMED_LANGUAGES:
+        return _NAMED_LANGUAGES[text.lower()]
+    problems.add(sheet, row, column, None, f"cannot tell which language {text!r} is; write it as "
+                                           f"'{column.split('::')[0]}::Name (code)', e.g. 'label::English (en)'")
+    return None
+
+
+def _rows(sheet) -> tuple[list[str], list[tuple[int, dict]]]:
+    rows = sheet.iter_rows(values_only=True)
+    try:
+        header = [str(h).strip() if h is not None else "" for h in next(rows)]
+    except StopIteration:
+        return [], []
+    records = []
+    for number, values in enumerate(rows, start=2):
+        record = {h: v for h, v in zip(header, values) if h and v is not None and str(v).strip() != ""}
+        if record:
+            records.append((number, record))
+    return header, records
+
+
+def _cell_text(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def _refusal(kind: str) -> str | None:
+    if kind in _FREE_TEXT:
+        return ("free-text and date answers would be stored exactly as typed: no randomization protects them. "
+                "Ask a choice or number question instead (dates as a choice of periods)")
+    if kind in _METADATA:
+        return "device and time metadata would be stored beside the reports and could identify the respondent; remove the row"
+    if kind in _LOCATION:
+        return "a location would be stored exactly and identifies people; ask for a region as a choice question instead"
+    if kind in _MEDIA:
+        return "photos, recordings and files cannot be randomized; remove the row"
+    if kind in ("begin repeat", "begin_repeat", "end repeat", "end_repeat"):
+        return "repeats are not supported (each repetition would be a report the server could count); ask a number question instead"
+    if kind == "calculate":
+        return "calculations run on the device and their results would not be randomized; compute them in the analysis instead"
+    if kind in ("range", "rank", "acknowledge", "hidden", "xml-external", "csv-external", "trigger"):
+        return f"the {kind} type is not supported; use select_one, select_multiple, integer, decimal or note"
+    return None
+
+
+def read_xlsform(path) -> dict:
+    """A deniable spec from an XLSForm (.xlsx). Raises SpecError listing every problem found."""
+    try:
+        from openpyxl import load_workbook
+    except ImportError:  # pragma: no cover - openpyxl comes with the server extra
+        raise SpecError("reading XLSForms needs openpyxl: pip install 'deniable[server]'") from None
+    path = Path(path)
+    try:
+        workbook = load_workbook(path, read_only=True, data_only=True)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such file") from None
+    except Exception as error:  # openpyxl raises many kinds for a file that is not a workbook
+        raise SpecError(f"{path}: not an XLSForm workbook (.xlsx): {error}") from None
+    try:
+        return _read(workbook, path)
+    finally:
+        workbook.close()
+
+
+def _read(workbook, path: Path) -> dict:
+    problems = _Problems()
+    sheets = {name.strip().lower(): workbook[name] for name in workbook.sheetnames}
+    if "survey" not in sheets:
+        raise SpecError(f"{path}: no 'survey' sheet (an XLSForm has survey, choices and settings sheets)")
+    choices = _read_choices(sheets.get("choices"), problems)
+    settings = _read_settings(sheets.get("settings"), problems)
+    header, rows = _rows(sheets["survey"])
+    languages = []  # in the order of the label columns: the order is part of the spec
+    for column in header:
+        base, _, suffix = column.partition("::")
+        if base in _LOCALIZED and suffix:
+            code = _language(suffix, "survey", 1, column, problems)
+            if code and code not in languages:
+                languages.append(code)
+        elif base in ("privacy", "garbling") and suffix:
+            continue
+        elif column and column not in _SURVEY_COLUMNS:
+            used = [(n, r[column]) for n, r in rows if column in r]
+            if used:
+                problems.add("survey", used[0][0], column, used[0][1],
+                             "this column is not supported; remove it (deniable reads type, name, label, hint, required, "
+                             "relevant, constraint, constraint_message and the privacy:: columns)")
+    for column in header:
+        for base in _LOCALIZED:
+            if column == base and any(c.startswith(base + "::") for c in header):
+                problems.add("survey", 1, column, None, f"mixes '{base}' with '{base}::Language' columns; "
+                                                        f"give every {base} a language")
+    declared = languages + [code for code in settings.pop("_languages", []) if code not in languages]
+    default = settings.get("default_language")
+    if default is not None and declared and default not in declared:
+        problems.add("settings", 2, "default_language", default, f"is not one of the form's languages ({', '.join(declared)})")
+    if declared and default is None:
+        default = "en" if "en" in declared else declared[0]
+
+    def localized(record: dict, base: str, number: int, sheet: str = "survey"):
+        if base in record:
+            return _cell_text(record[base])
+        texts = {}
+        for column, value in record.items():
+            name, _, suffix = column.partition("::")
+            if name == base and suffix:
+                code = _language(suffix, sheet, number, column, _Problems())
+                if code:
+                    texts[code] = _cell_text(value)
+        return texts or None
+
+    sections, loose, current = [], [], None
+    for number, record in rows:
+        kind = " ".join(_cell_text(record.get("type", "")).split())
+        name = _cell_text(record.get("name", ""))
+        word = kind.split(" ")[0] if kind else ""
+        if word in ("begin", "begin_group") and kind in ("begin group", "begin_group"):
+            if current is not None:
+                problems.add("survey", number, "type", kind, "groups inside groups are not supported; close the "
+                                                               "outer group first")
+                continue
+            current = {"id": name, "title": localized(record, "label", number) or name, "questions": []}
+            intro = localized(record, "hint", number)
+            if intro:
+                current["intro"] = intro
+            if "relevant" in record:
+                current["relevant"] = _expression(record["relevant"], "survey", number, "relevant", problems)
+            continue
+        if kind in ("end group", "end_group"):
+            if current is None:
+                problems.add("survey", number, "type", kind, "an 'end group' with no 'begin group' before it")
+                continue
+            sections.append(current)
+            current = None
+            continue
+        item = _read_item(number, record, kind, name, choices, localized, problems)
+        if item is None:
+            continue
+        (current["questions"] if current is not None else loose).append((number, item))
+    if current is not None:
+        problems.add("survey", None, "type", None, f"group {current['id']!r} is never closed with 'end group'")
+        sections.append(current)
+    if sections and loose:
+        problems.add("survey", loose[0][0], "type", None, "this question sits outside every group while others are "
+                                                          "in groups; put every question in a group, or none")
+    if not problems.items and not sections and not loose:
+        problems.add("survey", None, None, None, "the form has no questions")
+    if problems.items:
+        count = len(problems.items)
+        raise SpecError(f"{path.name}: {count} problem{'s' if count > 1 else ''} in the form:\n"
+                        + "\n".join(f"  - {p}" for p in problems.items))
+    spec = {"id": settings.get("form_id") or _default_id(path), "title": settings.get("form_title") or path.stem}
+    for key in ("description", "version", "layout"):
+        if key in settings:
+            spec[key] = settings[key]
+    if declared:
+        spec["languages"] = declared
+        spec["default_language"] = default
+    for section in sections:
+        section["questions"] = [item for _, item in section["questions"]]
+    if sections:
+        spec["sections"] = sections
+    else:
+        spec["questions"] = [item for _, item in loose]
+    try:
+        Survey(spec)
+    except SpecError as error:
+        raise SpecError(f"{path.name}: the form reads, but is not a valid survey: {error}") from None
+    return spec
+
+
+def _default_id(path: Path) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem)[:64] or "survey"
+
+
+def _expression(value, sheet: str, row: int, column: str, problems: _Problems):
+    text = _cell_text(value)
+    try:
+        return skiplogic.to_text(skiplogic.from_xlsform(text))
+    except skiplogic.ExpressionError as error:
+        problems.add(sheet, row, column, text, f"{error}. deniable reads comparisons of a question to a constant "
+                                               f"(${{q}} = 'x', ${{n}} >= 3), selected(${{q}}, 'x'), and, or, not(...)")
+        return text
+
+
+def _read_item(number, record, kind, name, choices, localized, problems):
+    word, _, rest = kind.partition(" ")
+    refusal = _refusal(kind) or _refusal(word)
+    if refusal:
+        problems.add("survey", number, "type", kind, refusal)
+        return None
+    if word not in ("select_one", "select_multiple", "integer", "decimal", "note"):
+        problems.add("survey", number, "type", kind or None,
+                     "unknown type; deniable reads select_one, select_multiple, integer, decimal, note and groups")
+        return None
+    if not name:
+        problems.add("survey", number, "name", None, "every row needs a name")
+        return None
+    item = {"id": name}
+    text = localized(record, "label", number)
+    if text is None:
+        problems.add("survey", number, "label", None, "every question needs a label")
+        return None
+    if "garbling::covariate" in record:
+        problems.add("survey", number, "garbling::covariate", record["garbling::covariate"],
+                     "block garbling needs a central coordinator who sees the true answers of a whole block; deniable "
+                     "randomizes each answer on the respondent's own device. Use garbling::answer and garbling::rate, "
+                     "or a privacy::design")
+    hint = localized(record, "hint", number)
+    if word == "note":
+        item.update(type="note", text=text)
+        if hint:
+            item["hint"] = hint
+        if "relevant" in record:
+            item["relevant"] = _expression(record["relevant"], "survey", number, "relevant", problems)
+        for column in ("required", "constraint"):
+            if column in record:
+                problems.add("survey", number, column, record[column], "a note is never answered; remove the value")
+        return item
+    privacy = _privacy(number, record, problems)
+    if word in ("select_one", "select_multiple"):
+        list_name = rest.strip()
+        if " or_other" in f" {list_name}" or not list_name:
+            problems.add("survey", number, "type", kind, "name one choice list (or_other would be free text)")
+            return None
+        options = choices.get(list_name)
+        if options is None:
+            problems.add("survey", number, "type", kind, f"no choice list {list_name!r} in the choices sheet")
+            return None
+        values = [o["value"] if isinstance(o, dict) else o for o in options]
+        if word == "select_one" and sorted(values) == ["no", "yes"]:
+            item["type"] = "yes_no"
+        else:
+            design = privacy.get("design") if isinstance(privacy, dict) else None
+            item["type"] = "multi_select" if word == "select_multiple" else "ordinal" if design == "ordinal" else "choice"
+            item["options"] = options
+    elif word in ("integer", "decimal"):
+        item["type"] = "number"
+        constraint = _cell_text(record.get("constraint", ""))
+        match = _CONSTRAINT.match(constraint)
+        if not match or {match.group(1), match.group(3)} != {">=", "<="}:
+            problems.add("survey", number, "constraint", constraint or None,
+                         "a number question needs its range as '. >= MIN and . <= MAX' (the randomization works on a "
+                         "bounded grid)")
+        else:
+            bounds = {match.group(1): match.group(2), match.group(3): match.group(4)}
+            item["min"], item["max"] = (_number(bounds[">="]), _number(bounds["<="]))
+        step = privacy.pop("step", None) if isinstance(privacy, dict) else None
+        if step is None and word == "decimal":
+            problems.add("survey", number, "privacy::step", None, "a decimal question needs privacy::step, the grid "
+                                                                  "its answers are rounded to (e.g. 0.5)")
+        item["step"] = _number(_cell_text(step)) if step is not None else 1
+    item["text"] = text
+    if hint:
+        item["hint"] = hint
+    required = _cell_text(record.get("required", "")).lower()
+    if required in _TRUE:
+        item["required"] = True
+    elif required not in _FALSE:
+        item["required"] = _expression(record["required"], "survey", number, "required", problems)
+    if "relevant" in record:
+        item["relevant"] = _expression(record["relevant"], "survey", number, "relevant", problems)
+    message = localized(record, "constraint_message", number)
+    if message:
+        item["constraint_message"] = message
+    if privacy is not None:
+        item["privacy"] = privacy
+    return item
+
+
+def _number(text: str):
+    value = float(text)
+    return int(value) if value.is_integer() and "." not in text else value
+
+
+def _privacy(number: int, record: dict, problems: _Problems):
+    params = {column.partition("::")[2]: value for column, value in record.items() if column.startswith("privacy::")}
+    answer, rate = record.get("garbling::answer"), record.get("garbling::rate")
+    if answer is not None or rate is not None:
+        if params:
+            problems.add("survey", number, "garbling::answer", answer, "give either garbling:: or privacy:: columns, not both")
+            return None
+        try:
+            rate_value = float(rate)
+            if not 0 < rate_value < 1:
+                raise ValueError
+        except (TypeError, ValueError):
+            problems.add("survey", number, "garbling::rate", rate, "must be a probability between 0 and 1")
+            return None
+        answer = _cell_text(answer).lower()
+        if answer not in ("yes", "no"):
+            problems.add("survey", number, "garbling::answer", answer, "must be yes or no (garbling applies to yes/no questions)")
+            return None
+        # Safely Report's garbling: the garbling answer is reported with probability `rate` when the truth is the
+        # other answer, and always when it is the truth. As a forced-response channel: truth 1 - rate, the
+        # garbling answer forced with `rate`, the other answer never forced (so ε is infinite).
+        other = "no" if answer == "yes" else "yes"
+        rate_text = _cell_text(rate)
+        return {"design": "forced_response", "truth": _complement(rate_text), answer: rate_text, other: 0}
+    if not params:
+        return None
+    design = _cell_text(params.pop("design", "")) or None
+    if design is None:
+        problems.add("survey", number, "privacy::design", None, "privacy:: parameters need a privacy::design beside them")
+        return None
+    if design == "none":
+        if params:
+            problems.add("survey", number, "privacy::design", design, "a public question takes no privacy parameters")
+        return "none"
+    return {"design": design, **{key: value if not isinstance(value, str) else value.strip() for key, value in params.items()}}
+
+
+def _complement(rate_text: str) -> str:
+    from fractions import Fraction
+
+    return str(1 - Fraction(rate_text))
+
+
+def _read_choices(sheet, problems: _Problems) -> dict:
+    lists: dict[str, list] = {}
+    if sheet is None:
+        return lists
+    header, rows = _rows(sheet)
+    for number, record in rows:
+        list_name = _cell_text(record.get("list_name", record.get("list name", "")))
+        name = _cell_text(record.get("name", ""))
+        if not list_name or not name:
+            problems.add("choices", number, "name" if list_name else "list_name", None, "every choice needs a list_name and a name")
+            continue
+        labels = {}
+        plain = None
+        for column, value in record.items():
+            base, _, suffix = column.partition("::")
+            if base == "label" and suffix:
+                code = _language(suffix, "choices", number, column, problems)
+                if code:
+                    labels[code] = _cell_text(value)
+            elif column == "label":
+                plain = _cell_text(value)
+            elif column not in ("list_name", "list name", "name"):
+                problems.add("choices", number, column, value, "this column is not supported (filters and media would "
+                                                                "show different options to different people); remove it")
+        if plain is not None:
+            option = name if plain == name else {"value": name, "label": plain}
+        elif labels:
+            option = {"value": name, "label": labels}
+        else:
+            option = name
+        lists.setdefault(list_name, []).append(option)
+    return {name: _simplify(options) for name, options in lists.items()}
+
+
+def _simplify(options: list) -> list:
+    """An option whose only label is its own name (in one language) is just its name."""
+    simple = []
+    for option in options:
+        if isinstance(option, dict) and isinstance(option["label"], dict) and len(option["label"]) == 1 \
+                and next(iter(option["label"].values())) == option["value"]:
+            simple.append(option["value"])
+        else:
+            simple.append(option)
+    return simple
+
+
+def _read_settings(sheet, problems: _Problems) -> dict:
+    settings: dict = {}
+    if sheet is None:
+        return settings
+    header, rows = _rows(sheet)
+    if not rows:
+        return settings
+    number, record = rows[0]
+    languages = []
+    for column, value in record.items():
+        base, _, suffix = column.partition("::")
+        if base in ("form_title", "description") and suffix:
+            code = _language(suffix, "settings", number, column, problems)
+            if code:
+                settings.setdefault(base, {})[code] = _cell_text(value)
+                languages += [code] if code not in languages else []
+        elif column == "default_language":
+            code = _language(_cell_text(value), "settings", number, column, problems)
+            if code:
+                settings["default_language"] = code
+        elif column in _SETTINGS:
+            settings[column] = _cell_text(value)
+        elif column in ("instance_name", "style", "public_key", "submission_url", "allow_choice_duplicates",
+                        "auto_send", "auto_delete", "name", "namespaces", "clean_text_values"):
+            if column in ("public_key", "submission_url", "instance_name"):
+                problems.add("settings", number, column, value, "deniable's own server receives the reports; remove it")
+        else:
+            problems.add("settings", number, column, value, "this setting is not supported; remove it")
+    settings["_languages"] = languages
+    return settings
+
+
+# ---------------------------------------------------------------- export
+
+def write_xlsform(survey: Survey, path) -> None:
+    """Write `survey` as an XLSForm that `read_xlsform` reads back to the same spec hash."""
+    from openpyxl import Workbook
+
+    codes = survey.languages.codes if survey.languages.declared else []
+    suffixes = [f"::{code}" for code in codes] or [""]
+
+    def cells(text) -> list:
+        if isinstance(text, dict):
+            return [text.get(code) for code in codes]
+        if text is None:
+            return [None] * len(suffixes)
+        # A plain text in a form with languages is the default language's.
+        return [text if (not codes or code == survey.languages.default) else None for code in codes] or [text]
+
+    spec = survey.to_dict()
+    items = [(None, item) for item in spec.get("questions", [])]
+    if "sections" in spec:
+        items = [(section, item) for section in spec["sections"] for item in [None] + section["questions"] + ["end"]]
+    params = sorted({key for _, item in items if isinstance(item, dict) and isinstance(item.get("privacy"), dict)
+                     for key in item["privacy"] if key != "design"} | {"step"})
+    columns = ["type", "name", *[f"label{s}" for s in suffixes], *[f"hint{s}" for s in suffixes], "required",
+               "relevant", "constraint", *[f"constraint_message{s}" for s in suffixes], "privacy::design",
+               *[f"privacy::{p}" for p in params]]
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "survey"
+    sheet.append(columns)
+    choices = [("list_name", "name", *[f"label{s}" for s in suffixes])]
+    yes_no_written = False
+    for section, item in items:
+        row = dict.fromkeys(columns)
+        if item is None:  # begin group
+            row.update(type="begin group", name=section["id"], relevant=_xlsform_expression(section.get("relevant")))
+            row.update(zip([f"label{s}" for s in suffixes], cells(section["title"])))
+            row.update(zip([f"hint{s}" for s in suffixes], cells(section.get("intro"))))
+        elif item == "end":
+            row.update(type="end group")
+        else:
+            row.update(name=item["id"], relevant=_xlsform_expression(item.get("relevant")))
+            row.update(zip([f"label{s}" for s in suffixes], cells(item["text"])))
+            row.update(zip([f"hint{s}" for s in suffixes], cells(item.get("hint"))))
+            qtype = item["type"]
+            if qtype == "note":
+                row["type"] = "note"
+            else:
+                required = item.get("required", False)
+                row["required"] = "yes" if required is True else None if required is False else _xlsform_expression(required)
+                row.update(zip([f"constraint_message{s}" for s in suffixes], cells(item.get("constraint_message"))))
+                privacy = item["privacy"]
+                row["privacy::design"] = "none" if privacy == "none" else privacy["design"]
+                if isinstance(privacy, dict):
+                    row.update({f"privacy::{k}": v for k, v in privacy.items() if k != "design"})
+                if qtype == "yes_no":
+                    row["type"] = "select_one yes_no"
+                    if not yes_no_written:
+                        from .catalogue import messages
+
+                        for value in ("yes", "no"):
+                            labels = [messages(code)[value] for code in codes] or [messages(None)[value]]
+                            choices.append(("yes_no", value, *labels))
+                        yes_no_written = True
+                elif qtype in ("choice", "ordinal", "multi_select"):
+                    row["type"] = f"{'select_multiple' if qtype == 'multi_select' else 'select_one'} {item['id']}"
+                    for option in item["options"]:
+                        if isinstance(option, dict):
+                            choices.append((item["id"], option["value"], *cells(option["label"])))
+                        else:
+                            choices.append((item["id"], option, *cells(option)))
+                else:
+                    whole = all(isinstance(item[k], int) for k in ("min", "max", "step"))
+                    row["type"] = "integer" if whole else "decimal"
+                    row["constraint"] = f". >= {item['min']} and . <= {item['max']}"
+                    if item["step"] != 1 or not whole:
+                        row["privacy::step"] = item["step"]
+        sheet.append([row[c] for c in columns])
+    choice_sheet = book.create_sheet("choices")
+    for line in choices:
+        choice_sheet.append(list(line))
+    settings = {"form_id": spec["id"]}
+    for key in ("title", "description"):
+        target = "form_title" if key == "title" else key
+        value = spec.get(key)
+        if isinstance(value, dict):
+            settings.update({f"{target}::{code}": text for code, text in value.items()})
+        elif value is not None:
+            settings[target] = value
+    for key in ("version", "layout", "default_language"):
+        if key in spec:
+            settings[key] = spec[key]
+    settings_sheet = book.create_sheet("settings")
+    settings_sheet.append(list(settings))
+    settings_sheet.append(list(settings.values()))
+    book.save(path)
+
+
+def _xlsform_expression(text):
+    return None if text is None else skiplogic.to_text(skiplogic.parse(text), xlsform=True)

@@ -1,0 +1,202 @@
+"""XLSForm import and export. Forms are built here with openpyxl: no binary fixtures."""
+
+import pytest
+from openpyxl import Workbook
+
+from deniable.client import SpecError, Survey
+from deniable.server.demo import demo_survey
+from deniable.server.xlsform import read_xlsform, write_xlsform
+from tests.conftest import EXAMPLES
+
+SURVEY_COLUMNS = ["type", "name", "label::English (en)", "label::Español (es)", "hint::English (en)",
+                  "hint::Español (es)", "required", "relevant", "constraint", "constraint_message::English (en)",
+                  "privacy::design", "privacy::epsilon", "privacy::variant", "privacy::step", "garbling::answer",
+                  "garbling::rate"]
+
+
+def form(path, survey_rows, choices=(), settings=None, columns=SURVEY_COLUMNS):
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "survey"
+    sheet.append(columns)
+    for row in survey_rows:
+        sheet.append([row.get(c) for c in columns])
+    choice_sheet = book.create_sheet("choices")
+    choice_sheet.append(["list_name", "name", "label::English (en)", "label::Español (es)"])
+    for line in choices:
+        choice_sheet.append(list(line))
+    settings = settings or {"form_id": "health", "form_title": "Health and habits", "version": "2026-11",
+                            "default_language": "English (en)"}
+    settings_sheet = book.create_sheet("settings")
+    settings_sheet.append(list(settings))
+    settings_sheet.append(list(settings.values()))
+    book.save(path)
+    return path
+
+
+def row(type_, name=None, en=None, es=None, **extra):
+    cells = {"type": type_, "name": name, "label::English (en)": en, "label::Español (es)": es}
+    cells.update({k.replace("__", "::"): v for k, v in extra.items()})
+    return cells
+
+
+CHOICES = [
+    ("yn", "yes", "Yes", "Sí"), ("yn", "no", "No", "No"),
+    ("region", "north", "North", "Norte"), ("region", "south", "South", "Sur"),
+    ("freq", "never", "Never", "Nunca"), ("freq", "sometimes", "Sometimes", "A veces"), ("freq", "often", "Often", "A menudo"),
+    ("drugs", "cannabis", "Cannabis", "Cannabis"), ("drugs", "cocaine", "Cocaine", "Cocaína"), ("drugs", "none", "None", "Ninguna"),
+]
+
+REALISTIC = [
+    row("begin group", "about", "About you", "Sobre usted", **{"hint::English (en)": "Sent as given."}),
+    row("note", "welcome", "Thank you for taking part.", "Gracias por participar."),
+    row("select_one region", "region", "Where do you live?", "¿Dónde vive?", required="yes", privacy__design="none"),
+    row("integer", "age", "How old are you?", "¿Qué edad tiene?", required="true()", constraint=". >= 18 and . <= 99",
+        privacy__design="none", **{"constraint_message::English (en)": "18 to 99, please."}),
+    row("select_one yn", "student", "Are you a student?", "¿Es estudiante?", privacy__design="none"),
+    row("end group"),
+    row("begin group", "habits", "Habits", "Hábitos", relevant="${age} >= 21 or ${region} = 'north'"),
+    row("select_one yn", "smoked", "Have you smoked this month?", "¿Ha fumado este mes?", required="yes"),
+    row("select_one freq", "drink", "How often do you drink?", "¿Con qué frecuencia bebe?", privacy__design="ordinal",
+        privacy__epsilon=1),
+    row("select_multiple drugs", "drugs", "Which have you tried?", "¿Cuáles ha probado?", privacy__design="unary",
+        privacy__epsilon=2, privacy__variant="optimized", **{"hint::English (en)": "Tick all that apply."}),
+    row("decimal", "units", "Units of alcohol a week?", "¿Unidades de alcohol por semana?",
+        constraint=". >= 0 and . <= 20", privacy__design="laplace", privacy__epsilon=1, privacy__step=0.5),
+    row("select_one yn", "cheated", "Have you cheated in an exam?", "¿Ha copiado en un examen?",
+        relevant="selected(${student}, 'yes')", garbling__answer="yes", garbling__rate=0.4),
+    row("select_one freq", "drive", "Driven after drinking?", "¿Conducido tras beber?", privacy__design="k_rr",
+        privacy__epsilon="ln 3", relevant="not(${region} = 'south')"),
+    row("end group"),
+]
+
+
+def test_a_realistic_two_language_form_with_groups_and_skip_logic_imports(tmp_path):
+    spec = read_xlsform(form(tmp_path / "health.xlsx", REALISTIC, CHOICES))
+    survey = Survey.from_dict(spec)
+    assert (survey.id, survey.title, survey.version, survey.languages.codes) == ("health", "Health and habits", "2026-11", ["en", "es"])
+    assert [s.id for s in survey.sections] == ["about", "habits"]
+    assert survey.sections[0].intro_in("es") == "Sent as given."  # hint::es missing: falls back, with a warning
+    types = {q.id: q.type for q in survey.questions.values()}
+    assert types == {"region": "choice", "age": "number", "student": "yes_no", "smoked": "yes_no", "drink": "ordinal",
+                     "drugs": "multi_select", "units": "number", "cheated": "yes_no", "drive": "choice"}
+    assert survey.items[0].type == "note"
+    assert survey.questions["region"].option_label("north", "es") == "Norte"
+    assert survey.questions["age"].grid == (18, 99, 1) and survey.questions["age"].required is True
+    assert survey.questions["units"].grid[2] == 0.5
+    assert survey.questions["age"].constraint_message_in("en") == "18 to 99, please."
+    assert spec["sections"][1]["relevant"] == "age >= 21 or region = 'north'"
+    assert spec["sections"][1]["questions"][4]["relevant"] == "selected(student, 'yes')"
+    assert spec["sections"][1]["questions"][5]["relevant"] == "not region = 'south'"
+    assert survey.questions["drugs"].mechanism.design == "unary"
+    # Safely Report's garbling: 'yes' reported with probability 0.4 when the truth is 'no', always when 'yes'
+    assert spec["sections"][1]["questions"][4]["privacy"] == {"design": "forced_response", "truth": "3/5", "yes": "0.4", "no": 0}
+    cheated = survey.questions["cheated"].mechanism
+    assert cheated.probability("yes", "no") == pytest.approx(0.4) and cheated.probability("yes", "yes") == 1
+    assert any("'cheated': ε is infinite" in w for w in survey.warnings)
+    assert any("no 'es' translation" in w for w in survey.warnings)
+    assert survey.shown({"region": "south", "age": 20}) == ["welcome", "region", "age", "student"]
+
+
+def test_a_leaking_relevant_in_a_form_is_refused(tmp_path):
+    rows = [row("select_one yn", "abroad", "Have you ever travelled abroad?", garbling__answer="yes", garbling__rate=0.3),
+            row("select_one region", "where", "Where did you go?", privacy__design="k_rr", privacy__epsilon=1,
+                relevant="${abroad} = 'yes'")]
+    with pytest.raises(SpecError, match=r"question 'where'\.relevant: refers to 'abroad', a private \(randomized\) question"):
+        read_xlsform(form(tmp_path / "leak.xlsx", rows, CHOICES))
+
+
+def test_every_problem_of_a_form_is_reported_at_once_with_its_place(tmp_path):
+    rows = [row("start", "started"), row("text", "name", "Your name?"), row("date", "born", "Birthday?"),
+            row("geopoint", "where", "Location?"), row("calculate", "score"), row("begin repeat", "kids", "Children"),
+            row("select_one yn", "x", "X?", relevant="string-length(${y}) > 3"),
+            row("integer", "n", "How many?", constraint=". > 3"),
+            row("select_one nolist", "z", "Z?"), row("image", "photo", "Photo?"),
+            row("select_one yn", "g", "G?", **{"garbling::covariate": "block"})]
+    columns = SURVEY_COLUMNS + ["garbling::covariate", "appearance"]
+    rows.append({"type": "note", "name": "look", "label::English (en)": "Look", "appearance": "w2"})
+    with pytest.raises(SpecError) as raised:
+        read_xlsform(form(tmp_path / "bad.xlsx", rows, CHOICES, columns=columns))
+    message = str(raised.value)
+    assert message.startswith("bad.xlsx: 12 problems in the form:")
+    for expected in ["survey sheet, row 2, column type: 'start': device and time metadata",
+                     "row 3, column type: 'text': free-text and date answers would be stored exactly as typed",
+                     "row 4, column type: 'date': free-text and date answers would be stored exactly as typed",
+                     "row 5, column type: 'geopoint': a location would be stored exactly",
+                     "row 6, column type: 'calculate': calculations run on the device",
+                     "row 7, column type: 'begin repeat': repeats are not supported",
+                     "row 8, column relevant: 'string-length(${y}) > 3'",
+                     "row 9, column constraint: '. > 3': a number question needs its range",
+                     "row 10, column type: 'select_one nolist': no choice list 'nolist'",
+                     "row 11, column type: 'image': photos, recordings and files cannot be randomized",
+                     "row 12, column garbling::covariate: 'block': block garbling needs a central coordinator",
+                     "row 13, column appearance: 'w2': this column is not supported"]:
+        assert expected in message, expected
+
+
+def test_a_spec_without_groups_and_in_one_language_imports_flat(tmp_path):
+    columns = ["type", "name", "label", "required", "privacy::design", "privacy::epsilon"]
+    rows = [{"type": "select_one yn", "name": "q1", "label": "Q1?", "required": "yes"},
+            {"type": "select_one c", "name": "q2", "label": "Q2?", "privacy::design": "k_rr", "privacy::epsilon": 1}]
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "survey"
+    sheet.append(columns)
+    for r in rows:
+        sheet.append([r.get(c) for c in columns])
+    choices = book.create_sheet("choices")
+    for line in [("list_name", "name", "label"), ("yn", "yes", "Yes"), ("yn", "no", "No"), ("c", "a", "a"), ("c", "b", "Bee")]:
+        choices.append(list(line))
+    book.save(tmp_path / "flat.xlsx")
+    spec = read_xlsform(tmp_path / "flat.xlsx")
+    assert spec["id"] == "flat" and "sections" not in spec and "languages" not in spec
+    assert spec["questions"][1]["options"] == ["a", {"value": "b", "label": "Bee"}]
+
+
+@pytest.mark.parametrize("survey", [demo_survey(), Survey.from_file(EXAMPLES / "tax.yaml")], ids=["demo", "tax"])
+def test_export_reads_back_to_the_same_hash(tmp_path, survey):
+    write_xlsform(survey, tmp_path / "out.xlsx")
+    assert Survey.from_dict(read_xlsform(tmp_path / "out.xlsx")).hash == survey.hash
+    assert Survey.from_file(tmp_path / "out.xlsx").hash == survey.hash
+
+
+def test_the_examples_xlsform_is_the_demo_questionnaire():
+    assert Survey.from_file(EXAMPLES / "questionnaire.xlsx").hash == demo_survey().hash
+
+
+def test_a_generated_200_question_form_imports(tmp_path):
+    rows = []
+    for section in range(10):
+        rows.append(row("begin group", f"s{section}", f"Section {section}", f"Sección {section}"))
+        for i in range(20):
+            n = section * 20 + i
+            kind = ["select_one yn", "select_one freq", "select_multiple drugs", "integer"][n % 4]
+            extra = {"constraint": ". >= 0 and . <= 10", "privacy__design": "laplace", "privacy__epsilon": 1} if kind == "integer" \
+                else {"privacy__design": "k_rr", "privacy__epsilon": 1} if kind == "select_one freq" \
+                else {"privacy__design": "unary", "privacy__epsilon": 2} if kind.startswith("select_multiple") else {}
+            rows.append(row(kind, f"q{n}", f"Question {n}?", f"¿Pregunta {n}?", **extra))
+        rows.append(row("end group"))
+    spec = read_xlsform(form(tmp_path / "big.xlsx", rows, CHOICES))
+    assert len(Survey.from_dict(spec).questions) == 200
+
+
+def test_the_cli_imports_and_exports_and_refuses_cleanly(tmp_path, runner, db_path):
+    from deniable.server.cli import main
+
+    path = form(tmp_path / "health.xlsx", REALISTIC, CHOICES)
+    imported = runner.invoke(main, ["survey", "import", str(path), "--output", str(tmp_path / "health.yaml")])
+    assert imported.exit_code == 0, imported.output
+    assert "WARNING: question 'cheated': ε is infinite" in imported.output
+    expected = Survey.from_dict(read_xlsform(path)).hash
+    assert Survey.from_file(tmp_path / "health.yaml").hash == expected
+    assert runner.invoke(main, ["survey", "add", str(path), "--db", db_path]).exit_code == 0
+    out = tmp_path / "again.xlsx"
+    exported = runner.invoke(main, ["survey", "export", "health", "--format", "xlsform", "--output", str(out), "--db", db_path])
+    assert exported.exit_code == 0, exported.output
+    assert Survey.from_file(out).hash == expected
+    not_a_form = tmp_path / "notes.xlsx"
+    not_a_form.write_bytes(b"\x00\x01 not a zip")
+    refused = runner.invoke(main, ["survey", "import", str(not_a_form)])
+    assert refused.exit_code == 1 and "not an XLSForm workbook" in refused.output and "Traceback" not in refused.output
+    missing = runner.invoke(main, ["survey", "export", "health", "--format", "xlsform", "--db", db_path])
+    assert missing.exit_code == 1 and "--output FILE.xlsx is required" in missing.output
