@@ -69,13 +69,16 @@ class LoadedSurvey:
             raise ValueError(f"no question {question_id!r} in survey {self.survey.id!r}")
         return question
 
-    def estimate(self, question_id: str, level: float = 0.95, method: str | None = None, simultaneous: bool = False):
+    def estimate(self, question_id: str, level: float = 0.95, method: str | None = None, simultaneous: bool = False,
+                 language: str | None = None):
         from .results import estimate
 
-        return estimate(self, question_id, level=level, method=method, simultaneous=simultaneous)
+        return estimate(self, question_id, level=level, method=method, simultaneous=simultaneous, language=language)
 
-    def estimate_all(self, level: float = 0.95, simultaneous: bool = False) -> dict:
-        return {qid: self.estimate(qid, level, simultaneous=simultaneous) for qid in self.survey.questions}
+    def estimate_all(self, level: float = 0.95, simultaneous: bool = False, language: str | None = None) -> dict:
+        """Every question with reports (each on its own n: skip logic asks some of some respondents only)."""
+        return {qid: self.estimate(qid, level, simultaneous=simultaneous, language=language)
+                for qid in self.survey.questions if self.question_counts(qid).sum() > 0}
 
     def __repr__(self):
         return f"<LoadedSurvey {self.survey.id} version {self.spec_hash[:12]} n={self.n} from {self.source}>"

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from deniable.client import Question
+from deniable.client import Question, skiplogic
 from deniable.client.mechanisms import LaplaceMechanism, Mechanism, UnaryMechanism
 
 from . import estimators as est
@@ -76,6 +76,11 @@ class EstimateResult:
     mean: MeanEstimate | None = None
     simultaneous: bool = False
     notes: list = field(default_factory=list)
+    #: Whom the question was asked of when skip logic shows it to some respondents only, e.g.
+    #: "respondents with worked = 'yes'" (None: everyone). The estimates describe that group.
+    population: str | None = None
+    #: The question's text in the language asked for (its default language otherwise).
+    text: str | None = None
 
     @property
     def n(self) -> int:
@@ -116,7 +121,8 @@ class EstimateResult:
 
     def to_frame(self) -> pd.DataFrame:
         frame = self.table.copy()
-        frame.attrs.update({"question": self.question_id, "design": self.design, "n": self.n, "level": self.level,
+        frame.attrs.update({"question": self.question_id, "text": self.text, "population": self.population,
+                            "design": self.design, "n": self.n, "level": self.level,
                             "method": self.method, "simultaneous": self.simultaneous, "converged": self.converged,
                             "optimality_gap": self.optimality_gap})
         return frame
@@ -162,8 +168,12 @@ class Summary:
     def _header(self) -> list[str]:
         r = self.result
         c = r.certificate
-        lines = [f"Question: {r.question_id or '-'}   design: {r.design}   ε = {r.mechanism.epsilon:.4g}",
-                 f"Reports: n = {r.n}   intervals: {r.level:.0%} {r.method}{' (simultaneous, Bonferroni)' if r.simultaneous else ''}",
+        lines = [f"Question: {r.question_id or '-'}   design: {r.design}   ε = {r.mechanism.epsilon:.4g}"]
+        if r.text:
+            lines.append(f"Text: {r.text}")
+        if r.population:
+            lines.append(f"Asked of: {r.population}; the estimates describe them (n = {r.n})")
+        lines += [f"Reports: n = {r.n}   intervals: {r.level:.0%} {r.method}{' (simultaneous, Bonferroni)' if r.simultaneous else ''}",
                  f"Estimate: maximum likelihood, {'certified' if c.converged else 'NOT CERTIFIED'} "
                  f"(KKT residual {c.kkt_residual:.1e}, log-likelihood within {c.optimality_gap:.1e} of the maximum)"]
         if r.mean is not None:
@@ -194,13 +204,17 @@ class Summary:
 
 
 def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: str | None = None,
-             simultaneous: bool = False) -> EstimateResult:
+             simultaneous: bool = False, language: str | None = None) -> EstimateResult:
     """Estimates for one question: maximum likelihood on the parameter space, with intervals.
 
     ``estimate(question_or_mechanism, reports)`` with a list, numpy array or pandas Series of report
     values, or ``estimate(loaded_survey, "question_id")`` for data from `load`. ``level`` is each
     interval's confidence unless ``simultaneous`` asks for all of a question's intervals to hold together
-    (Bonferroni). ``method``: see `EstimateResult.conf_int`.
+    (Bonferroni). ``method``: see `EstimateResult.conf_int`. ``language`` adds a ``label`` column (each
+    answer's label in that language; the index keeps the stable option names) and the question's text.
+
+    A question that skip logic shows to some respondents only is estimated among them: the result
+    says whom (``population``, in `summary` and in ``to_frame().attrs``).
     """
     if not isinstance(level, (int, float)) or not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, got {level!r}")
@@ -209,7 +223,12 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         question = loaded.survey.questions.get(question_id)
         if question is None:
             raise ValueError(f"no question {question_id!r} in survey {loaded.survey.id!r}")
-        return _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id, simultaneous)
+        result = _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
+                           simultaneous)
+        condition = loaded.survey.condition(question_id)
+        if condition is not None:
+            result.population = f"respondents with {skiplogic.to_text(condition)}"
+        return _localize(result, question, language)
     if isinstance(question_or_mechanism, Question):
         mechanism, question_id = question_or_mechanism.mechanism, question_or_mechanism.id
     elif isinstance(question_or_mechanism, Mechanism):
@@ -218,7 +237,15 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         raise TypeError("estimate() takes a Question, a Mechanism or a loaded survey")
     if reports is None:
         raise ValueError("reports: required (a list, numpy array or pandas Series of report values)")
-    return _estimate(mechanism, count_reports(mechanism, reports), level, method, question_id, simultaneous)
+    result = _estimate(mechanism, count_reports(mechanism, reports), level, method, question_id, simultaneous)
+    return _localize(result, question_or_mechanism, language) if isinstance(question_or_mechanism, Question) else result
+
+
+def _localize(result: EstimateResult, question: Question, language: str | None) -> EstimateResult:
+    result.text = question.text_in(language)
+    if language is not None and question.type in ("choice", "ordinal", "multi_select"):
+        result.table.insert(0, "label", [question.option_label(value, language) for value in result.table.index])
+    return result
 
 
 def _estimate(mechanism, counts, level, method, question_id, simultaneous=False, warn=True) -> EstimateResult:

@@ -10,6 +10,8 @@ import math
 
 from flask import Blueprint, current_app, redirect, render_template, request, url_for
 
+from deniable.client import skiplogic
+
 from . import admin_token_valid, get_store
 
 blueprint = Blueprint("admin", __name__, url_prefix="/admin")
@@ -64,12 +66,16 @@ def survey_estimates(survey_id):
     for qid, question in record.survey.questions.items():
         chart = {"id": qid, "text": question.text, "design": question.mechanism.design,
                  "epsilon": question.epsilon, "rows": [], "mean": None, "error": None}
+        condition = record.survey.condition(qid)
+        chart["population"] = None if condition is None else f"respondents with {skiplogic.to_text(condition)}"
         if data.n == 0:
             chart["error"] = "no responses yet"
+        elif data.question_counts(qid).sum() == 0:
+            chart["error"] = f"no reports yet from {chart['population'] or 'respondents'}"
         else:
             result = data.estimate(qid)
             chart.update(n=result.n, method=result.method, simultaneous=result.simultaneous, notes=result.notes,
-                         certified=result.converged, certificate=result.certificate)
+                         certified=result.converged, certificate=result.certificate, population=result.population)
             if result.mean is not None:
                 chart["mean"] = result.mean
             chart["rows"] = _bars(result.table)

@@ -278,7 +278,8 @@ def export(survey_id, fmt, output, spec_hash, db_path):
               help="Confidence level of each interval.")
 @click.option("--simultaneous", is_flag=True, help="Make a question's intervals hold together (Bonferroni).")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-def estimate_command(survey_id, db_path, url, token, by, questions, level, simultaneous, fmt):
+@click.option("--language", help="Question texts and option labels in this language of the survey (option names stay as they are).")
+def estimate_command(survey_id, db_path, url, token, by, questions, level, simultaneous, fmt, language):
     """Debiased estimates with standard errors and confidence intervals for every question."""
     import pandas as pd
 
@@ -293,7 +294,9 @@ def estimate_command(survey_id, db_path, url, token, by, questions, level, simul
                 frame = subgroup_frame(subgroups(data, qid, by, level, simultaneous=simultaneous)).reset_index()
                 texts.append(f"== {qid} by {by} ({level:.0%} intervals)\n{frame.to_string(index=False, float_format=_fmt)}")
             else:
-                result = data.estimate(qid, level, simultaneous=simultaneous)
+                if data.question_counts(qid).sum() == 0 and data.survey.condition(qid) is not None:
+                    continue  # asked of nobody yet: the survey goes on with the questions that have reports
+                result = data.estimate(qid, level, simultaneous=simultaneous, language=language)
                 frame = result.to_frame().reset_index().rename(columns={result.table.index.name: "answer"})
                 texts.append(result.summary().as_text())
                 if result.mean is not None:
@@ -302,6 +305,7 @@ def estimate_command(survey_id, db_path, url, token, by, questions, level, simul
                     frame["mean_ci_low"], frame["mean_ci_high"] = mean.ci.low, mean.ci.high
                     frame["mean_unbiased"] = mean.unbiased
                 frame["converged"] = result.converged
+                frame["population"] = result.population
                 frame.insert(1, "n", result.n)
                 frame.insert(2, "method", result.method)
             frame.insert(0, "question", qid)

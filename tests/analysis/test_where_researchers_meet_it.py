@@ -130,3 +130,30 @@ def test_every_surface_shows_the_same_headline(issue_db):
     ax = result.plot()
     plotted = ax.lines[0].get_xdata() if ax.lines else ax.collections[0].get_offsets()[:, 0]
     assert list(plotted) == pytest.approx(list(result.table["estimate"]))
+
+
+def test_a_question_asked_of_some_is_estimated_among_them_on_every_surface(demo_db):
+    """The demo's work section is shown to those who worked: its estimates say so, with their n."""
+    data = load(db=demo_db, survey_id="tax")
+    worked = int(data.question_counts("worked")[data.survey.questions["worked"].mechanism.reports.index("yes")])
+    result = estimate(data, "cash", language="es")
+    assert result.n == worked < data.n
+    assert result.population == "respondents with worked = 'yes'"
+    assert f"Asked of: respondents with worked = 'yes'; the estimates describe them (n = {worked})" in str(result.summary())
+    frame = result.to_frame()
+    assert frame.attrs["population"] == result.population and frame.attrs["n"] == worked
+    assert list(frame["label"]) == ["Sueldo", "Por cuenta propia", "En efectivo", "Otro"]
+    assert list(frame.index) == ["Salary", "Self-employed", "Cash in hand", "Other"]  # option names stay stable
+    assert result.text == "¿Cómo le pagaron principalmente el año pasado?"
+    assert estimate(data, "region").population is None
+    assert set(data.estimate_all()) == set(data.survey.questions)
+
+    rows = json.loads(CliRunner().invoke(main, ["estimate", "tax", "--db", demo_db, "--format", "json"]).output)
+    cash = [r for r in rows if r["question"] == "cash"]
+    assert {r["population"] for r in cash} == {"respondents with worked = 'yes'"} and {r["n"] for r in cash} == {worked}
+    assert {r["population"] for r in rows if r["question"] == "region"} == {None}
+    table = CliRunner().invoke(main, ["estimate", "tax", "--db", demo_db, "--question", "cash"]).output
+    assert "Asked of: respondents with worked = 'yes'" in table
+    page = dashboard(demo_db)
+    chart = page[page.index('id="chart-cash"'):page.index('id="chart-undeclared"')]
+    assert f"Asked of respondents with worked = &#39;yes&#39;: the estimates describe them (n = {worked})" in chart
