@@ -11,10 +11,10 @@ from .likelihood import Certificate, ConvergenceWarning
 from .load import LoadedSurvey, LoadError, load
 from .planning import compare_designs, margin_of_error, power, sample_size, unit_variance
 from .regression import logistic
-from .results import CATEGORICAL_METHODS, EstimateResult, MeanEstimate, Summary, estimate
+from .results import CATEGORICAL_METHODS, EstimateResult, MeanEstimate, Summary, estimate, population
 
 __all__ = [
     "BINARY_METHODS", "CATEGORICAL_METHODS", "Certificate", "Comparison", "ConvergenceWarning", "ConfidenceInterval", "DEFAULT_BINARY_METHOD", "EstimateResult", "LoadError",
     "LoadedSurvey", "MeanEstimate", "Summary", "compare", "compare_designs", "estimate", "load", "logistic",
-    "margin_of_error", "power", "sample_size", "subgroup_frame", "subgroups", "unit_variance",
+    "margin_of_error", "population", "power", "sample_size", "subgroup_frame", "subgroups", "unit_variance",
 ]

@@ -225,9 +225,7 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
             raise ValueError(f"no question {question_id!r} in survey {loaded.survey.id!r}")
         result = _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
                            simultaneous)
-        condition = loaded.survey.condition(question_id)
-        if condition is not None:
-            result.population = f"respondents with {skiplogic.to_text(condition)}"
+        result.population = population(loaded.survey, question_id)
         return _localize(result, question, language)
     if isinstance(question_or_mechanism, Question):
         mechanism, question_id = question_or_mechanism.mechanism, question_or_mechanism.id
@@ -239,6 +237,12 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         raise ValueError("reports: required (a list, numpy array or pandas Series of report values)")
     result = _estimate(mechanism, count_reports(mechanism, reports), level, method, question_id, simultaneous)
     return _localize(result, question_or_mechanism, language) if isinstance(question_or_mechanism, Question) else result
+
+
+def population(survey, question_id: str) -> str | None:
+    """Whom skip logic asks ``question_id`` of ("respondents with worked = 'yes'"); None: everyone."""
+    condition = survey.condition(question_id)
+    return None if condition is None else f"respondents with {skiplogic.to_text(condition)}"
 
 
 def _localize(result: EstimateResult, question: Question, language: str | None) -> EstimateResult:

@@ -10,8 +10,6 @@ import math
 
 from flask import Blueprint, current_app, redirect, render_template, request, url_for
 
-from deniable.client import skiplogic
-
 from . import admin_token_valid, get_store
 
 blueprint = Blueprint("admin", __name__, url_prefix="/admin")
@@ -54,7 +52,7 @@ def survey_estimates(survey_id):
     """Live estimates with intervals for every question, a chart each (SVG, no script)."""
     if not _signed_in(request.cookies.get(COOKIE)):
         return _denied()
-    from deniable.analysis import LoadError, load  # the dashboard is the server's one use of analysis
+    from deniable.analysis import LoadError, load, population  # the dashboard is the server's one use of analysis
 
     store = get_store()
     record = store.get_survey(survey_id)
@@ -66,8 +64,7 @@ def survey_estimates(survey_id):
     for qid, question in record.survey.questions.items():
         chart = {"id": qid, "text": question.text, "design": question.mechanism.design,
                  "epsilon": question.epsilon, "rows": [], "mean": None, "error": None}
-        condition = record.survey.condition(qid)
-        chart["population"] = None if condition is None else f"respondents with {skiplogic.to_text(condition)}"
+        chart["population"] = population(record.survey, qid)
         if data.n == 0:
             chart["error"] = "no responses yet"
         elif data.question_counts(qid).sum() == 0:
@@ -75,7 +72,7 @@ def survey_estimates(survey_id):
         else:
             result = data.estimate(qid)
             chart.update(n=result.n, method=result.method, simultaneous=result.simultaneous, notes=result.notes,
-                         certified=result.converged, certificate=result.certificate, population=result.population)
+                         certified=result.converged, certificate=result.certificate)
             if result.mean is not None:
                 chart["mean"] = result.mean
             chart["rows"] = _bars(result.table)

@@ -21,6 +21,11 @@ from . import catalogue, get_store, storage
 blueprint = Blueprint("respond", __name__)
 
 COIN_FLIP = {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}
+#: How each language names itself in the switcher.
+LANGUAGE_NAMES = {"en": "English", "es": "Español", "fr": "Français", "pt": "Português", "de": "Deutsch",
+                  "ar": "العربية", "he": "עברית", "sw": "Kiswahili", "hi": "हिन्दी", "zh": "中文", "ru": "Русский"}
+
+MAX_FORM_NUMBER = 40  # characters: a number beyond this is no answer, and never worth exact arithmetic
 
 
 def page_language(survey=None) -> str:
@@ -130,13 +135,6 @@ def survey_page(survey_id):
                            words=words, lang=language, dir="rtl" if is_right_to_left(language) else "ltr",
                            languages=languages, page_data=page_data, token=token, idempotency_key=secrets.token_hex(16),
                            skipped=[q["text"] for q in questions if not q["offline"]])
-
-
-#: How each language names itself in the switcher.
-LANGUAGE_NAMES = {"en": "English", "es": "Español", "fr": "Français", "pt": "Português", "de": "Deutsch",
-                  "ar": "العربية", "he": "עברית", "sw": "Kiswahili", "hi": "हिन्दी", "zh": "中文", "ru": "Русский"}
-
-MAX_FORM_NUMBER = 40  # characters: a number beyond this is no answer, and never worth exact arithmetic
 
 
 @blueprint.post("/s/<survey_id>/submit")

@@ -8,6 +8,7 @@ that reads back to the same spec hash. docs/questionnaires.md has the mapping ta
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from pathlib import Path
 
 from deniable.client import SpecError, Survey, skiplogic
@@ -361,8 +362,6 @@ def _privacy(number: int, record: dict, problems: _Problems):
 
 
 def _complement(rate_text: str) -> str:
-    from fractions import Fraction
-
     return str(1 - Fraction(rate_text))
 
 
