@@ -598,11 +598,7 @@ class Survey:
         server extra's openpyxl)."""
         path = Path(path)
         if path.suffix.lower() == ".xlsx":
-            try:
-                from deniable.server.xlsform import read_xlsform
-            except ImportError:
-                raise SpecError("reading XLSForms needs the server extra: pip install 'deniable[server]'") from None
-            return cls(read_xlsform(path))
+            return cls.from_xlsform(path)
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as error:
@@ -612,6 +608,15 @@ class Survey:
         if path.suffix.lower() == ".json":
             return cls.from_json(text)
         return cls.from_yaml(text)
+
+    @classmethod
+    def from_xlsform(cls, path) -> "Survey":
+        """Read an XLSForm (.xlsx). The reader (openpyxl) lives in the server extra, not the client."""
+        try:
+            from deniable.server.xlsform import read_xlsform
+        except ImportError:
+            raise SpecError("reading XLSForms needs the server extra: pip install 'deniable[server]'") from None
+        return cls(read_xlsform(path))
 
     def to_dict(self) -> dict:
         spec = {"id": self.id, "title": self.titles}

@@ -158,6 +158,7 @@ def test_export_reads_back_to_the_same_hash(tmp_path, survey):
     write_xlsform(survey, tmp_path / "out.xlsx")
     assert Survey.from_dict(read_xlsform(tmp_path / "out.xlsx")).hash == survey.hash
     assert Survey.from_file(tmp_path / "out.xlsx").hash == survey.hash
+    assert Survey.from_xlsform(tmp_path / "out.xlsx").hash == survey.hash
 
 
 def test_the_examples_xlsform_is_the_demo_questionnaire():
