@@ -140,6 +140,8 @@ def test_the_language_switcher_and_right_to_left_languages(browser, live_server,
     assert "t=invitation-token-123" in page.get_attribute(".languages a[lang=ar]", "href")  # ... but not the page
     page.click(".languages a[lang=ar]")
     page.wait_for_selector("html[lang=ar]")
+    page.wait_for_load_state("load")  # the page's module script has run once the load event fired
+    page.wait_for_function("!new URLSearchParams(location.search).has('t')")
     assert page.get_attribute("html", "dir") == "rtl"
     assert page.text_content("h1") == "الصحة" and "t=" not in page.url
     context.close()
