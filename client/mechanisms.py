@@ -25,7 +25,7 @@ import secrets
 from fractions import Fraction
 from functools import cached_property
 
-from .exact import EpsilonRequest, epsilon_of, json_number, parse_fraction
+from .exact import EpsilonRequest, epsilon_of, integer_root, json_number, parse_fraction
 
 YES_NO = ("yes", "no")
 
@@ -155,6 +155,109 @@ class ChannelMechanism(Mechanism):
         denominator, thresholds = self._sampler(self._answer_index[self.validate_answer(answer)])
         draw = rng.randbelow(denominator)
         return self._reports[bisect.bisect_right(thresholds, draw)]
+
+
+class SymmetricMechanism(ChannelMechanism):
+    """A k×k channel that keeps the answer with probability ``keep`` and sends each other
+    option with ``other`` (k-ary RR; the identity of a public choice). Held as those two
+    numbers, not k² entries, so building, validating and bounding ε cost O(k) at any size;
+    `channel()` still writes the whole matrix for whoever asks."""
+
+    def __init__(self, design: str, params: dict, options, keep: Fraction, other: Fraction):
+        self.design = design
+        self.params = params
+        self._answers = self._reports = list(options)
+        self.keep, self.other = Fraction(keep), Fraction(other)
+        if self.keep < 0 or self.other < 0 or self.keep + (len(self._answers) - 1) * self.other != 1:
+            raise ValueError("keep + (k − 1)·other must be 1")
+        self._answer_index = self._report_index = {a: i for i, a in enumerate(self._answers)}
+        # One integer range for every answer: [other]*a, keep, [other]*(k−1−a) in report order,
+        # the same thresholds the written-out column would give (so shared vectors still agree).
+        self._denominator = math.lcm(self.keep.denominator, self.other.denominator)
+        self._keep_width = self.keep.numerator * (self._denominator // self.keep.denominator)
+        self._other_width = self.other.numerator * (self._denominator // self.other.denominator)
+
+    @property
+    def _columns(self):
+        k = len(self._answers)
+        return [[self.keep if r == a else self.other for r in range(k)] for a in range(k)]
+
+    def probability(self, report, answer) -> Fraction:
+        a = self._answer_index[self.validate_answer(answer)]
+        r = self._report_index[self.validate_report(report)]
+        return self.keep if r == a else self.other
+
+    @cached_property
+    def exp_epsilon(self):
+        if len(self._answers) == 1:
+            return Fraction(1)
+        high, low = max(self.keep, self.other), min(self.keep, self.other)
+        return None if low == 0 else high / low
+
+    def randomize(self, answer, rng=None):
+        rng = rng or secrets
+        a = self._answer_index[self.validate_answer(answer)]
+        draw = rng.randbelow(self._denominator)
+        before = a * self._other_width
+        if draw < before:
+            return self._reports[draw // self._other_width]
+        if draw < before + self._keep_width:
+            return self._reports[a]
+        return self._reports[a + 1 + (draw - before - self._keep_width) // self._other_width]
+
+
+class OrdinalMechanism(ChannelMechanism):
+    """The exponential mechanism on a scale, ``P(r | a) = w^|r−a| / Z_a``, held as integer
+    weights ``W_d = n^d · m^(k−1−d)`` for ``w = n/m`` and the column totals ``Z_a``: O(k) to
+    build, not k² fractions. Moving a away from r lowers ``P(r | a)`` (the step ratio is
+    ``w·Z_a / Z_(a±1)`` < 1 whenever w < 1), so each row's extremes are at a = r and at an end
+    of the scale, and the worst row is an end one: e^ε = w^−(k−1) exactly. Tests compare that
+    with the enumerated matrix."""
+
+    def __init__(self, design: str, params: dict, options, base: Fraction):
+        self.design = design
+        self.params = params
+        self._answers = self._reports = list(options)
+        self.base = Fraction(base)
+        if not 0 < self.base <= 1:
+            raise ValueError("the base of the ordinal design must be in (0, 1]")
+        self._answer_index = self._report_index = {a: i for i, a in enumerate(self._answers)}
+        self._samplers = {}
+
+    # Weights and totals are big integers (k·20 bits each): made when first needed, so checking
+    # a spec (which needs only ε) never pays for them.
+    @cached_property
+    def _weights(self) -> list[int]:
+        k, n, m = len(self._answers), self.base.numerator, self.base.denominator
+        return [n**d * m ** (k - 1 - d) for d in range(k)]
+
+    @cached_property
+    def _totals(self) -> list[int]:
+        k, weights = len(self._answers), self._weights
+        running = list(itertools.accumulate(weights))  # running[i] = W_0 + … + W_i
+        return [running[a] + running[k - 1 - a] - weights[0] for a in range(k)]
+
+    @property
+    def _columns(self):
+        k = len(self._answers)
+        return [[Fraction(self._weights[abs(r - a)], self._totals[a]) for r in range(k)] for a in range(k)]
+
+    def probability(self, report, answer) -> Fraction:
+        a = self._answer_index[self.validate_answer(answer)]
+        r = self._report_index[self.validate_report(report)]
+        return Fraction(self._weights[abs(r - a)], self._totals[a])
+
+    @cached_property
+    def exp_epsilon(self):
+        return (1 / self.base) ** (len(self._answers) - 1)
+
+    def _sampler(self, a: int):
+        # The reduced column's common denominator, as the written-out column would give it.
+        if a not in self._samplers:
+            weights = [self._weights[abs(r - a)] for r in range(len(self._answers))]
+            common = math.gcd(self._totals[a], *weights)
+            self._samplers[a] = (self._totals[a] // common, list(itertools.accumulate(w // common for w in weights)))
+        return self._samplers[a]
 
 
 class UnaryMechanism(Mechanism):
@@ -305,17 +408,12 @@ class LaplaceMechanism(Mechanism):
 
     @cached_property
     def exp_epsilon(self):
-        # P(r|a) falls with |r − a|, so each row's extremes sit at the nearest and the farthest
-        # answer: O(reports) exact evaluations instead of the whole matrix (tests compare both).
+        # P(r|a) ∝ α^|r − a| within each row (the folded tails too). A row at or beyond an end
+        # of the grid has answers at distances d and d + N (N = points), an inner row a smaller
+        # spread: the worst ratio is α^−N exactly. Tests compare it with the matrix enumerated.
         if self.alpha is None:
             return None if self.points > 0 else Fraction(1)
-        worst = Fraction(1)
-        low, high = self.report_range
-        for r in range(low, high + 1):
-            nearest = min(max(r, 0), self.points)
-            farthest = 0 if abs(r) > abs(r - self.points) else self.points
-            worst = max(worst, self._index_probability(r, nearest) / self._index_probability(r, farthest))
-        return worst
+        return (1 / self.alpha) ** self.points
 
     def _geometric(self, rng) -> int:
         # Failures before the first success with success probability 1 − α, drawn exactly.
@@ -421,40 +519,24 @@ def k_rr(params: dict, where: str, options):
         if p_truth <= Fraction(1, k):
             raise ValueError(f"{where}.p_truth: must exceed 1/{k} (one over the number of options), got {params['p_truth']!r}")
         normalized = {"design": "k_rr", "p_truth": str(p_truth)}
-    other = (1 - p_truth) / (k - 1)
-    columns = [[p_truth if r == a else other for r in range(k)] for a in range(k)]
-    return ChannelMechanism("k_rr", normalized, options, options, columns)
-
-
-def _ordinal_columns(k: int, base: Fraction):
-    powers = [base**d for d in range(k)]
-    columns = []
-    for a in range(k):
-        weights = [powers[abs(r - a)] for r in range(k)]
-        total = sum(weights)
-        columns.append([w / total for w in weights])
-    return columns
+    return SymmetricMechanism("k_rr", normalized, options, p_truth, (1 - p_truth) / (k - 1))
 
 
 def ordinal(params: dict, where: str, options):
     """Ordinal randomized response for Likert scales: the exponential mechanism with utility
     −|i − j|, P(j | i) ∝ w^|i−j|. Reports near the truth are likelier. Given ``epsilon``, the
     base w = n/2^20 is the smallest on that grid whose exact channel has e^ε ≤ L ≤ e^ε
-    (a binary search; the textbook w = e^(−ε/2Δ) spends less of the budget than allowed)."""
+    (w^−(k−1) ≤ L solved for n in integers, see `OrdinalMechanism`; the textbook w = e^(−ε/2Δ)
+    spends less of the budget than allowed)."""
     request = _epsilon_or(params, where)
     bound = _exp_bound(request, where)
-    k, scale = len(options), 2**ORDINAL_BASE_BITS
-    low, high = 0, scale  # high always satisfies the budget (w = 1 is uniform, ε = 0)
-    while high - low > 1:
-        middle = (low + high) // 2
-        ratio = _worst_ratio(list(zip(*_ordinal_columns(k, Fraction(middle, scale)))))
-        if ratio is not None and ratio <= bound:
-            high = middle
-        else:
-            low = middle
-    base = Fraction(high, scale)
+    degree, scale = len(options) - 1, 2**ORDINAL_BASE_BITS
+    # the smallest n with n^(k−1) · L ≥ scale^(k−1), L = bound as a fraction
+    target = -(-(scale**degree * bound.denominator) // bound.numerator)
+    root = integer_root(target, degree)
+    n = root if root**degree >= target else root + 1
     normalized = {"design": "ordinal", "epsilon": request.canonical()}
-    return ChannelMechanism("ordinal", normalized, options, options, _ordinal_columns(k, base))
+    return OrdinalMechanism("ordinal", normalized, options, Fraction(n, scale))
 
 
 def unary(params: dict, where: str, options):
@@ -491,8 +573,7 @@ def public(question_type: str, options=None, grid=None):
     if question_type == "yes_no":
         return ChannelMechanism("none", params, YES_NO, YES_NO, [[1, 0], [0, 1]])
     if question_type in ("choice", "ordinal"):
-        identity = [[int(r == a) for r in range(len(options))] for a in range(len(options))]
-        return ChannelMechanism("none", params, options, options, identity)
+        return SymmetricMechanism("none", params, options, Fraction(1), Fraction(0))
     if question_type == "multi_select":
         return UnaryMechanism("none", params, options, Fraction(1), Fraction(0))
     return LaplaceMechanism("none", params, *grid, alpha=None)

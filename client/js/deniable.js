@@ -307,6 +307,94 @@ export class ChannelMechanism extends Mechanism {
   }
 }
 
+/** k-ary RR and the identity of a public choice: keep the answer with `keep`, send each other
+ * option with `other`. Held as two numbers, not k² entries (twin of Python's SymmetricMechanism). */
+export class SymmetricMechanism extends ChannelMechanism {
+  constructor(design, params, options, keep, other) {
+    super(design, params, options, options, []);
+    this.keep = keep;
+    this.other = other;
+    this._index = new Map(options.map((option, i) => [option, i]));
+    // One integer range for every answer, split as the written-out column would split it.
+    const denominator = (keep.d * other.d) / gcd(keep.d, other.d);
+    this._denominator = denominator;
+    this._keepWidth = keep.n * (denominator / keep.d);
+    this._otherWidth = other.n * (denominator / other.d);
+  }
+  get _columns() {
+    return this._answers.map((_, a) => this._reports.map((__, r) => (r === a ? this.keep : this.other)));
+  }
+  set _columns(_ignored) {}
+  _probability(report, answer) {
+    const a = this._index.get(this.validateAnswer(answer));
+    const r = this._index.get(this.validateReport(report));
+    return r === a ? this.keep : this.other;
+  }
+  _computeExpEpsilon() {
+    if (this._answers.length === 1) return ONE;
+    const high = fmax(this.keep, this.other);
+    const low = fmin(this.keep, this.other);
+    return low.isZero() ? null : high.div(low);
+  }
+  randomize(answer, source = defaultSource) {
+    const a = this._index.get(this.validateAnswer(answer));
+    const draw = source.randomBelow(this._denominator);
+    const before = BigInt(a) * this._otherWidth;
+    if (draw < before) return this._reports[Number(draw / this._otherWidth)];
+    if (draw < before + this._keepWidth) return this._reports[a];
+    return this._reports[a + 1 + Number((draw - before - this._keepWidth) / this._otherWidth)];
+  }
+}
+
+/** The exponential mechanism on a scale, P(r | a) = w^|r-a| / Z_a, held as integer weights
+ * W_d = n^d m^(k-1-d) for w = n/m (twin of Python's OrdinalMechanism, which proves
+ * e^ε = w^-(k-1)). */
+export class OrdinalMechanism extends ChannelMechanism {
+  constructor(design, params, options, base) {
+    super(design, params, options, options, []);
+    this.base = base;
+    this._index = new Map(options.map((option, i) => [option, i]));
+  }
+  get _weights() {
+    if (this._weightsMade === undefined) {
+      const k = this._answers.length;
+      this._weightsMade = Array.from({ length: k }, (_, d) => this.base.n ** BigInt(d) * this.base.d ** BigInt(k - 1 - d));
+    }
+    return this._weightsMade;
+  }
+  get _totals() {
+    if (this._totalsMade === undefined) {
+      const weights = this._weights;
+      const k = weights.length;
+      let sum = 0n;
+      const running = weights.map((w) => (sum += w));
+      this._totalsMade = Array.from({ length: k }, (_, a) => running[a] + running[k - 1 - a] - weights[0]);
+    }
+    return this._totalsMade;
+  }
+  get _columns() {
+    const k = this._answers.length;
+    return Array.from({ length: k }, (_, a) => Array.from({ length: k }, (__, r) => frac(this._weights[Math.abs(r - a)], this._totals[a])));
+  }
+  set _columns(_ignored) {}
+  _probability(report, answer) {
+    const a = this._index.get(this.validateAnswer(answer));
+    const r = this._index.get(this.validateReport(report));
+    return frac(this._weights[Math.abs(r - a)], this._totals[a]);
+  }
+  _computeExpEpsilon() { return ONE.div(this.base).pow(this._answers.length - 1); }
+  _sampler(a) {
+    if (!this._samplers.has(a)) {
+      const weights = this._answers.map((_, r) => this._weights[Math.abs(r - a)]);
+      const common = weights.reduce(gcd, this._totals[a]);
+      let running = 0n;
+      const thresholds = weights.map((w) => (running += w / common));
+      this._samplers.set(a, { denominator: this._totals[a] / common, thresholds });
+    }
+    return this._samplers.get(a);
+  }
+}
+
 export class UnaryMechanism extends Mechanism {
   constructor(design, params, options, keepOne, flipZero) {
     super();
@@ -414,16 +502,9 @@ export class LaplaceMechanism extends Mechanism {
   }
   _probability(report, answer) { return this._indexProbability(this.reportIndex(report), this.answerIndex(answer)); }
   _computeExpEpsilon() {
-    // P(r|a) falls with |r - a|: each row's extremes are at the nearest and the farthest answer.
+    // Every row's worst ratio is at most alpha^-N, reached at the ends (see the Python twin).
     if (this.alpha === null) return this.points > 0 ? null : ONE;
-    let worst = ONE;
-    const [low, high] = this.reportRange;
-    for (let r = low; r <= high; r++) {
-      const nearest = Math.min(Math.max(r, 0), this.points);
-      const farthest = Math.abs(r) > Math.abs(r - this.points) ? 0 : this.points;
-      worst = fmax(worst, this._indexProbability(r, nearest).div(this._indexProbability(r, farthest)));
-    }
-    return worst;
+    return ONE.div(this.alpha).pow(this.points);
   }
   _geometric(source) {
     let count = 0;
@@ -475,17 +556,6 @@ function epsilonOr(params, where, alternative = null) {
   throw new SpecError(`${where}: epsilon${alternative ? ` or ${alternative}` : ""} is required`);
 }
 
-function ordinalColumns(k, base) {
-  const powers = Array.from({ length: k }, (_, d) => base.pow(d));
-  return Array.from({ length: k }, (_, a) => {
-    const weights = Array.from({ length: k }, (_, r) => powers[Math.abs(r - a)]);
-    const total = weights.reduce((x, y) => x.add(y));
-    return weights.map((w) => w.div(total));
-  });
-}
-
-const transpose = (columns) => columns[0].map((_, r) => columns.map((column) => column[r]));
-
 const designBuilders = {
   forced_response(params, where) {
     const [truth, yes, no] = ["truth", "yes", "no"].map((n) => probabilityParam(params, n, where));
@@ -524,25 +594,20 @@ const designBuilders = {
       }
       normalized = { design: "k_rr", p_truth: `${pTruth}` };
     }
-    const other = ONE.sub(pTruth).div(frac(BigInt(k - 1)));
-    const columns = options.map((_, a) => options.map((__, r) => (r === a ? pTruth : other)));
-    return new ChannelMechanism("k_rr", normalized, options, options, columns);
+    return new SymmetricMechanism("k_rr", normalized, options, pTruth, ONE.sub(pTruth).div(frac(BigInt(k - 1))));
   },
   ordinal(params, where, options) {
     const request = epsilonOr(params, where);
     const bound = expBound(request, where);
-    const k = options.length;
+    const degree = BigInt(options.length - 1);
     const scale = 1n << ORDINAL_BASE_BITS;
-    let low = 0n;
-    let high = scale;
-    while (high - low > 1n) {
-      const middle = (low + high) / 2n;
-      const ratio = worstRatio(transpose(ordinalColumns(k, frac(middle, scale))));
-      if (ratio !== null && ratio.cmp(bound) <= 0) high = middle;
-      else low = middle;
-    }
+    // the smallest n with n^(k-1) * L >= scale^(k-1), L = bound as a fraction
+    const wanted = scale ** degree * bound.d;
+    const target = wanted / bound.n + (wanted % bound.n === 0n ? 0n : 1n);
+    const root = integerRoot(target, degree);
+    const n = root ** degree >= target ? root : root + 1n;
     const normalized = { design: "ordinal", epsilon: request.canonical() };
-    return new ChannelMechanism("ordinal", normalized, options, options, ordinalColumns(k, frac(high, scale)));
+    return new OrdinalMechanism("ordinal", normalized, options, frac(n, scale));
   },
   unary(params, where, options) {
     const variant = params.variant ?? "symmetric";
@@ -589,8 +654,7 @@ function publicMechanism(type, options, grid) {
   const params = { design: "none" };
   if (type === "yes_no") return new ChannelMechanism("none", params, YES_NO, YES_NO, [[ONE, ZERO], [ZERO, ONE]]);
   if (type === "choice" || type === "ordinal") {
-    const identity = options.map((_, a) => options.map((__, r) => (r === a ? ONE : ZERO)));
-    return new ChannelMechanism("none", params, options, options, identity);
+    return new SymmetricMechanism("none", params, options, ONE, ZERO);
   }
   if (type === "multi_select") return new UnaryMechanism("none", params, options, ONE, ZERO);
   return new LaplaceMechanism("none", params, ...grid, null);

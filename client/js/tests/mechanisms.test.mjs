@@ -115,3 +115,42 @@ test("randomBelow is uniform and stays in range", () => {
     assert.ok(Math.abs(low[0] - draws * p) <= Z * Math.sqrt(draws * p * (1 - p)));
   }
 });
+
+test("the largest channels within the limits are built in O(k): epsilon from the closed forms", () => {
+  const options = Array.from({ length: 1000 }, (_, i) => `o${i}`);
+  const survey = Survey.fromSpec({
+    id: "big", title: "Big", questions: [
+      { id: "k", text: "?", type: "choice", options, privacy: { design: "k_rr", epsilon: 1 } },
+      { id: "o", text: "?", type: "ordinal", options, privacy: { design: "ordinal", epsilon: 1 } },
+      { id: "n", text: "?", type: "number", min: 0, max: 1000, step: 1, privacy: { design: "laplace", epsilon: 1 } },
+      { id: "p", text: "?", type: "choice", options, privacy: "none" },
+    ],
+  });
+  const started = performance.now();
+  const { k, o, n, p } = survey.questions;
+  const kary = k.mechanism;
+  assert.equal(kary.expEpsilon.toString(), kary.keep.div(kary.other).toString());
+  assert.equal(o.mechanism.expEpsilon.toString(), new Fraction(1n).div(o.mechanism.base).pow(999).toString());
+  assert.equal(n.mechanism.expEpsilon.toString(), new Fraction(1n).div(n.mechanism.alpha).pow(1000).toString());
+  assert.equal(p.mechanism.expEpsilon, null);
+  for (const question of [k, o, p]) assert.ok(options.includes(question.mechanism.randomize("o500")));
+  assert.ok(performance.now() - started < 5000);
+  // the worst ratio of the written-out matrix agrees on a scale small enough to enumerate
+  const small = Survey.fromSpec({ id: "s", title: "S", questions: [
+    { id: "o", text: "?", type: "ordinal", options: ["1", "2", "3", "4", "5", "6"], privacy: { design: "ordinal", epsilon: 0.8 } },
+  ] }).questions.o.mechanism;
+  let worst = new Fraction(1n);
+  for (const row of small.channel()) {
+    for (const a of row) for (const b of row) if (a.div(b).cmp(worst) > 0) worst = a.div(b);
+  }
+  assert.equal(worst.toString(), small.expEpsilon.toString());
+});
+
+test("numbers are parsed with bounded length and exponent before any exact arithmetic", () => {
+  for (const text of ["1e5000000", "1".repeat(82), "1e1000", "0." + "1".repeat(41)]) {
+    const started = performance.now();
+    assert.throws(() => parseFraction(text, "n"), SpecError);
+    assert.ok(performance.now() - started < 50, text);
+  }
+  assert.equal(parseFraction("1e999", "n").toString(), `1${"0".repeat(999)}`);
+});
