@@ -151,6 +151,42 @@ def epsilon_of(exp_epsilon: Fraction | None) -> float:
     return math.nextafter(math.nextafter(nearest, math.inf), math.inf)
 
 
+#: Deeper than any survey spec or response body needs; deeper input is refused before it is walked.
+MAX_JSON_DEPTH = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable_path(path: str) -> str:
+    """A field path that can itself be written as UTF-8 (a lone surrogate shown as ``\\ud800``)."""
+    return path.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def check_json_text(value, field: str, max_depth: int = MAX_JSON_DEPTH, text: bool = True) -> None:
+    """ValueError naming the first place where ``value`` (parsed JSON or YAML) nests deeper than
+    ``max_depth`` or holds a string, key included, that is not valid Unicode text (a lone
+    surrogate such as ``"\\ud800"``, which JSON's escapes allow but no database or UTF-8
+    encoder accepts). Iterative, so no input can exhaust the stack. ``text=False`` checks depth only."""
+    stack = [(value, field, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, str):
+            if text and _SURROGATE.search(item):
+                raise ValueError(f"{printable_path(path)}: not valid Unicode text (a lone surrogate)")
+            continue
+        if not isinstance(item, (dict, list)):
+            continue
+        if depth >= max_depth:
+            raise ValueError(f"{printable_path(path)}: nested deeper than {max_depth} levels")
+        if isinstance(item, dict):
+            for key, child in item.items():
+                child_path = f"{path}.{key}" if path else str(key)
+                if text and isinstance(key, str) and _SURROGATE.search(key):
+                    raise ValueError(f"{printable_path(child_path)}: not valid Unicode text (a lone surrogate)")
+                stack.append((child, child_path, depth + 1))
+        else:
+            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
+
+
 def json_number(value: Fraction):
     """A grid value as the plain JSON number both clients produce (int when whole)."""
     if value.denominator == 1:

@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 
 from . import mechanisms, skiplogic
-from .exact import canonical_json, json_number, parse_fraction
+from .exact import canonical_json, check_json_text, json_number, parse_fraction
 from .mechanisms import Mechanism
 from .privacy import ONE_SIDED_STATEMENT, posterior_bound, privacy_statement
 
@@ -41,6 +41,14 @@ MAX_ITEMS = 1000
 MAX_OPTIONS = 1000
 MAX_SECTIONS = 200
 MAX_TEXT_LENGTH = 5000
+#: A spec file or body larger than this is refused before it is parsed (a 200-question bilingual
+#: survey is about 120 KB).
+MAX_SPEC_BYTES = 256 * 1024
+#: The pure-Python YAML 1.2 parser costs about 25 µs per token, whatever its length: a YAML spec
+#: with more structural marks (line breaks, commas, colons, dashes, brackets) than this is refused
+#: before it is parsed (a 200-question bilingual survey has about 7,500).
+MAX_YAML_MARKS = 15_000
+_YAML_MARKS = re.compile(r"[\n,:\-\[\]{}]")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
 _SURVEY_FIELDS = {"id", "title", "description", "version", "languages", "default_language", "layout",
@@ -393,6 +401,10 @@ class Survey:
     def __init__(self, spec: dict):
         if not isinstance(spec, dict):
             raise SpecError(f"survey: must be a mapping, got {type(spec).__name__}")
+        try:
+            check_json_text(spec, "survey")
+        except ValueError as error:
+            raise SpecError(str(error)) from None
         unknown = sorted(set(spec) - _SURVEY_FIELDS, key=str)
         if unknown:
             raise SpecError(f"survey: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(_SURVEY_FIELDS))})")
@@ -581,6 +593,7 @@ class Survey:
 
     @classmethod
     def from_json(cls, text: str) -> "Survey":
+        _check_size(text)
         try:
             return cls(json.loads(text))
         except json.JSONDecodeError as error:
@@ -590,6 +603,11 @@ class Survey:
 
     @classmethod
     def from_yaml(cls, text: str) -> "Survey":
+        _check_size(text)
+        marks = len(_YAML_MARKS.findall(text))
+        if marks > MAX_YAML_MARKS:
+            raise SpecError(f"survey: {marks:,} YAML tokens, more than the {MAX_YAML_MARKS:,} a spec may have "
+                            f"(long option lists cost the most; JSON specs are read without this limit)")
         return cls(load_yaml(text))
 
     @classmethod
@@ -600,6 +618,8 @@ class Survey:
         if path.suffix.lower() == ".xlsx":
             return cls.from_xlsform(path)
         try:
+            if path.stat().st_size > MAX_SPEC_BYTES:
+                raise SpecError(f"{path}: larger than {MAX_SPEC_BYTES // 1024} KiB, the limit for a survey spec")
             text = path.read_text(encoding="utf-8")
         except OSError as error:
             raise SpecError(f"{path}: cannot read ({error.strerror})") from None
@@ -693,6 +713,11 @@ class Survey:
         return f"<Survey {self.id} {len(self.questions)} questions ε={self.epsilon:.4g} {self.hash[:12]}>"
 
 
+def _check_size(text: str):
+    if len(text) > MAX_SPEC_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_SPEC_BYTES:
+        raise SpecError(f"survey: larger than {MAX_SPEC_BYTES // 1024} KiB, the limit for a survey spec")
+
+
 def load_yaml(text: str):
     """Parse YAML 1.2, where ``yes``, ``no``, ``on`` and ``off`` are strings, not booleans.
 
@@ -704,6 +729,8 @@ def load_yaml(text: str):
     except ImportError:  # the client itself needs only the standard library
         raise SpecError("reading YAML specs needs ruamel.yaml: pip install 'deniable[yaml]' (or use JSON)") from None
     try:
+        # pure: ruamel's C parser (libyaml) follows the YAML 1.1 grammar and refuses some 1.2
+        # plain scalars ("Which region do you live in?, …" in a flow mapping).
         data = YAML(typ="safe", pure=True).load(text)
     except YAMLError as error:
         raise SpecError(f"survey: not valid YAML ({error})") from None

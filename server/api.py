@@ -15,6 +15,8 @@ from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import HTTPException
 
 from deniable.client import SpecError, Survey
+from deniable.client.survey import MAX_SPEC_BYTES
+from deniable.client.exact import MAX_JSON_DEPTH, check_json_text
 from deniable.client.privacy import posterior_bound
 
 from . import admin_token_valid, get_store, storage
@@ -78,7 +80,11 @@ def survey_payload(record: storage.SurveyRecord) -> dict:
             "access": record.access, "spec": record.survey.to_dict(), "privacy": privacy_summary(record)}
 
 
-def _json_body(limit: int | None = None):
+def _json_body(limit: int | None = None, check_text: bool = True):
+    """The request's JSON object. Refused with a 4xx before anything reads it: the wrong type,
+    too large, not JSON, nested deeper than any body needs (Python's parser would otherwise hit
+    its recursion limit), and, unless the caller judges parts on their own (a batch's items),
+    any string that is not valid Unicode text."""
     if request.mimetype != "application/json":
         raise ApiError(415, "send the body as application/json", "body")
     if limit is not None and request.content_length is not None and request.content_length > limit:
@@ -90,15 +96,35 @@ def _json_body(limit: int | None = None):
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as error:
         raise ApiError(400, f"the body is not valid JSON ({error})", "body") from None
+    except RecursionError:
+        raise ApiError(400, f"the body is nested deeper than {MAX_JSON_DEPTH} levels", "body") from None
     if not isinstance(body, dict):
         raise ApiError(400, "the body must be a JSON object", "body")
+    try:
+        check_json_text(body, "", text=False)
+    except ValueError as error:
+        raise ApiError(400, f"the body is {str(error).split(': ', 1)[1]}", "body") from None
+    if check_text:
+        _check_text(body)
     return body
+
+
+def _check_text(value, prefix: str = ""):
+    try:
+        check_json_text(value, prefix)
+    except ValueError as error:
+        field, message = str(error).split(": ", 1)
+        raise ApiError(422, f"{field}: {message}", field) from None
 
 
 def submit_item(survey_id: str, item) -> tuple[dict, int]:
     """Judge and store one response; (acknowledgement or error body, status)."""
     if not isinstance(item, dict):
         return error_body(400, "each response must be a JSON object", "body"), 400
+    try:
+        _check_text(item)
+    except ApiError as error:
+        return error_body(error.status, error.message, error.field), error.status
     unknown = sorted(set(item) - {"spec_hash", "idempotency_key", "token", "reports"})
     if unknown:
         return error_body(422, f"{unknown[0]}: unknown field", unknown[0]), 422
@@ -126,7 +152,7 @@ def post_response(survey_id):
 
 @blueprint.post("/surveys/<survey_id>/responses:batch")
 def post_batch(survey_id):
-    body = _json_body()
+    body = _json_body(check_text=False)  # each item is judged on its own, text included
     items = body.get("items")
     if not isinstance(items, list) or not items:
         raise ApiError(422, "items: must be a non-empty list of responses", "items")
@@ -166,7 +192,7 @@ def list_surveys():
 @blueprint.post("/surveys")
 def create_survey():
     require_admin()
-    body = _json_body()
+    body = _json_body(MAX_SPEC_BYTES)
     access = request.args.get("access")
     try:
         survey = Survey.from_dict(body)
