@@ -10,7 +10,7 @@ import math
 
 from flask import Blueprint, current_app, redirect, render_template, request, url_for
 
-from . import admin_token_valid, get_store
+from . import admin_token_valid, get_store, storage
 
 blueprint = Blueprint("admin", __name__, url_prefix="/admin")
 COOKIE = "deniable_admin"
@@ -18,6 +18,13 @@ COOKIE = "deniable_admin"
 
 def _signed_in(token: str | None) -> bool:
     return admin_token_valid(get_store(), token, current_app.config.get("ADMIN_TOKEN"))
+
+
+@blueprint.errorhandler(storage.StorageError)
+def _storage_error(error):
+    # The blueprint's one error path: an unknown survey or version is a page with its status.
+    return render_template("message.html", heading="Not found" if error.status == 404 else "Cannot do that",
+                           message=error.message, error=True), error.status
 
 
 def _denied():

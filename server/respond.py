@@ -49,19 +49,20 @@ def _message(status: int, heading: str, message: str, back: str | None = None, l
                            back_words=words["back_to_survey"]), status
 
 
-@blueprint.errorhandler(storage.NotFound)
-def _not_found(_error):
-    words = catalogue.messages(page_language())
-    return _message(404, words["not_found_heading"], words["not_found"], language=page_language())
-
-
-@blueprint.errorhandler(storage.Invalid)
-def _invalid(error):
-    # A form made for another version, a malformed hidden field: a page, never a traceback.
+@blueprint.errorhandler(storage.StorageError)
+def _storage_error(error):
+    # The blueprint's one error path: an unknown survey, a form made for another version, a
+    # malformed hidden field, a closed survey or a spent token: a page, never a traceback.
     language = page_language()
     words = catalogue.messages(language)
+    if error.status == 404:
+        return _message(404, words["not_found_heading"], words["not_found"], language=language)
+    if error.status == 410:
+        return _message(410, words["closed_heading"], words["closed_message"], language=language)
+    if error.status == 409:
+        return _message(409, words["used_heading"], words["used_message"], language=language)
     detail = words["stale_form"] if error.field == "spec_hash" else error.message
-    return _message(422, words["check_heading"], detail, language=language)
+    return _message(error.status if 400 <= error.status < 500 else 422, words["check_heading"], detail, language=language)
 
 
 @blueprint.get("/js/deniable.js")
@@ -181,7 +182,10 @@ def submit_form(survey_id):
     except storage.Invalid as error:
         qid = (error.field or "").removeprefix("reports.")
         question = survey.questions.get(qid)
-        detail = words["tick_one"].format(question=question.text_in(language)) if question else error.message
+        if question is None:
+            detail = error.message
+        else:
+            detail = words["enter_number" if question.type == "number" else "tick_one"].format(question=question.text_in(language))
         return _message(422, words["check_heading"], detail, back, language)
     return redirect(url_for("respond.thanks", survey_id=survey_id, lang=lang), code=303)
 

@@ -16,6 +16,10 @@ from deniable.client import SpecError, Survey, skiplogic
 #: Columns of the survey sheet this reader understands (besides label::, hint::, privacy:: ...).
 _SURVEY_COLUMNS = {"type", "name", "label", "hint", "required", "relevant", "constraint", "constraint_message"}
 _LOCALIZED = ("label", "hint", "constraint_message")
+#: Rows read from any one sheet (a survey has at most 1000 items; choices lists share a sheet)
+#: and the size of the workbook file: beyond them the form is refused before it is read on.
+MAX_SHEET_ROWS = 20_000
+MAX_WORKBOOK_BYTES = 4 * 1024 * 1024
 _SETTINGS = {"form_id", "form_title", "version", "default_language", "description", "layout"}
 _NAMED_LANGUAGES = {"english": "en", "spanish": "es", "español": "es", "french": "fr", "français": "fr",
                     "portuguese": "pt", "português": "pt", "arabic": "ar", "swahili": "sw", "kiswahili": "sw",
@@ -63,6 +67,8 @@ def _rows(sheet) -> tuple[list[str], list[tuple[int, dict]]]:
         return [], []
     records = []
     for number, values in enumerate(rows, start=2):
+        if number > MAX_SHEET_ROWS + 1:
+            raise SpecError(f"sheet {sheet.title!r}: more than {MAX_SHEET_ROWS} rows, the limit for an XLSForm")
         record = {h: v for h, v in zip(header, values) if h and v is not None and str(v).strip() != ""}
         if record:
             records.append((number, record))
@@ -102,6 +108,8 @@ def read_xlsform(path) -> dict:
         raise SpecError("reading XLSForms needs openpyxl: pip install 'deniable[server]'") from None
     path = Path(path)
     try:
+        if path.stat().st_size > MAX_WORKBOOK_BYTES:
+            raise SpecError(f"{path}: larger than {MAX_WORKBOOK_BYTES // 2**20} MiB, the limit for an XLSForm")
         workbook = load_workbook(path, read_only=True, data_only=True)
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
