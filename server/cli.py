@@ -336,10 +336,30 @@ def _fmt(x: float) -> str:
 
 @main.command("init-db")
 @db_option
-def init_db(db_path):
-    """Create or migrate the database schema."""
+@click.option("--received-on", "granularity", type=click.Choice(storage.GRANULARITIES), default=None,
+              help="Keep the date each response arrived to the day (the default), the week (its Monday) "
+                   "or the month (its first day). Applies to responses received from now on.")
+def init_db(db_path, granularity):
+    """Create or migrate the database schema (and set how finely arrival dates are kept)."""
     with _store(db_path) as store:
-        click.echo(f"{db_path}: schema version {store.schema_version()}")
+        if granularity:
+            store.set_received_on_granularity(granularity)
+        click.echo(f"{db_path}: schema version {store.schema_version()}; "
+                   f"arrival dates kept to the {store.received_on_granularity()}")
+
+
+@main.command("compact")
+@db_option
+def compact(db_path):
+    """Rewrite the database file in key order (VACUUM).
+
+    Rows already sit in the order of their random ids, but inside a page SQLite writes each new
+    row below the last one until the page is rewritten: someone who reads the raw file could
+    still tell which rows of a page came later. Compacting removes that (and frees space).
+    It takes the write lock for as long as it runs: do it when few responses arrive."""
+    with _store(db_path) as store, _Errors():
+        before, after = store.compact()
+        click.echo(f"{db_path}: compacted, {before:,} → {after:,} bytes")
 
 
 def _announce_admin(store: storage.Store, base_url: str, rotate: bool = False):

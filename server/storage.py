@@ -21,7 +21,11 @@ import sqlite_utils
 from deniable.client import SpecError, Survey, skiplogic
 from deniable.client.exact import canonical_json
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+#: How finely the day a response arrived is kept (the setting ``received_on``): a date can tell
+#: a response from the others of that day to whoever saw someone answer on it.
+GRANULARITIES = ("day", "week", "month")
 
 
 class StorageError(Exception):
@@ -51,8 +55,14 @@ class Invalid(StorageError):
     status = 422
 
 
-def _today() -> str:
-    return dt.datetime.now(dt.timezone.utc).date().isoformat()
+def _today(granularity: str = "day") -> str:
+    """Today (UTC) as a date, rounded down to the Monday of its ISO week or the first of its month."""
+    today = dt.datetime.now(dt.timezone.utc).date()
+    if granularity == "week":
+        today -= dt.timedelta(days=today.weekday())
+    elif granularity == "month":
+        today = today.replace(day=1)
+    return today.isoformat()
 
 
 def _digest(text: str) -> str:
@@ -113,7 +123,35 @@ def rebuild_counts(db: sqlite_utils.Database):
     db.execute("UPDATE survey_versions SET responses = (SELECT COUNT(*) FROM responses r WHERE r.spec_hash = survey_versions.hash)")
 
 
-MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2}
+def _migrate_to_3(db: sqlite_utils.Database):
+    """Responses and reports in tables clustered by the random response id, the running totals
+    by value (WITHOUT ROWID):
+    with a rowid, SQLite keeps rows in arrival order, and whoever saw when someone answered
+    could find their row by its place. Existing rows are copied over in id order."""
+    db.execute("CREATE TABLE responses_by_id (id TEXT PRIMARY KEY, survey_id TEXT, spec_hash TEXT, received_on TEXT, "
+               "idempotency_key TEXT, fingerprint TEXT) WITHOUT ROWID")
+    db.execute("INSERT INTO responses_by_id SELECT id, survey_id, spec_hash, received_on, idempotency_key, fingerprint "
+               "FROM responses ORDER BY id")
+    db.execute("CREATE TABLE reports_by_id (response_id TEXT, spec_hash TEXT, question_id TEXT, value TEXT, "
+               "PRIMARY KEY (response_id, question_id)) WITHOUT ROWID")
+    db.execute("INSERT INTO reports_by_id SELECT response_id, spec_hash, question_id, value FROM reports "
+               "ORDER BY response_id, question_id")
+    # The running totals too: with a rowid, a value's row would sit where it first arrived.
+    db.execute("CREATE TABLE report_counts_by_value (spec_hash TEXT, question_id TEXT, value TEXT, count INTEGER, "
+               "PRIMARY KEY (spec_hash, question_id, value)) WITHOUT ROWID")
+    db.execute("INSERT INTO report_counts_by_value SELECT spec_hash, question_id, value, count FROM report_counts "
+               "ORDER BY spec_hash, question_id, value")
+    for table in ("responses", "reports", "report_counts"):
+        db.execute(f"DROP TABLE {table}")
+    db.execute("ALTER TABLE responses_by_id RENAME TO responses")
+    db.execute("ALTER TABLE reports_by_id RENAME TO reports")
+    db.execute("ALTER TABLE report_counts_by_value RENAME TO report_counts")
+    db.execute("CREATE UNIQUE INDEX idx_responses_survey_id_idempotency_key ON responses (survey_id, idempotency_key)")
+    db.execute("CREATE INDEX idx_responses_spec_hash ON responses (spec_hash)")
+    db.execute("CREATE INDEX idx_reports_spec_hash_question_id_value ON reports (spec_hash, question_id, value)")
+
+
+MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2, 3: _migrate_to_3}
 
 
 class Store:
@@ -279,17 +317,18 @@ class Store:
                 return self._acknowledgement(previous), False
             if self._survey_row(survey_id)["closed_on"] is not None:
                 raise Gone(f"survey {survey_id!r} is closed", "survey_id")
+            received_on = _today(self.received_on_granularity())
             if record.access == "token":
                 if token is None:
                     raise Invalid("token: this survey needs the respondent token from your invitation link", "token")
                 spent = self.db.execute("UPDATE tokens SET used_on = ? WHERE token_hash = ? AND survey_id = ? AND used_on IS NULL",
-                                        [_today(), _digest(token), survey_id])
+                                        [received_on, _digest(token), survey_id])
                 if spent.rowcount != 1:
                     exists = self._one("SELECT 1 FROM tokens WHERE token_hash = ? AND survey_id = ?", [_digest(token), survey_id])
                     if exists is None:
                         raise Invalid("token: not a token of this survey", "token")
                     raise Conflict("token: already used; each invitation answers once", "token")
-            row = {"id": secrets.token_hex(16), "survey_id": survey_id, "spec_hash": spec_hash, "received_on": _today(),
+            row = {"id": secrets.token_hex(16), "survey_id": survey_id, "spec_hash": spec_hash, "received_on": received_on,
                    "idempotency_key": idempotency_key, "fingerprint": fingerprint}
             # Plain statements on the hot path (sqlite-utils' insert inspects the table each call).
             self.db.execute("INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) "
@@ -346,11 +385,12 @@ class Store:
         return result
 
     def export(self, survey_id: str, spec_hash: str | None = None):
-        """Yield one dict per response of a version: id, spec_hash, received_on, reports."""
+        """Yield one dict per response of a version: id, spec_hash, received_on, reports; in the
+        order of the random response ids, which says nothing about when anyone answered."""
         record = self.get_survey(survey_id, spec_hash)
         cursor = self.db.execute(
             "SELECT r.id, r.received_on, p.question_id, p.value FROM responses r "
-            "LEFT JOIN reports p ON p.response_id = r.id WHERE r.spec_hash = ? ORDER BY r.rowid", [record.hash])
+            "LEFT JOIN reports p ON p.response_id = r.id WHERE r.spec_hash = ? ORDER BY r.id", [record.hash])
         order = list(record.survey.questions)
 
         def ordered(row):
@@ -371,11 +411,32 @@ class Store:
     # --- settings -----------------------------------------------------------------------------
 
     def get_setting(self, key: str) -> str | None:
-        row = next(self.db["settings"].rows_where("key = ?", [key]), None)
-        return None if row is None else row["value"]
+        row = self.db.execute("SELECT value FROM settings WHERE key = ?", [key]).fetchone()  # plain: on the submit path
+        return None if row is None else row[0]
 
     def set_setting(self, key: str, value: str):
         self.db["settings"].upsert({"key": key, "value": value}, pk="key")
+
+    def compact(self) -> tuple[int, int]:
+        """VACUUM: every table rewritten in key order, so no page keeps rows in arrival order.
+        Returns the file size before and after, in bytes."""
+        def size():
+            return self.db.execute("PRAGMA page_count").fetchone()[0] * self.db.execute("PRAGMA page_size").fetchone()[0]
+
+        before = size()
+        self.db.execute("VACUUM")
+        if self.path != ":memory:":
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return before, size()
+
+    def received_on_granularity(self) -> str:
+        """How finely arrival dates are kept: "day" (the default), "week" or "month"."""
+        return self.get_setting("received_on") or "day"
+
+    def set_received_on_granularity(self, granularity: str):
+        if granularity not in GRANULARITIES:
+            raise Invalid(f"received_on: must be one of {', '.join(GRANULARITIES)}, got {granularity!r}", "received_on")
+        self.set_setting("received_on", granularity)
 
 
 def _ordered_counts(survey: Survey, table: dict) -> dict:

@@ -106,8 +106,13 @@ def test_migration_from_schema_1_backfills_the_totals(tmp_path, demo):
     old.conn.commit()
     old.close()
     with storage.Store(path) as store:
-        assert store.schema_version() == 2
+        assert store.schema_version() == storage.SCHEMA_VERSION == 3
         assert store.get_survey("tax").responses == 25
+        # schema 3 moved every response and report into tables clustered by the random id
+        assert [row[0] for row in store.db.execute("SELECT id FROM responses")] == sorted(f"r{i}" for i in range(25))
+        assert store.db.execute("SELECT COUNT(*) FROM reports").fetchone()[0] == 25 * len(ANSWERS)
+        for table in ("responses", "reports"):
+            assert "WITHOUT ROWID" in store.db.execute("SELECT sql FROM sqlite_master WHERE name = ?", [table]).fetchone()[0]
         totals = sorted(store.db.execute("SELECT question_id, value, count FROM report_counts").fetchall())
         assert totals == _scanned_counts(store, demo.hash)
-    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == storage.SCHEMA_VERSION
