@@ -161,8 +161,16 @@ def printable_path(path: str) -> str:
     return path.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+class JsonShapeError(ValueError):
+    """What `check_json_text` found: ``field`` (printable) and ``reason``."""
+
+    def __init__(self, field: str, reason: str):
+        super().__init__(f"{field}: {reason}")
+        self.field, self.reason = field, reason
+
+
 def check_json_text(value, field: str, max_depth: int = MAX_JSON_DEPTH, text: bool = True) -> None:
-    """ValueError naming the first place where ``value`` (parsed JSON or YAML) nests deeper than
+    """`JsonShapeError` (a ValueError) naming the first place where ``value`` (parsed JSON or YAML) nests deeper than
     ``max_depth`` or holds a string, key included, that is not valid Unicode text (a lone
     surrogate such as ``"\\ud800"``, which JSON's escapes allow but no database or UTF-8
     encoder accepts). Iterative, so no input can exhaust the stack. ``text=False`` checks depth only."""
@@ -171,17 +179,17 @@ def check_json_text(value, field: str, max_depth: int = MAX_JSON_DEPTH, text: bo
         item, path, depth = stack.pop()
         if isinstance(item, str):
             if text and _SURROGATE.search(item):
-                raise ValueError(f"{printable_path(path)}: not valid Unicode text (a lone surrogate)")
+                raise JsonShapeError(printable_path(path), "not valid Unicode text (a lone surrogate)")
             continue
         if not isinstance(item, (dict, list)):
             continue
         if depth >= max_depth:
-            raise ValueError(f"{printable_path(path)}: nested deeper than {max_depth} levels")
+            raise JsonShapeError(printable_path(path), f"nested deeper than {max_depth} levels")
         if isinstance(item, dict):
             for key, child in item.items():
                 child_path = f"{path}.{key}" if path else str(key)
                 if text and isinstance(key, str) and _SURROGATE.search(key):
-                    raise ValueError(f"{printable_path(child_path)}: not valid Unicode text (a lone surrogate)")
+                    raise JsonShapeError(printable_path(child_path), "not valid Unicode text (a lone surrogate)")
                 stack.append((child, child_path, depth + 1))
         else:
             stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))

@@ -15,9 +15,9 @@ from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import HTTPException
 
 from deniable.client import SpecError, Survey
-from deniable.client.survey import MAX_SPEC_BYTES
-from deniable.client.exact import MAX_JSON_DEPTH, check_json_text
+from deniable.client.exact import MAX_JSON_DEPTH, JsonShapeError, check_json_text
 from deniable.client.privacy import posterior_bound
+from deniable.client.survey import MAX_SPEC_BYTES
 
 from . import admin_token_valid, get_store, storage
 
@@ -102,19 +102,18 @@ def _json_body(limit: int | None = None, check_text: bool = True):
         raise ApiError(400, "the body must be a JSON object", "body")
     try:
         check_json_text(body, "", text=False)
-    except ValueError as error:
-        raise ApiError(400, f"the body is {str(error).split(': ', 1)[1]}", "body") from None
+    except JsonShapeError as error:
+        raise ApiError(400, f"the body is {error.reason}", "body") from None
     if check_text:
         _check_text(body)
     return body
 
 
-def _check_text(value, prefix: str = ""):
+def _check_text(value):
     try:
-        check_json_text(value, prefix)
-    except ValueError as error:
-        field, message = str(error).split(": ", 1)
-        raise ApiError(422, f"{field}: {message}", field) from None
+        check_json_text(value, "")
+    except JsonShapeError as error:
+        raise ApiError(422, str(error), error.field) from None
 
 
 def submit_item(survey_id: str, item) -> tuple[dict, int]:
@@ -145,7 +144,7 @@ def get_survey(survey_id):
 
 @blueprint.post("/surveys/<survey_id>/responses")
 def post_response(survey_id):
-    body = _json_body(current_app.config["MAX_RESPONSE_BYTES"])
+    body = _json_body(current_app.config["MAX_RESPONSE_BYTES"], check_text=False)  # submit_item checks it
     payload, status = submit_item(survey_id, body)
     return payload, status
 
