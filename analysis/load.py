@@ -99,7 +99,9 @@ def load(source=None, survey_id: str | None = None, *, db=None, url=None, token=
             return _from_file(path, spec, spec_hash)
         db = source
     if db is not None:
-        return _from_sqlite(db, survey_id, spec_hash)
+        if str(db).startswith(("postgresql://", "postgres://")):
+            return _from_store(str(db), survey_id, spec_hash)
+        return _from_sqlite(str(db)[len("sqlite:///"):] if str(db).startswith("sqlite:///") else db, survey_id, spec_hash)
     if url is not None:
         return _from_server(url, survey_id, token, spec_hash)
     raise LoadError("load() needs db=…, url=… or an export file with spec=…")
@@ -125,17 +127,22 @@ def _from_sqlite(path, survey_id, spec_hash) -> LoadedSurvey:
     if spec_row is None:
         raise LoadError(f"{path}: survey {survey_id!r} has no version {spec_hash!r}")
     survey = Survey.from_json(spec_row[0])
-    # Schema 2 keeps running totals beside the rows (a lookup, whatever the number of responses).
-    totals = connection.execute("PRAGMA user_version").fetchone()[0] >= 2
-    if totals:
+    # Schema 2 keeps running totals beside the rows (a lookup, whatever the number of responses);
+    # schema 4 spreads each over a few shards, summed here.
+    schema = connection.execute("PRAGMA user_version").fetchone()[0]
+    totals = schema >= 2
+    if schema >= 4:
+        n = connection.execute("SELECT COALESCE(SUM(responses), 0) FROM version_counts WHERE spec_hash = ?",
+                               [spec_hash]).fetchone()[0]
+    elif totals:
         n = connection.execute("SELECT responses FROM survey_versions WHERE hash = ?", [spec_hash]).fetchone()[0]
     else:
         n = connection.execute("SELECT COUNT(*) FROM responses WHERE spec_hash = ?", [spec_hash]).fetchone()[0]
 
     def counter(question_id, by):
         if by is None and totals:
-            rows = connection.execute("SELECT NULL, value, count FROM report_counts WHERE spec_hash = ? AND question_id = ?",
-                                      [spec_hash, question_id])
+            rows = connection.execute("SELECT NULL, value, SUM(count) FROM report_counts WHERE spec_hash = ? "
+                                      "AND question_id = ? GROUP BY value", [spec_hash, question_id])
         elif by is None:
             rows = connection.execute("SELECT NULL, value, COUNT(*) FROM reports WHERE spec_hash = ? AND question_id = ? "
                                       "GROUP BY value", [spec_hash, question_id])
@@ -168,6 +175,45 @@ def _pivot(long: pd.DataFrame, question_ids) -> pd.DataFrame:
     long = long.assign(value=long["value"].map(json.loads))
     wide = long.pivot(index="response_id", columns="question_id", values="value")
     return wide.reindex(columns=question_ids)
+
+
+# --- PostgreSQL (through the server's storage layer) -----------------------------------------------
+
+def _from_store(url: str, survey_id, spec_hash) -> LoadedSurvey:
+    """A PostgreSQL deployment, read through `deniable.server.storage` (the one module that knows
+    the schema): the running totals for counts, the long reports table for per-response frames."""
+    if survey_id is None:
+        raise LoadError("survey_id: required with db=")
+    try:
+        from deniable.server import storage
+    except ImportError:
+        raise LoadError("reading PostgreSQL needs the server extra: pip install 'deniable[server,postgresql]'") from None
+    try:
+        store = storage.Store(url, migrate=False)
+        record = store.get_survey(survey_id, spec_hash)
+    except storage.StorageError as error:
+        raise LoadError(f"{storage.describe(url)}: {error.message}") from None
+    except Exception as error:  # psycopg's connection errors
+        raise LoadError(f"{storage.describe(url)}: cannot read the database ({error})") from None
+    spec_hash = record.hash
+    by_group: dict = {}
+
+    def counted(by):
+        if by not in by_group:
+            by_group[by] = store.counts(survey_id, spec_hash, by)
+        return by_group[by]
+
+    def counter(question_id, by):
+        if by is None:
+            return {None: {_key(c["report"]): c["count"] for c in counted(None)["counts"][question_id] if c["count"]}}
+        return {_key(g["value"]): {_key(c["report"]): c["count"] for c in g["counts"][question_id] if c["count"]}
+                for g in counted(by)["groups"]}
+
+    def framer(question_ids):
+        rows = store.report_rows(spec_hash, list(question_ids))
+        return _pivot(pd.DataFrame(rows, columns=["response_id", "question_id", "value"]), question_ids)
+
+    return LoadedSurvey(record.survey, spec_hash, f"postgresql:{storage.describe(url)}", record.responses, counter, framer)
 
 
 # --- a running server -----------------------------------------------------------------------------

@@ -13,5 +13,8 @@ install_debian() {
 command -v node >/dev/null || install_debian nodejs
 # Browser tests drive the system Chromium; Playwright never downloads a browser of its own.
 [ -x /usr/bin/chromium ] || install_debian chromium
+# The storage, API and hardening suites also run against a throwaway PostgreSQL cluster
+# (tests/postgres.py starts it as the postgres user in a temporary folder).
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || install_debian postgresql
 python -m pytest "$@"
 node --test client/js/tests/

@@ -26,11 +26,13 @@ CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'se
 
 
 def default_database() -> str:
-    return os.environ.get("DENIABLE_DB", "deniable.db")
+    """``$DENIABLE_DATABASE_URL`` (``sqlite:///…`` or ``postgresql://…``), else ``$DENIABLE_DB``
+    (a SQLite file), else ``deniable.db``."""
+    return os.environ.get("DENIABLE_DATABASE_URL") or os.environ.get("DENIABLE_DB") or "deniable.db"
 
 
 def create_app(config: dict | None = None) -> Flask:
-    """The app. ``config`` keys: DATABASE (SQLite file), ADMIN_TOKEN (overrides the stored one),
+    """The app. ``config`` keys: DATABASE (a SQLite file or a database URL), ADMIN_TOKEN (overrides the stored one),
     MAX_CONTENT_LENGTH (bytes per request body), MAX_RESPONSE_BYTES (bytes per single response)."""
     # deniable is a namespace package: give Flask its paths rather than let it guess them.
     app = Flask("deniable.server", root_path=str(HERE), instance_path=str(Path.cwd() / "instance"),
@@ -50,15 +52,18 @@ def create_app(config: dict | None = None) -> Flask:
     with storage.Store(app.config["DATABASE"]):
         pass  # creates or migrates the schema before the first request
 
-    # One connection per server thread, kept open: opening one per request costs a WAL
-    # checkpoint whenever the last connection closes.
+    # SQLite: one connection per server thread, kept open (opening one per request costs a WAL
+    # checkpoint whenever the last connection closes). PostgreSQL: one from the pool per request.
     app.extensions["deniable_stores"] = threading.local()
 
     @app.teardown_appcontext
     def release_store(_exc):
         store = g.pop("store", None)
-        if store is not None and store.db.conn.in_transaction:  # never carry a transaction over
-            store.db.conn.rollback()
+        if store is None:
+            return
+        store.engine.rollback()  # never carry a transaction over
+        if not store.reusable:
+            store.close()
 
     @app.after_request
     def security_headers(response):
@@ -97,9 +102,12 @@ def get_store() -> storage.Store:
 
     if "store" not in g:
         local = current_app.extensions["deniable_stores"]
-        if getattr(local, "store", None) is None:
-            local.store = storage.Store(current_app.config["DATABASE"])
-        g.store = local.store
+        store = getattr(local, "store", None)
+        if store is None:
+            store = storage.Store(current_app.config["DATABASE"], migrate=False)
+            if store.reusable:
+                local.store = store
+        g.store = store
     return g.store
 
 

@@ -12,8 +12,10 @@ from deniable.client import SpecError, Survey
 
 from . import storage
 
-db_option = click.option("--db", "db_path", envvar="DENIABLE_DB", default="deniable.db", show_default=True,
-                         type=click.Path(dir_okay=False), help="SQLite database file (default: $DENIABLE_DB, else deniable.db).")
+db_option = click.option("--db", "db_path", envvar=["DENIABLE_DATABASE_URL", "DENIABLE_DB"], default="deniable.db",
+                         show_default=True, type=click.Path(dir_okay=False),
+                         help="A SQLite file or a database URL (sqlite:///file.db, postgresql://user@host/db); "
+                              "default: $DENIABLE_DATABASE_URL, else $DENIABLE_DB, else deniable.db.")
 
 
 def _load(path: str) -> Survey:
@@ -26,8 +28,10 @@ def _load(path: str) -> Survey:
 def _store(db_path: str) -> storage.Store:
     try:
         return storage.Store(db_path)
-    except Exception as error:  # sqlite3.DatabaseError and friends: not a database, unwritable folder…
-        raise click.ClickException(f"{db_path}: cannot open the database ({error})") from None
+    except storage.StorageError as error:
+        raise click.ClickException(f"{storage.describe(db_path)}: {error.message}") from None
+    except Exception as error:  # sqlite3.DatabaseError, psycopg's OperationalError: not a database, unreachable…
+        raise click.ClickException(f"{storage.describe(db_path)}: cannot open the database ({error})") from None
 
 
 class _Errors:

@@ -1,4 +1,9 @@
-"""Storage: the only module that talks to the database (SQLite through sqlite-utils).
+"""Storage: the only module that talks to the database.
+
+Two engines behind one `Store`, chosen by the database URL: SQLite (a path or ``sqlite:///…``,
+through sqlite-utils; the embedded default) and PostgreSQL (``postgresql://…``, psycopg 3 with a
+psycopg_pool pool per process). Every query is written once, with ``?`` placeholders; the
+PostgreSQL engine turns them into ``%s``. Schema versions and migrations are the same on both.
 
 What is kept, and nothing more: survey specs (every version, by hash), respondent tokens (hashed,
 with the date used), and per response a random id, the survey id, the spec hash, the date received
@@ -21,7 +26,7 @@ import sqlite_utils
 from deniable.client import SpecError, Survey, skiplogic
 from deniable.client.exact import canonical_json
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: How finely the day a response arrived is kept (the setting ``received_on``): a date can tell
 #: a response from the others of that day to whoever saw someone answer on it.
@@ -91,74 +96,36 @@ class SurveyRecord:
         return self._count()
 
 
-def _migrate_to_1(db: sqlite_utils.Database):
-    db["surveys"].create({"id": str, "current_hash": str, "access": str, "closed_on": str, "added_on": str}, pk="id")
-    db["survey_versions"].create({"hash": str, "survey_id": str, "version": int, "spec": str, "added_on": str}, pk="hash")
-    db["survey_versions"].create_index(["survey_id", "version"], unique=True)
-    db["responses"].create({"id": str, "survey_id": str, "spec_hash": str, "received_on": str,
-                            "idempotency_key": str, "fingerprint": str}, pk="id")
-    db["responses"].create_index(["survey_id", "idempotency_key"], unique=True)
-    db["responses"].create_index(["spec_hash"])
-    db["reports"].create({"response_id": str, "spec_hash": str, "question_id": str, "value": str},
-                         pk=("response_id", "question_id"))
-    db["reports"].create_index(["spec_hash", "question_id", "value"])
-    db["tokens"].create({"token_hash": str, "survey_id": str, "issued_on": str, "used_on": str}, pk="token_hash")
-    db["settings"].create({"key": str, "value": str}, pk="key")
+# --- engines ---------------------------------------------------------------------------------------
+
+def is_postgres(url: str) -> bool:
+    return str(url).startswith(("postgresql://", "postgres://"))
 
 
-def _migrate_to_2(db: sqlite_utils.Database):
-    """Running totals, kept in the same transaction as each response: counting a version's
-    reports no longer scans them (10^7 stored reports took 49 s to count by GROUP BY)."""
-    db["report_counts"].create({"spec_hash": str, "question_id": str, "value": str, "count": int},
-                               pk=("spec_hash", "question_id", "value"))
-    db["survey_versions"].add_column("responses", int, not_null_default=0)
-    rebuild_counts(db)
+def sqlite_path(url: str) -> str:
+    """The file of a SQLite URL (``sqlite:///relative.db``, ``sqlite:////abs.db``) or plain path."""
+    url = str(url)
+    return url[len("sqlite:///"):] if url.startswith("sqlite:///") else url
 
 
-def rebuild_counts(db: sqlite_utils.Database):
-    """Recompute the running totals from the stored rows (the migration; bulk loads that bypass `submit`)."""
-    db.execute("DELETE FROM report_counts")
-    db.execute("INSERT INTO report_counts (spec_hash, question_id, value, count) "
-               "SELECT spec_hash, question_id, value, COUNT(*) FROM reports GROUP BY spec_hash, question_id, value")
-    db.execute("UPDATE survey_versions SET responses = (SELECT COUNT(*) FROM responses r WHERE r.spec_hash = survey_versions.hash)")
+def describe(url: str) -> str:
+    """The database URL without its password, for messages and logs."""
+    import re
+
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", str(url))
 
 
-def _migrate_to_3(db: sqlite_utils.Database):
-    """Responses and reports in tables clustered by the random response id, the running totals
-    by value (WITHOUT ROWID):
-    with a rowid, SQLite keeps rows in arrival order, and whoever saw when someone answered
-    could find their row by its place. Existing rows are copied over in id order."""
-    db.execute("CREATE TABLE responses_by_id (id TEXT PRIMARY KEY, survey_id TEXT, spec_hash TEXT, received_on TEXT, "
-               "idempotency_key TEXT, fingerprint TEXT) WITHOUT ROWID")
-    db.execute("INSERT INTO responses_by_id SELECT id, survey_id, spec_hash, received_on, idempotency_key, fingerprint "
-               "FROM responses ORDER BY id")
-    db.execute("CREATE TABLE reports_by_id (response_id TEXT, spec_hash TEXT, question_id TEXT, value TEXT, "
-               "PRIMARY KEY (response_id, question_id)) WITHOUT ROWID")
-    db.execute("INSERT INTO reports_by_id SELECT response_id, spec_hash, question_id, value FROM reports "
-               "ORDER BY response_id, question_id")
-    # The running totals too: with a rowid, a value's row would sit where it first arrived.
-    db.execute("CREATE TABLE report_counts_by_value (spec_hash TEXT, question_id TEXT, value TEXT, count INTEGER, "
-               "PRIMARY KEY (spec_hash, question_id, value)) WITHOUT ROWID")
-    db.execute("INSERT INTO report_counts_by_value SELECT spec_hash, question_id, value, count FROM report_counts "
-               "ORDER BY spec_hash, question_id, value")
-    for table in ("responses", "reports", "report_counts"):
-        db.execute(f"DROP TABLE {table}")
-    db.execute("ALTER TABLE responses_by_id RENAME TO responses")
-    db.execute("ALTER TABLE reports_by_id RENAME TO reports")
-    db.execute("ALTER TABLE report_counts_by_value RENAME TO report_counts")
-    db.execute("CREATE UNIQUE INDEX idx_responses_survey_id_idempotency_key ON responses (survey_id, idempotency_key)")
-    db.execute("CREATE INDEX idx_responses_spec_hash ON responses (spec_hash)")
-    db.execute("CREATE INDEX idx_reports_spec_hash_question_id_value ON reports (spec_hash, question_id, value)")
+class SQLiteEngine:
+    """One SQLite connection (sqlite-utils), WAL, ``synchronous=FULL``; writers queue on
+    ``BEGIN IMMEDIATE``. Schema version in ``PRAGMA user_version``."""
 
+    dialect = "sqlite"
+    begin = "BEGIN IMMEDIATE"
+    #: One writer at a time: counter shards would only cost reads.
+    counter_shards = 1
 
-MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2, 3: _migrate_to_3}
-
-
-class Store:
-    """One connection to the database file; create one per request or per command."""
-
-    def __init__(self, path):
-        self.path = str(path)
+    def __init__(self, url: str):
+        self.path = sqlite_path(url)
         connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         self.db = sqlite_utils.Database(connection)
         if self.path != ":memory:":
@@ -166,10 +133,291 @@ class Store:
         # FULL: a commit reaches the disk before the client hears "201" (invariant 6).
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA foreign_keys=ON")
-        self.migrate()
+
+    def execute(self, sql: str, params=()):
+        return self.db.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows):
+        return self.db.conn.executemany(sql, rows)
+
+    def stream(self, sql: str, params=()):
+        yield from self.db.conn.execute(sql, params)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.db.conn.in_transaction
+
+    def rollback(self):
+        if self.db.conn.in_transaction:
+            self.db.conn.rollback()
+
+    def schema_version(self) -> int:
+        return self.execute("PRAGMA user_version").fetchone()[0]
+
+    def set_schema_version(self, version: int):
+        self.execute(f"PRAGMA user_version={int(version)}")
+
+    def lock_for_migration(self):
+        pass  # BEGIN IMMEDIATE already holds the write lock
+
+    def table_names(self) -> list[str]:
+        return self.db.table_names()
+
+    def without_rowid(self) -> str:
+        return " WITHOUT ROWID"
+
+    def compact(self) -> tuple[int, int]:
+        def size():
+            return self.execute("PRAGMA page_count").fetchone()[0] * self.execute("PRAGMA page_size").fetchone()[0]
+
+        before = size()
+        self.execute("VACUUM")
+        if self.path != ":memory:":
+            self.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return before, size()
 
     def close(self):
         self.db.conn.close()
+
+
+_POOLS: dict = {}
+
+
+def _pool(url: str):
+    """One pool per database URL and per process (a pool made before a fork is not reused)."""
+    import os
+
+    from psycopg_pool import ConnectionPool
+
+    key = (url, os.getpid())
+    if key not in _POOLS:
+        _POOLS[key] = ConnectionPool(url, min_size=1, max_size=32, open=True, timeout=30,
+                                     kwargs={"autocommit": True}, name="deniable")
+    return _POOLS[key]
+
+
+class PostgresEngine:
+    """A connection borrowed from the process's psycopg_pool pool, in autocommit mode with explicit
+    transactions. Schema version in the table ``deniable_schema``; migrations take an advisory lock."""
+
+    dialect = "postgresql"
+    begin = "BEGIN"
+    #: Concurrent submissions to one survey spread their counter updates over this many rows per
+    #: value, so they do not all wait on one row lock until the other commits; reads sum them.
+    counter_shards = 8
+
+    def __init__(self, url: str):
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise StorageError("PostgreSQL needs psycopg: pip install 'deniable[postgresql]'") from None
+        self.url = url
+        self.pool = _pool(url)
+        self.connection = self.pool.getconn()
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return sql.replace("?", "%s")
+
+    def execute(self, sql: str, params=()):
+        return self.connection.execute(self._sql(sql), params)
+
+    def executemany(self, sql: str, rows):
+        with self.connection.cursor() as cursor:
+            cursor.executemany(self._sql(sql), list(rows))
+
+    def stream(self, sql: str, params=()):
+        # A server-side cursor: an export of millions of rows never sits in memory at once.
+        with self.connection.transaction(), self.connection.cursor(name=f"stream_{secrets.token_hex(4)}") as cursor:
+            cursor.itersize = 2000
+            cursor.execute(self._sql(sql), params)
+            yield from cursor
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return self.connection.info.transaction_status != TransactionStatus.IDLE
+
+    def rollback(self):
+        if self.in_transaction:
+            self.connection.execute("ROLLBACK")
+
+    def schema_version(self) -> int:
+        self.execute("CREATE TABLE IF NOT EXISTS deniable_schema (version INTEGER NOT NULL)")
+        row = self.execute("SELECT version FROM deniable_schema").fetchone()
+        return 0 if row is None else row[0]
+
+    def set_schema_version(self, version: int):
+        self.execute("DELETE FROM deniable_schema")
+        self.execute("INSERT INTO deniable_schema (version) VALUES (?)", [version])
+
+    def lock_for_migration(self):
+        self.execute("SELECT pg_advisory_xact_lock(?)", [0x64656E69])  # 'deni'
+
+    def table_names(self) -> list[str]:
+        return [r[0] for r in self.execute("SELECT table_name FROM information_schema.tables "
+                                           "WHERE table_schema = current_schema() ORDER BY table_name")]
+
+    def without_rowid(self) -> str:
+        return ""
+
+    def compact(self) -> tuple[int, int]:
+        # Heap tables keep rows where they were inserted: CLUSTER rewrites them in key order.
+        def size():
+            return self.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+
+        before = size()
+        for table, index in (("responses", "responses_pkey"), ("reports", "reports_pkey")):
+            self.execute(f"CLUSTER {table} USING {index}")
+        self.execute("VACUUM ANALYZE")
+        return before, size()
+
+    def close(self):
+        self.rollback()
+        self.pool.putconn(self.connection)
+
+
+def open_engine(url: str):
+    return PostgresEngine(str(url)) if is_postgres(url) else SQLiteEngine(str(url))
+
+
+# --- schema ----------------------------------------------------------------------------------------
+
+def _migrate_to_1(engine):
+    for sql in (
+        "CREATE TABLE surveys (id TEXT PRIMARY KEY, current_hash TEXT, access TEXT, closed_on TEXT, added_on TEXT)",
+        "CREATE TABLE survey_versions (hash TEXT PRIMARY KEY, survey_id TEXT, version INTEGER, spec TEXT, added_on TEXT)",
+        "CREATE UNIQUE INDEX idx_survey_versions_survey_id_version ON survey_versions (survey_id, version)",
+        "CREATE TABLE responses (id TEXT PRIMARY KEY, survey_id TEXT, spec_hash TEXT, received_on TEXT, "
+        "idempotency_key TEXT, fingerprint TEXT)",
+        "CREATE UNIQUE INDEX idx_responses_survey_id_idempotency_key ON responses (survey_id, idempotency_key)",
+        "CREATE INDEX idx_responses_spec_hash ON responses (spec_hash)",
+        "CREATE TABLE reports (response_id TEXT, spec_hash TEXT, question_id TEXT, value TEXT, "
+        "PRIMARY KEY (response_id, question_id))",
+        "CREATE INDEX idx_reports_spec_hash_question_id_value ON reports (spec_hash, question_id, value)",
+        "CREATE TABLE tokens (token_hash TEXT PRIMARY KEY, survey_id TEXT, issued_on TEXT, used_on TEXT)",
+        "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT)",
+    ):
+        engine.execute(sql)
+
+
+def _migrate_to_2(engine):
+    """Running totals, kept in the same transaction as each response: counting a version's
+    reports no longer scans them (10^7 stored reports took 49 s to count by GROUP BY)."""
+    engine.execute("CREATE TABLE report_counts (spec_hash TEXT, question_id TEXT, value TEXT, count BIGINT, "
+                   "PRIMARY KEY (spec_hash, question_id, value))")
+    engine.execute("ALTER TABLE survey_versions ADD COLUMN responses BIGINT NOT NULL DEFAULT 0")
+    engine.execute("INSERT INTO report_counts (spec_hash, question_id, value, count) "
+                   "SELECT spec_hash, question_id, value, COUNT(*) FROM reports GROUP BY spec_hash, question_id, value")
+    engine.execute("UPDATE survey_versions SET responses = (SELECT COUNT(*) FROM responses r WHERE r.spec_hash = survey_versions.hash)")
+
+
+def _migrate_to_3(engine):
+    """Responses and reports in tables clustered by the random response id, the running totals
+    by value (WITHOUT ROWID): with a rowid, SQLite keeps rows in arrival order, and whoever saw
+    when someone answered could find their row by its place. Existing rows are copied over in id
+    order. PostgreSQL's heap tables have no such clustering: there, `compact` CLUSTERs them."""
+    if engine.dialect != "sqlite":
+        return
+    engine.execute("CREATE TABLE responses_by_id (id TEXT PRIMARY KEY, survey_id TEXT, spec_hash TEXT, received_on TEXT, "
+                   "idempotency_key TEXT, fingerprint TEXT) WITHOUT ROWID")
+    engine.execute("INSERT INTO responses_by_id SELECT id, survey_id, spec_hash, received_on, idempotency_key, fingerprint "
+                   "FROM responses ORDER BY id")
+    engine.execute("CREATE TABLE reports_by_id (response_id TEXT, spec_hash TEXT, question_id TEXT, value TEXT, "
+                   "PRIMARY KEY (response_id, question_id)) WITHOUT ROWID")
+    engine.execute("INSERT INTO reports_by_id SELECT response_id, spec_hash, question_id, value FROM reports "
+                   "ORDER BY response_id, question_id")
+    # The running totals too: with a rowid, a value's row would sit where it first arrived.
+    engine.execute("CREATE TABLE report_counts_by_value (spec_hash TEXT, question_id TEXT, value TEXT, count BIGINT, "
+                   "PRIMARY KEY (spec_hash, question_id, value)) WITHOUT ROWID")
+    engine.execute("INSERT INTO report_counts_by_value SELECT spec_hash, question_id, value, count FROM report_counts "
+                   "ORDER BY spec_hash, question_id, value")
+    for table in ("responses", "reports", "report_counts"):
+        engine.execute(f"DROP TABLE {table}")
+    engine.execute("ALTER TABLE responses_by_id RENAME TO responses")
+    engine.execute("ALTER TABLE reports_by_id RENAME TO reports")
+    engine.execute("ALTER TABLE report_counts_by_value RENAME TO report_counts")
+    engine.execute("CREATE UNIQUE INDEX idx_responses_survey_id_idempotency_key ON responses (survey_id, idempotency_key)")
+    engine.execute("CREATE INDEX idx_responses_spec_hash ON responses (spec_hash)")
+    engine.execute("CREATE INDEX idx_reports_spec_hash_question_id_value ON reports (spec_hash, question_id, value)")
+
+
+def _migrate_to_4(engine):
+    """Counter shards: each running total is kept in a few rows (``shard``), summed on read, so
+    concurrent submissions on PostgreSQL do not all queue on one row lock; the response count per
+    version moves to ``version_counts`` for the same reason."""
+    tail = engine.without_rowid()
+    engine.execute("CREATE TABLE report_counts_sharded (spec_hash TEXT, question_id TEXT, value TEXT, shard INTEGER, "
+                   f"count BIGINT, PRIMARY KEY (spec_hash, question_id, value, shard)){tail}")
+    engine.execute("INSERT INTO report_counts_sharded SELECT spec_hash, question_id, value, 0, count FROM report_counts "
+                   "ORDER BY spec_hash, question_id, value")
+    engine.execute("DROP TABLE report_counts")
+    engine.execute("ALTER TABLE report_counts_sharded RENAME TO report_counts")
+    engine.execute(f"CREATE TABLE version_counts (spec_hash TEXT, shard INTEGER, responses BIGINT, "
+                   f"PRIMARY KEY (spec_hash, shard)){tail}")
+    engine.execute("INSERT INTO version_counts SELECT hash, 0, responses FROM survey_versions WHERE responses > 0")
+    engine.execute("ALTER TABLE survey_versions DROP COLUMN responses")
+
+
+MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2, 3: _migrate_to_3, 4: _migrate_to_4}
+
+
+def rebuild_counts(engine):
+    """Recompute the running totals from the stored rows (bulk loads that bypass `submit`)."""
+    engine.execute("DELETE FROM report_counts")
+    engine.execute("INSERT INTO report_counts (spec_hash, question_id, value, shard, count) "
+                   "SELECT spec_hash, question_id, value, 0, COUNT(*) FROM reports GROUP BY spec_hash, question_id, value")
+    engine.execute("DELETE FROM version_counts")
+    engine.execute("INSERT INTO version_counts (spec_hash, shard, responses) "
+                   "SELECT spec_hash, 0, COUNT(*) FROM responses GROUP BY spec_hash")
+
+
+#: Transient failures of a submission on PostgreSQL, retried from the start.
+_RETRIES = 4
+
+
+def _error_classes():
+    unique, transient = [sqlite3.IntegrityError], []
+    try:
+        from psycopg import errors
+    except ImportError:
+        pass
+    else:
+        unique.append(errors.UniqueViolation)
+        transient += [errors.DeadlockDetected, errors.SerializationFailure]
+    return tuple(unique), tuple(transient)
+
+
+_UNIQUE_VIOLATION, _TRANSIENT = _error_classes()
+
+
+class Store:
+    """One connection to the database (a SQLite file or a PostgreSQL URL); create one per request
+    or per command, or keep one per thread on SQLite (``reusable``)."""
+
+    def __init__(self, url, migrate: bool = True):
+        self.url = str(url)
+        self.engine = open_engine(self.url)
+        self.reusable = self.engine.dialect == "sqlite"
+        if migrate:
+            self.migrate()
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        """The sqlite-utils database (SQLite only; tests and benchmarks poke at it)."""
+        return self.engine.db
+
+    @property
+    def path(self) -> str:
+        return self.url
+
+    def execute(self, sql: str, params=()):
+        """Run one statement written with ``?`` placeholders, on either engine."""
+        return self.engine.execute(sql, params)
+
+    def close(self):
+        self.engine.close()
 
     def __enter__(self):
         return self
@@ -180,22 +428,23 @@ class Store:
     # --- schema -------------------------------------------------------------------------------
 
     def schema_version(self) -> int:
-        return self.db.execute("PRAGMA user_version").fetchone()[0]
+        return self.engine.schema_version()
 
     def migrate(self):
         """Bring the schema to SCHEMA_VERSION, one numbered migration at a time, each atomic."""
         while (current := self.schema_version()) < SCHEMA_VERSION:
             with self.transaction():
+                self.engine.lock_for_migration()
                 if self.schema_version() != current:  # another process migrated meanwhile
                     continue
-                MIGRATIONS[current + 1](self.db)
-                self.db.execute(f"PRAGMA user_version={current + 1}")
+                MIGRATIONS[current + 1](self.engine)
+                self.engine.set_schema_version(current + 1)
 
     def transaction(self):
-        return _Transaction(self.db.conn)
+        return _Transaction(self.engine)
 
     def _one(self, sql: str, params) -> dict | None:
-        cursor = self.db.execute(sql, params)
+        cursor = self.engine.execute(sql, params)
         row = cursor.fetchone()
         return None if row is None else dict(zip((c[0] for c in cursor.description), row))
 
@@ -216,23 +465,20 @@ class Store:
             row = self._survey_row(survey.id)
             if row is not None and row["current_hash"] == survey.hash:
                 if access and access != row["access"]:
-                    self.db["surveys"].update(survey.id, {"access": access})
+                    self.execute("UPDATE surveys SET access = ? WHERE id = ?", [access, survey.id])
                 return self.get_survey(survey.id), "unchanged"
-            known = next(self.db["survey_versions"].rows_where("hash = ?", [survey.hash]), None)
-            if known is None:
-                version = 1 + (self.db.execute("SELECT COALESCE(MAX(version), 0) FROM survey_versions WHERE survey_id = ?",
-                                               [survey.id]).fetchone()[0])
-                self.db["survey_versions"].insert({"hash": survey.hash, "survey_id": survey.id, "version": version,
-                                                   "spec": survey.canonical_json(), "added_on": _today()})
+            if self._one("SELECT hash FROM survey_versions WHERE hash = ?", [survey.hash]) is None:
+                version = 1 + self.execute("SELECT COALESCE(MAX(version), 0) FROM survey_versions WHERE survey_id = ?",
+                                           [survey.id]).fetchone()[0]
+                self.execute("INSERT INTO survey_versions (hash, survey_id, version, spec, added_on) VALUES (?, ?, ?, ?, ?)",
+                             [survey.hash, survey.id, version, survey.canonical_json(), _today()])
             if row is None:
-                self.db["surveys"].insert({"id": survey.id, "current_hash": survey.hash, "access": access or "open",
-                                           "closed_on": None, "added_on": _today()})
+                self.execute("INSERT INTO surveys (id, current_hash, access, closed_on, added_on) VALUES (?, ?, ?, NULL, ?)",
+                             [survey.id, survey.hash, access or "open", _today()])
                 outcome = "created"
             else:
-                changes = {"current_hash": survey.hash}
-                if access:
-                    changes["access"] = access
-                self.db["surveys"].update(survey.id, changes)
+                self.execute("UPDATE surveys SET current_hash = ?, access = COALESCE(?, access) WHERE id = ?",
+                             [survey.hash, access, survey.id])
                 outcome = "new version"
         return self.get_survey(survey.id), outcome
 
@@ -241,12 +487,17 @@ class Store:
         version = self._one("SELECT version, spec FROM survey_versions WHERE hash = ? AND survey_id = ?", [spec_hash, row["id"]])
         if version is None:
             raise Invalid(f"spec_hash {spec_hash!r} is not a version of survey {row['id']!r}", "spec_hash")
+
         def count():
-            return self.db.execute("SELECT responses FROM survey_versions WHERE hash = ?", [spec_hash]).fetchone()[0]
+            return self._responses_of(spec_hash)
 
         return SurveyRecord(id=row["id"], hash=spec_hash, version=version["version"],
                             survey=_load_spec(version["spec"]), access=row["access"],
                             closed_on=row["closed_on"], _count=count)
+
+    def _responses_of(self, spec_hash: str) -> int:
+        return int(self.execute("SELECT COALESCE(SUM(responses), 0) FROM version_counts WHERE spec_hash = ?",
+                                [spec_hash]).fetchone()[0])
 
     def get_survey(self, survey_id: str, spec_hash: str | None = None) -> SurveyRecord:
         row = self._survey_row(survey_id)
@@ -255,18 +506,22 @@ class Store:
         return self._record(row, spec_hash)
 
     def list_surveys(self) -> list[SurveyRecord]:
-        return [self._record(row) for row in self.db["surveys"].rows_where(order_by="id")]
+        cursor = self.execute("SELECT id, current_hash, access, closed_on FROM surveys ORDER BY id")
+        names = [c[0] for c in cursor.description]
+        return [self._record(dict(zip(names, row))) for row in cursor.fetchall()]
 
     def versions(self, survey_id: str) -> list[dict]:
         self.get_survey(survey_id)
-        rows = self.db.execute("SELECT version, hash, added_on, responses FROM survey_versions WHERE survey_id = ? "
-                               "ORDER BY version", [survey_id]).fetchall()
-        return [{"version": v, "hash": h, "added_on": d, "responses": n} for v, h, d, n in rows]
+        rows = self.execute(
+            "SELECT v.version, v.hash, v.added_on, COALESCE(SUM(c.responses), 0) FROM survey_versions v "
+            "LEFT JOIN version_counts c ON c.spec_hash = v.hash WHERE v.survey_id = ? "
+            "GROUP BY v.version, v.hash, v.added_on ORDER BY v.version", [survey_id]).fetchall()
+        return [{"version": v, "hash": h, "added_on": d, "responses": int(n)} for v, h, d, n in rows]
 
     def close_survey(self, survey_id: str) -> SurveyRecord:
         record = self.get_survey(survey_id)
         if not record.closed:
-            self.db["surveys"].update(survey_id, {"closed_on": _today()})
+            self.execute("UPDATE surveys SET closed_on = ? WHERE id = ?", [_today(), survey_id])
         return self.get_survey(survey_id)
 
     # --- tokens -------------------------------------------------------------------------------
@@ -278,14 +533,14 @@ class Store:
         self.get_survey(survey_id)
         tokens = [secrets.token_urlsafe(16) for _ in range(count)]
         with self.transaction():
-            self.db["tokens"].insert_all(({"token_hash": _digest(t), "survey_id": survey_id, "issued_on": _today(),
-                                           "used_on": None} for t in tokens))
-            self.db["surveys"].update(survey_id, {"access": "token"})
+            self.engine.executemany("INSERT INTO tokens (token_hash, survey_id, issued_on, used_on) VALUES (?, ?, ?, NULL)",
+                                    [(_digest(t), survey_id, _today()) for t in tokens])
+            self.execute("UPDATE surveys SET access = 'token' WHERE id = ?", [survey_id])
         return tokens
 
     def token_counts(self, survey_id: str) -> dict:
-        issued, used = self.db.execute("SELECT COUNT(*), COUNT(used_on) FROM tokens WHERE survey_id = ?",
-                                       [survey_id]).fetchone()
+        issued, used = self.execute("SELECT COUNT(*), COUNT(used_on) FROM tokens WHERE survey_id = ?",
+                                    [survey_id]).fetchone()
         return {"issued": issued, "used": used}
 
     # --- responses ----------------------------------------------------------------------------
@@ -294,10 +549,11 @@ class Store:
                answerable=None) -> tuple[dict, bool]:
         """Validate and store one response. Returns (acknowledgement, created).
 
-        A retry with the same idempotency key returns the first acknowledgement (created False).
-        Nothing is written unless everything is valid; the token is spent in the same
-        transaction as the response is stored. ``answerable`` limits the required questions to
-        those a client could answer (the no-JavaScript form).
+        A retry with the same idempotency key returns the first acknowledgement (created False),
+        even when it races the first attempt from another process. Nothing is written unless
+        everything is valid; the token is spent in the same transaction as the response is
+        stored, and accepted exactly once however many processes race for it. ``answerable``
+        limits the required questions to those a client could answer (the no-JavaScript form).
         """
         if not isinstance(spec_hash, str) or not spec_hash:
             raise Invalid("spec_hash: required, the hash of the spec the answers were randomized under", "spec_hash")
@@ -308,12 +564,28 @@ class Store:
         record = self.get_survey(survey_id, spec_hash)
         clean = validate_reports(record.survey, reports, answerable)
         fingerprint = _digest(canonical({"spec_hash": spec_hash, "reports": clean}))
+        # Counter rows in one order for everyone: two transactions never wait on each other crosswise.
+        values = sorted((spec_hash, qid, canonical(value)) for qid, value in clean.items())
+        for attempt in range(_RETRIES):
+            try:
+                return self._store_response(survey_id, spec_hash, idempotency_key, token, record, values, fingerprint)
+            except _TRANSIENT as error:  # a deadlock or serialization failure on PostgreSQL: start again
+                if attempt == _RETRIES - 1:
+                    raise StorageError(f"the database is too busy to store the response ({error.__class__.__name__}); "
+                                       "send it again with the same idempotency key") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _previous(self, survey_id: str, idempotency_key: str, fingerprint: str) -> dict | None:
+        previous = self._one("SELECT id, survey_id, spec_hash, received_on, fingerprint FROM responses "
+                             "WHERE survey_id = ? AND idempotency_key = ?", [survey_id, idempotency_key])
+        if previous is not None and previous["fingerprint"] != fingerprint:
+            raise Invalid("idempotency_key: already used for a different response", "idempotency_key")
+        return previous
+
+    def _store_response(self, survey_id, spec_hash, idempotency_key, token, record, values, fingerprint):
         with self.transaction():
-            previous = self._one("SELECT id, survey_id, spec_hash, received_on, fingerprint FROM responses "
-                                 "WHERE survey_id = ? AND idempotency_key = ?", [survey_id, idempotency_key])
+            previous = self._previous(survey_id, idempotency_key, fingerprint)
             if previous is not None:
-                if previous["fingerprint"] != fingerprint:
-                    raise Invalid("idempotency_key: already used for a different response", "idempotency_key")
                 return self._acknowledgement(previous), False
             if self._survey_row(survey_id)["closed_on"] is not None:
                 raise Gone(f"survey {survey_id!r} is closed", "survey_id")
@@ -321,24 +593,39 @@ class Store:
             if record.access == "token":
                 if token is None:
                     raise Invalid("token: this survey needs the respondent token from your invitation link", "token")
-                spent = self.db.execute("UPDATE tokens SET used_on = ? WHERE token_hash = ? AND survey_id = ? AND used_on IS NULL",
-                                        [received_on, _digest(token), survey_id])
+                spent = self.execute("UPDATE tokens SET used_on = ? WHERE token_hash = ? AND survey_id = ? AND used_on IS NULL",
+                                     [received_on, _digest(token), survey_id])
                 if spent.rowcount != 1:
-                    exists = self._one("SELECT 1 FROM tokens WHERE token_hash = ? AND survey_id = ?", [_digest(token), survey_id])
-                    if exists is None:
+                    if self._one("SELECT 1 AS one FROM tokens WHERE token_hash = ? AND survey_id = ?",
+                                 [_digest(token), survey_id]) is None:
                         raise Invalid("token: not a token of this survey", "token")
+                    # A retry racing its own first attempt (which spent the token) gets that acknowledgement.
+                    previous = self._previous(survey_id, idempotency_key, fingerprint)
+                    if previous is not None:
+                        return self._acknowledgement(previous), False
                     raise Conflict("token: already used; each invitation answers once", "token")
             row = {"id": secrets.token_hex(16), "survey_id": survey_id, "spec_hash": spec_hash, "received_on": received_on,
                    "idempotency_key": idempotency_key, "fingerprint": fingerprint}
-            # Plain statements on the hot path (sqlite-utils' insert inspects the table each call).
-            self.db.execute("INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) "
-                            "VALUES (:id, :survey_id, :spec_hash, :received_on, :idempotency_key, :fingerprint)", row)
-            values = [(spec_hash, qid, canonical(value)) for qid, value in clean.items()]
-            self.db.conn.executemany("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES (?, ?, ?, ?)",
-                                     [(row["id"], *value) for value in values])
-            self.db.conn.executemany("INSERT INTO report_counts (spec_hash, question_id, value, count) VALUES (?, ?, ?, 1) "
-                                     "ON CONFLICT (spec_hash, question_id, value) DO UPDATE SET count = count + 1", values)
-            self.db.execute("UPDATE survey_versions SET responses = responses + 1 WHERE hash = ?", [spec_hash])
+            try:
+                with self.transaction():  # a savepoint: a racing twin's key may win the unique index
+                    self.execute("INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) "
+                                 "VALUES (?, ?, ?, ?, ?, ?)", [row["id"], survey_id, spec_hash, received_on,
+                                                               idempotency_key, fingerprint])
+            except _UNIQUE_VIOLATION:
+                previous = self._previous(survey_id, idempotency_key, fingerprint)
+                if previous is None:
+                    raise
+                return self._acknowledgement(previous), False
+            shard = secrets.randbelow(self.engine.counter_shards)
+            self.engine.executemany("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES (?, ?, ?, ?)",
+                                    [(row["id"], *value) for value in values])
+            self.engine.executemany(
+                "INSERT INTO report_counts (spec_hash, question_id, value, shard, count) VALUES (?, ?, ?, ?, 1) "
+                "ON CONFLICT (spec_hash, question_id, value, shard) DO UPDATE SET count = report_counts.count + 1",
+                [(*value, shard) for value in values])
+            self.execute("INSERT INTO version_counts (spec_hash, shard, responses) VALUES (?, ?, 1) "
+                         "ON CONFLICT (spec_hash, shard) DO UPDATE SET responses = version_counts.responses + 1",
+                         [spec_hash, shard])
         return self._acknowledgement(row), True
 
     @staticmethod
@@ -346,16 +633,17 @@ class Store:
         return {"id": row["id"], "survey_id": row["survey_id"], "spec_hash": row["spec_hash"], "received_on": row["received_on"]}
 
     def response_count(self, survey_id: str) -> int:
-        return self.db.execute("SELECT COALESCE(SUM(responses), 0) FROM survey_versions WHERE survey_id = ?",
-                               [survey_id]).fetchone()[0]
+        return int(self.execute("SELECT COALESCE(SUM(c.responses), 0) FROM version_counts c "
+                                "JOIN survey_versions v ON v.hash = c.spec_hash WHERE v.survey_id = ?",
+                                [survey_id]).fetchone()[0])
 
     def rebuild_counts(self):
         with self.transaction():
-            rebuild_counts(self.db)
+            rebuild_counts(self.engine)
 
     def counts(self, survey_id: str, spec_hash: str | None = None, by: str | None = None) -> dict:
         """Per question, how many of each report value (for one version); optionally per level of a
-        public question ``by``. Aggregated in SQL."""
+        public question ``by``. Aggregated in SQL; the running totals' shards are summed."""
         record = self.get_survey(survey_id, spec_hash)
         if by is not None:
             question = record.survey.questions.get(by)
@@ -363,16 +651,17 @@ class Store:
                 raise Invalid(f"by: no question {by!r} in this survey", "by")
             if question.is_private:
                 raise Invalid(f"by: {by!r} is randomized; group only by a public question (privacy: none)", "by")
-            rows = self.db.execute(
+            rows = self.execute(
                 "SELECT g.value, r.question_id, r.value, COUNT(*) FROM reports r "
                 "JOIN reports g ON g.response_id = r.response_id AND g.question_id = ? "
                 "WHERE r.spec_hash = ? GROUP BY g.value, r.question_id, r.value", [by, record.hash]).fetchall()
         else:
-            rows = [(None, *row) for row in self.db.execute(
-                "SELECT question_id, value, count FROM report_counts WHERE spec_hash = ?", [record.hash]).fetchall()]
+            rows = [(None, *row) for row in self.execute(
+                "SELECT question_id, value, SUM(count) FROM report_counts WHERE spec_hash = ? "
+                "GROUP BY question_id, value", [record.hash]).fetchall()]
         table: dict = {}  # group (canonical JSON text, or None) → question → [{report, count}]
         for group, qid, value, count in rows:
-            table.setdefault(group, {}).setdefault(qid, []).append({"report": json.loads(value), "count": count})
+            table.setdefault(group, {}).setdefault(qid, []).append({"report": json.loads(value), "count": int(count)})
         result = {"survey_id": survey_id, "spec_hash": record.hash, "version": record.version,
                   "responses": record.responses}
         if by is None:
@@ -384,11 +673,17 @@ class Store:
                                 for level in levels if canonical(level) in table]
         return result
 
+    def report_rows(self, spec_hash: str, question_ids: list[str]):
+        """(response id, question id, canonical value) of the given questions of one version."""
+        marks = ",".join("?" * len(question_ids))
+        return self.execute(f"SELECT response_id, question_id, value FROM reports WHERE spec_hash = ? "
+                            f"AND question_id IN ({marks})", [spec_hash, *question_ids]).fetchall()
+
     def export(self, survey_id: str, spec_hash: str | None = None):
         """Yield one dict per response of a version: id, spec_hash, received_on, reports; in the
         order of the random response ids, which says nothing about when anyone answered."""
         record = self.get_survey(survey_id, spec_hash)
-        cursor = self.db.execute(
+        rows = self.engine.stream(
             "SELECT r.id, r.received_on, p.question_id, p.value FROM responses r "
             "LEFT JOIN reports p ON p.response_id = r.id WHERE r.spec_hash = ? ORDER BY r.id", [record.hash])
         order = list(record.survey.questions)
@@ -398,7 +693,7 @@ class Store:
             return row
 
         current = None
-        for response_id, received_on, qid, value in cursor:
+        for response_id, received_on, qid, value in rows:
             if current is None or current["id"] != response_id:
                 if current is not None:
                     yield ordered(current)
@@ -411,23 +706,17 @@ class Store:
     # --- settings -----------------------------------------------------------------------------
 
     def get_setting(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM settings WHERE key = ?", [key]).fetchone()  # plain: on the submit path
+        row = self.execute("SELECT value FROM settings WHERE key = ?", [key]).fetchone()
         return None if row is None else row[0]
 
     def set_setting(self, key: str, value: str):
-        self.db["settings"].upsert({"key": key, "value": value}, pk="key")
+        self.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                     [key, value])
 
     def compact(self) -> tuple[int, int]:
-        """VACUUM: every table rewritten in key order, so no page keeps rows in arrival order.
-        Returns the file size before and after, in bytes."""
-        def size():
-            return self.db.execute("PRAGMA page_count").fetchone()[0] * self.db.execute("PRAGMA page_size").fetchone()[0]
-
-        before = size()
-        self.db.execute("VACUUM")
-        if self.path != ":memory:":
-            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return before, size()
+        """Rewrite the tables in key order (SQLite: VACUUM; PostgreSQL: CLUSTER and VACUUM), so
+        no page keeps rows in arrival order. Returns the database size before and after, in bytes."""
+        return self.engine.compact()
 
     def received_on_granularity(self) -> str:
         """How finely arrival dates are kept: "day" (the default), "week" or "month"."""
@@ -437,6 +726,12 @@ class Store:
         if granularity not in GRANULARITIES:
             raise Invalid(f"received_on: must be one of {', '.join(GRANULARITIES)}, got {granularity!r}", "received_on")
         self.set_setting("received_on", granularity)
+
+    def healthy(self) -> dict:
+        """For load balancers: the engine answers and the schema is the one this code expects."""
+        version = self.schema_version()
+        return {"database": self.engine.dialect, "schema_version": version, "expected_schema_version": SCHEMA_VERSION,
+                "ok": version == SCHEMA_VERSION}
 
 
 def _ordered_counts(survey: Survey, table: dict) -> dict:
@@ -497,14 +792,14 @@ def validate_reports(survey: Survey, reports, answerable=None) -> dict:
 
 
 class _Transaction:
-    """BEGIN IMMEDIATE … COMMIT: writers queue on the lock instead of failing mid-way.
+    """BEGIN (IMMEDIATE on SQLite: writers queue on the lock instead of failing mid-way) … COMMIT.
 
     Nested inside another transaction it is a savepoint: a failure rolls back only its own
     writes (one batch item), and the outer transaction commits the rest at once.
     """
 
-    def __init__(self, connection):
-        self.connection = connection
+    def __init__(self, engine):
+        self.connection = engine
         self.savepoint = None
 
     def __enter__(self):
@@ -512,7 +807,7 @@ class _Transaction:
             self.savepoint = f"item_{secrets.token_hex(4)}"
             self.connection.execute(f"SAVEPOINT {self.savepoint}")
         else:
-            self.connection.execute("BEGIN IMMEDIATE")
+            self.connection.execute(self.connection.begin)
         return self
 
     def __exit__(self, exc_type, exc, tb):

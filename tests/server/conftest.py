@@ -1,3 +1,4 @@
+import os
 import socket
 import threading
 
@@ -12,9 +13,39 @@ from tests.conftest import EXAMPLES
 ADMIN = "test-admin-token"
 
 
+def pytest_generate_tests(metafunc):
+    # Modules marked both_engines run each test on SQLite and on a real PostgreSQL.
+    if "engine" in metafunc.fixturenames:
+        definition = metafunc.definition
+        both = definition.get_closest_marker("both_engines") and not definition.get_closest_marker("sqlite_only")
+        metafunc.parametrize("engine", ["sqlite", "postgresql"] if both else ["sqlite"], indirect=True)
+
+
 @pytest.fixture
-def db_path(tmp_path):
-    return str(tmp_path / "test.db")
+def engine(request):
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    from tests.postgres import ThrowawayPostgres, binaries
+
+    if binaries() is None:
+        message = "PostgreSQL's initdb is missing: scripts/test.sh installs Debian's postgresql"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    server = ThrowawayPostgres()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def db_path(tmp_path, engine, request):
+    """The test's database: a SQLite file, or a fresh schema of the throwaway PostgreSQL."""
+    if engine == "sqlite":
+        return str(tmp_path / "test.db")
+    return request.getfixturevalue("postgres").fresh_url()
 
 
 @pytest.fixture
@@ -73,3 +104,15 @@ def live_server(app):
 
 ANSWERS = {"dodged": "yes", "region": "North", "cash": "Cash in hand", "fairness": "Agree",
            "undeclared": ["Tips"], "hours": 10}
+
+
+def table_rows(store, table: str) -> list[dict]:
+    """Every row of a table as dicts, on either engine (table names come from the tests)."""
+    cursor = store.execute(f"SELECT * FROM {table}")
+    names = [c[0] for c in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def table_columns(store, table: str) -> set[str]:
+    cursor = store.execute(f"SELECT * FROM {table} WHERE 1 = 0")
+    return {c[0] for c in cursor.description}

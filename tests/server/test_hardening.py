@@ -23,9 +23,11 @@ from .worst_cases import CASES, Context, timed
 
 SURROGATE = "\\ud800"  # as JSON text: a lone surrogate once parsed
 
+pytestmark = pytest.mark.both_engines
+
 
 def _stored(store) -> int:
-    return store.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    return store.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
 
 def _raw(client, path, text, headers=None):
@@ -208,6 +210,7 @@ def test_export_order_carries_no_arrival_order(client, admin_headers, arrivals):
         _not_significant(order)
 
 
+@pytest.mark.sqlite_only
 def test_the_database_keeps_no_arrival_order(db_path, arrivals, store, runner):
     connection = sqlite3.connect(db_path)
     # The order of each table's b-tree (its primary key: WITHOUT ROWID tables are stored by it).
@@ -301,14 +304,14 @@ def test_fuzzed_bodies_never_get_a_5xx_and_refused_ones_store_nothing(client, su
         path, headers = "/api/v1/surveys/tax/tokens", admin_headers
     # ensure_ascii keeps lone surrogates as \ud800 escapes; raw bytes go in as they are
     raw = data.draw(st.binary(max_size=40)) if as_text and data.draw(st.booleans()) else json.dumps(body).encode()
-    before = (_stored(store), store.db.execute("SELECT COUNT(*) FROM tokens").fetchone()[0],
-              store.db.execute("SELECT COUNT(*) FROM survey_versions").fetchone()[0])
+    before = (_stored(store), store.execute("SELECT COUNT(*) FROM tokens").fetchone()[0],
+              store.execute("SELECT COUNT(*) FROM survey_versions").fetchone()[0])
     response = client.post(path, data=raw, content_type="application/json", headers=headers)
     FUZZ_STATUSES[response.status_code] += 1
     assert response.status_code < 500, response.get_data(as_text=True)
     assert response.is_json
-    after = (_stored(store), store.db.execute("SELECT COUNT(*) FROM tokens").fetchone()[0],
-             store.db.execute("SELECT COUNT(*) FROM survey_versions").fetchone()[0])
+    after = (_stored(store), store.execute("SELECT COUNT(*) FROM tokens").fetchone()[0],
+             store.execute("SELECT COUNT(*) FROM survey_versions").fetchone()[0])
     if response.status_code >= 400:
         assert after == before
     elif endpoint == "batch":
