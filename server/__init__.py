@@ -90,6 +90,16 @@ def create_app(config: dict | None = None) -> Flask:
             return api.error_body(error.code, error.description), error.code
         return render_template("message.html", heading=error.name, message=error.description, error=True), error.code
 
+    @app.get("/healthz")
+    def healthz():
+        """For load balancers: 200 when the database answers with the schema this code expects."""
+        try:
+            health = get_store().healthy()
+        except Exception as error:  # unreachable, refused, not a deniable database
+            app.logger.warning("health check failed: %s", error.__class__.__name__)
+            return {"ok": False, "error": "the database is unreachable"}, 503
+        return health, 200 if health["ok"] else 503
+
     app.register_blueprint(api.blueprint)
     app.register_blueprint(respond.blueprint)
     app.register_blueprint(admin.blueprint)

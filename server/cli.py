@@ -382,10 +382,31 @@ def _announce_admin(store: storage.Store, base_url: str, rotate: bool = False):
         click.echo("Admin token: created earlier (stored hashed); set DENIABLE_ADMIN_TOKEN to choose one.")
 
 
-def _serve(db_path: str, host: str, port: int, threads: int):
-    import waitress
-
+def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1):
+    """waitress for one process; gunicorn (gthread workers, each building its own app and its
+    own database pool after the fork) for several. No access log: it would hold addresses."""
     from . import create_app
+
+    if workers > 1:
+        try:
+            from gunicorn.app.base import BaseApplication
+        except ImportError:  # Windows, or gunicorn not installed: one process with more threads
+            click.echo(f"gunicorn is not available: serving {workers * threads} threads in one process instead", err=True)
+            threads, workers = workers * threads, 1
+        else:
+            class _Gunicorn(BaseApplication):
+                def load_config(self):
+                    for key, value in {"bind": f"{host}:{port}", "workers": workers, "threads": threads,
+                                       "worker_class": "gthread", "accesslog": None, "errorlog": "-",
+                                       "proc_name": "deniable", "graceful_timeout": 10, "timeout": 60}.items():
+                        self.cfg.set(key, value)
+
+                def load(self):
+                    return create_app({"DATABASE": db_path})
+
+            _Gunicorn().run()
+            return
+    import waitress
 
     app = create_app({"DATABASE": db_path})
     waitress.serve(app, host=host, port=port, threads=threads, ident="deniable", clear_untrusted_proxy_headers=True)
@@ -395,16 +416,19 @@ def _serve(db_path: str, host: str, port: int, threads: int):
 @db_option
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 64))
-def serve(db_path, host, port, threads):
-    """Serve surveys and the API with waitress (a production WSGI server)."""
+@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 64), help="Threads per worker process.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Worker processes (gunicorn; waitress threads when gunicorn is unavailable). Nothing is kept in "
+                   "one process that another needs, so several hosts may also serve one PostgreSQL database.")
+def serve(db_path, host, port, threads, workers):
+    """Serve surveys and the API (waitress for one process, gunicorn for several)."""
     base_url = f"http://{host}:{port}"
     with _store(db_path) as store:
         _announce_admin(store, base_url)
         for record in store.list_surveys():
             click.echo(f"Survey {record.id!r}: {base_url}/s/{record.id}")
-    click.echo(f"Serving {db_path} on {base_url} (Ctrl-C to stop)", err=True)
-    _serve(db_path, host, port, threads)
+    click.echo(f"Serving {storage.describe(db_path)} on {base_url} with {workers} worker(s) (Ctrl-C to stop)", err=True)
+    _serve(db_path, host, port, threads, workers)
 
 
 @main.command()
