@@ -352,6 +352,40 @@ def init_db(db_path, granularity):
                    f"arrival dates kept to the {store.received_on_granularity()}")
 
 
+@main.command("copy")
+@click.option("--from", "source", required=True, help="The database to copy (a SQLite file, sqlite:///… or postgresql://…).")
+@click.option("--to", "target", required=True, help="An empty database to copy into (created and migrated if need be).")
+def copy(source, target):
+    """Move a deployment to another database, e.g. from SQLite to PostgreSQL.
+
+    Every table is copied in one transaction on the target and each table's row count is
+    checked against the source; on any failure nothing is kept. Stop the servers first (or
+    close the surveys), or responses that arrive during the copy stay behind."""
+    with _Errors():
+        try:
+            copied = storage.copy_database(source, target)
+        except storage.StorageError:
+            raise
+        except Exception as error:  # unreachable server, not a database
+            raise click.ClickException(f"cannot copy: {error}") from None
+    for table, rows in copied.items():
+        click.echo(f"{table:>16}: {rows:,} rows")
+    click.echo(f"Copied {storage.describe(source)} to {storage.describe(target)}.")
+
+
+@main.command("backup")
+@db_option
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The new backup file.")
+@click.option("--compact", is_flag=True, help="Write rows in key order (VACUUM INTO) rather than copy pages as they are.")
+def backup(db_path, output, compact):
+    """A consistent online backup of a SQLite database (servers may keep running).
+
+    For PostgreSQL use pg_dump, as docs/deploy.md shows."""
+    with _Errors():
+        size = storage.backup_sqlite(db_path, output, compact)
+    click.echo(f"Backed up {storage.describe(db_path)} to {output} ({size:,} bytes)")
+
+
 @main.command("compact")
 @db_option
 def compact(db_path):

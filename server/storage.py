@@ -191,6 +191,15 @@ def _pool(url: str):
 
     key = (url, os.getpid())
     if key not in _POOLS:
+        # One direct connection first: an unreachable or misnamed database fails at once with
+        # PostgreSQL's own message, where the pool would retry quietly until its timeout.
+        import psycopg
+
+        try:
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.OperationalError as error:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else error.__class__.__name__
+            raise StorageError(f"cannot connect to the database ({reason})", "db") from None
         _POOLS[key] = ConnectionPool(url, min_size=1, max_size=32, open=True, timeout=30,
                                      kwargs={"autocommit": True}, name="deniable")
     return _POOLS[key]
@@ -732,6 +741,76 @@ class Store:
         version = self.schema_version()
         return {"database": self.engine.dialect, "schema_version": version, "expected_schema_version": SCHEMA_VERSION,
                 "ok": version == SCHEMA_VERSION}
+
+
+#: Every table of the current schema and its columns, in the order a copy fills them.
+TABLES = {
+    "settings": ("key", "value"),
+    "surveys": ("id", "current_hash", "access", "closed_on", "added_on"),
+    "survey_versions": ("hash", "survey_id", "version", "spec", "added_on"),
+    "tokens": ("token_hash", "survey_id", "issued_on", "used_on"),
+    "responses": ("id", "survey_id", "spec_hash", "received_on", "idempotency_key", "fingerprint"),
+    "reports": ("response_id", "spec_hash", "question_id", "value"),
+    "report_counts": ("spec_hash", "question_id", "value", "shard", "count"),
+    "version_counts": ("spec_hash", "shard", "responses"),
+}
+_KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens": "token_hash", "responses": "id",
+         "reports": "response_id, question_id", "report_counts": "spec_hash, question_id, value, shard",
+         "version_counts": "spec_hash, shard"}
+
+
+def copy_database(source_url: str, target_url: str, batch: int = 5000, progress=None) -> dict[str, int]:
+    """Copy a whole deployment to another database (SQLite ↔ PostgreSQL): every table, rows in key
+    order, in one transaction on the target, which must hold no survey yet. The source is brought
+    to the current schema first. Returns rows copied per table; each is checked against the source."""
+    copied = {}
+    with Store(source_url) as source, Store(target_url) as target:
+        if target.execute("SELECT COUNT(*) FROM surveys").fetchone()[0]:
+            raise Conflict(f"{describe(target_url)} already holds surveys; copy into an empty database", "to")
+        with target.transaction():
+            target.execute("DELETE FROM settings")
+            for table, columns in TABLES.items():
+                names = ", ".join(columns)
+                insert = f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(columns))})"
+                rows, count = [], 0
+                for row in source.engine.stream(f"SELECT {names} FROM {table} ORDER BY {_KEYS[table]}"):
+                    rows.append(tuple(row))
+                    if len(rows) >= batch:
+                        target.engine.executemany(insert, rows)
+                        count, rows = count + len(rows), []
+                        if progress:
+                            progress(table, count)
+                if rows:
+                    target.engine.executemany(insert, rows)
+                    count += len(rows)
+                expected = source.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                if target.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] != expected or count != expected:
+                    raise StorageError(f"{table}: {count} rows copied but the source holds {expected}; nothing was kept")
+                copied[table] = count
+    return copied
+
+
+def backup_sqlite(source_url: str, output: str, compact: bool = False) -> int:
+    """A consistent copy of a live SQLite database (writers carry on meanwhile). The backup API
+    copies pages as they are; ``compact`` writes them in key order instead (VACUUM INTO), so no
+    page of the copy keeps rows in arrival order. Returns the size of the copy in bytes."""
+    import os
+
+    if is_postgres(source_url):
+        raise Invalid("backups of PostgreSQL are pg_dump's job: pg_dump --format=custom --file=deniable.dump "
+                      "<database URL> (see docs/deploy.md)", "db")
+    if os.path.exists(output):
+        raise Conflict(f"{output} exists; choose a new file", "output")
+    with Store(source_url) as source:
+        if compact:
+            source.execute("VACUUM INTO ?", [output])
+        else:
+            target = sqlite3.connect(output)
+            try:
+                source.engine.db.conn.backup(target)
+            finally:
+                target.close()
+    return os.path.getsize(output)
 
 
 def _ordered_counts(survey: Survey, table: dict) -> dict:
