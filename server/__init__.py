@@ -137,9 +137,18 @@ def rotate_admin_token(store: storage.Store) -> str:
 
 
 def admin_token_valid(store: storage.Store, presented: str | None, configured: str | None) -> bool:
+    """The deployment's admin token: ``$DENIABLE_ADMIN_TOKEN`` if set, else the stored hash."""
     if not presented:
         return False
     if configured:
         return hmac.compare_digest(presented.encode(), configured.encode())
     stored = store.get_setting("admin_token_hash")
     return bool(stored) and hmac.compare_digest(hashlib.sha256(presented.encode()).hexdigest(), stored)
+
+
+def api_caller(store: storage.Store, presented: str | None, configured: str | None) -> str | None:
+    """Who a bearer token belongs to (for the audit log), or None: the admin token, which keeps
+    working as an API token, or a named, revocable API token (`deniable admin token`)."""
+    if admin_token_valid(store, presented, configured):
+        return "admin token"
+    return store.api_token_name(presented)

@@ -1,23 +1,25 @@
-"""Admin dashboard under /admin: surveys, versions, response counts.
+"""Admin dashboard under /admin: surveys, versions, live estimates, closing a survey, invitations.
 
-The browser signs in once through /admin/login?token=… (the link `deniable demo` and
-`deniable serve` print); the token is then kept in an HttpOnly, SameSite=Strict cookie scoped to /admin.
+Admins sign in with a name and password (`deniable admin add NAME`) or paste the admin token into
+the sign-in form; credentials never travel in a URL. The session cookie holds a random id (its
+hash is stored with the session), is HttpOnly, SameSite=Strict, scoped to /admin, and Secure over
+HTTPS. Every state-changing form carries the session's CSRF secret; the sign-in form a
+double-submit one. Every action lands in the audit log.
 """
 
 from __future__ import annotations
 
+import hmac
 import math
+import secrets
 
-from flask import Blueprint, current_app, redirect, render_template, request, url_for
+from flask import Blueprint, abort, current_app, g, redirect, render_template, request, url_for
 
 from . import admin_token_valid, get_store, storage
 
 blueprint = Blueprint("admin", __name__, url_prefix="/admin")
-COOKIE = "deniable_admin"
-
-
-def _signed_in(token: str | None) -> bool:
-    return admin_token_valid(get_store(), token, current_app.config.get("ADMIN_TOKEN"))
+COOKIE = "deniable_session"
+LOGIN_COOKIE = "deniable_login_csrf"
 
 
 @blueprint.errorhandler(storage.StorageError)
@@ -27,26 +29,90 @@ def _storage_error(error):
                            message=error.message, error=True), error.status
 
 
-def _denied():
-    return render_template("message.html", heading="Sign in needed",
-                           message="Open the admin link printed by `deniable serve` or `deniable demo`.", error=True), 401
+def _session() -> dict | None:
+    if "admin_session" not in g:
+        g.admin_session = get_store().session(request.cookies.get(COOKIE))
+    return g.admin_session
+
+
+def _signed_out():
+    return redirect(url_for("admin.login"), code=303)
+
+
+def _check_csrf(expected: str | None):
+    """403 unless the form's csrf field equals the expected secret (compared in constant time)."""
+    presented = request.form.get("csrf", "")
+    if not expected or not hmac.compare_digest(presented.encode(), expected.encode()):
+        abort(403, "The form has expired or came from another site. Reload the page and try again.")
+
+
+@blueprint.app_context_processor
+def _admin_context():
+    session = g.get("admin_session")
+    return {"admin_session": session} if session else {}
+
+
+def _cookie(response, name: str, value: str, path: str, max_age: int | None = None):
+    response.set_cookie(name, value, httponly=True, samesite="Strict", path=path, secure=request.is_secure,
+                        max_age=max_age)
 
 
 @blueprint.get("/login")
 def login():
-    token = request.args.get("token")
-    if not _signed_in(token):
-        return _denied()
+    message = None
+    if "token" in request.args:  # old links carried the token in the address: no longer accepted
+        message = "Sign-in links that carry the admin token are no longer accepted; paste the token below."
+    csrf = secrets.token_urlsafe(24)
+    response = current_app.make_response(render_template("login.html", csrf=csrf, message=message))
+    _cookie(response, LOGIN_COOKIE, csrf, url_for("admin.login"))
+    return response
+
+
+@blueprint.post("/login")
+def sign_in():
+    _check_csrf(request.cookies.get(LOGIN_COOKIE))
+    store = get_store()
+    name, password, token = (request.form.get(k, "") for k in ("name", "password", "token"))
+    who = None
+    if token:
+        if admin_token_valid(store, token, current_app.config.get("ADMIN_TOKEN")):
+            who = "admin token"
+    elif name and password and store.check_password(name, password):
+        who = name
+    if who is None:
+        store.audit(name or "admin token", "sign-in refused")
+        csrf = secrets.token_urlsafe(24)
+        response = current_app.make_response((render_template(
+            "login.html", csrf=csrf, message="That name and password (or token) did not match. "
+            f"After {storage.SIGN_IN_FAILURES} failures an account waits {storage.SIGN_IN_LOCK.seconds // 60} minutes."), 401))
+        _cookie(response, LOGIN_COOKIE, csrf, url_for("admin.login"))
+        return response
+    session_id, _csrf = store.start_session(who)
+    store.audit(who, "signed in")
     response = redirect(url_for("admin.dashboard"), code=303)
-    response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/admin",
-                        secure=request.is_secure)
+    _cookie(response, COOKIE, session_id, "/admin", max_age=int(storage.SESSION_LIFETIME.total_seconds()))
+    response.delete_cookie(LOGIN_COOKIE, path=url_for("admin.login"))
+    return response
+
+
+@blueprint.post("/logout")
+def sign_out():
+    session = _session()
+    if session is None:
+        return _signed_out()
+    _check_csrf(session["csrf"])
+    store = get_store()
+    store.end_session(request.cookies.get(COOKIE))
+    store.audit(session["admin"], "signed out")
+    response = _signed_out()
+    response.delete_cookie(COOKIE, path="/admin")
     return response
 
 
 @blueprint.get("/")
 def dashboard():
-    if not _signed_in(request.cookies.get(COOKIE)):
-        return _denied()
+    if _session() is None:
+        return _signed_out()
     store = get_store()
     surveys = [{"id": r.id, "title": r.survey.title, "version": r.version, "hash": r.hash,
                 "responses": store.response_count(r.id), "epsilon_total": r.survey.epsilon,
@@ -57,8 +123,8 @@ def dashboard():
 @blueprint.get("/surveys/<survey_id>")
 def survey_estimates(survey_id):
     """Live estimates with intervals for every question, a chart each (SVG, no script)."""
-    if not _signed_in(request.cookies.get(COOKIE)):
-        return _denied()
+    if _session() is None:
+        return _signed_out()
     from deniable.analysis import LoadError, load, population  # the dashboard is the server's one use of analysis
 
     store = get_store()
@@ -86,6 +152,44 @@ def survey_estimates(survey_id):
         charts.append(chart)
     return render_template("estimates.html", record=record, survey=record.survey, charts=charts, n=data.n, inf=math.inf,
                            tokens=store.token_counts(survey_id), versions=store.versions(survey_id))
+
+
+@blueprint.post("/surveys/<survey_id>/close")
+def close(survey_id):
+    session = _session()
+    if session is None:
+        return _signed_out()
+    _check_csrf(session["csrf"])
+    store = get_store()
+    store.close_survey(survey_id)
+    store.audit(session["admin"], "survey closed", survey_id)
+    return redirect(url_for("admin.survey_estimates", survey_id=survey_id), code=303)
+
+
+@blueprint.post("/surveys/<survey_id>/tokens")
+def invitations(survey_id):
+    """New single-use invitation links, shown once on this page (only their hashes are kept)."""
+    session = _session()
+    if session is None:
+        return _signed_out()
+    _check_csrf(session["csrf"])
+    try:
+        count = int(request.form.get("count", ""))
+    except ValueError:
+        count = 0
+    store = get_store()
+    tokens = store.issue_tokens(survey_id, count)
+    store.audit(session["admin"], "invitation tokens issued", survey_id, f"{count} tokens")
+    base = request.host_url.rstrip("/")
+    return render_template("invitations.html", survey_id=survey_id,
+                           links=[f"{base}/s/{survey_id}?t={t}" for t in tokens])
+
+
+@blueprint.get("/audit")
+def audit():
+    if _session() is None:
+        return _signed_out()
+    return render_template("audit.html", entries=get_store().audit_log(500))
 
 
 #: Chart geometry (SVG user units): label column, plotting width, row height.

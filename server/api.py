@@ -19,7 +19,7 @@ from deniable.client.exact import MAX_JSON_DEPTH, JsonShapeError, check_json_tex
 from deniable.client.privacy import posterior_bound
 from deniable.client.survey import MAX_SPEC_BYTES
 
-from . import admin_token_valid, get_store, storage
+from . import api_caller, get_store, storage
 
 blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -172,11 +172,14 @@ def post_batch(survey_id):
 
 # --- admin ----------------------------------------------------------------------------------------
 
-def require_admin():
+def require_admin() -> str:
+    """The caller's name for the audit log; 401 without a valid admin or API token."""
     header = request.headers.get("Authorization", "")
     presented = header[7:].strip() if header.lower().startswith("bearer ") else None
-    if not admin_token_valid(get_store(), presented, current_app.config.get("ADMIN_TOKEN")):
-        raise ApiError(401, "admin endpoints need 'Authorization: Bearer <admin token>'", "Authorization")
+    caller = api_caller(get_store(), presented, current_app.config.get("ADMIN_TOKEN"))
+    if caller is None:
+        raise ApiError(401, "admin endpoints need 'Authorization: Bearer <admin token or API token>'", "Authorization")
+    return caller
 
 
 @blueprint.get("/surveys")
@@ -190,30 +193,38 @@ def list_surveys():
 
 @blueprint.post("/surveys")
 def create_survey():
-    require_admin()
+    caller = require_admin()
     body = _json_body(MAX_SPEC_BYTES)
     access = request.args.get("access")
     try:
         survey = Survey.from_dict(body)
     except SpecError as error:
         raise ApiError(422, str(error), "spec") from None
-    record, outcome = get_store().add_survey(survey, access)
+    store = get_store()
+    record, outcome = store.add_survey(survey, access)
+    if outcome != "unchanged":
+        store.audit(caller, f"survey {outcome}", survey.id, f"version {record.version} {record.hash[:12]}")
     return {"outcome": outcome, **survey_payload(record)}, 201 if outcome != "unchanged" else 200
 
 
 @blueprint.post("/surveys/<survey_id>/close")
 def close_survey(survey_id):
-    require_admin()
-    return survey_payload(get_store().close_survey(survey_id))
+    caller = require_admin()
+    store = get_store()
+    record = store.close_survey(survey_id)
+    store.audit(caller, "survey closed", survey_id)
+    return survey_payload(record)
 
 
 @blueprint.post("/surveys/<survey_id>/tokens")
 def create_tokens(survey_id):
-    require_admin()
+    caller = require_admin()
     count = _json_body().get("count")
     if isinstance(count, bool) or not isinstance(count, int):
         raise ApiError(422, "count: must be a whole number", "count")
-    tokens = get_store().issue_tokens(survey_id, count)
+    store = get_store()
+    tokens = store.issue_tokens(survey_id, count)
+    store.audit(caller, "invitation tokens issued", survey_id, f"{count} tokens")
     base = request.host_url.rstrip("/")
     return {"tokens": tokens, "links": [f"{base}/s/{survey_id}?t={t}" for t in tokens]}, 201
 
@@ -232,12 +243,13 @@ def versions(survey_id):
 
 @blueprint.get("/surveys/<survey_id>/export")
 def export(survey_id):
-    require_admin()
+    caller = require_admin()
     fmt = request.args.get("format", "jsonl")
     if fmt not in EXPORT_FORMATS:
         raise ApiError(422, f"format: must be one of {', '.join(EXPORT_FORMATS)}", "format")
     store = get_store()
     record = store.get_survey(survey_id, request.args.get("spec_hash"))
+    store.audit(caller, "responses exported", survey_id, f"version {record.version}, {fmt}")
     text = "".join(EXPORT_FORMATS[fmt](record, store.export(survey_id, record.hash)))
     mimetype = "text/csv" if fmt == "csv" else "application/x-ndjson"
     return Response(text, mimetype=mimetype,

@@ -352,6 +352,74 @@ def init_db(db_path, granularity):
                    f"arrival dates kept to the {store.received_on_granularity()}")
 
 
+# --- admins -------------------------------------------------------------------------------------
+
+@main.group()
+def admin():
+    """Admin accounts, API tokens for scripts, and the audit log."""
+
+
+@admin.command("add")
+@db_option
+@click.argument("name")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input (for scripts).")
+def admin_add(db_path, name, password_stdin):
+    """Add an admin account NAME (asks for the password twice)."""
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    with _store(db_path) as store, _Errors():
+        store.add_admin(name, password)
+    click.echo(f"Admin {name!r} added; sign in at /admin/login.")
+
+
+@admin.command("list")
+@db_option
+def admin_list(db_path):
+    """Admin accounts and API tokens (never their secrets)."""
+    with _store(db_path) as store:
+        for row in store.admins():
+            locked = f" (locked until {row['locked_until']})" if row["locked_until"] else ""
+            click.echo(f"admin {row['name']}, added {row['added_on']}{locked}")
+        for token in store.api_tokens():
+            state = f"revoked {token['revoked_on']}" if token["revoked_on"] else f"last used {token['last_used_on'] or 'never'}"
+            click.echo(f"token {token['id']} {token['name']!r}, created {token['created_on']}, {state}")
+
+
+@admin.command("token")
+@db_option
+@click.argument("name")
+def admin_token(db_path, name):
+    """Create an API token NAME (what it is for) for scripts; it is shown once."""
+    with _store(db_path) as store, _Errors():
+        token_id, token = store.create_api_token(name)
+    click.echo(f"API token {token_id} ({name}), shown once: {token}")
+    click.echo("Send it as 'Authorization: Bearer <token>'; revoke it with `deniable admin revoke " + token_id + "`.")
+
+
+@admin.command("revoke")
+@db_option
+@click.argument("token_id")
+def admin_revoke(db_path, token_id):
+    """Revoke the API token TOKEN_ID (from `deniable admin list`)."""
+    with _store(db_path) as store, _Errors():
+        store.revoke_api_token(token_id)
+    click.echo(f"API token {token_id} revoked.")
+
+
+@admin.command("audit")
+@db_option
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100_000))
+def admin_audit(db_path, limit):
+    """The latest admin actions: who created, closed, exported what, and when."""
+    with _store(db_path) as store:
+        for entry in store.audit_log(limit):
+            survey = f" {entry['survey_id']}" if entry["survey_id"] else ""
+            detail = f" ({entry['detail']})" if entry["detail"] else ""
+            click.echo(f"{entry['at'][:19].replace('T', ' ')}  {entry['actor']}: {entry['action']}{survey}{detail}")
+
+
 @main.command("copy")
 @click.option("--from", "source", required=True, help="The database to copy (a SQLite file, sqlite:///… or postgresql://…).")
 @click.option("--to", "target", required=True, help="An empty database to copy into (created and migrated if need be).")
@@ -405,13 +473,14 @@ def _announce_admin(store: storage.Store, base_url: str, rotate: bool = False):
 
     from . import ensure_admin_token, rotate_admin_token
 
+    # The sign-in page, never a link carrying the token: URLs end up in histories and proxy logs.
+    click.echo(f"Admin sign-in: {base_url}/admin/login (an account from `deniable admin add NAME`, or the admin token)")
     if os.environ.get("DENIABLE_ADMIN_TOKEN"):
         click.echo("Admin token: taken from $DENIABLE_ADMIN_TOKEN.")
         return
     token = rotate_admin_token(store) if rotate else ensure_admin_token(store)
     if token:
-        click.echo(f"Admin token (shown once, stored hashed): {token}")
-        click.echo(f"Admin dashboard: {base_url}/admin/login?token={token}")
+        click.echo(f"Admin token (shown once, stored hashed; also an API token): {token}")
     else:
         click.echo("Admin token: created earlier (stored hashed); set DENIABLE_ADMIN_TOKEN to choose one.")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 import secrets
 import sqlite3
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ import sqlite_utils
 from deniable.client import SpecError, Survey, skiplogic
 from deniable.client.exact import canonical_json
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: How finely the day a response arrived is kept (the setting ``received_on``): a date can tell
 #: a response from the others of that day to whoever saw someone answer on it.
@@ -58,6 +59,18 @@ class Gone(StorageError):
 
 class Invalid(StorageError):
     status = 422
+
+
+#: Admin sign-in: minimum password length, failures before a lock, the lock, a session's life.
+MIN_PASSWORD_LENGTH = 12
+SIGN_IN_FAILURES = 5
+SIGN_IN_LOCK = dt.timedelta(minutes=15)
+SESSION_LIFETIME = dt.timedelta(hours=8)
+_DUMMY_HASH = "scrypt:32768:8:1$deniable$" + "0" * 128
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
 
 
 def _today(granularity: str = "day") -> str:
@@ -110,8 +123,6 @@ def sqlite_path(url: str) -> str:
 
 def describe(url: str) -> str:
     """The database URL without its password, for messages and logs."""
-    import re
-
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", str(url))
 
 
@@ -369,7 +380,24 @@ def _migrate_to_4(engine):
     engine.execute("ALTER TABLE survey_versions DROP COLUMN responses")
 
 
-MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2, 3: _migrate_to_3, 4: _migrate_to_4}
+def _migrate_to_5(engine):
+    """Named admin accounts (password hashes), their browser sessions (hashed ids, with the
+    CSRF secret of each), revocable API tokens (hashed) and an audit log of admin actions."""
+    for sql in (
+        "CREATE TABLE admins (name TEXT PRIMARY KEY, password_hash TEXT NOT NULL, added_on TEXT, "
+        "failed_sign_ins INTEGER NOT NULL DEFAULT 0, locked_until TEXT)",
+        "CREATE TABLE admin_sessions (id_hash TEXT PRIMARY KEY, admin TEXT NOT NULL, csrf TEXT NOT NULL, "
+        "expires_at TEXT NOT NULL)",
+        "CREATE TABLE api_tokens (id TEXT PRIMARY KEY, name TEXT NOT NULL, admin TEXT, token_hash TEXT NOT NULL UNIQUE, "
+        "created_on TEXT, last_used_on TEXT, revoked_on TEXT)",
+        "CREATE TABLE audit_log (id TEXT PRIMARY KEY, at TEXT NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL, "
+        "survey_id TEXT, detail TEXT)",
+        "CREATE INDEX idx_audit_log_at ON audit_log (at)",
+    ):
+        engine.execute(sql)
+
+
+MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2, 3: _migrate_to_3, 4: _migrate_to_4, 5: _migrate_to_5}
 
 
 def rebuild_counts(engine):
@@ -736,6 +764,118 @@ class Store:
             raise Invalid(f"received_on: must be one of {', '.join(GRANULARITIES)}, got {granularity!r}", "received_on")
         self.set_setting("received_on", granularity)
 
+    # --- admins, sessions, API tokens, audit ---------------------------------------------------
+
+    def add_admin(self, name: str, password: str):
+        """A named admin account; the password is kept only as a salted scrypt hash (werkzeug)."""
+        from werkzeug.security import generate_password_hash
+
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.@-]{1,64}", name):
+            raise Invalid("name: 1 to 64 letters, digits or _ . @ -", "name")
+        if not isinstance(password, str) or len(password) < MIN_PASSWORD_LENGTH:
+            raise Invalid(f"password: at least {MIN_PASSWORD_LENGTH} characters", "password")
+        with self.transaction():
+            if self._one("SELECT name FROM admins WHERE name = ?", [name]) is not None:
+                raise Conflict(f"name: an admin {name!r} exists already", "name")
+            self.execute("INSERT INTO admins (name, password_hash, added_on) VALUES (?, ?, ?)",
+                         [name, generate_password_hash(password), _today()])
+            self.audit(name, "admin added")
+
+    def admins(self) -> list[dict]:
+        cursor = self.execute("SELECT name, added_on, locked_until FROM admins ORDER BY name")
+        return [{"name": n, "added_on": d, "locked_until": locked} for n, d, locked in cursor.fetchall()]
+
+    def check_password(self, name: str, password: str) -> bool:
+        """True for the right password. Every failure counts; after `SIGN_IN_FAILURES` in a row the
+        account is locked for `SIGN_IN_LOCK` (across every server process: it is in the database)."""
+        from werkzeug.security import check_password_hash
+
+        row = self._one("SELECT password_hash, failed_sign_ins, locked_until FROM admins WHERE name = ?", [name])
+        if row is None:
+            check_password_hash(_DUMMY_HASH, password)  # the same time for an unknown name
+            return False
+        now = _now()
+        if row["locked_until"] and row["locked_until"] > now.isoformat():
+            return False
+        if check_password_hash(row["password_hash"], password):
+            self.execute("UPDATE admins SET failed_sign_ins = 0, locked_until = NULL WHERE name = ?", [name])
+            return True
+        failures = row["failed_sign_ins"] + 1
+        locked = (now + SIGN_IN_LOCK).isoformat() if failures >= SIGN_IN_FAILURES else None
+        self.execute("UPDATE admins SET failed_sign_ins = ?, locked_until = ? WHERE name = ?",
+                     [0 if locked else failures, locked, name])
+        if locked:
+            self.audit(name, "account locked", detail=f"{SIGN_IN_FAILURES} failed sign-ins")
+        return False
+
+    def start_session(self, admin: str) -> tuple[str, str]:
+        """A new session (a fresh id at every sign-in: no fixation); returns (id, CSRF secret).
+        Only the id's hash is stored."""
+        session_id, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        self.execute("DELETE FROM admin_sessions WHERE expires_at < ?", [_now().isoformat()])
+        self.execute("INSERT INTO admin_sessions (id_hash, admin, csrf, expires_at) VALUES (?, ?, ?, ?)",
+                     [_digest(session_id), admin, csrf, (_now() + SESSION_LIFETIME).isoformat()])
+        return session_id, csrf
+
+    def session(self, session_id: str | None) -> dict | None:
+        """{admin, csrf} of a live session, or None."""
+        if not session_id or not isinstance(session_id, str) or len(session_id) > 100:
+            return None
+        row = self._one("SELECT admin, csrf, expires_at FROM admin_sessions WHERE id_hash = ?", [_digest(session_id)])
+        if row is None or row["expires_at"] < _now().isoformat():
+            return None
+        return {"admin": row["admin"], "csrf": row["csrf"]}
+
+    def end_session(self, session_id: str | None):
+        if session_id:
+            self.execute("DELETE FROM admin_sessions WHERE id_hash = ?", [_digest(session_id)])
+
+    def create_api_token(self, name: str, admin: str | None = None) -> tuple[str, str]:
+        """A named token for scripts: returns (id, token). The token is shown once and kept hashed."""
+        if not isinstance(name, str) or not 1 <= len(name) <= 100:
+            raise Invalid("name: 1 to 100 characters saying what the token is for", "name")
+        token_id, token = secrets.token_hex(4), "dnb_" + secrets.token_urlsafe(32)
+        with self.transaction():
+            self.execute("INSERT INTO api_tokens (id, name, admin, token_hash, created_on) VALUES (?, ?, ?, ?, ?)",
+                         [token_id, name, admin, _digest(token), _today()])
+            self.audit(admin or "cli", "API token created", detail=f"{token_id} ({name})")
+        return token_id, token
+
+    def api_tokens(self) -> list[dict]:
+        cursor = self.execute("SELECT id, name, admin, created_on, last_used_on, revoked_on FROM api_tokens ORDER BY created_on, id")
+        names = [c[0] for c in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def revoke_api_token(self, token_id: str, actor: str = "cli"):
+        with self.transaction():
+            if self.execute("UPDATE api_tokens SET revoked_on = ? WHERE id = ? AND revoked_on IS NULL",
+                            [_today(), token_id]).rowcount != 1:
+                raise NotFound(f"no live API token {token_id!r}", "id")
+            self.audit(actor, "API token revoked", detail=token_id)
+
+    def api_token_name(self, token: str | None) -> str | None:
+        """The name of a live API token (its last use is recorded, to the day), or None."""
+        if not token or len(token) > 200:
+            return None
+        row = self._one("SELECT id, name, last_used_on FROM api_tokens WHERE token_hash = ? AND revoked_on IS NULL",
+                        [_digest(token)])
+        if row is None:
+            return None
+        if row["last_used_on"] != _today():
+            self.execute("UPDATE api_tokens SET last_used_on = ? WHERE id = ?", [_today(), row["id"]])
+        return f"token {row['id']} ({row['name']})"
+
+    def audit(self, actor: str, action: str, survey_id: str | None = None, detail: str | None = None):
+        """One line of the audit log: who did what to which survey, when. Never report content."""
+        self.execute("INSERT INTO audit_log (id, at, actor, action, survey_id, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                     [secrets.token_hex(8), _now().isoformat(timespec="microseconds"), actor, action, survey_id, detail])
+
+    def audit_log(self, limit: int = 200) -> list[dict]:
+        cursor = self.execute("SELECT at, actor, action, survey_id, detail FROM audit_log ORDER BY at DESC, id LIMIT ?",
+                              [limit])
+        names = [c[0] for c in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
     def healthy(self) -> dict:
         """For load balancers: the engine answers and the schema is the one this code expects."""
         version = self.schema_version()
@@ -753,10 +893,13 @@ TABLES = {
     "reports": ("response_id", "spec_hash", "question_id", "value"),
     "report_counts": ("spec_hash", "question_id", "value", "shard", "count"),
     "version_counts": ("spec_hash", "shard", "responses"),
+    "admins": ("name", "password_hash", "added_on", "failed_sign_ins", "locked_until"),
+    "api_tokens": ("id", "name", "admin", "token_hash", "created_on", "last_used_on", "revoked_on"),
+    "audit_log": ("id", "at", "actor", "action", "survey_id", "detail"),
 }
 _KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens": "token_hash", "responses": "id",
          "reports": "response_id, question_id", "report_counts": "spec_hash, question_id, value, shard",
-         "version_counts": "spec_hash, shard"}
+         "version_counts": "spec_hash, shard", "admins": "name", "api_tokens": "id", "audit_log": "at, id"}
 
 
 def copy_database(source_url: str, target_url: str, batch: int = 5000, progress=None) -> dict[str, int]:

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from deniable.analysis import estimate, likelihood, load
+from tests.server.conftest import sign_in
 from deniable.server import create_app, storage
 from deniable.server.demo import demo_survey, simulated_answers
 from deniable.server.cli import main
@@ -44,8 +45,8 @@ def test_cli_estimate_errors(demo_db, tmp_path):
 def test_dashboard_shows_live_estimates_with_a_chart_per_question(demo_db):
     app = create_app({"DATABASE": demo_db, "ADMIN_TOKEN": "t"})
     client = app.test_client()
-    assert client.get("/admin/surveys/tax").status_code == 401
-    client.get("/admin/login?token=t")
+    assert client.get("/admin/surveys/tax").status_code == 303  # to the sign-in page
+    sign_in(client, "t")
     page = client.get("/admin/surveys/tax").data.decode()
     assert page.count("<svg") == len(demo_survey().questions)
     assert "4000</strong> responses" in page
@@ -76,7 +77,7 @@ def issue_db(tmp_path_factory):
 
 def dashboard(db):
     client = create_app({"DATABASE": db, "ADMIN_TOKEN": "t"}).test_client()
-    client.get("/admin/login?token=t")
+    sign_in(client, "t")
     return client.get("/admin/surveys/tax").data.decode()
 
 

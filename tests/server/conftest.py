@@ -116,3 +116,13 @@ def table_rows(store, table: str) -> list[dict]:
 def table_columns(store, table: str) -> set[str]:
     cursor = store.execute(f"SELECT * FROM {table} WHERE 1 = 0")
     return {c[0] for c in cursor.description}
+
+
+def sign_in(client, token: str | None = ADMIN, name: str | None = None, password: str | None = None):
+    """Sign a test client in through the form, as a browser would (CSRF cookie and field)."""
+    import re as _re
+
+    page = client.get("/admin/login").get_data(as_text=True)
+    csrf = _re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    form = {"csrf": csrf, **({"name": name, "password": password} if name else {"token": token})}
+    return client.post("/admin/login", data=form)

@@ -99,9 +99,11 @@ def test_demo_sets_up_prints_links_and_rotates_the_admin_token(db_path):
     first = run("demo", "--db", db_path, "--no-serve", "--simulate", "10")
     assert first.exit_code == 0, first.output
     assert "Survey link: http://127.0.0.1:8000/s/tax" in first.output
-    assert "/admin/login?token=" in first.output
+    assert "Admin sign-in: http://127.0.0.1:8000/admin/login" in first.output
+    assert "token=" not in first.output  # never a credential in a URL
+    token = first.output.split("Admin token (shown once, stored hashed; also an API token): ")[1].split()[0]
     second = run("demo", "--db", db_path, "--no-serve")
-    assert "unchanged" in second.output and "/admin/login?token=" in second.output
+    assert "unchanged" in second.output and token not in second.output
     with storage.Store(db_path) as store:
         assert store.response_count("tax") == 10
 

@@ -18,7 +18,7 @@ from scipy.stats import spearmanr
 from deniable.client import Survey
 from deniable.server import cli, storage
 
-from .conftest import ADMIN, ANSWERS
+from .conftest import ADMIN, ANSWERS, sign_in
 from .worst_cases import CASES, Context, timed
 
 SURROGATE = "\\ud800"  # as JSON text: a lone surrogate once parsed
@@ -94,7 +94,7 @@ def test_deep_nesting_in_a_batch_is_a_400(client, survey):
 
 
 def test_the_admin_page_of_an_unknown_survey_is_a_404_page(client, survey):
-    client.get(f"/admin/login?token={ADMIN}")
+    sign_in(client)
     response = client.get("/admin/surveys/nope")
     assert response.status_code == 404
     assert "no survey" in response.get_data(as_text=True)

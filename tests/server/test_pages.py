@@ -2,6 +2,7 @@ import re
 import secrets
 
 from deniable.client import Survey
+from tests.server.conftest import ADMIN, sign_in
 
 
 def test_survey_page_renders_every_question_type_with_privacy_notes(client, survey):
@@ -67,14 +68,20 @@ def test_the_page_serves_the_shipped_js_client(client):
     assert served == (Path(__file__).resolve().parents[2] / "client/js/deniable.js").read_text()
 
 
-def test_admin_dashboard_needs_the_token(client, survey):
-    assert client.get("/admin/").status_code == 401
-    assert client.get("/admin/login?token=wrong").status_code == 401
-    login = client.get("/admin/login?token=test-admin-token")
+def test_admin_dashboard_needs_a_sign_in(client, survey):
+    assert client.get("/admin/").status_code == 303  # to the sign-in page
+    assert sign_in(client, token="wrong").status_code == 401
+    login = sign_in(client)
     assert login.status_code == 303
-    assert "HttpOnly" in login.headers["Set-Cookie"] and "SameSite=Strict" in login.headers["Set-Cookie"]
+    cookie = login.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/admin" in cookie
+    assert ADMIN not in cookie  # the cookie holds a session id, never the credential
     dashboard = client.get("/admin/")
     assert dashboard.status_code == 200 and "Taxes and daily life" in dashboard.data.decode()
+    # the old link with the token in its address no longer signs anyone in
+    other = client.application.test_client()
+    assert other.get(f"/admin/login?token={ADMIN}").status_code == 200
+    assert other.get("/admin/").status_code == 303
 
 
 # ---------------------------------------------------------------- questionnaires

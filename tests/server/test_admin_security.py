@@ -1,0 +1,137 @@
+"""Admin accounts, sessions, CSRF, API tokens and the audit log."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+import pytest
+
+from deniable.server import cli, storage
+from tests.server.conftest import ADMIN, ANSWERS, sign_in, table_rows
+
+pytestmark = pytest.mark.both_engines
+
+PASSWORD = "a long enough passphrase"
+
+
+@pytest.fixture
+def ana(store):
+    store.add_admin("ana", PASSWORD)
+    return "ana"
+
+
+def _csrf(page: str) -> str:
+    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+
+
+def test_an_account_signs_in_and_out_and_its_password_is_stored_hashed(client, survey, store, ana, caplog):
+    caplog.set_level(logging.DEBUG)
+    response = sign_in(client, name="ana", password=PASSWORD)
+    assert response.status_code == 303 and response.headers["Location"].endswith("/admin/")
+    cookie = response.headers["Set-Cookie"]
+    assert PASSWORD not in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/admin" in cookie
+    page = client.get("/admin/").get_data(as_text=True)
+    assert "Signed in as ana" in page
+    rows = table_rows(store, "admins")
+    assert PASSWORD not in json.dumps(rows) and rows[0]["password_hash"].startswith("scrypt:")
+    assert PASSWORD not in caplog.text
+    # signing out ends the session on the server: the old cookie opens nothing any more
+    session_cookie = client.get_cookie("deniable_session", path="/admin").value
+    assert client.post("/admin/logout", data={"csrf": _csrf(page)}).status_code == 303
+    client.set_cookie("deniable_session", session_cookie, path="/admin")
+    assert client.get("/admin/").status_code == 303
+    actions = [(e["actor"], e["action"]) for e in store.audit_log()]
+    assert ("ana", "signed in") in actions and ("ana", "signed out") in actions
+
+
+def test_the_session_cookie_is_secure_over_https(app, survey):
+    client = app.test_client()
+    page = client.get("/admin/login", base_url="https://survey.example").get_data(as_text=True)
+    response = client.post("/admin/login", data={"csrf": _csrf(page), "token": ADMIN}, base_url="https://survey.example")
+    assert response.status_code == 303 and "Secure" in response.headers["Set-Cookie"]
+
+
+def test_wrong_passwords_lock_the_account_for_every_process(client, survey, store, ana):
+    for _ in range(storage.SIGN_IN_FAILURES):
+        assert sign_in(client, name="ana", password="not the password").status_code == 401
+    # locked: even the right password is refused now, by any server process (the lock is stored)
+    assert sign_in(client, name="ana", password=PASSWORD).status_code == 401
+    assert store.admins()[0]["locked_until"] is not None
+    assert ("ana", "account locked") in [(e["actor"], e["action"]) for e in store.audit_log()]
+    assert sign_in(client, name="nobody", password=PASSWORD).status_code == 401
+
+
+def test_no_session_fixation_and_no_made_up_sessions(client, survey):
+    client.set_cookie("deniable_session", "chosen-by-an-attacker", path="/admin")
+    assert client.get("/admin/").status_code == 303
+    response = sign_in(client)
+    assert "chosen-by-an-attacker" not in response.headers["Set-Cookie"]
+    assert client.get_cookie("deniable_session", path="/admin").value != "chosen-by-an-attacker"
+
+
+def test_a_cross_site_form_cannot_close_a_survey_or_mint_tokens(client, survey, store):
+    sign_in(client)
+    page = client.get("/admin/surveys/tax").get_data(as_text=True)
+    # the browser sends the session cookie only on same-site requests (SameSite=Strict); even when
+    # it does, a form made elsewhere cannot know the session's CSRF secret
+    for path, data in (("/admin/surveys/tax/close", {}), ("/admin/surveys/tax/tokens", {"count": "5"})):
+        assert client.post(path, data=data).status_code == 403
+        assert client.post(path, data={**data, "csrf": "guessed"}).status_code == 403
+    assert not store.get_survey("tax").closed and store.token_counts("tax")["issued"] == 0
+    # with the page's own secret both work, and the links are shown once
+    links = client.post("/admin/surveys/tax/tokens", data={"count": "3", "csrf": _csrf(page)}).get_data(as_text=True)
+    assert links.count("/s/tax?t=") == 3 and store.token_counts("tax")["issued"] == 3
+    assert client.post("/admin/surveys/tax/close", data={"csrf": _csrf(page)}).status_code == 303
+    assert store.get_survey("tax").closed
+    # the sign-in form has its own double-submit token
+    assert client.post("/admin/login", data={"token": ADMIN}).status_code == 403
+
+
+def test_api_tokens_are_named_revocable_and_shown_once(client, survey, store, runner, db_path, admin_headers):
+    result = runner.invoke(cli.main, ["admin", "token", "nightly export", "--db", db_path])
+    assert result.exit_code == 0
+    token = result.output.split("shown once: ")[1].split()[0]
+    token_id = result.output.split("API token ")[1].split()[0]
+    assert token not in json.dumps(table_rows(store, "api_tokens"))
+    headers = {"Authorization": f"Bearer {token}"}
+    assert client.get("/api/v1/surveys", headers=headers).status_code == 200
+    assert client.get("/api/v1/surveys/tax/export", headers=headers).status_code == 200
+    assert client.get("/api/v1/surveys", headers=admin_headers).status_code == 200  # the admin token still works
+    listed = runner.invoke(cli.main, ["admin", "list", "--db", db_path]).output
+    assert "nightly export" in listed and token not in listed
+    assert runner.invoke(cli.main, ["admin", "revoke", token_id, "--db", db_path]).exit_code == 0
+    assert client.get("/api/v1/surveys", headers=headers).status_code == 401
+    again = runner.invoke(cli.main, ["admin", "revoke", token_id, "--db", db_path])
+    assert again.exit_code == 1 and "no live API token" in again.output
+    actors = {e["actor"] for e in store.audit_log() if e["action"] == "responses exported"}
+    assert actors == {f"token {token_id} (nightly export)"}
+
+
+def test_the_audit_log_says_who_did_what_and_never_what_was_answered(client, survey, store, admin_headers, runner, db_path):
+    body = {"spec_hash": survey.hash, "idempotency_key": "k" * 16, "reports": survey.randomize(ANSWERS)}
+    assert client.post("/api/v1/surveys/tax/responses", json=body).status_code == 201
+    spec = {**survey.to_dict(), "id": "second"}
+    assert client.post("/api/v1/surveys", json=spec, headers=admin_headers).status_code == 201
+    client.post("/api/v1/surveys/second/tokens", json={"count": 2}, headers=admin_headers)
+    client.get("/api/v1/surveys/tax/export?format=csv", headers=admin_headers)
+    client.post("/api/v1/surveys/second/close", headers=admin_headers)
+    entries = store.audit_log()
+    assert [(e["action"], e["survey_id"]) for e in reversed(entries)] == [
+        ("survey created", "second"), ("invitation tokens issued", "second"), ("responses exported", "tax"),
+        ("survey closed", "second")]
+    assert {e["actor"] for e in entries} == {"admin token"}
+    dump = json.dumps(entries)
+    assert all(json.dumps(value) not in dump for value in body["reports"].values() if isinstance(value, str) and len(value) > 3)
+    printed = runner.invoke(cli.main, ["admin", "audit", "--db", db_path]).output
+    assert "admin token: responses exported tax (version 1, csv)" in printed
+
+
+def test_admin_add_from_the_command_line(runner, db_path, store):
+    ok = runner.invoke(cli.main, ["admin", "add", "ben", "--password-stdin", "--db", db_path], input=PASSWORD + "\n")
+    assert ok.exit_code == 0 and store.check_password("ben", PASSWORD)
+    short = runner.invoke(cli.main, ["admin", "add", "cy", "--password-stdin", "--db", db_path], input="short\n")
+    assert short.exit_code == 1 and "at least 12 characters" in short.output
+    twice = runner.invoke(cli.main, ["admin", "add", "ben", "--password-stdin", "--db", db_path], input=PASSWORD + "\n")
+    assert twice.exit_code == 1 and "exists already" in twice.output
