@@ -1,11 +1,16 @@
-"""Ingest throughput on loopback against a real `deniable serve`, beside raw sqlite-utils floors.
+"""Ingest throughput on loopback against a real `deniable serve`, on SQLite and PostgreSQL, with
+1, 2 and 4 worker processes, beside raw-insert floors and a trivial Flask app.
 
-    python benchmarks/ingest.py [--seconds 5] [--clients 8] [--batch 500]
+    python benchmarks/ingest.py [--seconds 4] [--clients 8] [--batch 500] [--workers 1,2,4]
+                                [--engines sqlite,postgresql] [--pg-url postgresql://…]
 
-Prints responses/s through the single endpoint and reports/s through the batch endpoint, and,
-in the same run, the same rows inserted with sqlite-utils directly (per-row commits for the single
-case, one transaction per batch for the batch case). Bounded in time and count; talks only to
-127.0.0.1; stops the server it started.
+For each engine and worker count: responses/s through the single endpoint and reports/s through
+the batch endpoint. Beside them, in the same run: the same rows inserted through the same driver
+directly (per-row commits for the single case, one transaction per batch for the batch case), and
+a trivial Flask + SQLite one-row POST app (benchmarks/trivial_app.py) under gunicorn with the same
+number of workers. Without --pg-url a throwaway PostgreSQL cluster is started (tests/postgres.py).
+Bounded in time and count; talks only to 127.0.0.1; stops every server it started. Rate limits are
+off for the run (one client address sends everything).
 """
 
 from __future__ import annotations
@@ -20,14 +25,17 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 import sqlite_utils
 
-from deniable.client import Survey
-from deniable.server import storage
-from deniable.server.demo import demo_survey, simulated_answers
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.postgres: the throwaway cluster
+
+from deniable.client import Survey  # noqa: E402
+from deniable.server import storage  # noqa: E402
+from deniable.server.demo import demo_survey, simulated_answers  # noqa: E402
 
 MAX_SINGLE = 20_000
 MAX_BATCH_REPORTS = 500_000
@@ -89,8 +97,40 @@ def batch_endpoint(base: str, survey: Survey, seconds: float, batch: int) -> tup
     return sent * len(survey.questions), time.perf_counter() - start
 
 
-def raw_floor(survey: Survey, count: int, per_row_commit: bool) -> float:
-    """Seconds to insert `count` responses (and their report rows) with sqlite-utils directly."""
+def raw_floor(survey: Survey, count: int, per_row_commit: bool, url: str) -> float:
+    """Seconds to insert `count` responses (and their report rows) through the engine's driver
+    directly: sqlite-utils on SQLite, psycopg on PostgreSQL; the same schema, no HTTP, no checks."""
+    rows = [response_body(survey) for _ in range(count)]
+
+    def records(body):
+        response_id = secrets.token_hex(16)
+        response = (response_id, survey.id, body["spec_hash"], "2026-01-01", body["idempotency_key"], "x")
+        return response, [(response_id, body["spec_hash"], q, json.dumps(v)) for q, v in body["reports"].items()]
+
+    insert_response = "INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) VALUES "
+    insert_report = "INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES "
+    if storage.is_postgres(url):
+        import psycopg
+
+        with storage.Store(url):
+            pass  # the same schema
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute("TRUNCATE responses, reports")
+            start = time.perf_counter()
+            if per_row_commit:
+                for body in rows:
+                    response, reports = records(body)
+                    with connection.transaction(), connection.cursor() as cursor:
+                        cursor.execute(insert_response + "(%s, %s, %s, %s, %s, %s)", response)
+                        cursor.executemany(insert_report + "(%s, %s, %s, %s)", reports)
+            else:
+                with connection.transaction(), connection.cursor() as cursor:
+                    pairs = [records(body) for body in rows]
+                    cursor.executemany(insert_response + "(%s, %s, %s, %s, %s, %s)", [p[0] for p in pairs])
+                    cursor.executemany(insert_report + "(%s, %s, %s, %s)", [r for p in pairs for r in p[1]])
+            elapsed = time.perf_counter() - start
+            connection.execute("TRUNCATE responses, reports")
+        return elapsed
     with tempfile.TemporaryDirectory() as folder:
         path = str(Path(folder) / "floor.db")
         with storage.Store(path):
@@ -98,73 +138,135 @@ def raw_floor(survey: Survey, count: int, per_row_commit: bool) -> float:
         db = sqlite_utils.Database(path)
         db.enable_wal()
         db.execute("PRAGMA synchronous=FULL")
-        rows = [response_body(survey) for _ in range(count)]
         start = time.perf_counter()
         if per_row_commit:
             for body in rows:
-                response_id = secrets.token_hex(16)
+                response, reports = records(body)
                 with db.conn:
-                    db["responses"].insert({"id": response_id, "survey_id": survey.id, "spec_hash": body["spec_hash"],
-                                            "received_on": "2026-01-01", "idempotency_key": body["idempotency_key"],
-                                            "fingerprint": "x"})
-                    db["reports"].insert_all({"response_id": response_id, "spec_hash": body["spec_hash"], "question_id": q,
-                                              "value": json.dumps(v)} for q, v in body["reports"].items())
+                    db.conn.execute(insert_response + "(?, ?, ?, ?, ?, ?)", response)
+                    db.conn.executemany(insert_report + "(?, ?, ?, ?)", reports)
         else:
             with db.conn:
-                responses, reports = [], []
-                for body in rows:
-                    response_id = secrets.token_hex(16)
-                    responses.append({"id": response_id, "survey_id": survey.id, "spec_hash": body["spec_hash"],
-                                      "received_on": "2026-01-01", "idempotency_key": body["idempotency_key"], "fingerprint": "x"})
-                    reports += [{"response_id": response_id, "spec_hash": body["spec_hash"], "question_id": q,
-                                 "value": json.dumps(v)} for q, v in body["reports"].items()]
-                db["responses"].insert_all(responses)
-                db["reports"].insert_all(reports)
+                pairs = [records(body) for body in rows]
+                db.conn.executemany(insert_response + "(?, ?, ?, ?, ?, ?)", [p[0] for p in pairs])
+                db.conn.executemany(insert_report + "(?, ?, ?, ?)", [r for p in pairs for r in p[1]])
         elapsed = time.perf_counter() - start
         db.close()
         return elapsed
 
 
+def wait_until_up(url: str):
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(url, timeout=1)
+            return
+        except urllib.error.HTTPError:
+            return  # it answers
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def stop(process: subprocess.Popen):
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def trivial_app(workers: int, clients: int, seconds: float) -> float:
+    """POSTs/s to the one-row Flask + SQLite app under gunicorn with this many workers."""
+    with tempfile.TemporaryDirectory() as folder:
+        port = free_port()
+        gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+        server = subprocess.Popen([gunicorn, "-w", str(workers), "-k", "gthread", "--threads", str(clients),
+                                   "-b", f"127.0.0.1:{port}", "--chdir", str(Path(__file__).parent), "trivial_app:app"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  env={**os.environ, "TRIVIAL_DB": str(Path(folder) / "trivial.db")})
+        try:
+            wait_until_up(f"http://127.0.0.1:{port}/")
+            url = f"http://127.0.0.1:{port}/r"
+            body = {"spec_hash": "x" * 64, "idempotency_key": "y" * 32, "reports": simulated_answers()}
+            lock, done = threading.Lock(), [0]
+            deadline = time.perf_counter() + seconds
+
+            def worker():
+                while time.perf_counter() < deadline:
+                    status, _ = post(url, body)
+                    assert status == 201
+                    with lock:
+                        done[0] += 1
+
+            start = time.perf_counter()
+            threads = [threading.Thread(target=worker) for _ in range(clients)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return done[0] / (time.perf_counter() - start)
+        finally:
+            stop(server)
+
+
+def measure(url: str, survey: Survey, workers: int, args) -> dict:
+    with storage.Store(url) as store:
+        store.add_survey(survey)
+    port = free_port()
+    deniable = str(Path(sys.executable).with_name("deniable"))
+    server = subprocess.Popen([deniable, "serve", "--db", url, "--port", str(port), "--threads", str(args.clients),
+                               "--workers", str(workers), "--no-rate-limits"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "DENIABLE_ADMIN_TOKEN": "bench"})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(f"{base}/healthz")
+        singles, single_time = single_endpoint(base, survey, args.seconds, args.clients)
+        reports, batch_time = batch_endpoint(base, survey, args.seconds, args.batch)
+    finally:
+        stop(server)
+    return {"single": singles / single_time, "batch": reports / batch_time,
+            "floor_single": singles / raw_floor(survey, singles, True, url),
+            "floor_batch": reports / raw_floor(survey, reports // len(survey.questions), False, url),
+            "singles": singles, "reports": reports}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--engines", default="sqlite,postgresql")
+    parser.add_argument("--pg-url", help="An existing, empty PostgreSQL database (default: a throwaway cluster).")
     args = parser.parse_args()
     survey = demo_survey()
-    with tempfile.TemporaryDirectory() as folder:
-        db_path = str(Path(folder) / "bench.db")
-        with storage.Store(db_path) as store:
-            store.add_survey(survey)
-        port = free_port()
-        deniable = str(Path(sys.executable).with_name("deniable"))
-        server = subprocess.Popen([deniable, "serve", "--db", db_path, "--port", str(port), "--threads", str(args.clients)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  env={**os.environ, "DENIABLE_ADMIN_TOKEN": "bench"})
-        base = f"http://127.0.0.1:{port}"
-        try:
-            for _ in range(300):
-                try:
-                    urllib.request.urlopen(f"{base}/api/v1/surveys/{survey.id}", timeout=1)
-                    break
-                except OSError:
-                    time.sleep(0.1)
-            singles, single_time = single_endpoint(base, survey, args.seconds, args.clients)
-            reports, batch_time = batch_endpoint(base, survey, args.seconds, args.batch)
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
-    single_rate = singles / single_time
-    batch_rate = reports / batch_time
-    floor_single = singles / raw_floor(survey, singles, per_row_commit=True)
-    floor_batch = reports / raw_floor(survey, reports // len(survey.questions), per_row_commit=False)
-    q = len(survey.questions)
-    print(f"demo survey: {q} questions per response; server: deniable serve (waitress, {args.clients} threads), "
-          f"{args.clients} client threads on 127.0.0.1")
-    print(f"{'path':<44} {'rate':>14} {'raw sqlite-utils floor':>24} {'ratio':>7}")
-    print(f"{'single POST /responses (responses/s)':<44} {single_rate:>14,.0f} {floor_single:>24,.0f} {single_rate / floor_single:>7.2f}")
-    print(f"{'batch POST /responses:batch (reports/s)':<44} {batch_rate:>14,.0f} {floor_batch:>24,.0f} {batch_rate / floor_batch:>7.2f}")
-    print(f"(single: {singles} responses in {single_time:.1f}s; batch: {reports} reports in {batch_time:.1f}s, {args.batch} responses per batch)")
+    workers = [int(w) for w in args.workers.split(",")]
+    engines = args.engines.split(",")
+    cluster = None
+    if "postgresql" in engines and not args.pg_url:
+        from tests.postgres import ThrowawayPostgres
+
+        cluster = ThrowawayPostgres()
+    print(f"demo survey: {len(survey.questions)} questions per response; deniable serve (gunicorn gthread, "
+          f"{args.clients} threads per worker; waitress for 1 worker); {args.clients} client threads on 127.0.0.1; "
+          f"{os.cpu_count()} CPUs")
+    print(f"{'engine':<11}{'workers':>8}{'single resp/s':>15}{'raw floor':>11}{'ratio':>7}{'trivial app':>13}{'vs app':>8}"
+          f"{'batch reports/s':>17}{'raw floor':>11}{'ratio':>7}")
+    try:
+        trivial = {w: trivial_app(w, args.clients, args.seconds) for w in workers}
+        for engine in engines:
+            for w in workers:
+                with tempfile.TemporaryDirectory() as folder:
+                    url = str(Path(folder) / "bench.db") if engine == "sqlite" else (args.pg_url or cluster.fresh_url())
+                    r = measure(url, survey, w, args)
+                print(f"{engine:<11}{w:>8}{r['single']:>15,.0f}{r['floor_single']:>11,.0f}{r['single'] / r['floor_single']:>7.2f}"
+                      f"{trivial[w]:>13,.0f}{r['single'] / trivial[w]:>8.2f}"
+                      f"{r['batch']:>17,.0f}{r['floor_batch']:>11,.0f}{r['batch'] / r['floor_batch']:>7.2f}", flush=True)
+    finally:
+        if cluster is not None:
+            cluster.stop()
 
 
 if __name__ == "__main__":

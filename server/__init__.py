@@ -25,6 +25,19 @@ CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'se
                            "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 
 
+#: Requests per client address on the public endpoints (and sign-in). Counted in this process's
+#: memory only: addresses never reach the disk or the logs. With N worker processes a client may
+#: reach N times as much; the admin API, which needs a token, is not limited.
+RATE_LIMITS = {
+    "api.get_survey": "300 per minute",
+    "api.post_response": "120 per minute",
+    "api.post_batch": "30 per minute",
+    "respond.survey_page": "60 per minute",
+    "respond.submit_form": "30 per minute",
+    "admin.sign_in": "10 per minute",
+}
+
+
 def default_database() -> str:
     """``$DENIABLE_DATABASE_URL`` (``sqlite:///…`` or ``postgresql://…``), else ``$DENIABLE_DB``
     (a SQLite file), else ``deniable.db``."""
@@ -32,7 +45,9 @@ def default_database() -> str:
 
 
 def create_app(config: dict | None = None) -> Flask:
-    """The app. ``config`` keys: DATABASE (a SQLite file or a database URL), ADMIN_TOKEN (overrides the stored one),
+    """The app. ``config`` keys: DATABASE (a SQLite file or a database URL), RATELIMIT_ENABLED (rate
+    limits on public endpoints, default on), RATE_LIMITS (endpoint → limit), PROXY_HOPS (trusted
+    proxies in front), ADMIN_TOKEN (overrides the stored one),
     MAX_CONTENT_LENGTH (bytes per request body), MAX_RESPONSE_BYTES (bytes per single response)."""
     # deniable is a namespace package: give Flask its paths rather than let it guess them.
     app = Flask("deniable.server", root_path=str(HERE), instance_path=str(Path.cwd() / "instance"),
@@ -44,6 +59,9 @@ def create_app(config: dict | None = None) -> Flask:
         MAX_RESPONSE_BYTES=64 * 1024,
         MAX_BATCH_ITEMS=1000,
         JSON_SORT_KEYS=False,
+        RATELIMIT_ENABLED=True,
+        RATE_LIMITS=RATE_LIMITS,
+        PROXY_HOPS=int(os.environ.get("DENIABLE_PROXY_HOPS", "0")),
     )
     app.config.update(config or {})
     app.json.sort_keys = False
@@ -103,7 +121,30 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_blueprint(api.blueprint)
     app.register_blueprint(respond.blueprint)
     app.register_blueprint(admin.blueprint)
+    _limit_rates(app)
     return app
+
+
+def _limit_rates(app: Flask):
+    """Flask-Limiter with in-memory counters. Behind a reverse proxy, PROXY_HOPS trusted hops of
+    X-Forwarded-For give the client's address (ProxyFix); it is used for counting, nothing else."""
+    import logging
+
+    from flask_limiter import Limiter
+    from flask_limiter.util import get_remote_address
+
+    if app.config["PROXY_HOPS"]:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=app.config["PROXY_HOPS"], x_proto=app.config["PROXY_HOPS"])
+    # Flask-Limiter logs each refusal with the client's address: never let that reach a log.
+    limiter = Limiter(get_remote_address, app=app, storage_uri="memory://", headers_enabled=True)
+    quiet = logging.getLogger("flask-limiter")
+    quiet.setLevel(logging.CRITICAL + 1)
+    quiet.propagate = False
+    for endpoint, limit in app.config["RATE_LIMITS"].items():
+        app.view_functions[endpoint] = limiter.limit(limit)(app.view_functions[endpoint])
+    app.extensions["deniable_limiter"] = limiter
 
 
 def get_store() -> storage.Store:

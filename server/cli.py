@@ -485,7 +485,7 @@ def _announce_admin(store: storage.Store, base_url: str, rotate: bool = False):
         click.echo("Admin token: created earlier (stored hashed); set DENIABLE_ADMIN_TOKEN to choose one.")
 
 
-def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1):
+def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1, config: dict | None = None):
     """waitress for one process; gunicorn (gthread workers, each building its own app and its
     own database pool after the fork) for several. No access log: it would hold addresses."""
     from . import create_app
@@ -505,13 +505,13 @@ def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1):
                         self.cfg.set(key, value)
 
                 def load(self):
-                    return create_app({"DATABASE": db_path})
+                    return create_app({"DATABASE": db_path, **(config or {})})
 
             _Gunicorn().run()
             return
     import waitress
 
-    app = create_app({"DATABASE": db_path})
+    app = create_app({"DATABASE": db_path, **(config or {})})
     waitress.serve(app, host=host, port=port, threads=threads, ident="deniable", clear_untrusted_proxy_headers=True)
 
 
@@ -523,7 +523,11 @@ def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1):
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Worker processes (gunicorn; waitress threads when gunicorn is unavailable). Nothing is kept in "
                    "one process that another needs, so several hosts may also serve one PostgreSQL database.")
-def serve(db_path, host, port, threads, workers):
+@click.option("--rate-limits/--no-rate-limits", default=True, show_default=True,
+              help="Limit requests per client address on public endpoints (counted in memory only).")
+@click.option("--proxy-hops", envvar="DENIABLE_PROXY_HOPS", default=0, show_default=True, type=click.IntRange(0, 5),
+              help="Reverse proxies in front that set X-Forwarded-For (for counting rate limits per client).")
+def serve(db_path, host, port, threads, workers, rate_limits, proxy_hops):
     """Serve surveys and the API (waitress for one process, gunicorn for several)."""
     base_url = f"http://{host}:{port}"
     with _store(db_path) as store:
@@ -531,7 +535,7 @@ def serve(db_path, host, port, threads, workers):
         for record in store.list_surveys():
             click.echo(f"Survey {record.id!r}: {base_url}/s/{record.id}")
     click.echo(f"Serving {storage.describe(db_path)} on {base_url} with {workers} worker(s) (Ctrl-C to stop)", err=True)
-    _serve(db_path, host, port, threads, workers)
+    _serve(db_path, host, port, threads, workers, {"RATELIMIT_ENABLED": rate_limits, "PROXY_HOPS": proxy_hops})
 
 
 @main.command()

@@ -7,11 +7,12 @@ page's own words come from `catalogue`; the survey's words from its spec.
 
 from __future__ import annotations
 
+import hmac
 import secrets
 from fractions import Fraction
 from importlib import resources
 
-from flask import Blueprint, Response, redirect, render_template, request, url_for
+from flask import Blueprint, Response, make_response, redirect, render_template, request, url_for
 
 from deniable.client.exact import json_number, parse_fraction
 from deniable.client.survey import is_right_to_left
@@ -25,6 +26,7 @@ COIN_FLIP = {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1
 LANGUAGE_NAMES = {"en": "English", "es": "Español", "fr": "Français", "pt": "Português", "de": "Deutsch",
                   "ar": "العربية", "he": "עברית", "sw": "Kiswahili", "hi": "हिन्दी", "zh": "中文", "ru": "Русский"}
 
+FORM_COOKIE = "deniable_form"
 MAX_FORM_NUMBER = 40  # characters: a number beyond this is no answer, and never worth exact arithmetic
 
 
@@ -131,11 +133,18 @@ def survey_page(survey_id):
                   "href": url_for("respond.survey_page", survey_id=survey_id, lang=code, t=token)}
                  for code in survey.languages.codes] if len(survey.languages.codes) > 1 else []
     page_data = {"hash": record.hash, "spec": survey.to_dict(), "lang": language, "messages": words}
-    return render_template("survey.html", survey=survey, record=record, sections=sections, title=survey.title_in(language),
-                           description=survey.description_in(language), warnings=_warnings(record, language),
-                           words=words, lang=language, dir="rtl" if is_right_to_left(language) else "ltr",
-                           languages=languages, page_data=page_data, token=token, idempotency_key=secrets.token_hex(16),
-                           skipped=[q["text"] for q in questions if not q["offline"]])
+    # CSRF for the no-JavaScript form: a double-submit value, in a SameSite=Strict cookie (which a
+    # form on another site never sends) and in the form. Random, never stored, tied to no one.
+    form_key = secrets.token_urlsafe(16)
+    response = make_response(render_template(
+        "survey.html", survey=survey, record=record, sections=sections, title=survey.title_in(language),
+        description=survey.description_in(language), warnings=_warnings(record, language),
+        words=words, lang=language, dir="rtl" if is_right_to_left(language) else "ltr",
+        languages=languages, page_data=page_data, token=token, idempotency_key=secrets.token_hex(16),
+        form_key=form_key, skipped=[q["text"] for q in questions if not q["offline"]]))
+    response.set_cookie(FORM_COOKIE, form_key, httponly=True, samesite="Strict", secure=request.is_secure,
+                        path=f"/s/{survey_id}")
+    return response
 
 
 @blueprint.post("/s/<survey_id>/submit")
@@ -149,8 +158,11 @@ def submit_form(survey_id):
     words = catalogue.messages(language)
     lang = language if survey.languages.declared else None  # one-language surveys keep plain addresses
     back = url_for("respond.survey_page", survey_id=survey_id, lang=lang)
+    presented, expected = request.form.get("form_key", ""), request.cookies.get(FORM_COOKIE, "")
+    if not expected or not hmac.compare_digest(presented.encode(), expected.encode()):
+        return _message(403, words["check_heading"], words["form_expired"], back, language)
     offline = {q.id for q in survey.questions.values() if offline_form_question(q)["offline"]}
-    unknown = sorted(set(request.form) - offline - {"spec_hash", "idempotency_key", "token", "lang"})
+    unknown = sorted(set(request.form) - offline - {"spec_hash", "idempotency_key", "token", "lang", "form_key"})
     if unknown:
         return _message(422, words["check_heading"], words["cannot_accept"], language=language)
     reports = {}

@@ -50,7 +50,7 @@ def db_path(tmp_path, engine, request):
 
 @pytest.fixture
 def app(db_path):
-    return create_app({"DATABASE": db_path, "ADMIN_TOKEN": ADMIN, "TESTING": True})
+    return create_app({"DATABASE": db_path, "ADMIN_TOKEN": ADMIN, "TESTING": True, "RATELIMIT_ENABLED": False})
 
 
 @pytest.fixture
@@ -126,3 +126,12 @@ def sign_in(client, token: str | None = ADMIN, name: str | None = None, password
     csrf = _re.search(r'name="csrf" value="([^"]+)"', page).group(1)
     form = {"csrf": csrf, **({"name": name, "password": password} if name else {"token": token})}
     return client.post("/admin/login", data=form)
+
+
+def form_key(client, survey_id: str) -> str:
+    """Open the survey page as a browser would: its no-JavaScript form's CSRF value (the page
+    also sets the matching cookie on the client)."""
+    import re as _re
+
+    page = client.get(f"/s/{survey_id}").get_data(as_text=True)
+    return _re.search(r'name="form_key" value="([^"]+)"', page).group(1)

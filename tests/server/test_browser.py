@@ -85,7 +85,10 @@ def test_respondent_fills_the_demo_survey_and_only_reports_leave_the_page(browse
     everything = json.dumps(recorder.requests) + page.url + json.dumps(context.cookies())
     everything += page.evaluate("JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)])")
     assert "17.5" not in everything
-    assert context.cookies() == []
+    # the one cookie is the no-JavaScript form's CSRF value: random, HttpOnly, SameSite=Strict, this survey only
+    [cookie] = context.cookies()
+    assert (cookie["name"], cookie["path"], cookie["httpOnly"], cookie["sameSite"]) == ("deniable_form", "/s/tax", True, "Strict")
+    assert cookie["value"] not in json.dumps(body)
     assert page.evaluate("localStorage.length + sessionStorage.length") == 0
     assert page.url == f"{live_server}/s/tax"
     # the answer form is gone from the page once the reports are drawn
@@ -132,7 +135,7 @@ def test_no_javascript_falls_back_to_the_coin_procedure(browser, live_server, su
     page.wait_for_url(re.compile(r".*/s/tax/thanks$"))
     [post] = recorder.posts()
     fields = dict(pair.split("=", 1) for pair in post["body"].split("&"))
-    assert set(fields) == {"spec_hash", "idempotency_key", "lang", "dodged", "region"}
+    assert set(fields) == {"spec_hash", "idempotency_key", "form_key", "lang", "dodged", "region"}
     [row] = list(store.export("tax"))
     assert row["reports"] == {"dodged": "no", "region": "South"}
     context.close()

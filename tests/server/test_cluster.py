@@ -32,7 +32,7 @@ def start(db_url: str, port: int, workers: int = 1) -> subprocess.Popen:
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"deniable-serve-{port}.log"
     with open(log, "wb") as stderr:
         process = subprocess.Popen([DENIABLE, "serve", "--db", db_url, "--port", str(port), "--threads", "8",
-                                    "--workers", str(workers)], stdout=subprocess.DEVNULL, stderr=stderr,
+                                    "--workers", str(workers), "--no-rate-limits"], stdout=subprocess.DEVNULL, stderr=stderr,
                                    env={**os.environ, "DENIABLE_ADMIN_TOKEN": "t"}, start_new_session=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

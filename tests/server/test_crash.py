@@ -21,7 +21,7 @@ DENIABLE = str(Path(sys.executable).with_name("deniable"))
 
 
 def start_server(db_path, port):
-    process = subprocess.Popen([DENIABLE, "serve", "--db", db_path, "--port", str(port), "--threads", "8"],
+    process = subprocess.Popen([DENIABLE, "serve", "--db", db_path, "--port", str(port), "--threads", "8", "--no-rate-limits"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                env={**os.environ, "DENIABLE_ADMIN_TOKEN": "t"})
     deadline = time.monotonic() + 30

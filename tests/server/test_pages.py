@@ -2,7 +2,7 @@ import re
 import secrets
 
 from deniable.client import Survey
-from tests.server.conftest import ADMIN, sign_in
+from tests.server.conftest import ADMIN, form_key, sign_in
 
 
 def test_survey_page_renders_every_question_type_with_privacy_notes(client, survey):
@@ -35,9 +35,14 @@ def test_no_javascript_coin_form_posts_only_coin_results(client, survey, store):
     form = re.search(r'<form id="coin-form".*?</form>', page, re.S).group(0)
     names = set(re.findall(r'name="([^"]+)"', form))
     # the coin-flip yes/no question and the public question; designs without a physical procedure are skipped
-    assert names == {"spec_hash", "idempotency_key", "lang", "dodged", "region"}
+    assert names == {"spec_hash", "idempotency_key", "form_key", "lang", "dodged", "region"}
     key = re.search(r'name="idempotency_key" value="([^"]+)"', form).group(1)
-    response = client.post("/s/tax/submit", data={"spec_hash": survey.hash, "idempotency_key": key,
+    csrf = re.search(r'name="form_key" value="([^"]+)"', form).group(1)
+    # a form posted from another site carries no cookie (SameSite=Strict), or not this one: refused
+    forged = client.application.test_client().post("/s/tax/submit", data={
+        "form_key": csrf, "spec_hash": survey.hash, "idempotency_key": key, "dodged": "yes", "region": "East"})
+    assert forged.status_code == 403 and list(store.export("tax")) == []
+    response = client.post("/s/tax/submit", data={"form_key": csrf, "spec_hash": survey.hash, "idempotency_key": key,
                                                   "dodged": "yes", "region": "East"})
     assert response.status_code == 303 and response.headers["Location"].endswith("/s/tax/thanks")
     rows = list(store.export("tax"))
@@ -46,9 +51,9 @@ def test_no_javascript_coin_form_posts_only_coin_results(client, survey, store):
 
 
 def test_no_javascript_form_errors_are_pages_not_tracebacks(client, survey, store):
-    missing = client.post("/s/tax/submit", data={"spec_hash": survey.hash, "idempotency_key": "k" * 16, "region": "East"})
+    missing = client.post("/s/tax/submit", data={"form_key": form_key(client, "tax"), "spec_hash": survey.hash, "idempotency_key": "k" * 16, "region": "East"})
     assert missing.status_code == 422 and "Have you ever dodged your taxes?" in missing.data.decode()
-    smuggled = client.post("/s/tax/submit", data={"spec_hash": survey.hash, "idempotency_key": "k" * 16,
+    smuggled = client.post("/s/tax/submit", data={"form_key": form_key(client, "tax"), "spec_hash": survey.hash, "idempotency_key": "k" * 16,
                                                   "dodged": "yes", "region": "East", "cash": "Salary"})
     assert smuggled.status_code == 422
     assert list(store.export("tax")) == []
@@ -143,7 +148,7 @@ def test_the_no_javascript_form_applies_skip_logic_on_the_server(client, store):
     assert "Answer only if your answer to “Do you smoke?” is Yes." in page
     spanish = client.get("/s/skip", headers={"Accept-Language": "es"}).data.decode()
     assert 'lang="en"' in spanish  # a one-language survey is not pretended to be Spanish
-    response = client.post("/s/skip/submit", data={"spec_hash": survey.hash, "idempotency_key": "k" * 16,
+    response = client.post("/s/skip/submit", data={"form_key": form_key(client, "skip"), "spec_hash": survey.hash, "idempotency_key": "k" * 16,
                                                     "smoker": "no", "daily": "yes", "dodged": "no"})
     assert response.status_code == 303
     [row] = list(store.export("skip"))
@@ -151,7 +156,7 @@ def test_the_no_javascript_form_applies_skip_logic_on_the_server(client, store):
 
 
 def test_a_stale_or_bogus_spec_hash_on_the_form_is_a_page_not_a_500(client, survey):
-    response = client.post("/s/tax/submit", data={"spec_hash": "bogus", "idempotency_key": "k" * 16})
+    response = client.post("/s/tax/submit", data={"form_key": form_key(client, "tax"), "spec_hash": "bogus", "idempotency_key": "k" * 16})
     assert response.status_code == 422 and b"another version of the survey" in response.data
 
 

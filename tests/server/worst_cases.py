@@ -54,11 +54,16 @@ class Context:
     def __init__(self, folder: Path):
         self.folder = folder
         self.db = str(folder / "worst.db")
-        self.app = create_app({"DATABASE": self.db, "ADMIN_TOKEN": ADMIN})
+        self.app = create_app({"DATABASE": self.db, "ADMIN_TOKEN": ADMIN, "RATELIMIT_ENABLED": False})
         self.client = self.app.test_client()
         self.survey = Survey.from_dict(SPEC)
         with storage.Store(self.db) as store:
             store.add_survey(self.survey)
+
+    def form_key(self) -> str:
+        from tests.server.conftest import form_key
+
+        return form_key(self.client, "limits")
 
     def post_spec(self, spec) -> int:
         body = spec if isinstance(spec, (bytes, str)) else json.dumps(spec)
@@ -95,10 +100,10 @@ def _largest_yaml() -> str:
 
 CASES = [
     Case("no-JS form: n=1e5000000 in a public number field", 422, lambda c: c.client.post(
-        "/s/limits/submit", data={"spec_hash": c.survey.hash, "idempotency_key": secrets.token_hex(8),
+        "/s/limits/submit", data={"form_key": c.form_key(), "spec_hash": c.survey.hash, "idempotency_key": secrets.token_hex(8),
                                   "coin": "yes", "n": "1e5000000"}).status_code),
     Case("no-JS form: a 40-digit number with a 3-digit exponent", 422, lambda c: c.client.post(
-        "/s/limits/submit", data={"spec_hash": c.survey.hash, "idempotency_key": secrets.token_hex(8),
+        "/s/limits/submit", data={"form_key": c.form_key(), "spec_hash": c.survey.hash, "idempotency_key": secrets.token_hex(8),
                                   "coin": "yes", "n": "9" * 30 + "e999"}).status_code),
     Case("JSON report 1e5000000 (a float overflow)", 422, lambda c: c.post_response({"coin": "yes", "n": 1e308 * 10})),
     Case("JSON report with a 4000-digit integer", 422, lambda c: c.client.post(

@@ -1,0 +1,36 @@
+"""The yardstick of benchmarks/ingest.py: the least a Flask + SQLite app can do per POST (parse
+JSON, insert one row, commit with synchronous=FULL, answer 201), served by gunicorn like deniable.
+
+    gunicorn -w 2 -k gthread --threads 8 --chdir benchmarks trivial_app:app   (TRIVIAL_DB=path)
+"""
+
+import os
+import secrets
+import sqlite3
+import threading
+
+from flask import Flask, request
+
+app = Flask(__name__)
+_local = threading.local()
+
+
+def _connection():
+    if getattr(_local, "db", None) is None:
+        db = sqlite3.connect(os.environ["TRIVIAL_DB"], timeout=30, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("CREATE TABLE IF NOT EXISTS rows (id TEXT PRIMARY KEY, body TEXT)")
+        _local.db = db
+    return _local.db
+
+
+@app.post("/r")
+def insert():
+    body = request.get_json()
+    row_id = secrets.token_hex(16)
+    db = _connection()
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT INTO rows (id, body) VALUES (?, ?)", [row_id, str(body)])
+    db.execute("COMMIT")
+    return {"id": row_id}, 201
