@@ -88,9 +88,12 @@ def single_endpoint(base: str, survey: Survey, seconds: float, clients: int) -> 
 
 def batch_endpoint(base: str, survey: Survey, seconds: float, batch: int) -> tuple[int, float]:
     url = f"{base}/api/v1/surveys/{survey.id}/responses:batch"
+    # Randomized once, before the clock starts (the client's own randomizing is not the server's
+    # cost); each batch gets fresh idempotency keys.
+    pool = [response_body(survey) for _ in range(batch * 4)]
     sent, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds and sent * len(survey.questions) < MAX_BATCH_REPORTS:
-        items = [response_body(survey) for _ in range(batch)]
+        items = [{**pool[(sent + i) % len(pool)], "idempotency_key": secrets.token_hex(16)} for i in range(batch)]
         status, result = post(url, {"items": items})
         assert status == 200 and result["statuses"] == {"201": batch}, result["statuses"]
         sent += batch

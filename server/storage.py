@@ -137,6 +137,7 @@ class SQLiteEngine:
 
     def __init__(self, url: str):
         self.path = sqlite_path(url)
+        self.memo = {}  # what the current transaction read once (Store._in_transaction)
         connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         self.db = sqlite_utils.Database(connection)
         if self.path != ":memory:":
@@ -153,6 +154,11 @@ class SQLiteEngine:
 
     def stream(self, sql: str, params=()):
         yield from self.db.conn.execute(sql, params)
+
+    def pipeline(self):
+        import contextlib
+
+        return contextlib.nullcontext()
 
     @property
     def in_transaction(self) -> bool:
@@ -232,6 +238,7 @@ class PostgresEngine:
         except ImportError:
             raise StorageError("PostgreSQL needs psycopg: pip install 'deniable[postgresql]'") from None
         self.url = url
+        self.memo = {}  # what the current transaction read once (Store._in_transaction)
         self.pool = _pool(url)
         self.connection = self.pool.getconn()
 
@@ -245,6 +252,9 @@ class PostgresEngine:
     def executemany(self, sql: str, rows):
         with self.connection.cursor() as cursor:
             cursor.executemany(self._sql(sql), list(rows))
+
+    def pipeline(self):
+        return self.connection.pipeline()
 
     def stream(self, sql: str, params=()):
         # A server-side cursor: an export of millions of rows never sits in memory at once.
@@ -414,19 +424,15 @@ def rebuild_counts(engine):
 _RETRIES = 4
 
 
-def _error_classes():
-    unique, transient = [sqlite3.IntegrityError], []
+def _transient_errors() -> tuple:
     try:
         from psycopg import errors
     except ImportError:
-        pass
-    else:
-        unique.append(errors.UniqueViolation)
-        transient += [errors.DeadlockDetected, errors.SerializationFailure]
-    return tuple(unique), tuple(transient)
+        return ()
+    return errors.DeadlockDetected, errors.SerializationFailure
 
 
-_UNIQUE_VIOLATION, _TRANSIENT = _error_classes()
+_TRANSIENT = _transient_errors()
 
 
 class Store:
@@ -598,7 +604,7 @@ class Store:
             raise Invalid("idempotency_key: required, a random string of 8 to 128 characters", "idempotency_key")
         if token is not None and (not isinstance(token, str) or not 1 <= len(token) <= 256):
             raise Invalid("token: must be a string", "token")
-        record = self.get_survey(survey_id, spec_hash)
+        record = self._in_transaction("record", (survey_id, spec_hash), lambda: self.get_survey(survey_id, spec_hash))
         clean = validate_reports(record.survey, reports, answerable)
         fingerprint = _digest(canonical({"spec_hash": spec_hash, "reports": clean}))
         # Counter rows in one order for everyone: two transactions never wait on each other crosswise.
@@ -620,50 +626,61 @@ class Store:
         return previous
 
     def _store_response(self, survey_id, spec_hash, idempotency_key, token, record, values, fingerprint):
+        # Few round trips (each costs a network wait on PostgreSQL): the survey row and the date
+        # setting are read once per transaction (once per batch), the response row is inserted
+        # first and stands for the idempotency check, reports and counters go in one statement each.
         with self.transaction():
-            previous = self._previous(survey_id, idempotency_key, fingerprint)
-            if previous is not None:
-                return self._acknowledgement(previous), False
-            if self._survey_row(survey_id)["closed_on"] is not None:
+            if self._in_transaction("survey", survey_id, lambda: self._survey_row(survey_id))["closed_on"] is not None:
                 raise Gone(f"survey {survey_id!r} is closed", "survey_id")
-            received_on = _today(self.received_on_granularity())
+            received_on = _today(self._in_transaction("setting", "received_on", self.received_on_granularity))
+            row = {"id": secrets.token_hex(16), "survey_id": survey_id, "spec_hash": spec_hash, "received_on": received_on,
+                   "idempotency_key": idempotency_key, "fingerprint": fingerprint}
+            inserted = self.execute(
+                "INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (survey_id, idempotency_key) DO NOTHING RETURNING id",
+                [row["id"], survey_id, spec_hash, received_on, idempotency_key, fingerprint]).fetchone()
+            if inserted is None:  # a retry (perhaps racing its first attempt, which has committed now)
+                previous = self._previous(survey_id, idempotency_key, fingerprint)
+                if previous is None:  # pragma: no cover - the conflicting row cannot vanish inside a transaction
+                    raise StorageError("idempotency_key: conflicting response not found", "idempotency_key")
+                return self._acknowledgement(previous), False
             if record.access == "token":
                 if token is None:
                     raise Invalid("token: this survey needs the respondent token from your invitation link", "token")
+                # Spent in the same transaction: a refusal below rolls the response back with it.
                 spent = self.execute("UPDATE tokens SET used_on = ? WHERE token_hash = ? AND survey_id = ? AND used_on IS NULL",
                                      [received_on, _digest(token), survey_id])
                 if spent.rowcount != 1:
                     if self._one("SELECT 1 AS one FROM tokens WHERE token_hash = ? AND survey_id = ?",
                                  [_digest(token), survey_id]) is None:
                         raise Invalid("token: not a token of this survey", "token")
-                    # A retry racing its own first attempt (which spent the token) gets that acknowledgement.
-                    previous = self._previous(survey_id, idempotency_key, fingerprint)
-                    if previous is not None:
-                        return self._acknowledgement(previous), False
                     raise Conflict("token: already used; each invitation answers once", "token")
-            row = {"id": secrets.token_hex(16), "survey_id": survey_id, "spec_hash": spec_hash, "received_on": received_on,
-                   "idempotency_key": idempotency_key, "fingerprint": fingerprint}
-            try:
-                with self.transaction():  # a savepoint: a racing twin's key may win the unique index
-                    self.execute("INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) "
-                                 "VALUES (?, ?, ?, ?, ?, ?)", [row["id"], survey_id, spec_hash, received_on,
-                                                               idempotency_key, fingerprint])
-            except _UNIQUE_VIOLATION:
-                previous = self._previous(survey_id, idempotency_key, fingerprint)
-                if previous is None:
-                    raise
-                return self._acknowledgement(previous), False
             shard = secrets.randbelow(self.engine.counter_shards)
-            self.engine.executemany("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES (?, ?, ?, ?)",
-                                    [(row["id"], *value) for value in values])
-            self.engine.executemany(
-                "INSERT INTO report_counts (spec_hash, question_id, value, shard, count) VALUES (?, ?, ?, ?, 1) "
-                "ON CONFLICT (spec_hash, question_id, value, shard) DO UPDATE SET count = report_counts.count + 1",
-                [(*value, shard) for value in values])
-            self.execute("INSERT INTO version_counts (spec_hash, shard, responses) VALUES (?, ?, 1) "
-                         "ON CONFLICT (spec_hash, shard) DO UPDATE SET responses = version_counts.responses + 1",
-                         [spec_hash, shard])
+            with self.engine.pipeline():  # PostgreSQL: the writes below go out together, one wait
+                self._write_reports(row, spec_hash, values, shard)
         return self._acknowledgement(row), True
+
+    def _write_reports(self, row: dict, spec_hash: str, values: list, shard: int):
+        if values:
+            self.execute("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES "
+                         + ", ".join(["(?, ?, ?, ?)"] * len(values)), [x for v in values for x in (row["id"], *v)])
+            self.execute("INSERT INTO report_counts (spec_hash, question_id, value, shard, count) VALUES "
+                         + ", ".join(["(?, ?, ?, ?, 1)"] * len(values))
+                         + " ON CONFLICT (spec_hash, question_id, value, shard) DO UPDATE SET count = report_counts.count + 1",
+                         [x for v in values for x in (*v, shard)])
+        self.execute("INSERT INTO version_counts (spec_hash, shard, responses) VALUES (?, ?, 1) "
+                     "ON CONFLICT (spec_hash, shard) DO UPDATE SET responses = version_counts.responses + 1",
+                     [spec_hash, shard])
+
+    def _in_transaction(self, kind: str, key, read):
+        """``read()`` once per outer transaction (a batch reads the survey row once, not per item);
+        outside a transaction, every time."""
+        if not self.engine.in_transaction:
+            return read()
+        memo = self.engine.memo
+        if (kind, key) not in memo:
+            memo[(kind, key)] = read()
+        return memo[(kind, key)]
 
     @staticmethod
     def _acknowledgement(row: dict) -> dict:
@@ -1029,11 +1046,13 @@ class _Transaction:
             self.savepoint = f"item_{secrets.token_hex(4)}"
             self.connection.execute(f"SAVEPOINT {self.savepoint}")
         else:
+            self.connection.memo = {}
             self.connection.execute(self.connection.begin)
         return self
 
     def __exit__(self, exc_type, exc, tb):
         if self.savepoint is None:
+            self.connection.memo = {}
             self.connection.execute("COMMIT" if exc_type is None else "ROLLBACK")
         else:
             if exc_type is not None:
