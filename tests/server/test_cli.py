@@ -8,6 +8,8 @@ from deniable.server import storage
 from deniable.server.cli import main
 from tests.conftest import EXAMPLES
 
+pytestmark = pytest.mark.both_engines
+
 TAX = str(EXAMPLES / "tax.yaml")
 
 

@@ -12,6 +12,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from deniable.client import Survey
 from deniable.server import storage
 from tests.conftest import EXAMPLES
@@ -42,8 +44,8 @@ def post(port, body):
         return response.status, json.loads(response.read())
 
 
-def test_acknowledged_responses_survive_kill_9_exactly_once(tmp_path):
-    db_path = str(tmp_path / "crash.db")
+@pytest.mark.both_engines
+def test_acknowledged_responses_survive_kill_9_exactly_once(db_path):
     survey = Survey.from_file(EXAMPLES / "tax.yaml")
     with storage.Store(db_path) as store:
         store.add_survey(survey)
@@ -84,7 +86,7 @@ def test_acknowledged_responses_survive_kill_9_exactly_once(tmp_path):
             if body["idempotency_key"] in acknowledged:
                 assert status == 200 and ack["id"] == acknowledged[body["idempotency_key"]]
         with storage.Store(db_path) as store:
-            keys = [row[0] for row in store.db.execute("SELECT idempotency_key FROM responses")]
+            keys = [row[0] for row in store.execute("SELECT idempotency_key FROM responses")]
             assert len(keys) == len(set(keys))
             assert {b["idempotency_key"] for b in bodies[:50]} <= set(keys)
             assert len(keys) >= before

@@ -1,8 +1,11 @@
+import pytest
 import re
 import secrets
 
 from deniable.client import Survey
 from tests.server.conftest import ADMIN, form_key, sign_in
+
+pytestmark = pytest.mark.both_engines
 
 
 def test_survey_page_renders_every_question_type_with_privacy_notes(client, survey):

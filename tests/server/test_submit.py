@@ -8,6 +8,8 @@ from deniable.client import ResponseRejected, SurveyClosed, SurveyNotFound, Toke
 from deniable.client.submit import SpecMismatch, fetch_survey
 from tests.server.conftest import ANSWERS
 
+pytestmark = pytest.mark.both_engines
+
 
 def test_submit_randomizes_locally_and_is_stored(live_server, survey, store):
     sent = submit(live_server, "tax", ANSWERS)
