@@ -80,7 +80,7 @@ def sign_in():
     elif name and password and store.check_password(name, password):
         who = name
     if who is None:
-        store.audit(name or "admin token", "sign-in refused")
+        store.audit((name or "admin token")[:64], "sign-in refused")
         csrf = secrets.token_urlsafe(24)
         response = current_app.make_response((render_template(
             "login.html", csrf=csrf, message="That name and password (or token) did not match. "

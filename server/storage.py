@@ -451,10 +451,6 @@ class Store:
         """The sqlite-utils database (SQLite only; tests and benchmarks poke at it)."""
         return self.engine.db
 
-    @property
-    def path(self) -> str:
-        return self.url
-
     def execute(self, sql: str, params=()):
         """Run one statement written with ``?`` placeholders, on either engine."""
         return self.engine.execute(sql, params)
