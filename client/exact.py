@@ -174,25 +174,32 @@ def check_json_text(value, field: str, max_depth: int = MAX_JSON_DEPTH, text: bo
     ``max_depth`` or holds a string, key included, that is not valid Unicode text (a lone
     surrogate such as ``"\\ud800"``, which JSON's escapes allow but no database or UTF-8
     encoder accepts). Iterative, so no input can exhaust the stack. ``text=False`` checks depth only."""
+    if text:
+        try:  # the common case at C speed: no lone surrogate anywhere, keys included
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+            text = False
+        except (UnicodeEncodeError, RecursionError, TypeError, ValueError):
+            pass  # find where, below
     stack = [(value, field, 0)]
     while stack:
         item, path, depth = stack.pop()
         if isinstance(item, str):
-            if text and _SURROGATE.search(item):
+            if _SURROGATE.search(item):
                 raise JsonShapeError(printable_path(path), "not valid Unicode text (a lone surrogate)")
-            continue
-        if not isinstance(item, (dict, list)):
             continue
         if depth >= max_depth:
             raise JsonShapeError(printable_path(path), f"nested deeper than {max_depth} levels")
-        if isinstance(item, dict):
-            for key, child in item.items():
-                child_path = f"{path}.{key}" if path else str(key)
-                if text and isinstance(key, str) and _SURROGATE.search(key):
+        children = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in children:
+            if isinstance(key, str):
+                child_path = f"{path}.{key}" if path else key
+                if text and _SURROGATE.search(key):
                     raise JsonShapeError(printable_path(child_path), "not valid Unicode text (a lone surrogate)")
+            else:
+                child_path = f"{path}[{key}]"
+            # only containers, and strings while a surrogate is still to be found, are visited
+            if isinstance(child, (dict, list)) or (text and isinstance(child, str)):
                 stack.append((child, child_path, depth + 1))
-        else:
-            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
 
 
 def json_number(value: Fraction):

@@ -116,8 +116,8 @@ def _check_text(value):
         raise ApiError(422, str(error), error.field) from None
 
 
-def submit_item(survey_id: str, item) -> tuple[dict, int]:
-    """Judge and store one response; (acknowledgement or error body, status)."""
+def _item_shape(item) -> tuple[dict, int] | None:
+    """The error of a response body that is not even shaped like one (before storage sees it)."""
     if not isinstance(item, dict):
         return error_body(400, "each response must be a JSON object", "body"), 400
     try:
@@ -127,6 +127,14 @@ def submit_item(survey_id: str, item) -> tuple[dict, int]:
     unknown = sorted(set(item) - {"spec_hash", "idempotency_key", "token", "reports"})
     if unknown:
         return error_body(422, f"{unknown[0]}: unknown field", unknown[0]), 422
+    return None
+
+
+def submit_item(survey_id: str, item) -> tuple[dict, int]:
+    """Judge and store one response; (acknowledgement or error body, status)."""
+    refused = _item_shape(item)
+    if refused:
+        return refused
     try:
         acknowledgement, created = get_store().submit(survey_id, item.get("spec_hash"), item.get("idempotency_key"),
                                                       item.get("reports"), item.get("token"))
@@ -159,13 +167,24 @@ def post_batch(survey_id):
         raise ApiError(413, f"items: at most {current_app.config['MAX_BATCH_ITEMS']} per batch", "items")
     store = get_store()
     store.get_survey(survey_id)
-    results = []
-    # One commit for the whole batch (each item in its own savepoint, judged on its own):
-    # nothing is acknowledged before that commit reaches the disk.
-    with store.transaction():
-        for item in items:
-            payload, status = submit_item(survey_id, item)
-            results.append({"status": status, **({"error": payload["error"]} if "error" in payload else {"response": payload})})
+    results: list = [None] * len(items)
+    shaped = []  # (position, item) of the items shaped like responses
+    for position, item in enumerate(items):
+        refused = _item_shape(item)
+        if refused:
+            results[position] = {"status": refused[1], "error": refused[0]["error"]}
+        else:
+            shaped.append((position, item))
+    # One transaction for the whole batch, each item judged on its own: nothing is acknowledged
+    # before that commit reaches the disk.
+    outcomes = store.submit_many(survey_id, [(i.get("spec_hash"), i.get("idempotency_key"), i.get("reports"), i.get("token"))
+                                             for _, i in shaped])
+    for (position, _), outcome in zip(shaped, outcomes):
+        if isinstance(outcome, storage.StorageError):
+            results[position] = {"status": outcome.status, "error": error_body(outcome.status, outcome.message, outcome.field)["error"]}
+        else:
+            acknowledgement, created = outcome
+            results[position] = {"status": 201 if created else 200, "response": acknowledgement}
     summary = {s: sum(r["status"] == s for r in results) for s in sorted({r["status"] for r in results})}
     return {"results": results, "statuses": {str(k): v for k, v in summary.items()}}, 200
 

@@ -594,6 +594,18 @@ class Store:
         stored, and accepted exactly once however many processes race for it. ``answerable``
         limits the required questions to those a client could answer (the no-JavaScript form).
         """
+        record, values, fingerprint = self._prepare(survey_id, spec_hash, idempotency_key, reports, token, answerable)
+        for attempt in range(_RETRIES):
+            try:
+                return self._store_response(survey_id, spec_hash, idempotency_key, token, record, values, fingerprint)
+            except _TRANSIENT as error:  # a deadlock or serialization failure on PostgreSQL: start again
+                if attempt == _RETRIES - 1:
+                    raise StorageError(f"the database is too busy to store the response ({error.__class__.__name__}); "
+                                       "send it again with the same idempotency key") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _prepare(self, survey_id, spec_hash, idempotency_key, reports, token, answerable=None):
+        """Everything about one response that needs no write: (record, sorted report rows, fingerprint)."""
         if not isinstance(spec_hash, str) or not spec_hash:
             raise Invalid("spec_hash: required, the hash of the spec the answers were randomized under", "spec_hash")
         if not isinstance(idempotency_key, str) or not 8 <= len(idempotency_key) <= 128:
@@ -605,14 +617,104 @@ class Store:
         fingerprint = _digest(canonical({"spec_hash": spec_hash, "reports": clean}))
         # Counter rows in one order for everyone: two transactions never wait on each other crosswise.
         values = sorted((spec_hash, qid, canonical(value)) for qid, value in clean.items())
+        return record, values, fingerprint
+
+    def submit_many(self, survey_id: str, items: list[tuple]) -> list:
+        """Store a batch of responses, each judged on its own as `submit` would judge it alone:
+        ``items`` are (spec_hash, idempotency_key, reports, token); the result per item is
+        (acknowledgement, created) or the StorageError it earned. One transaction. Responses to an
+        open survey go in with a handful of multi-row statements for the whole batch; a token
+        survey's go one by one (each spends its own token in its own savepoint)."""
+        results: list = [None] * len(items)
         for attempt in range(_RETRIES):
             try:
-                return self._store_response(survey_id, spec_hash, idempotency_key, token, record, values, fingerprint)
-            except _TRANSIENT as error:  # a deadlock or serialization failure on PostgreSQL: start again
+                with self.transaction():
+                    self._submit_many(survey_id, items, results)
+                return results
+            except _TRANSIENT as error:
                 if attempt == _RETRIES - 1:
-                    raise StorageError(f"the database is too busy to store the response ({error.__class__.__name__}); "
-                                       "send it again with the same idempotency key") from None
+                    raise StorageError(f"the database is too busy to store the batch ({error.__class__.__name__}); "
+                                       "send it again with the same idempotency keys") from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _submit_many(self, survey_id: str, items: list[tuple], results: list):
+        prepared = []  # (position, spec_hash, key, values, fingerprint)
+        for position, (spec_hash, key, reports, token) in enumerate(items):
+            try:
+                record, values, fingerprint = self._prepare(survey_id, spec_hash, key, reports, token)
+            except StorageError as error:
+                results[position] = error
+                continue
+            if record.access == "token":
+                try:
+                    with self.transaction():  # a savepoint: this item alone is undone on refusal
+                        results[position] = self._store_response(survey_id, spec_hash, key, token, record, values, fingerprint)
+                except StorageError as error:
+                    results[position] = error
+            else:
+                prepared.append((position, spec_hash, key, values, fingerprint))
+        if not prepared:
+            return
+        closed = self._in_transaction("survey", survey_id, lambda: self._survey_row(survey_id))["closed_on"] is not None
+        received_on = _today(self._in_transaction("setting", "received_on", self.received_on_granularity))
+        first = {}  # key -> the batch's first item with it (a later one is a retry of it)
+        for entry in prepared:
+            first.setdefault(entry[2], entry)
+        ids = {key: secrets.token_hex(16) for key in first}
+        inserted = set()
+        for chunk in _chunks([] if closed else first.values(), 500):
+            cursor = self.execute(
+                "INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) VALUES "
+                + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk))
+                + " ON CONFLICT (survey_id, idempotency_key) DO NOTHING RETURNING idempotency_key",
+                [x for _, spec_hash, key, _, fingerprint in chunk
+                 for x in (ids[key], survey_id, spec_hash, received_on, key, fingerprint)])
+            inserted.update(r[0] for r in cursor.fetchall())
+        # Keys stored before this batch (retries) get their first acknowledgement.
+        previous = {}
+        for chunk in _chunks(sorted(set(first) - inserted), 500):
+            cursor = self.execute("SELECT id, survey_id, spec_hash, received_on, fingerprint, idempotency_key FROM responses "
+                                  f"WHERE survey_id = ? AND idempotency_key IN ({', '.join('?' * len(chunk))})",
+                                  [survey_id, *chunk])
+            names = [c[0] for c in cursor.description]
+            previous.update({row[-1]: dict(zip(names, row)) for row in cursor.fetchall()})
+        for key in inserted:
+            _, spec_hash, _, _, fingerprint = first[key]
+            previous[key] = {"id": ids[key], "survey_id": survey_id, "spec_hash": spec_hash, "received_on": received_on,
+                             "fingerprint": fingerprint}
+        reports_rows, counts = [], {}
+        for entry in prepared:
+            position, spec_hash, key, values, fingerprint = entry
+            stored = previous.get(key)
+            if stored is None:
+                results[position] = (Gone(f"survey {survey_id!r} is closed", "survey_id") if closed else
+                                     StorageError("idempotency_key: stored by another request meanwhile; send it again",
+                                                  "idempotency_key"))
+            elif stored["fingerprint"] != fingerprint:
+                results[position] = Invalid("idempotency_key: already used for a different response", "idempotency_key")
+            elif key in inserted and first[key] is entry:
+                results[position] = (self._acknowledgement(stored), True)
+                reports_rows += [(ids[key], *value) for value in values]
+                for value in values:
+                    counts[value] = counts.get(value, 0) + 1
+                counts[spec_hash] = counts.get(spec_hash, 0) + 1
+            else:
+                results[position] = (self._acknowledgement(stored), False)
+        shard = secrets.randbelow(self.engine.counter_shards)
+        for chunk in _chunks(reports_rows, 1000):
+            self.execute("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES "
+                         + ", ".join(["(?, ?, ?, ?)"] * len(chunk)), [x for row in chunk for x in row])
+        value_counts = sorted((k, n) for k, n in counts.items() if isinstance(k, tuple))
+        for chunk in _chunks(value_counts, 1000):
+            self.execute("INSERT INTO report_counts (spec_hash, question_id, value, shard, count) VALUES "
+                         + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))
+                         + " ON CONFLICT (spec_hash, question_id, value, shard) "
+                           "DO UPDATE SET count = report_counts.count + excluded.count",
+                         [x for (value, n) in chunk for x in (*value, shard, n)])
+        for spec_hash, n in sorted((k, n) for k, n in counts.items() if isinstance(k, str)):
+            self.execute("INSERT INTO version_counts (spec_hash, shard, responses) VALUES (?, ?, ?) "
+                         "ON CONFLICT (spec_hash, shard) DO UPDATE SET responses = version_counts.responses + excluded.responses",
+                         [spec_hash, shard, n])
 
     def _previous(self, survey_id: str, idempotency_key: str, fingerprint: str) -> dict | None:
         previous = self._one("SELECT id, survey_id, spec_hash, received_on, fingerprint FROM responses "
@@ -627,6 +729,9 @@ class Store:
         # first and stands for the idempotency check, reports and counters go in one statement each.
         with self.transaction():
             if self._in_transaction("survey", survey_id, lambda: self._survey_row(survey_id))["closed_on"] is not None:
+                previous = self._previous(survey_id, idempotency_key, fingerprint)
+                if previous is not None:  # stored before it closed: the answer the client missed
+                    return self._acknowledgement(previous), False
                 raise Gone(f"survey {survey_id!r} is closed", "survey_id")
             received_on = _today(self._in_transaction("setting", "received_on", self.received_on_granularity))
             row = {"id": secrets.token_hex(16), "survey_id": survey_id, "spec_hash": spec_hash, "received_on": received_on,
@@ -967,6 +1072,12 @@ def backup_sqlite(source_url: str, output: str, compact: bool = False) -> int:
             finally:
                 target.close()
     return os.path.getsize(output)
+
+
+def _chunks(sequence, size: int):
+    sequence = list(sequence)
+    for start in range(0, len(sequence), size):
+        yield sequence[start:start + size]
 
 
 def _ordered_counts(survey: Survey, table: dict) -> dict:

@@ -241,3 +241,34 @@ def test_unknown_api_routes_and_methods_answer_in_json(client, survey):
     assert wrong_method.status_code == 405 and wrong_method.json["error"]["status"] == 405
     page = client.get("/no/such/page")
     assert page.status_code == 404 and page.mimetype == "text/html"
+
+
+def test_a_batch_judges_each_item_as_if_alone_retries_and_duplicates_included(client, survey, store):
+    def item(key, **changes):
+        return body(survey, key=key, **changes)
+
+    stored_before = item("stored-before-1")
+    first = client.post("/api/v1/surveys/tax/responses", json=stored_before).json
+    twin = item("twin-key-0001")
+    bad = item("bad-item-0001")
+    bad["reports"]["hours"] = 999
+    items = [item("fresh-key-0001"), twin, dict(twin), {**item("twin-key-0001")}, stored_before, bad,
+             {**stored_before, "reports": survey.randomize(ANSWERS) | {"dodged": "no" if stored_before["reports"]["dodged"] == "yes" else "yes"}}]
+    results = client.post("/api/v1/surveys/tax/responses:batch", json={"items": items}).json["results"]
+    assert [r["status"] for r in results] == [201, 201, 200, 422, 200, 422, 422]
+    assert results[2]["response"]["id"] == results[1]["response"]["id"]  # a retry inside the batch
+    assert results[4]["response"] == first  # a retry of an earlier request
+    assert results[3]["error"]["field"] == results[6]["error"]["field"] == "idempotency_key"
+    assert results[5]["error"]["field"] == "reports.hours"
+    assert stored(store)[0] == 3
+    totals = [(q, v, int(n)) for q, v, n in store.execute(
+        "SELECT question_id, value, SUM(count) FROM report_counts GROUP BY question_id, value ORDER BY question_id, value")]
+    scanned = [(q, v, int(n)) for q, v, n in store.execute(
+        "SELECT question_id, value, COUNT(*) FROM reports GROUP BY question_id, value ORDER BY question_id, value")]
+    assert totals == scanned
+    assert store.get_survey("tax").responses == 3
+    # once closed, a retry still hears its acknowledgement; a new response hears 410
+    store.close_survey("tax")
+    after = client.post("/api/v1/surveys/tax/responses:batch", json={"items": [items[0], item("late-key-0001")]}).json
+    assert [r["status"] for r in after["results"]] == [200, 410]
+    assert client.post("/api/v1/surveys/tax/responses", json=items[0]).status_code == 200
