@@ -14,8 +14,6 @@ import secrets
 import threading
 from pathlib import Path
 
-from flask import Flask, g
-
 from . import storage
 
 HERE = Path(__file__).resolve().parent
@@ -44,11 +42,13 @@ def default_database() -> str:
     return os.environ.get("DENIABLE_DATABASE_URL") or os.environ.get("DENIABLE_DB") or "deniable.db"
 
 
-def create_app(config: dict | None = None) -> Flask:
+def create_app(config: dict | None = None):
     """The app. ``config`` keys: DATABASE (a SQLite file or a database URL), RATELIMIT_ENABLED (rate
     limits on public endpoints, default on), RATE_LIMITS (endpoint → limit), PROXY_HOPS (trusted
     proxies in front), ADMIN_TOKEN (overrides the stored one),
     MAX_CONTENT_LENGTH (bytes per request body), MAX_RESPONSE_BYTES (bytes per single response)."""
+    from flask import Flask, g  # not at the top: commands that never serve start faster without it
+
     # deniable is a namespace package: give Flask its paths rather than let it guess them.
     app = Flask("deniable.server", root_path=str(HERE), instance_path=str(Path.cwd() / "instance"),
                 template_folder="templates", static_folder="static")
@@ -125,7 +125,7 @@ def create_app(config: dict | None = None) -> Flask:
     return app
 
 
-def _limit_rates(app: Flask):
+def _limit_rates(app):
     """Flask-Limiter with in-memory counters. Behind a reverse proxy, PROXY_HOPS trusted hops of
     X-Forwarded-For give the client's address (ProxyFix); it is used for counting, nothing else."""
     import logging
@@ -149,7 +149,7 @@ def _limit_rates(app: Flask):
 
 def get_store() -> storage.Store:
     """The request's store, opened on first use and closed at teardown."""
-    from flask import current_app
+    from flask import current_app, g
 
     if "store" not in g:
         local = current_app.extensions["deniable_stores"]

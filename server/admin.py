@@ -166,6 +166,18 @@ def close(survey_id):
     return redirect(url_for("admin.survey_estimates", survey_id=survey_id), code=303)
 
 
+@blueprint.post("/surveys/<survey_id>/reopen")
+def reopen(survey_id):
+    session = _session()
+    if session is None:
+        return _signed_out()
+    _check_csrf(session["csrf"])
+    store = get_store()
+    store.reopen_survey(survey_id)
+    store.audit(session["admin"], "survey reopened", survey_id)
+    return redirect(url_for("admin.survey_estimates", survey_id=survey_id), code=303)
+
+
 @blueprint.post("/surveys/<survey_id>/tokens")
 def invitations(survey_id):
     """New single-use invitation links, shown once on this page (only their hashes are kept)."""

@@ -196,6 +196,8 @@ def require_admin() -> str:
     header = request.headers.get("Authorization", "")
     presented = header[7:].strip() if header.lower().startswith("bearer ") else None
     caller = api_caller(get_store(), presented, current_app.config.get("ADMIN_TOKEN"))
+    if caller is None and presented:
+        raise ApiError(401, "token rejected: it is neither the admin token nor a live API token", "Authorization")
     if caller is None:
         raise ApiError(401, "admin endpoints need 'Authorization: Bearer <admin token or API token>'", "Authorization")
     return caller
@@ -232,6 +234,15 @@ def close_survey(survey_id):
     store = get_store()
     record = store.close_survey(survey_id)
     store.audit(caller, "survey closed", survey_id)
+    return survey_payload(record)
+
+
+@blueprint.post("/surveys/<survey_id>/reopen")
+def reopen_survey(survey_id):
+    caller = require_admin()
+    store = get_store()
+    record = store.reopen_survey(survey_id)
+    store.audit(caller, "survey reopened", survey_id)
     return survey_payload(record)
 
 

@@ -25,9 +25,17 @@ def _load(path: str) -> Survey:
         raise click.ClickException(f"{path}: {error}") from None
 
 
-def _store(db_path: str) -> storage.Store:
+def _store(db_path: str, read_only: bool = False, must_exist: bool = True) -> storage.Store:
+    """The database of a command. Commands that only read open it read-only; every command but
+    those that set a deployment up (init-db, survey add, serve, demo, admin add) needs it to exist,
+    so a mistyped --db never leaves an empty database behind."""
+    import os
+
+    if must_exist and not storage.is_postgres(db_path) and not os.path.isfile(storage.sqlite_path(db_path)):
+        raise click.ClickException(f"{db_path}: no such database file (create one with `deniable init-db --db {db_path}` "
+                                   "or `deniable survey add`)")
     try:
-        return storage.Store(db_path)
+        return storage.Store(db_path, read_only=read_only)
     except storage.StorageError as error:
         raise click.ClickException(f"{storage.describe(db_path)}: {error.message}") from None
     except Exception as error:  # sqlite3.DatabaseError, psycopg's OperationalError: not a database, unreachable…
@@ -144,7 +152,7 @@ def _atomic_write(target: Path, write):
               help="Write here (required for xlsform); default: standard output.")
 def survey_export(survey_id, db_path, fmt, output):
     """Write a stored survey's current version as a spec or an XLSForm that reads back to the same hash."""
-    with _store(db_path) as store, _Errors():
+    with _store(db_path, read_only=True) as store, _Errors():
         record = store.get_survey(survey_id)
     if fmt == "xlsform":
         if not output:
@@ -165,7 +173,7 @@ def survey_export(survey_id, db_path, fmt, output):
 def survey_add(spec_file, db_path, access):
     """Add the survey in SPEC_FILE; a changed spec under an existing id becomes a new version."""
     parsed = _load(spec_file)
-    with _store(db_path) as store, _Errors():
+    with _store(db_path, must_exist=False) as store, _Errors():
         previous = store.versions(parsed.id) if parsed.id in {r.id for r in store.list_surveys()} else []
         record, outcome = store.add_survey(parsed, access)
     if outcome == "created":
@@ -183,7 +191,7 @@ def survey_add(spec_file, db_path, access):
 @db_option
 def survey_list(db_path):
     """List surveys with version, responses and total ε."""
-    with _store(db_path) as store:
+    with _store(db_path, read_only=True) as store:
         records = store.list_surveys()
         if not records:
             click.echo("No surveys. Add one with: deniable survey add FILE")
@@ -200,7 +208,7 @@ def survey_list(db_path):
 @click.option("--prior", type=click.FloatRange(0, 1), default=0.02, show_default=True)
 def survey_show(survey_id, db_path, prior):
     """The privacy summary of a stored survey: ε per question and in total, versions, responses."""
-    with _store(db_path) as store, _Errors():
+    with _store(db_path, read_only=True) as store, _Errors():
         record = store.get_survey(survey_id)
         click.echo(record.survey.privacy_summary(prior))
         if record.access == "open":
@@ -222,6 +230,17 @@ def survey_close(survey_id, db_path):
     with _store(db_path) as store, _Errors():
         record = store.close_survey(survey_id)
     click.echo(f"Survey {survey_id!r} is closed (since {record.closed_on}).")
+
+
+@survey.command("reopen")
+@click.argument("survey_id")
+@db_option
+def survey_reopen(survey_id, db_path):
+    """Accept responses again (closed by mistake, or a second wave)."""
+    with _store(db_path) as store, _Errors():
+        store.reopen_survey(survey_id)
+        store.audit("cli", "survey reopened", survey_id)
+    click.echo(f"Survey {survey_id!r} accepts responses again.")
 
 
 # --- tokens and export --------------------------------------------------------------------------
@@ -252,7 +271,7 @@ def export(survey_id, fmt, output, spec_hash, db_path):
     """Export the stored reports of a survey version."""
     from .api import EXPORT_FORMATS
 
-    with _store(db_path) as store, _Errors():
+    with _store(db_path, read_only=True) as store, _Errors():
         record = store.get_survey(survey_id, spec_hash)
         chunks = EXPORT_FORMATS[fmt](record, store.export(survey_id, record.hash))
         if output:
@@ -345,7 +364,7 @@ def _fmt(x: float) -> str:
                    "or the month (its first day). Applies to responses received from now on.")
 def init_db(db_path, granularity):
     """Create or migrate the database schema (and set how finely arrival dates are kept)."""
-    with _store(db_path) as store:
+    with _store(db_path, must_exist=False) as store:
         if granularity:
             store.set_received_on_granularity(granularity)
         click.echo(f"{db_path}: schema version {store.schema_version()}; "
@@ -369,7 +388,7 @@ def admin_add(db_path, name, password_stdin):
         password = sys.stdin.readline().rstrip("\n")
     else:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    with _store(db_path) as store, _Errors():
+    with _store(db_path, must_exist=False) as store, _Errors():
         store.add_admin(name, password)
     click.echo(f"Admin {name!r} added; sign in at /admin/login.")
 
@@ -378,7 +397,7 @@ def admin_add(db_path, name, password_stdin):
 @db_option
 def admin_list(db_path):
     """Admin accounts and API tokens (never their secrets)."""
-    with _store(db_path) as store:
+    with _store(db_path, read_only=True) as store:
         for row in store.admins():
             locked = f" (locked until {row['locked_until']})" if row["locked_until"] else ""
             click.echo(f"admin {row['name']}, added {row['added_on']}{locked}")
@@ -392,7 +411,7 @@ def admin_list(db_path):
 @click.argument("name")
 def admin_token(db_path, name):
     """Create an API token NAME (what it is for) for scripts; it is shown once."""
-    with _store(db_path) as store, _Errors():
+    with _store(db_path, must_exist=False) as store, _Errors():
         token_id, token = store.create_api_token(name)
     click.echo(f"API token {token_id} ({name}), shown once: {token}")
     click.echo("Send it as 'Authorization: Bearer <token>'; revoke it with `deniable admin revoke " + token_id + "`.")
@@ -413,7 +432,7 @@ def admin_revoke(db_path, token_id):
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100_000))
 def admin_audit(db_path, limit):
     """The latest admin actions: who created, closed, exported what, and when."""
-    with _store(db_path) as store:
+    with _store(db_path, read_only=True) as store:
         for entry in store.audit_log(limit):
             survey = f" {entry['survey_id']}" if entry["survey_id"] else ""
             detail = f" ({entry['detail']})" if entry["detail"] else ""
@@ -485,6 +504,23 @@ def _announce_admin(store: storage.Store, base_url: str, rotate: bool = False):
         click.echo("Admin token: created earlier (stored hashed); set DENIABLE_ADMIN_TOKEN to choose one.")
 
 
+def _check_port(host: str, port: int):
+    """One line and a non-zero exit when the address is taken, before anything says "Serving"."""
+    import errno
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        # As the servers do: connections of an earlier run in TIME_WAIT do not make the port busy.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                raise click.ClickException(f"port {port} on {host} is already in use (another server?): "
+                                           "stop it or choose another with --port") from None
+            raise click.ClickException(f"cannot listen on {host}:{port} ({error.strerror})") from None
+
+
 def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1, config: dict | None = None):
     """waitress for one process; gunicorn (gthread workers, each building its own app and its
     own database pool after the fork) for several. No access log: it would hold addresses."""
@@ -530,7 +566,8 @@ def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1, c
 def serve(db_path, host, port, threads, workers, rate_limits, proxy_hops):
     """Serve surveys and the API (waitress for one process, gunicorn for several)."""
     base_url = f"http://{host}:{port}"
-    with _store(db_path) as store:
+    _check_port(host, port)
+    with _store(db_path, must_exist=False) as store:
         _announce_admin(store, base_url)
         for record in store.list_surveys():
             click.echo(f"Survey {record.id!r}: {base_url}/s/{record.id}")
@@ -550,9 +587,12 @@ def demo(db_path, host, port, simulate, no_serve):
     from .demo import demo_survey
     from .demo import simulate as simulate_respondents
 
+    if not no_serve:
+        _check_port(host, port)
+
     base_url = f"http://{host}:{port}"
     survey_spec = demo_survey()
-    with _store(db_path) as store, _Errors():
+    with _store(db_path, must_exist=False) as store, _Errors():
         record, outcome = store.add_survey(survey_spec)
         click.echo(f"Demo survey {record.id!r} ({outcome}, version {record.version}, total ε {record.survey.epsilon:.3f}).")
         if simulate:

@@ -15,14 +15,13 @@ single GROUP BY where the data sits.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import re
 import secrets
 import sqlite3
 from dataclasses import dataclass
-
-import sqlite_utils
 
 from deniable.client import SpecError, Survey, skiplogic
 from deniable.client.exact import canonical_json
@@ -135,12 +134,23 @@ class SQLiteEngine:
     #: One writer at a time: counter shards would only cost reads.
     counter_shards = 1
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, read_only: bool = False):
         self.path = sqlite_path(url)
         self.memo = {}  # what the current transaction read once (Store._in_transaction)
-        connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        if read_only:
+            import os
+            import urllib.parse
+
+            if self.path == ":memory:" or not os.path.isfile(self.path):
+                raise NotFound(f"{self.path}: no such database file", "db")
+            target = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro"
+            connection = sqlite3.connect(target, uri=True, timeout=30, isolation_level=None, check_same_thread=False)
+        else:
+            connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        import sqlite_utils  # here, not at the top: it imports pandas when installed (0.9 s for `deniable --help`)
+
         self.db = sqlite_utils.Database(connection)
-        if self.path != ":memory:":
+        if self.path != ":memory:" and not read_only:
             self.db.enable_wal()
         # FULL: a commit reaches the disk before the client hears "201" (invariant 6).
         self.db.execute("PRAGMA synchronous=FULL")
@@ -308,8 +318,8 @@ class PostgresEngine:
         self.pool.putconn(self.connection)
 
 
-def open_engine(url: str):
-    return PostgresEngine(str(url)) if is_postgres(url) else SQLiteEngine(str(url))
+def open_engine(url: str, read_only: bool = False):
+    return PostgresEngine(str(url)) if is_postgres(url) else SQLiteEngine(str(url), read_only)
 
 
 # --- schema ----------------------------------------------------------------------------------------
@@ -424,7 +434,9 @@ def rebuild_counts(engine):
 _RETRIES = 4
 
 
-def _transient_errors() -> tuple:
+@functools.cache
+def _transient() -> tuple:
+    """PostgreSQL's deadlock and serialization failures (psycopg is imported only when needed)."""
     try:
         from psycopg import errors
     except ImportError:
@@ -432,22 +444,31 @@ def _transient_errors() -> tuple:
     return errors.DeadlockDetected, errors.SerializationFailure
 
 
-_TRANSIENT = _transient_errors()
-
-
 class Store:
     """One connection to the database (a SQLite file or a PostgreSQL URL); create one per request
     or per command, or keep one per thread on SQLite (``reusable``)."""
 
-    def __init__(self, url, migrate: bool = True):
+    def __init__(self, url, migrate: bool = True, read_only: bool = False):
+        """``read_only``: a SQLite file must exist and is opened read-only (commands that only read
+        never create an empty database from a mistyped path); the schema must be current."""
         self.url = str(url)
-        self.engine = open_engine(self.url)
+        self.engine = open_engine(self.url, read_only)
         self.reusable = self.engine.dialect == "sqlite"
-        if migrate:
+        if read_only:
+            try:
+                version = self.schema_version()
+            except sqlite3.DatabaseError as error:
+                self.close()
+                raise StorageError(f"{describe(self.url)}: not a deniable database ({error})", "db") from None
+            if version != SCHEMA_VERSION:
+                self.close()
+                raise StorageError(f"{describe(self.url)}: schema version {version}, this deniable reads "
+                                   f"{SCHEMA_VERSION}: run `deniable init-db` to migrate it", "db")
+        elif migrate:
             self.migrate()
 
     @property
-    def db(self) -> sqlite_utils.Database:
+    def db(self) -> "sqlite_utils.Database":  # noqa: F821 - imported by the engine
         """The sqlite-utils database (SQLite only; tests and benchmarks poke at it)."""
         return self.engine.db
 
@@ -557,6 +578,12 @@ class Store:
             "GROUP BY v.version, v.hash, v.added_on ORDER BY v.version", [survey_id]).fetchall()
         return [{"version": v, "hash": h, "added_on": d, "responses": int(n)} for v, h, d, n in rows]
 
+    def reopen_survey(self, survey_id: str) -> SurveyRecord:
+        """Accept responses again (a survey closed by mistake, or a second wave)."""
+        self.get_survey(survey_id)
+        self.execute("UPDATE surveys SET closed_on = NULL WHERE id = ?", [survey_id])
+        return self.get_survey(survey_id)
+
     def close_survey(self, survey_id: str) -> SurveyRecord:
         record = self.get_survey(survey_id)
         if not record.closed:
@@ -569,7 +596,8 @@ class Store:
         """New single-use respondent tokens; only their hashes are stored. Turns token access on."""
         if not 1 <= count <= 100_000:
             raise Invalid("count must be between 1 and 100000", "count")
-        self.get_survey(survey_id)
+        if self.get_survey(survey_id).closed:
+            raise Gone(f"survey {survey_id!r} is closed: reopen it first (deniable survey reopen {survey_id})", "survey_id")
         tokens = [secrets.token_urlsafe(16) for _ in range(count)]
         with self.transaction():
             self.engine.executemany("INSERT INTO tokens (token_hash, survey_id, issued_on, used_on) VALUES (?, ?, ?, NULL)",
@@ -598,7 +626,7 @@ class Store:
         for attempt in range(_RETRIES):
             try:
                 return self._store_response(survey_id, spec_hash, idempotency_key, token, record, values, fingerprint)
-            except _TRANSIENT as error:  # a deadlock or serialization failure on PostgreSQL: start again
+            except _transient() as error:  # a deadlock or serialization failure on PostgreSQL: start again
                 if attempt == _RETRIES - 1:
                     raise StorageError(f"the database is too busy to store the response ({error.__class__.__name__}); "
                                        "send it again with the same idempotency key") from None
@@ -631,7 +659,7 @@ class Store:
                 with self.transaction():
                     self._submit_many(survey_id, items, results)
                 return results
-            except _TRANSIENT as error:
+            except _transient() as error:
                 if attempt == _RETRIES - 1:
                     raise StorageError(f"the database is too busy to store the batch ({error.__class__.__name__}); "
                                        "send it again with the same idempotency keys") from None

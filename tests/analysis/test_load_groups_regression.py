@@ -56,8 +56,10 @@ def test_load_from_a_running_server(demo_db, tmp_path):
         assert estimate(remote, "dodged").estimate.equals(estimate(local, "dodged").estimate)
         assert remote.levels("region") == local.levels("region")
         assert len(remote.frame(["dodged"])) == 4000
-        with pytest.raises(LoadError, match="admin endpoints need"):
+        with pytest.raises(LoadError, match="token rejected"):
             load(url=base, survey_id="tax", token="wrong")
+        with pytest.raises(LoadError, match="admin endpoints need"):
+            load(url=base, survey_id="tax", token=None)
     finally:
         server.shutdown()
 

@@ -1,0 +1,49 @@
+"""Start-up time of the `deniable` command beside the floor of importing the client, in one run.
+
+    python benchmarks/startup.py [--repeats 7]
+
+Each command runs in a fresh process; the median and the best of the repeats are printed, and how
+far each median is above the floor (`python -c "import deniable.client"`). Goal: `deniable --help`
+and `deniable survey check` within 0.3 s of the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DENIABLE = str(Path(sys.executable).with_name("deniable"))
+COMMANDS = {
+    'python -c "import deniable.client" (floor)': [sys.executable, "-c", "import deniable.client"],
+    "deniable --help": [DENIABLE, "--help"],
+    "deniable survey check examples/tax.yaml": [DENIABLE, "survey", "check", str(ROOT / "examples/tax.yaml")],
+    "deniable survey check examples/questionnaire.yaml": [DENIABLE, "survey", "check", str(ROOT / "examples/questionnaire.yaml")],
+}
+
+
+def timed(command: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    floor = None
+    for label, command in COMMANDS.items():
+        timed(command)  # warm the file cache
+        runs = [timed(command) for _ in range(args.repeats)]
+        median = statistics.median(runs)
+        floor = median if floor is None else floor
+        print(f"{label:<52} median {median:6.3f} s  best {min(runs):6.3f} s  above the floor {median - floor:+6.3f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""A CLI that is safe and quick: no empty database from a mistyped path, one-line errors for a busy
+port, a rejected token or a closed survey, a clear message without the server extra, a fast start."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deniable.server import storage
+from deniable.server.cli import main
+from tests.conftest import EXAMPLES
+from tests.server.conftest import ADMIN
+
+DENIABLE = str(Path(sys.executable).with_name("deniable"))
+
+
+@pytest.mark.parametrize("args", [
+    ["export", "tax"], ["survey", "show", "tax"], ["survey", "list"], ["survey", "export", "tax"],
+    ["survey", "close", "tax"], ["survey", "reopen", "tax"], ["tokens", "tax", "--count", "2"],
+    ["admin", "list"], ["admin", "audit"], ["admin", "revoke", "abc"], ["compact"],
+])
+def test_a_mistyped_db_is_a_message_and_creates_nothing(runner, tmp_path, args):
+    missing = tmp_path / "typo.db"
+    result = runner.invoke(main, [*args, "--db", str(missing)])
+    assert result.exit_code == 1 and "no such database file" in result.output, result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_reading_commands_leave_the_database_as_it_was(runner, tmp_path, demo):
+    path = tmp_path / "survey.db"
+    with storage.Store(str(path)) as store:
+        store.add_survey(demo)
+        store.compact()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    for args in (["export", "tax"], ["survey", "show", "tax"], ["survey", "list"], ["admin", "audit"]):
+        assert runner.invoke(main, [*args, "--db", str(path)]).exit_code == 0
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_an_old_schema_is_not_migrated_by_a_reading_command(runner, tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    sqlite3.connect(path).execute("CREATE TABLE t (x)").connection.close()
+    result = runner.invoke(main, ["survey", "list", "--db", str(path)])
+    assert result.exit_code == 1 and "run `deniable init-db`" in result.output
+
+
+def test_a_busy_port_is_one_line_and_a_nonzero_exit(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        for command in (["serve"], ["demo"]):
+            result = subprocess.run([DENIABLE, *command, "--db", str(tmp_path / "x.db"), "--port", str(port)],
+                                    capture_output=True, text=True, timeout=60)
+            assert result.returncode == 1
+            assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
+            assert "Traceback" not in result.stderr and "Serving" not in result.stderr + result.stdout
+
+
+@pytest.mark.both_engines
+def test_a_closed_survey_issues_no_invitations_until_reopened(runner, db_path, survey, client, admin_headers, store):
+    assert runner.invoke(main, ["survey", "close", "tax", "--db", db_path]).exit_code == 0
+    refused = runner.invoke(main, ["tokens", "tax", "--count", "2", "--db", db_path])
+    assert refused.exit_code == 1 and "is closed: reopen it first (deniable survey reopen tax)" in refused.output
+    api = client.post("/api/v1/surveys/tax/tokens", json={"count": 2}, headers=admin_headers)
+    assert api.status_code == 410
+    assert runner.invoke(main, ["survey", "reopen", "tax", "--db", db_path]).exit_code == 0
+    assert not store.get_survey("tax").closed
+    assert runner.invoke(main, ["tokens", "tax", "--count", "2", "--db", db_path]).exit_code == 0
+    client.post("/api/v1/surveys/tax/close", headers=admin_headers)
+    reopened = client.post("/api/v1/surveys/tax/reopen", headers=admin_headers)
+    assert reopened.status_code == 200 and reopened.json["closed"] is False
+    assert [e["action"] for e in store.audit_log()][:2] == ["survey reopened", "survey closed"]
+
+
+def test_a_wrong_token_is_told_apart_from_none(client, survey):
+    none = client.get("/api/v1/surveys")
+    wrong = client.get("/api/v1/surveys", headers={"Authorization": "Bearer not-it"})
+    assert none.status_code == wrong.status_code == 401
+    assert "token rejected" in wrong.json["error"]["message"] and "token rejected" not in none.json["error"]["message"]
+    assert client.get("/api/v1/surveys", headers={"Authorization": f"Bearer {ADMIN}"}).status_code == 200
+
+
+def test_without_the_server_extra_the_command_says_how_to_get_it():
+    # click (like flask) comes only with the server extra: hide it, as a client-only install would
+    code = "import sys; sys.modules['click'] = None; from deniable.client.launcher import main; main()"
+    result = subprocess.run([sys.executable, "-c", code, "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "pip install 'deniable[server]'" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_command_starts_without_importing_what_it_does_not_use():
+    code = ("import sys; from deniable.server.cli import main; "
+            "print(sorted(m for m in ('flask', 'sqlite_utils', 'pandas', 'numpy', 'scipy', 'psycopg', 'werkzeug', "
+            "'openpyxl', 'matplotlib') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(result.stdout.replace("'", '"')) == []
+    check = subprocess.run([DENIABLE, "survey", "check", str(EXAMPLES / "tax.yaml")], capture_output=True, text=True,
+                           timeout=60)
+    assert check.returncode == 0
