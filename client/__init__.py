@@ -18,9 +18,10 @@ from .submit import (
     fetch_survey,
     submit,
 )
-from .survey import QUESTION_TYPES, Question, SpecError, Survey
+from .survey import QUESTION_TYPES, AnswerError, Question, SpecError, Survey
 
 __all__ = [
+    "AnswerError",
     "ChannelMechanism",
     "EpsilonRequest",
     "LaplaceMechanism",

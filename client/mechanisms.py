@@ -338,8 +338,8 @@ class UnaryMechanism(Mechanism):
 class LaplaceMechanism(Mechanism):
     """Bounded numbers: discrete Laplace (two-sided geometric) noise on the ``step`` grid.
 
-    The answer is clamped to [min, max] and snapped to the nearest grid point (index i of
-    0..N). Noise K has P(K = k) ∝ α^|k|; the report index i + K is clamped to the window
+    The answer must lie in [min, max] (anything else is refused, never clamped: 99 for a 0-20
+    question is a mistake, not a 20) and is snapped to the nearest grid point (index i of 0..N). Noise K has P(K = k) ∝ α^|k|; the report index i + K is clamped to the window
     −N..2N, i.e. values from ``min − range`` to ``max + range``, so the tails beyond are
     folded onto the two ends. A clamped, finite alphabet lets the server validate every
     report and gives the analysis an exact finite channel to invert; clamping is
@@ -370,11 +370,12 @@ class LaplaceMechanism(Mechanism):
         return [self._value(i) for i in range(low, high + 1)]
 
     def answer_index(self, answer) -> int:
-        """Clamp to [min, max] and snap to the nearest grid point (ties upward)."""
+        """Snap to the nearest grid point (ties upward); ValueError outside [min, max]."""
         if isinstance(answer, bool) or not isinstance(answer, (int, float, str)):
             raise ValueError(f"answer must be a number, got {answer!r}")
         value = parse_fraction(answer, "answer")
-        value = min(max(value, self.minimum), self.maximum)
+        if not self.minimum <= value <= self.maximum:
+            raise ValueError(f"answer {answer!r} is outside {json_number(self.minimum)} to {json_number(self.maximum)}")
         return math.floor((value - self.minimum) / self.step + Fraction(1, 2))
 
     def report_index(self, report) -> int:

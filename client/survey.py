@@ -62,6 +62,15 @@ _OPTION_FIELDS = {"value", "label"}
 RIGHT_TO_LEFT = frozenset({"ar", "arc", "dv", "fa", "ha", "he", "khw", "ks", "ku", "ps", "sd", "ur", "yi"})
 
 
+class AnswerError(ValueError):
+    """An answer the client refuses before randomizing anything: ``question`` names the question,
+    ``allowed`` says in words what it accepts."""
+
+    def __init__(self, question: str, reason: str, allowed: str):
+        super().__init__(f"answers.{question}: {reason}; allowed: {allowed}")
+        self.question, self.reason, self.allowed = question, reason, allowed
+
+
 class SpecError(ValueError):
     """A survey spec is malformed; the message names the question and field."""
 
@@ -197,6 +206,15 @@ class Note(_Item):
 
 class Question(_Item):
     """One question of a survey with the mechanism that randomizes its answers."""
+
+    def describe_answers(self) -> str:
+        """What the question accepts, in words (for error messages; the JS twin says the same)."""
+        if self.type == "number":
+            low, high, step = map(json_number, self.grid)
+            return f"a number from {low} to {high} in steps of {step}"
+        if self.type == "multi_select":
+            return "a list of some of " + ", ".join(map(repr, self.options))
+        return "one of " + ", ".join(map(repr, self.mechanism.answers))
 
     def __init__(self, spec: dict, position: int, languages: _Languages | None = None):
         if not isinstance(spec, dict):
@@ -688,7 +706,14 @@ class Survey:
             raise ValueError("answers must be a mapping of question id to answer")
         unknown = sorted(set(answers) - set(self.questions))
         if unknown:
-            raise ValueError(f"answers: unknown question {unknown[0]!r}")
+            raise AnswerError(unknown[0], "no such question in this survey", ", ".join(self.questions))
+        for qid, answer in answers.items():  # every answer checked before any is randomized
+            if answer is not None:
+                question = self.questions[qid]
+                try:
+                    question.mechanism.validate_answer(answer)
+                except ValueError as error:
+                    raise AnswerError(qid, str(error), question.describe_answers()) from None
         shown = set(self.shown(answers))
         return {qid: q.mechanism.randomize(answers[qid], rng)
                 for qid, q in self.questions.items() if qid in shown and answers.get(qid) is not None}

@@ -224,6 +224,18 @@ export class SpecError extends Error {
   }
 }
 
+/** An answer the client refuses before randomizing anything (twin of Python's AnswerError):
+ * `question` names the question, `allowed` says in words what it accepts. */
+export class AnswerError extends RangeError {
+  constructor(question, reason, allowed) {
+    super(`answers.${question}: ${reason}; allowed: ${allowed}`);
+    this.name = "AnswerError";
+    this.question = question;
+    this.reason = reason;
+    this.allowed = allowed;
+  }
+}
+
 function show(value) {
   if (typeof value === "string") return `'${value}'`;
   if (typeof value === "bigint") return `${value}`;
@@ -479,7 +491,10 @@ export class LaplaceMechanism extends Mechanism {
     } catch {
       throw new RangeError(`answer must be a number, got ${show(answer)}`);
     }
-    value = fmin(fmax(value, this.minimum), this.maximum);
+    // refused, never clamped: 99 for a 0-20 question is a mistake, not a 20
+    if (value.cmp(this.minimum) < 0 || value.cmp(this.maximum) > 0) {
+      throw new RangeError(`answer ${show(answer)} is outside ${jsonNumber(this.minimum)} to ${jsonNumber(this.maximum)}`);
+    }
     return Number(value.sub(this.minimum).div(this.step).add(frac(1n, 2n)).floor());
   }
   reportIndex(report) {
@@ -1045,6 +1060,15 @@ export class Question extends Item {
     }
     this.mechanism = buildMechanism(this.type, privacy, `${where}.privacy`, this.options, this.grid);
   }
+  /** What the question accepts, in words (the Python twin says the same). */
+  describeAnswers() {
+    if (this.type === "number") {
+      const [low, high, step] = this.grid.map(jsonNumber);
+      return `a number from ${low} to ${high} in steps of ${step}`;
+    }
+    if (this.type === "multi_select") return `a list of some of ${this.options.map(show).join(", ")}`;
+    return `one of ${this.mechanism.answers.map(show).join(", ")}`;
+  }
   _readOptions(spec, where) {
     if (!["choice", "ordinal", "multi_select"].includes(this.type)) {
       if ("options" in spec) throw new SpecError(`${where}.options: ${this.type} questions take no options`);
@@ -1258,7 +1282,17 @@ export class Survey {
   randomize(answers, source = defaultSource) {
     if (!isMapping(answers)) throw new TypeError("answers must be an object of question id to answer");
     const unknown = Object.keys(answers).filter((id) => !Object.hasOwn(this.questions, id)).sort();
-    if (unknown.length) throw new RangeError(`answers: unknown question '${unknown[0]}'`);
+    if (unknown.length) throw new AnswerError(unknown[0], "no such question in this survey", Object.keys(this.questions).join(", "));
+    for (const [id, answer] of Object.entries(answers)) { // every answer checked before any is randomized
+      if (answer === undefined || answer === null) continue;
+      const question = this.questions[id];
+      try {
+        question.mechanism.validateAnswer(answer);
+      } catch (error) {
+        if (!(error instanceof RangeError || error instanceof SpecError || error instanceof TypeError)) throw error;
+        throw new AnswerError(id, error.message, question.describeAnswers());
+      }
+    }
     const shown = new Set(this.shown(answers));
     const reports = {};
     for (const [id, question] of Object.entries(this.questions)) {

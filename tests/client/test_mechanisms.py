@@ -143,7 +143,10 @@ def test_laplace_shortcut_equals_enumeration_and_alphabet_is_clamped():
     assert mechanism.reports == list(range(0, 32, 2))  # min − range … max + range
     assert _worst_ratio(mechanism.channel()) == mechanism.exp_epsilon
     assert mechanism.validate_answer(13) == 14  # ties snap upward
-    assert mechanism.validate_answer(-50) == 10 and mechanism.validate_answer(99) == 20
+    assert mechanism.validate_answer(10) == 10 and mechanism.validate_answer(20) == 20
+    for outside in (-50, 9.99, 20.5, 99):  # refused, never clamped
+        with pytest.raises(ValueError, match="outside 10 to 20"):
+            mechanism.validate_answer(outside)
     for bad in (31, 1, -2, "12", True, None):
         with pytest.raises(ValueError):
             mechanism.validate_report(bad)

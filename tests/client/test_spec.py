@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deniable.client import SpecError, Survey
+from deniable.client import AnswerError, SpecError, Survey
 from tests.conftest import EXAMPLES
 
 NORWAY_YAML = """
@@ -81,8 +81,22 @@ def test_randomize_a_whole_survey(rng):
     assert reports["region"] == "North"
     for qid, report in reports.items():
         survey.questions[qid].mechanism.validate_report(report)
-    with pytest.raises(ValueError, match="unknown question 'nope'"):
+    with pytest.raises(AnswerError, match="answers.nope: no such question in this survey"):
         survey.randomize({"nope": "yes"})
+
+
+@pytest.mark.parametrize("answers,message", [
+    ({"hours": 99}, r"answers\.hours: answer 99 is outside -?\d+ to \d+; allowed: a number from"),
+    ({"hours": -1000}, r"answers\.hours: answer -1000 is outside"),
+    ({"dodged": "maybe"}, r"answers\.dodged: .*'maybe'.*; allowed: one of 'yes', 'no'"),
+    ({"undeclared": ["Lottery"]}, r"answers\.undeclared: .*'Lottery'.*; allowed: a list of some of"),
+    ({"dodged": "yes", "hours": "many"}, r"answers\.hours: .*; allowed: a number from"),
+])
+def test_answers_outside_a_question_are_refused_never_clamped(answers, message):
+    survey = Survey.from_file(EXAMPLES / "tax.yaml")
+    with pytest.raises(AnswerError, match=message) as raised:
+        survey.randomize(answers)
+    assert raised.value.question == next(q for q in answers if q != "dodged" or len(answers) == 1)
 
 
 @pytest.mark.parametrize("bad,message", [

@@ -154,3 +154,22 @@ test("numbers are parsed with bounded length and exponent before any exact arith
   }
   assert.equal(parseFraction("1e999", "n").toString(), `1${"0".repeat(999)}`);
 });
+
+test("answers outside a question are refused with AnswerError, never clamped (the Python twin's words)", async () => {
+  const { AnswerError } = await import("../deniable.js");
+  const survey = Survey.fromSpec({
+    id: "d", title: "t", questions: [
+      { id: "hours", text: "?", type: "number", min: 0, max: 60, step: 5, privacy: { design: "laplace", epsilon: 1 } },
+      { id: "dodged", text: "?", type: "yes_no" },
+      { id: "undeclared", text: "?", type: "multi_select", options: ["Tips", "Side jobs"], privacy: { design: "unary", epsilon: 1 } }],
+  });
+  const expect = (answers, pattern, question) => {
+    assert.throws(() => survey.randomize(answers), (error) => error instanceof AnswerError && pattern.test(error.message)
+      && error.question === question);
+  };
+  expect({ hours: 999 }, /^answers\.hours: answer 999 is outside -?\d+ to \d+; allowed: a number from/, "hours");
+  expect({ dodged: "maybe" }, /^answers\.dodged: .*'maybe'.*; allowed: one of 'yes', 'no'$/, "dodged");
+  expect({ undeclared: ["Lottery"] }, /^answers\.undeclared: .*'Lottery'.*; allowed: a list of some of/, "undeclared");
+  expect({ nope: "yes" }, /^answers\.nope: no such question in this survey/, "nope");
+  assert.ok("dodged" in survey.randomize({ dodged: "yes" }));
+});
