@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from deniable.client import ResponseRejected, SurveyClosed, SurveyNotFound, TokenAlreadyUsed, submit
+from deniable.client import AnswerError, ResponseRejected, SurveyClosed, SurveyNotFound, TokenAlreadyUsed, submit
 from deniable.client.submit import SpecMismatch, fetch_survey
 from tests.server.conftest import ANSWERS
 
@@ -22,7 +22,7 @@ def test_submit_randomizes_locally_and_is_stored(live_server, survey, store):
 def test_submit_errors_are_typed(live_server, survey, store):
     with pytest.raises(SurveyNotFound):
         submit(live_server, "nope", ANSWERS)
-    with pytest.raises(ValueError, match="unknown question"):
+    with pytest.raises(AnswerError, match="answers.nope: no such question"):
         submit(live_server, "tax", {"nope": "yes"})
     [token] = store.issue_tokens("tax", 1)
     with pytest.raises(ResponseRejected) as missing_token:
