@@ -1321,15 +1321,59 @@ export function newIdempotencyKey() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** 404: no survey with this id. */
+export class SurveyNotFound extends SubmitError {
+  constructor(message, details) { super(message, details); this.name = "SurveyNotFound"; }
+}
+/** 410: the survey no longer accepts responses. */
+export class SurveyClosed extends SubmitError {
+  constructor(message, details) { super(message, details); this.name = "SurveyClosed"; }
+}
+/** 409: this respondent token has answered already. */
+export class TokenAlreadyUsed extends SubmitError {
+  constructor(message, details) { super(message, details); this.name = "TokenAlreadyUsed"; }
+}
+/** 4xx: a report or field is invalid; `field` names it. */
+export class ResponseRejected extends SubmitError {
+  constructor(message, details) { super(message, details); this.name = "ResponseRejected"; }
+}
+
 const TRANSIENT = new Set([408, 425, 429, 500, 502, 503, 504]);
+const BY_STATUS = { 404: SurveyNotFound, 410: SurveyClosed, 409: TokenAlreadyUsed };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Fetch a survey's served spec and build it: {survey, hash, payload}. */
-export async function fetchSurvey(baseUrl, surveyId, { fetch: fetcher = globalThis.fetch } = {}) {
+function refusal(status, payload, url) {
+  const Kind = BY_STATUS[status] ?? (status >= 400 && status < 500 ? ResponseRejected : SubmitError);
+  return new Kind(payload?.error?.message ?? `${url}: HTTP ${status}`, { status, field: payload?.error?.field ?? null });
+}
+
+/** One request with the Python twin's policy: network failures and transient statuses are retried
+ * (exponential backoff, the same body and so the same idempotency key); refusals are typed. */
+async function withRetries(url, init, { fetch: fetcher = globalThis.fetch, retries = 4, backoffMs = 250 } = {}) {
+  let last = null;
+  for (let attempt = 0; attempt <= retries; attempt++) {
+    if (attempt) await sleep(backoffMs * 2 ** (attempt - 1));
+    let response;
+    try {
+      response = await fetcher(url, init);
+    } catch (error) {
+      last = new SubmitError(`could not reach ${url}: ${error.message}`);
+      continue;
+    }
+    const payload = await response.json().catch(() => null);
+    if (response.ok) return { status: response.status, payload };
+    const error = refusal(response.status, payload, url);
+    if (!TRANSIENT.has(response.status)) throw error;
+    last = error;
+  }
+  throw last;
+}
+
+/** Fetch a survey's served spec and build it: {survey, hash, payload}. Retried like postResponse
+ * (3 retries by default, as in Python); a missing survey is SurveyNotFound. */
+export async function fetchSurvey(baseUrl, surveyId, { retries = 3, ...options } = {}) {
   const url = `${baseUrl.replace(/\/$/, "")}/api/v1/surveys/${encodeURIComponent(surveyId)}`;
-  const response = await fetcher(url, { headers: { Accept: "application/json" } });
-  const payload = await response.json().catch(() => null);
-  if (!response.ok) throw new SubmitError(payload?.error?.message ?? `GET ${url}: HTTP ${response.status}`, { status: response.status, field: payload?.error?.field });
+  const { payload } = await withRetries(url, { headers: { Accept: "application/json" } }, { retries, ...options });
   return { survey: Survey.fromSpec(payload.spec), hash: payload.hash, payload };
 }
 
@@ -1337,24 +1381,10 @@ export async function fetchSurvey(baseUrl, surveyId, { fetch: fetcher = globalTh
  * POST one already-randomized response ({spec_hash, idempotency_key, token?, reports}), retrying
  * transient failures with the same idempotency key. Resolves to the server's acknowledgement.
  */
-export async function postResponse(baseUrl, surveyId, body, { fetch: fetcher = globalThis.fetch, retries = 4, backoffMs = 250 } = {}) {
+export async function postResponse(baseUrl, surveyId, body, options = {}) {
   const url = `${baseUrl.replace(/\/$/, "")}/api/v1/surveys/${encodeURIComponent(surveyId)}/responses`;
-  let lastError = null;
-  for (let attempt = 0; attempt <= retries; attempt++) {
-    if (attempt) await sleep(backoffMs * 2 ** (attempt - 1));
-    let response;
-    try {
-      response = await fetcher(url, { method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify(body) });
-    } catch (error) {
-      lastError = new SubmitError(`could not reach the server (${error.message})`);
-      continue;
-    }
-    const payload = await response.json().catch(() => null);
-    if (response.ok) return payload;
-    lastError = new SubmitError(payload?.error?.message ?? `HTTP ${response.status}`, { status: response.status, field: payload?.error?.field ?? null });
-    if (!TRANSIENT.has(response.status)) throw lastError;
-  }
-  throw lastError;
+  const init = { method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify(body) };
+  return (await withRetries(url, init, options)).payload;
 }
 
 /**

@@ -1,6 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { SubmitError, submit, postResponse } from "../deniable.js";
+import {
+  ResponseRejected, SubmitError, SurveyClosed, SurveyNotFound, TokenAlreadyUsed, fetchSurvey, postResponse, submit,
+} from "../deniable.js";
 
 const spec = { id: "tax", title: "Taxes", questions: [{ id: "dodged", type: "yes_no", text: "Dodged?" }] };
 
@@ -50,4 +52,27 @@ test("refusals are not retried and name the field", async () => {
     (error) => error instanceof SubmitError && error.status === 409 && error.field === "token",
   );
   assert.equal(server.calls.length, 1);
+});
+
+test("a server that is down gets the same retries and the same error type as in Python", async () => {
+  // fetching the spec: 3 retries by default, then a SubmitError (never a raw TypeError)
+  const down = fakeServer(Array.from({ length: 10 }, () => new TypeError("fetch failed")));
+  await assert.rejects(submit("http://x", "tax", { dodged: "yes" }, { fetch: down.fetch, backoffMs: 1 }),
+    (error) => error instanceof SubmitError && /could not reach http:\/\/x\/api\/v1\/surveys\/tax: fetch failed/.test(error.message));
+  assert.equal(down.calls.length, 4);
+  // it comes back: the spec is fetched on a retry
+  const flaky = fakeServer([new TypeError("fetch failed"), { status: 200, body: { spec, hash: "h1" } }]);
+  assert.equal((await fetchSurvey("http://x", "tax", { fetch: flaky.fetch, backoffMs: 1 })).hash, "h1");
+});
+
+test("refusals are typed as in Python: 404, 410, 409 and other 4xx", async () => {
+  const cases = [[404, SurveyNotFound, null], [410, SurveyClosed, "survey_id"], [409, TokenAlreadyUsed, "token"],
+    [422, ResponseRejected, "reports.dodged"]];
+  for (const [status, Kind, field] of cases) {
+    const server = fakeServer([{ status, body: { error: { status, field, message: `refused ${status}` } } }]);
+    await assert.rejects(postResponse("http://x", "tax", { reports: {} }, { fetch: server.fetch, backoffMs: 1 }),
+      (error) => error instanceof Kind && error instanceof SubmitError && error.status === status && error.field === field
+        && error.message === `refused ${status}`);
+    assert.equal(server.calls.length, 1); // a refusal is not retried
+  }
 });
