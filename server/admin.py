@@ -160,9 +160,7 @@ def close(survey_id):
     if session is None:
         return _signed_out()
     _check_csrf(session["csrf"])
-    store = get_store()
-    store.close_survey(survey_id)
-    store.audit(session["admin"], "survey closed", survey_id)
+    get_store().close_survey(survey_id, actor=session["admin"])
     return redirect(url_for("admin.survey_estimates", survey_id=survey_id), code=303)
 
 
@@ -172,9 +170,7 @@ def reopen(survey_id):
     if session is None:
         return _signed_out()
     _check_csrf(session["csrf"])
-    store = get_store()
-    store.reopen_survey(survey_id)
-    store.audit(session["admin"], "survey reopened", survey_id)
+    get_store().reopen_survey(survey_id, actor=session["admin"])
     return redirect(url_for("admin.survey_estimates", survey_id=survey_id), code=303)
 
 
@@ -189,9 +185,7 @@ def invitations(survey_id):
         count = int(request.form.get("count", ""))
     except ValueError:
         count = 0
-    store = get_store()
-    tokens = store.issue_tokens(survey_id, count)
-    store.audit(session["admin"], "invitation tokens issued", survey_id, f"{count} tokens")
+    tokens = get_store().issue_tokens(survey_id, count, actor=session["admin"])
     base = request.host_url.rstrip("/")
     return render_template("invitations.html", survey_id=survey_id,
                            links=[f"{base}/s/{survey_id}?t={t}" for t in tokens])

@@ -221,29 +221,18 @@ def create_survey():
         survey = Survey.from_dict(body)
     except SpecError as error:
         raise ApiError(422, str(error), "spec") from None
-    store = get_store()
-    record, outcome = store.add_survey(survey, access)
-    if outcome != "unchanged":
-        store.audit(caller, f"survey {outcome}", survey.id, f"version {record.version} {record.hash[:12]}")
+    record, outcome = get_store().add_survey(survey, access, actor=caller)
     return {"outcome": outcome, **survey_payload(record)}, 201 if outcome != "unchanged" else 200
 
 
 @blueprint.post("/surveys/<survey_id>/close")
 def close_survey(survey_id):
-    caller = require_admin()
-    store = get_store()
-    record = store.close_survey(survey_id)
-    store.audit(caller, "survey closed", survey_id)
-    return survey_payload(record)
+    return survey_payload(get_store().close_survey(survey_id, actor=require_admin()))
 
 
 @blueprint.post("/surveys/<survey_id>/reopen")
 def reopen_survey(survey_id):
-    caller = require_admin()
-    store = get_store()
-    record = store.reopen_survey(survey_id)
-    store.audit(caller, "survey reopened", survey_id)
-    return survey_payload(record)
+    return survey_payload(get_store().reopen_survey(survey_id, actor=require_admin()))
 
 
 @blueprint.post("/surveys/<survey_id>/tokens")
@@ -252,9 +241,7 @@ def create_tokens(survey_id):
     count = _json_body().get("count")
     if isinstance(count, bool) or not isinstance(count, int):
         raise ApiError(422, "count: must be a whole number", "count")
-    store = get_store()
-    tokens = store.issue_tokens(survey_id, count)
-    store.audit(caller, "invitation tokens issued", survey_id, f"{count} tokens")
+    tokens = get_store().issue_tokens(survey_id, count, actor=caller)
     base = request.host_url.rstrip("/")
     return {"tokens": tokens, "links": [f"{base}/s/{survey_id}?t={t}" for t in tokens]}, 201
 

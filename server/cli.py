@@ -238,8 +238,7 @@ def survey_close(survey_id, db_path):
 def survey_reopen(survey_id, db_path):
     """Accept responses again (closed by mistake, or a second wave)."""
     with _store(db_path) as store, _Errors():
-        store.reopen_survey(survey_id)
-        store.audit("cli", "survey reopened", survey_id)
+        store.reopen_survey(survey_id, actor="cli")
     click.echo(f"Survey {survey_id!r} accepts responses again.")
 
 

@@ -14,6 +14,7 @@ single GROUP BY where the data sits.
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import functools
 import hashlib
@@ -513,7 +514,7 @@ class Store:
 
     # --- surveys ------------------------------------------------------------------------------
 
-    def add_survey(self, survey: Survey, access: str | None = None) -> tuple[SurveyRecord, str]:
+    def add_survey(self, survey: Survey, access: str | None = None, actor: str | None = None) -> tuple[SurveyRecord, str]:
         """Store a spec. Returns the record and what happened: "created", "unchanged" or "new version".
 
         A survey's spec is never changed in place: a different spec under the same id becomes
@@ -540,7 +541,9 @@ class Store:
                 self.execute("UPDATE surveys SET current_hash = ?, access = COALESCE(?, access) WHERE id = ?",
                              [survey.hash, access, survey.id])
                 outcome = "new version"
-        return self.get_survey(survey.id), outcome
+            record = self.get_survey(survey.id)
+            self._audit_if(actor, f"survey {outcome}", survey.id, f"version {record.version} {record.hash[:12]}")
+        return record, outcome
 
     def _record(self, row: dict, spec_hash: str | None = None) -> SurveyRecord:
         spec_hash = spec_hash or row["current_hash"]
@@ -578,21 +581,26 @@ class Store:
             "GROUP BY v.version, v.hash, v.added_on ORDER BY v.version", [survey_id]).fetchall()
         return [{"version": v, "hash": h, "added_on": d, "responses": int(n)} for v, h, d, n in rows]
 
-    def reopen_survey(self, survey_id: str) -> SurveyRecord:
-        """Accept responses again (a survey closed by mistake, or a second wave)."""
+    def reopen_survey(self, survey_id: str, actor: str | None = None) -> SurveyRecord:
+        """Accept responses again (a survey closed by mistake, or a second wave). ``actor``: who,
+        for the audit log (written in the same transaction; None writes no line)."""
         self.get_survey(survey_id)
-        self.execute("UPDATE surveys SET closed_on = NULL WHERE id = ?", [survey_id])
+        with self.transaction():
+            self.execute("UPDATE surveys SET closed_on = NULL WHERE id = ?", [survey_id])
+            self._audit_if(actor, "survey reopened", survey_id)
         return self.get_survey(survey_id)
 
-    def close_survey(self, survey_id: str) -> SurveyRecord:
+    def close_survey(self, survey_id: str, actor: str | None = None) -> SurveyRecord:
         record = self.get_survey(survey_id)
-        if not record.closed:
-            self.execute("UPDATE surveys SET closed_on = ? WHERE id = ?", [_today(), survey_id])
+        with self.transaction():
+            if not record.closed:
+                self.execute("UPDATE surveys SET closed_on = ? WHERE id = ?", [_today(), survey_id])
+            self._audit_if(actor, "survey closed", survey_id)
         return self.get_survey(survey_id)
 
     # --- tokens -------------------------------------------------------------------------------
 
-    def issue_tokens(self, survey_id: str, count: int) -> list[str]:
+    def issue_tokens(self, survey_id: str, count: int, actor: str | None = None) -> list[str]:
         """New single-use respondent tokens; only their hashes are stored. Turns token access on."""
         if not 1 <= count <= 100_000:
             raise Invalid("count must be between 1 and 100000", "count")
@@ -603,6 +611,7 @@ class Store:
             self.engine.executemany("INSERT INTO tokens (token_hash, survey_id, issued_on, used_on) VALUES (?, ?, ?, NULL)",
                                     [(_digest(t), survey_id, _today()) for t in tokens])
             self.execute("UPDATE surveys SET access = 'token' WHERE id = ?", [survey_id])
+            self._audit_if(actor, "invitation tokens issued", survey_id, f"{count} tokens")
         return tokens
 
     def token_counts(self, survey_id: str) -> dict:
@@ -623,12 +632,18 @@ class Store:
         limits the required questions to those a client could answer (the no-JavaScript form).
         """
         record, values, fingerprint = self._prepare(survey_id, spec_hash, idempotency_key, reports, token, answerable)
+        return self._retrying(lambda: self._store_response(survey_id, spec_hash, idempotency_key, token, record, values,
+                                                           fingerprint))
+
+    @staticmethod
+    def _retrying(store):
+        """Run ``store`` again after a deadlock or serialization failure (PostgreSQL), a few times."""
         for attempt in range(_RETRIES):
             try:
-                return self._store_response(survey_id, spec_hash, idempotency_key, token, record, values, fingerprint)
-            except _transient() as error:  # a deadlock or serialization failure on PostgreSQL: start again
+                return store()
+            except _transient() as error:
                 if attempt == _RETRIES - 1:
-                    raise StorageError(f"the database is too busy to store the response ({error.__class__.__name__}); "
+                    raise StorageError(f"the database is too busy to store this ({error.__class__.__name__}); "
                                        "send it again with the same idempotency key") from None
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -654,16 +669,13 @@ class Store:
         open survey go in with a handful of multi-row statements for the whole batch; a token
         survey's go one by one (each spends its own token in its own savepoint)."""
         results: list = [None] * len(items)
-        for attempt in range(_RETRIES):
-            try:
-                with self.transaction():
-                    self._submit_many(survey_id, items, results)
-                return results
-            except _transient() as error:
-                if attempt == _RETRIES - 1:
-                    raise StorageError(f"the database is too busy to store the batch ({error.__class__.__name__}); "
-                                       "send it again with the same idempotency keys") from None
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        def store():
+            with self.transaction():
+                self._submit_many(survey_id, items, results)
+            return results
+
+        return self._retrying(store)
 
     def _submit_many(self, survey_id: str, items: list[tuple], results: list):
         prepared = []  # (position, spec_hash, key, values, fingerprint)
@@ -710,7 +722,7 @@ class Store:
             _, spec_hash, _, _, fingerprint = first[key]
             previous[key] = {"id": ids[key], "survey_id": survey_id, "spec_hash": spec_hash, "received_on": received_on,
                              "fingerprint": fingerprint}
-        reports_rows, counts = [], {}
+        written = []  # (response id, spec hash, values) of the responses inserted now
         for entry in prepared:
             position, spec_hash, key, values, fingerprint = entry
             stored = previous.get(key)
@@ -722,27 +734,10 @@ class Store:
                 results[position] = Invalid("idempotency_key: already used for a different response", "idempotency_key")
             elif key in inserted and first[key] is entry:
                 results[position] = (self._acknowledgement(stored), True)
-                reports_rows += [(ids[key], *value) for value in values]
-                for value in values:
-                    counts[value] = counts.get(value, 0) + 1
-                counts[spec_hash] = counts.get(spec_hash, 0) + 1
+                written.append((ids[key], spec_hash, values))
             else:
                 results[position] = (self._acknowledgement(stored), False)
-        shard = secrets.randbelow(self.engine.counter_shards)
-        for chunk in _chunks(reports_rows, 1000):
-            self.execute("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES "
-                         + ", ".join(["(?, ?, ?, ?)"] * len(chunk)), [x for row in chunk for x in row])
-        value_counts = sorted((k, n) for k, n in counts.items() if isinstance(k, tuple))
-        for chunk in _chunks(value_counts, 1000):
-            self.execute("INSERT INTO report_counts (spec_hash, question_id, value, shard, count) VALUES "
-                         + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))
-                         + " ON CONFLICT (spec_hash, question_id, value, shard) "
-                           "DO UPDATE SET count = report_counts.count + excluded.count",
-                         [x for (value, n) in chunk for x in (*value, shard, n)])
-        for spec_hash, n in sorted((k, n) for k, n in counts.items() if isinstance(k, str)):
-            self.execute("INSERT INTO version_counts (spec_hash, shard, responses) VALUES (?, ?, ?) "
-                         "ON CONFLICT (spec_hash, shard) DO UPDATE SET responses = version_counts.responses + excluded.responses",
-                         [spec_hash, shard, n])
+        self._write_reports(written)
 
     def _previous(self, survey_id: str, idempotency_key: str, fingerprint: str) -> dict | None:
         previous = self._one("SELECT id, survey_id, spec_hash, received_on, fingerprint FROM responses "
@@ -784,22 +779,33 @@ class Store:
                                  [_digest(token), survey_id]) is None:
                         raise Invalid("token: not a token of this survey", "token")
                     raise Conflict("token: already used; each invitation answers once", "token")
-            shard = secrets.randbelow(self.engine.counter_shards)
-            with self.engine.pipeline():  # PostgreSQL: the writes below go out together, one wait
-                self._write_reports(row, spec_hash, values, shard)
+            self._write_reports([(row["id"], spec_hash, values)])
         return self._acknowledgement(row), True
 
-    def _write_reports(self, row: dict, spec_hash: str, values: list, shard: int):
-        if values:
-            self.execute("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES "
-                         + ", ".join(["(?, ?, ?, ?)"] * len(values)), [x for v in values for x in (row["id"], *v)])
-            self.execute("INSERT INTO report_counts (spec_hash, question_id, value, shard, count) VALUES "
-                         + ", ".join(["(?, ?, ?, ?, 1)"] * len(values))
-                         + " ON CONFLICT (spec_hash, question_id, value, shard) DO UPDATE SET count = report_counts.count + 1",
-                         [x for v in values for x in (*v, shard)])
-        self.execute("INSERT INTO version_counts (spec_hash, shard, responses) VALUES (?, ?, 1) "
-                     "ON CONFLICT (spec_hash, shard) DO UPDATE SET responses = version_counts.responses + 1",
-                     [spec_hash, shard])
+    def _write_reports(self, responses: list[tuple]):
+        """The report rows of newly stored responses — (response id, spec hash, sorted values) —
+        and their running totals, in one multi-row statement per table (per 1000 rows), all on one
+        random counter shard, sent together (pipelined) on PostgreSQL."""
+        if not responses:
+            return
+        rows = [(response_id, *value) for response_id, _, values in responses for value in values]
+        counts = collections.Counter(value for _, _, values in responses for value in values)
+        versions = collections.Counter(spec_hash for _, spec_hash, _ in responses)
+        shard = secrets.randbelow(self.engine.counter_shards)
+        with self.engine.pipeline():
+            for chunk in _chunks(rows, 1000):
+                self.execute("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES "
+                             + ", ".join(["(?, ?, ?, ?)"] * len(chunk)), [x for row in chunk for x in row])
+            for chunk in _chunks(sorted(counts.items()), 1000):  # sorted: every writer locks in one order
+                self.execute("INSERT INTO report_counts (spec_hash, question_id, value, shard, count) VALUES "
+                             + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))
+                             + " ON CONFLICT (spec_hash, question_id, value, shard) "
+                               "DO UPDATE SET count = report_counts.count + excluded.count",
+                             [x for value, n in chunk for x in (*value, shard, n)])
+            for spec_hash, n in sorted(versions.items()):
+                self.execute("INSERT INTO version_counts (spec_hash, shard, responses) VALUES (?, ?, ?) "
+                             "ON CONFLICT (spec_hash, shard) DO UPDATE SET responses = version_counts.responses + excluded.responses",
+                             [spec_hash, shard, n])
 
     def _in_transaction(self, kind: str, key, read):
         """``read()`` once per outer transaction (a batch reads the survey row once, not per item);
@@ -1015,6 +1021,10 @@ class Store:
         """One line of the audit log: who did what to which survey, when. Never report content."""
         self.execute("INSERT INTO audit_log (id, at, actor, action, survey_id, detail) VALUES (?, ?, ?, ?, ?, ?)",
                      [secrets.token_hex(8), _now().isoformat(timespec="microseconds"), actor, action, survey_id, detail])
+
+    def _audit_if(self, actor: str | None, action: str, survey_id: str | None = None, detail: str | None = None):
+        if actor is not None:
+            self.audit(actor, action, survey_id, detail)
 
     def audit_log(self, limit: int = 200) -> list[dict]:
         cursor = self.execute("SELECT at, actor, action, survey_id, detail FROM audit_log ORDER BY at DESC, id LIMIT ?",
