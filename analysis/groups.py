@@ -15,11 +15,13 @@ from .results import EstimateResult, _estimate
 def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: str | None = None,
               simultaneous: bool = False) -> dict:
     """{level of ``by``: EstimateResult of ``question_id`` among respondents with that level}."""
-    question = loaded.survey.questions.get(question_id)
-    if question is None:
-        raise ValueError(f"no question {question_id!r} in survey {loaded.survey.id!r}")
-    return {value: _estimate(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
-                             question_id, simultaneous) for value in loaded.levels(by)}
+    question = loaded.question(question_id)
+    results = {value: _estimate(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
+                                question_id, simultaneous) for value in loaded.levels(by)}
+    counted = {v.spec_hash for v in loaded.versions_for(by)}
+    for result in results.values():
+        result.versions = [v.label for v in loaded.versions_for(question_id) if v.spec_hash in counted]
+    return results
 
 
 def subgroup_frame(results: dict) -> pd.DataFrame:

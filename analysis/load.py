@@ -11,12 +11,15 @@ import json
 import sqlite3
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from deniable.client import Survey
+from deniable.client.versions import VersionError, label as version_label, resolve_version
 
 from .counting import count_reports, key as _key
 
@@ -25,49 +28,116 @@ class LoadError(ValueError):
     """The data could not be loaded; the message says which source and why."""
 
 
+class PoolingError(LoadError):
+    """A question's randomization differs between the versions asked for: they cannot be pooled."""
+
+
+@dataclass
+class Version:
+    """One stored version of a survey as loaded: its number (None for an export file), spec hash,
+    spec, response count, and how to count and frame its reports."""
+
+    number: int | None
+    spec_hash: str
+    survey: Survey
+    n: int
+    counter: Callable = field(repr=False)  # (question_id, by) -> {group_key_or_None: {report_key: count}}
+    framer: Callable = field(repr=False)  # question ids -> DataFrame, one row per response
+
+    @property
+    def label(self) -> str:
+        return version_label(self.number, self.spec_hash)
+
+
 class LoadedSurvey:
-    """One version of a survey with its reports. Build with `load`."""
+    """One version of a survey with its reports, or several pooled (``load(..., all_versions=True)``).
+    Build with `load`.
 
-    def __init__(self, survey: Survey, spec_hash: str, source: str, n: int, counter, framer):
-        self.survey = survey
-        self.spec_hash = spec_hash
+    Pooled, each question is estimated over the versions that ask it, provided its randomization
+    (design, answers, exact channel) and whom skip logic asks it of are the same in all of them: a
+    reworded question keeps its data, a changed design refuses with `PoolingError` naming the change.
+    """
+
+    def __init__(self, versions: list[Version], source: str):
+        self.versions = sorted(versions, key=lambda v: (v.number is None, v.number or 0))
+        newest = self.versions[-1]
+        self.survey = newest.survey  # the newest version: texts, order and conditions shown
+        self.spec_hash = newest.spec_hash
         self.source = source
-        self.n = n
-        self._counter = counter  # (question_id, by) -> {group_key_or_None: {report_key: count}}
-        self._framer = framer  # question ids -> DataFrame, one row per response
+        self.n = sum(v.n for v in self.versions)
         self._cache = {}
+        self._pools = {}
 
-    def _raw_counts(self, question_id: str, by: str | None):
+    @property
+    def pooled(self) -> bool:
+        return len(self.versions) > 1
+
+    def versions_for(self, question_id: str) -> list[Version]:
+        """The versions whose reports of ``question_id`` are counted together (all of them, unless
+        some do not ask it); `PoolingError` when its randomization differs between them."""
+        if question_id not in self._pools:
+            asking = [v for v in self.versions if question_id in v.survey.questions]
+            if not asking:
+                raise ValueError(f"no question {question_id!r} in survey {self.survey.id!r}")
+            first = asking[0]
+            for other in asking[1:]:
+                difference = channel_difference(first.survey, other.survey, question_id)
+                if difference:
+                    raise PoolingError(f"{question_id}: cannot pool versions {first.label} and {other.label}: "
+                                       f"{difference}; estimate each version on its own")
+            self._pools[question_id] = asking
+        return self._pools[question_id]
+
+    def question(self, question_id: str):
+        """The question as the newest version that asks it has it."""
+        return self.versions_for(question_id)[-1].survey.questions[question_id]
+
+    def population(self, question_id: str) -> str | None:
+        from .results import population
+
+        return population(self.versions_for(question_id)[-1].survey, question_id)
+
+    def _raw_counts(self, question_id: str, by: str | None) -> dict:
         if (question_id, by) not in self._cache:
-            self._cache[question_id, by] = self._counter(question_id, by)
+            wanted = self.versions_for(question_id)
+            if by is not None:
+                grouping = {v.spec_hash for v in self.versions_for(by)}
+                wanted = [v for v in wanted if v.spec_hash in grouping]
+            total: dict = {}
+            for version in wanted:
+                for group, counts in version.counter(question_id, by).items():
+                    into = total.setdefault(group, {})
+                    for report, count in counts.items():
+                        into[report] = into.get(report, 0) + count
+            self._cache[question_id, by] = total
         return self._cache[question_id, by]
 
     def question_counts(self, question_id: str, by: str | None = None, level=None) -> np.ndarray:
-        """Counts of each report value of a question, in the mechanism's report order."""
-        question = self._question(question_id)
+        """Counts of each report value of a question, in the mechanism's report order (summed over
+        the pooled versions)."""
+        question = self.question(question_id)
         raw = self._raw_counts(question_id, by).get(None if by is None else _key(level), {})
         return np.array([raw.get(_key(r), 0) for r in question.mechanism.reports], dtype=np.int64)
 
     def levels(self, by: str) -> list:
         """The values of a public question present in the data, in the question's order."""
-        question = self._question(by)
+        question = self.question(by)
         if question.is_private:
             raise ValueError(f"by: {by!r} is randomized; group only by a public question (privacy: none)")
         present = self._raw_counts(by, by)
         return [value for value in question.mechanism.reports if _key(value) in present]
 
     def frame(self, question_ids=None) -> pd.DataFrame:
-        """One row per response, one column per question (reports as values)."""
+        """One row per response, one column per question (reports as values); pooled, the rows of every
+        version (a question a version does not ask is empty there)."""
         ids = list(question_ids or self.survey.questions)
-        for qid in ids:
-            self._question(qid)
-        return self._framer(ids)
-
-    def _question(self, question_id: str):
-        question = self.survey.questions.get(question_id)
-        if question is None:
-            raise ValueError(f"no question {question_id!r} in survey {self.survey.id!r}")
-        return question
+        asked = {qid: {v.spec_hash for v in self.versions_for(qid)} for qid in ids}
+        parts = []
+        for version in self.versions:
+            own = [qid for qid in ids if version.spec_hash in asked[qid]]
+            if own:
+                parts.append(version.framer(own).reindex(columns=ids))
+        return pd.concat(parts) if len(parts) != 1 else parts[0]
 
     def estimate(self, question_id: str, level: float = 0.95, method: str | None = None, simultaneous: bool = False,
                  language: str | None = None):
@@ -81,35 +151,90 @@ class LoadedSurvey:
                 for qid in self.survey.questions if self.question_counts(qid).sum() > 0}
 
     def __repr__(self):
-        return f"<LoadedSurvey {self.survey.id} version {self.spec_hash[:12]} n={self.n} from {self.source}>"
+        which = ("versions " + ", ".join(v.label for v in self.versions)) if self.pooled else \
+            f"version {self.versions[0].label}"
+        return f"<LoadedSurvey {self.survey.id} {which} n={self.n} from {self.source}>"
 
 
-def load(source=None, survey_id: str | None = None, *, db=None, url=None, token=None, spec=None, spec_hash=None) -> LoadedSurvey:
+def channel_difference(first: Survey, second: Survey, question_id: str) -> str | None:
+    """How ``question_id`` is randomized or asked differently in two versions (None: the same), in words."""
+    a, b = first.questions[question_id], second.questions[question_id]
+    m, n = a.mechanism, b.mechanism
+    if a.type != b.type:
+        return f"the question type changed from {a.type} to {b.type}"
+    if m.design != n.design:
+        return f"the design changed from {m.design} to {n.design}"
+    if m.answers != n.answers:
+        return f"the answers changed from {_listed(m.answers)} to {_listed(n.answers)}"
+    if m.reports != n.reports:
+        return f"the reports changed from {_listed(m.reports)} to {_listed(n.reports)}"
+    if m.exp_epsilon != n.exp_epsilon:
+        return f"ε changed from {m.epsilon:.4g} to {n.epsilon:.4g}"
+    if not m.same_channel(n):
+        return f"the randomization probabilities changed ({_params(m)} to {_params(n)})"
+    before, after = first.condition(question_id), second.condition(question_id)
+    if before != after:
+        from deniable.client import skiplogic
+
+        def whom(condition):
+            return "everyone" if condition is None else f"respondents with {skiplogic.to_text(condition)}"
+
+        return f"it was asked of {whom(before)}, then of {whom(after)}"
+    return None
+
+
+def _listed(values) -> str:
+    shown = ", ".join(map(str, values[:6])) + (", …" if len(values) > 6 else "")
+    return f"[{shown}]"
+
+
+def _params(mechanism) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in mechanism.params.items() if k != "design") or "defaults"
+
+
+def load(source=None, survey_id: str | None = None, *, db=None, url=None, token=None, spec=None, spec_hash=None,
+         version=None, all_versions: bool = False) -> LoadedSurvey:
     """Load a survey's reports.
 
-    * ``load(db="deniable.db", survey_id="tax")``: the server's SQLite file (read only);
+    * ``load(db="deniable.db", survey_id="tax")``: the server's database (a SQLite file, read only,
+      or a ``postgresql://`` URL);
     * ``load(url="https://…", survey_id="tax", token="<admin token>")``: a running server;
     * ``load("tax.csv", spec="tax.yaml")`` or ``.jsonl``: an export plus its spec.
 
-    ``spec_hash`` picks a version (default: the current one, or the hash found in the file).
+    Which version: the current one by default; ``version=2``, or ``spec_hash=`` with the full hash or a
+    unique prefix of it (the 12 characters shown everywhere); ``all_versions=True`` pools every version,
+    question by question where its randomization is the same (see `LoadedSurvey`).
     """
+    if all_versions and (spec_hash is not None or version is not None):
+        raise LoadError("all_versions: give it, or one version (spec_hash= or version=), not both")
     if db is None and url is None and source is not None:
         path = Path(source)
         if path.suffix.lower() in (".csv", ".jsonl", ".ndjson", ".json"):
             return _from_file(path, spec, spec_hash)
         db = source
+    chosen = {"spec_hash": spec_hash, "version": version, "all_versions": all_versions}
     if db is not None:
         if str(db).startswith(("postgresql://", "postgres://")):
-            return _from_store(str(db), survey_id, spec_hash)
-        return _from_sqlite(str(db)[len("sqlite:///"):] if str(db).startswith("sqlite:///") else db, survey_id, spec_hash)
+            return _from_store(str(db), survey_id, **chosen)
+        return _from_sqlite(str(db)[len("sqlite:///"):] if str(db).startswith("sqlite:///") else db, survey_id, **chosen)
     if url is not None:
-        return _from_server(url, survey_id, token, spec_hash)
+        return _from_server(url, survey_id, token, **chosen)
     raise LoadError("load() needs db=…, url=… or an export file with spec=…")
+
+
+def _choose(source: str, versions: list[dict], survey_id: str, current: str, spec_hash, version, all_versions) -> list[dict]:
+    """The stored versions asked for: all of them, or the one named (the current one by default)."""
+    if all_versions:
+        return versions
+    try:
+        return [resolve_version(versions, survey_id, spec_hash if spec_hash or version is not None else current, version)]
+    except VersionError as error:
+        raise LoadError(f"{source}: {error.message}") from None
 
 
 # --- SQLite ---------------------------------------------------------------------------------------
 
-def _from_sqlite(path, survey_id, spec_hash) -> LoadedSurvey:
+def _from_sqlite(path, survey_id, **chosen) -> LoadedSurvey:
     if survey_id is None:
         raise LoadError("survey_id: required with db=")
     if not Path(path).exists():
@@ -121,15 +246,17 @@ def _from_sqlite(path, survey_id, spec_hash) -> LoadedSurvey:
         raise LoadError(f"{path}: not a deniable database ({error})") from None
     if row is None:
         raise LoadError(f"{path}: no survey {survey_id!r}")
-    spec_hash = spec_hash or row[0]
-    spec_row = connection.execute("SELECT spec FROM survey_versions WHERE hash = ? AND survey_id = ?",
-                                  [spec_hash, survey_id]).fetchone()
-    if spec_row is None:
-        raise LoadError(f"{path}: survey {survey_id!r} has no version {spec_hash!r}")
-    survey = Survey.from_json(spec_row[0])
+    stored = [{"version": v, "hash": h, "spec": spec} for v, h, spec in connection.execute(
+        "SELECT version, hash, spec FROM survey_versions WHERE survey_id = ? ORDER BY version", [survey_id])]
     # Schema 2 keeps running totals beside the rows (a lookup, whatever the number of responses);
     # schema 4 spreads each over a few shards, summed here.
     schema = connection.execute("PRAGMA user_version").fetchone()[0]
+    return LoadedSurvey([_sqlite_version(connection, schema, entry)
+                         for entry in _choose(path, stored, survey_id, row[0], **chosen)], f"sqlite:{path}")
+
+
+def _sqlite_version(connection, schema: int, entry: dict) -> Version:
+    spec_hash = entry["hash"]
     totals = schema >= 2
     if schema >= 4:
         n = connection.execute("SELECT COALESCE(SUM(responses), 0) FROM version_counts WHERE spec_hash = ?",
@@ -159,7 +286,7 @@ def _from_sqlite(path, survey_id, spec_hash) -> LoadedSurvey:
                                  f"AND question_id IN ({marks})", connection, params=[spec_hash, *question_ids])
         return _pivot(long, question_ids)
 
-    return LoadedSurvey(survey, spec_hash, f"sqlite:{path}", n, counter, framer)
+    return Version(entry["version"], spec_hash, Survey.from_json(entry["spec"]), int(n), counter, framer)
 
 
 def _nest(rows) -> dict:
@@ -177,9 +304,20 @@ def _pivot(long: pd.DataFrame, question_ids) -> pd.DataFrame:
     return wide.reindex(columns=question_ids)
 
 
+def _from_counts(counted: Callable) -> Callable:
+    """A counter over the server's counts payload (`Store.counts`, or the API's): ``counted(by)``."""
+    def counter(question_id, by):
+        if by is None:
+            return {None: {_key(c["report"]): c["count"] for c in counted(None)["counts"][question_id] if c["count"]}}
+        return {_key(g["value"]): {_key(c["report"]): c["count"] for c in g["counts"][question_id] if c["count"]}
+                for g in counted(by)["groups"]}
+
+    return counter
+
+
 # --- PostgreSQL (through the server's storage layer) -----------------------------------------------
 
-def _from_store(url: str, survey_id, spec_hash) -> LoadedSurvey:
+def _from_store(url: str, survey_id, **chosen) -> LoadedSurvey:
     """A PostgreSQL deployment, read through `deniable.server.storage` (the one module that knows
     the schema): the running totals for counts, the long reports table for per-response frames."""
     if survey_id is None:
@@ -188,32 +326,34 @@ def _from_store(url: str, survey_id, spec_hash) -> LoadedSurvey:
         from deniable.server import storage
     except ImportError:
         raise LoadError("reading PostgreSQL needs the server extra: pip install 'deniable[server,postgresql]'") from None
+    where = storage.describe(url)
     try:
         store = storage.Store(url, migrate=False)
-        record = store.get_survey(survey_id, spec_hash)
+        current = store.get_survey(survey_id)
+        records = [store.find_version(survey_id, entry["hash"])
+                   for entry in _choose(where, store.versions(survey_id), survey_id, current.hash, **chosen)]
     except storage.StorageError as error:
-        raise LoadError(f"{storage.describe(url)}: {error.message}") from None
+        raise LoadError(f"{where}: {error.message}") from None
+    except LoadError:
+        raise
     except Exception as error:  # psycopg's connection errors
-        raise LoadError(f"{storage.describe(url)}: cannot read the database ({error})") from None
-    spec_hash = record.hash
-    by_group: dict = {}
+        raise LoadError(f"{where}: cannot read the database ({error})") from None
 
-    def counted(by):
-        if by not in by_group:
-            by_group[by] = store.counts(survey_id, spec_hash, by)
-        return by_group[by]
+    def version(record) -> Version:
+        by_group: dict = {}
 
-    def counter(question_id, by):
-        if by is None:
-            return {None: {_key(c["report"]): c["count"] for c in counted(None)["counts"][question_id] if c["count"]}}
-        return {_key(g["value"]): {_key(c["report"]): c["count"] for c in g["counts"][question_id] if c["count"]}
-                for g in counted(by)["groups"]}
+        def counted(by):
+            if by not in by_group:
+                by_group[by] = store.counts(survey_id, record.hash, by)
+            return by_group[by]
 
-    def framer(question_ids):
-        rows = store.report_rows(spec_hash, list(question_ids))
-        return _pivot(pd.DataFrame(rows, columns=["response_id", "question_id", "value"]), question_ids)
+        def framer(question_ids):
+            rows = store.report_rows(record.hash, list(question_ids))
+            return _pivot(pd.DataFrame(rows, columns=["response_id", "question_id", "value"]), question_ids)
 
-    return LoadedSurvey(record.survey, spec_hash, f"postgresql:{storage.describe(url)}", record.responses, counter, framer)
+        return Version(record.version, record.hash, record.survey, record.responses, _from_counts(counted), framer)
+
+    return LoadedSurvey([version(r) for r in records], f"postgresql:{where}")
 
 
 # --- a running server -----------------------------------------------------------------------------
@@ -234,35 +374,34 @@ def _get(url: str, token: str | None):
         raise LoadError(f"{url}: cannot connect ({error.reason})") from None
 
 
-def _from_server(base, survey_id, token, spec_hash) -> LoadedSurvey:
+def _from_server(base, survey_id, token, **chosen) -> LoadedSurvey:
     if survey_id is None:
         raise LoadError("survey_id: required with url=")
     base = base.rstrip("/") + f"/api/v1/surveys/{urllib.parse.quote(survey_id, safe='')}"
-    served = json.loads(_get(base, None))
-    suffix = f"?spec_hash={spec_hash}" if spec_hash else ""
-    counts = json.loads(_get(f"{base}/counts{suffix}", token))
-    spec_hash = counts["spec_hash"]
-    if spec_hash == served["hash"]:
-        survey = Survey.from_dict(served["spec"])
-    else:
-        raise LoadError(f"version {spec_hash[:12]} is not the current one; load its export file with its spec instead")
-    if survey.hash != spec_hash:
-        raise LoadError(f"{base}: the served spec does not hash to {spec_hash}")
+    current = json.loads(_get(base, None))["hash"]
+    stored = json.loads(_get(f"{base}/versions?specs=1", token))["versions"]
 
-    def counter(question_id, by):
-        if by is None:
-            return {None: {_key(c["report"]): c["count"] for c in counts["counts"][question_id]}}
-        grouped = json.loads(_get(f"{base}/counts?by={urllib.parse.quote(by)}&spec_hash={spec_hash}", token))
-        return {_key(g["value"]): {_key(c["report"]): c["count"] for c in g["counts"][question_id]}
-                for g in grouped["groups"]}
+    def version(entry) -> Version:
+        survey = Survey.from_dict(entry["spec"])
+        if survey.hash != entry["hash"]:
+            raise LoadError(f"{base}: the served spec of version {entry['version']} does not hash to {entry['hash']}")
+        grouped: dict = {}
 
-    def framer(question_ids):
-        text = _get(f"{base}/export?format=jsonl&spec_hash={spec_hash}", token).decode("utf-8")
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        return pd.DataFrame([{qid: row["reports"].get(qid) for qid in question_ids} for row in rows],
-                            index=pd.Index([row["id"] for row in rows], name="response_id"))
+        def counted(by):
+            if by not in grouped:
+                query = f"?spec_hash={entry['hash']}" + ("" if by is None else f"&by={urllib.parse.quote(by)}")
+                grouped[by] = json.loads(_get(f"{base}/counts{query}", token))
+            return grouped[by]
 
-    return LoadedSurvey(survey, spec_hash, f"server:{base}", counts["responses"], counter, framer)
+        def framer(question_ids):
+            text = _get(f"{base}/export?format=jsonl&spec_hash={entry['hash']}", token).decode("utf-8")
+            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+            return pd.DataFrame([{qid: row["reports"].get(qid) for qid in question_ids} for row in rows],
+                                index=pd.Index([row["id"] for row in rows], name="response_id"), columns=question_ids)
+
+        return Version(entry["version"], entry["hash"], survey, entry["responses"], _from_counts(counted), framer)
+
+    return LoadedSurvey([version(e) for e in _choose(base, stored, survey_id, current, **chosen)], f"server:{base}")
 
 
 # --- export files ---------------------------------------------------------------------------------
@@ -299,7 +438,8 @@ def _from_file(path: Path, spec, spec_hash) -> LoadedSurvey:
             out[level] = _count_dict(mechanism, part[question_id])
         return out
 
-    return LoadedSurvey(survey, wanted, f"file:{path}", len(frame), counter, lambda ids: frame[list(ids)].copy())
+    return LoadedSurvey([Version(None, wanted, survey, len(frame), counter, lambda ids: frame[list(ids)].copy())],
+                        f"file:{path}")
 
 
 def _count_dict(mechanism, series) -> dict:

@@ -81,6 +81,9 @@ class EstimateResult:
     population: str | None = None
     #: The question's text in the language asked for (its default language otherwise).
     text: str | None = None
+    #: The stored versions whose reports were counted ("2 abc123def456"), pooled when more than one
+    #: (their randomization of this question is identical); None for reports given directly.
+    versions: list | None = None
 
     @property
     def n(self) -> int:
@@ -122,6 +125,7 @@ class EstimateResult:
     def to_frame(self) -> pd.DataFrame:
         frame = self.table.copy()
         frame.attrs.update({"question": self.question_id, "text": self.text, "population": self.population,
+                            "versions": self.versions,
                             "design": self.design, "n": self.n, "level": self.level,
                             "method": self.method, "simultaneous": self.simultaneous, "converged": self.converged,
                             "optimality_gap": self.optimality_gap})
@@ -173,6 +177,10 @@ class Summary:
             lines.append(f"Text: {r.text}")
         if r.population:
             lines.append(f"Asked of: {r.population}; the estimates describe them (n = {r.n})")
+        if r.versions and len(r.versions) > 1:
+            lines.append(f"Pooled over versions {', '.join(r.versions)} (the same randomization of this question in each)")
+        elif r.versions:
+            lines.append(f"Version: {r.versions[0]}")
         lines += [f"Reports: n = {r.n}   intervals: {r.level:.0%} {r.method}{' (simultaneous, Bonferroni)' if r.simultaneous else ''}",
                  f"Estimate: maximum likelihood, {'certified' if c.converged else 'NOT CERTIFIED'} "
                  f"(KKT residual {c.kkt_residual:.1e}, log-likelihood within {c.optimality_gap:.1e} of the maximum)"]
@@ -220,12 +228,11 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         raise ValueError(f"level must be between 0 and 1, got {level!r}")
     if hasattr(question_or_mechanism, "question_counts"):  # a LoadedSurvey
         loaded, question_id = question_or_mechanism, reports
-        question = loaded.survey.questions.get(question_id)
-        if question is None:
-            raise ValueError(f"no question {question_id!r} in survey {loaded.survey.id!r}")
+        question = loaded.question(question_id)
         result = _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
                            simultaneous)
-        result.population = population(loaded.survey, question_id)
+        result.population = loaded.population(question_id)
+        result.versions = [v.label for v in loaded.versions_for(question_id)]
         return _localize(result, question, language)
     if isinstance(question_or_mechanism, Question):
         mechanism, question_id = question_or_mechanism.mechanism, question_or_mechanism.id

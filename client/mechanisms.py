@@ -93,6 +93,15 @@ class Mechanism:
     def is_private(self) -> bool:
         return self.exp_epsilon is not None
 
+    def same_channel(self, other: "Mechanism") -> bool:
+        """True when ``other`` has the same answers, reports and exact probabilities (so reports of
+        the two can be counted together). Subclasses compare the few numbers that fix their matrix."""
+        return (type(self) is type(other) and self.answers == other.answers and self.reports == other.reports
+                and self._channel_key() == other._channel_key())
+
+    def _channel_key(self):
+        return self.channel()
+
     def validate_answer(self, answer):
         """The canonical form of ``answer``; ValueError when it is not in the input alphabet."""
         if answer in self.answers and not isinstance(answer, bool):
@@ -177,6 +186,9 @@ class SymmetricMechanism(ChannelMechanism):
         self._keep_width = self.keep.numerator * (self._denominator // self.keep.denominator)
         self._other_width = self.other.numerator * (self._denominator // self.other.denominator)
 
+    def _channel_key(self):
+        return self.keep, self.other
+
     @property
     def _columns(self):
         k = len(self._answers)
@@ -223,6 +235,9 @@ class OrdinalMechanism(ChannelMechanism):
             raise ValueError("the base of the ordinal design must be in (0, 1]")
         self._answer_index = self._report_index = {a: i for i, a in enumerate(self._answers)}
         self._samplers = {}
+
+    def _channel_key(self):
+        return self.base
 
     # Weights and totals are big integers (k·20 bits each): made when first needed, so checking
     # a spec (which needs only ε) never pays for them.
@@ -276,6 +291,9 @@ class UnaryMechanism(Mechanism):
         self.options = list(options)
         self.keep_one = Fraction(keep_one)
         self.flip_zero = Fraction(flip_zero)
+
+    def _channel_key(self):
+        return self.keep_one, self.flip_zero
 
     def bit_channel(self) -> list[list[Fraction]]:
         """``[[P(0|0), P(0|1)], [P(1|0), P(1|1)]]`` shared by every option."""
@@ -356,6 +374,9 @@ class LaplaceMechanism(Mechanism):
         self.alpha = alpha  # None: no noise (a public question)
         low, high = (-self.points, 2 * self.points) if alpha is not None else (0, self.points)
         self.report_range = (low, high)
+
+    def _channel_key(self):
+        return self.alpha
 
     def _value(self, index: int):
         return json_number(self.minimum + index * self.step)

@@ -115,29 +115,54 @@ def dashboard():
         return _signed_out()
     store = get_store()
     surveys = [{"id": r.id, "title": r.survey.title, "version": r.version, "hash": r.hash,
-                "responses": store.response_count(r.id), "epsilon_total": r.survey.epsilon,
-                "access": r.access, "closed": r.closed} for r in store.list_surveys()]
+                "responses": store.response_count(r.id), "version_responses": r.responses,
+                "epsilon_total": r.survey.epsilon, "access": r.access, "closed": r.closed} for r in store.list_surveys()]
     return render_template("dashboard.html", surveys=surveys)
 
 
 @blueprint.get("/surveys/<survey_id>")
 def survey_estimates(survey_id):
-    """Live estimates with intervals for every question, a chart each (SVG, no script)."""
+    """Live estimates of the current version, with intervals and a chart each (SVG, no script)."""
+    return _estimates_page(survey_id)
+
+
+@blueprint.get("/surveys/<survey_id>/versions/<int:number>")
+def version_estimates(survey_id, number):
+    """The estimates of one version, current or not: its responses stay reachable."""
+    return _estimates_page(survey_id, version=number)
+
+
+@blueprint.get("/surveys/<survey_id>/pooled")
+def pooled_estimates(survey_id):
+    """Every version pooled, question by question where the randomization is the same."""
+    return _estimates_page(survey_id, pooled=True)
+
+
+def _estimates_page(survey_id, version: int | None = None, pooled: bool = False):
     if _session() is None:
         return _signed_out()
-    from deniable.analysis import LoadError, load, population  # the dashboard is the server's one use of analysis
+    from deniable.analysis import LoadError, PoolingError, load  # the dashboard is the server's one use of analysis
 
     store = get_store()
-    record = store.get_survey(survey_id)
+    current = store.get_survey(survey_id)
+    record = store.find_version(survey_id, version=version) if version is not None else current
     try:
-        data = load(db=current_app.config["DATABASE"], survey_id=survey_id)
+        data = load(db=current_app.config["DATABASE"], survey_id=survey_id, version=None if pooled else record.version,
+                    all_versions=pooled)
     except LoadError as error:
         return render_template("message.html", heading="Cannot load", message=str(error), error=True), 500
     charts = []
-    for qid, question in record.survey.questions.items():
+    for qid in data.survey.questions:
+        question = data.survey.questions[qid]
         chart = {"id": qid, "text": question.text, "design": question.mechanism.design,
-                 "epsilon": question.epsilon, "rows": [], "mean": None, "error": None}
-        chart["population"] = population(record.survey, qid)
+                 "epsilon": question.epsilon, "rows": [], "mean": None, "error": None, "versions": None}
+        try:
+            chart["population"] = data.population(qid)
+            chart["versions"] = [v.label for v in data.versions_for(qid)]
+        except PoolingError as error:
+            chart.update(population=None, error=f"Not pooled: {error}")
+            charts.append(chart)
+            continue
         if data.n == 0:
             chart["error"] = "no responses yet"
         elif data.question_counts(qid).sum() == 0:
@@ -150,7 +175,8 @@ def survey_estimates(survey_id):
                 chart["mean"] = result.mean
             chart["rows"] = _bars(result.table)
         charts.append(chart)
-    return render_template("estimates.html", record=record, survey=record.survey, charts=charts, n=data.n, inf=math.inf,
+    return render_template("estimates.html", record=record, current=current, survey=data.survey, charts=charts,
+                           n=data.n, inf=math.inf, pooled=pooled, loaded=data,
                            tokens=store.token_counts(survey_id), versions=store.versions(survey_id))
 
 

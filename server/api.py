@@ -208,8 +208,9 @@ def list_surveys():
     require_admin()
     store = get_store()
     return {"surveys": [{"id": r.id, "title": r.survey.title, "version": r.version, "hash": r.hash, "closed": r.closed,
-                         "access": r.access, "responses": store.response_count(r.id), "epsilon_total": r.survey.epsilon,
-                         "tokens": store.token_counts(r.id)} for r in store.list_surveys()]}
+                         "access": r.access, "responses": store.response_count(r.id), "version_responses": r.responses,
+                         "epsilon_total": r.survey.epsilon, "tokens": store.token_counts(r.id)}
+                        for r in store.list_surveys()]}
 
 
 @blueprint.post("/surveys")
@@ -249,13 +250,19 @@ def create_tokens(survey_id):
 @blueprint.get("/surveys/<survey_id>/counts")
 def counts(survey_id):
     require_admin()
-    return get_store().counts(survey_id, request.args.get("spec_hash"), request.args.get("by"))
+    return get_store().counts(survey_id, request.args.get("spec_hash"), request.args.get("by"), request.args.get("version"))
 
 
 @blueprint.get("/surveys/<survey_id>/versions")
 def versions(survey_id):
+    """Every version with its response count; ``?specs=1`` adds each version's spec (for analysis)."""
     require_admin()
-    return {"versions": get_store().versions(survey_id)}
+    store = get_store()
+    listed = store.versions(survey_id)
+    if request.args.get("specs") in ("1", "true"):
+        for entry in listed:
+            entry["spec"] = store.find_version(survey_id, entry["hash"]).survey.to_dict()
+    return {"versions": listed}
 
 
 @blueprint.get("/surveys/<survey_id>/export")
@@ -265,7 +272,7 @@ def export(survey_id):
     if fmt not in EXPORT_FORMATS:
         raise ApiError(422, f"format: must be one of {', '.join(EXPORT_FORMATS)}", "format")
     store = get_store()
-    record = store.get_survey(survey_id, request.args.get("spec_hash"))
+    record = store.find_version(survey_id, request.args.get("spec_hash"), request.args.get("version"))
     store.audit(caller, "responses exported", survey_id, f"version {record.version}, {fmt}")
     text = "".join(EXPORT_FORMATS[fmt](record, store.export(survey_id, record.hash)))
     mimetype = "text/csv" if fmt == "csv" else "application/x-ndjson"

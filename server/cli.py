@@ -196,10 +196,12 @@ def survey_list(db_path):
         if not records:
             click.echo("No surveys. Add one with: deniable survey add FILE")
             return
-        click.echo(f"{'id':<20} {'version':>7} {'responses':>9} {'total ε':>8}  access  status  title")
+        click.echo(f"{'id':<20} {'version':>7} {'responses':>9} {'(in it)':>8} {'total ε':>8}  access  status  title")
         for r in records:
-            click.echo(f"{r.id:<20} {r.version:>7} {store.response_count(r.id):>9} {r.survey.epsilon:>8.3f}  "
+            click.echo(f"{r.id:<20} {r.version:>7} {store.response_count(r.id):>9} {r.responses:>8} {r.survey.epsilon:>8.3f}  "
                        f"{r.access:<6}  {'closed' if r.closed else 'open':<6}  {r.survey.title}")
+        click.echo("responses: all versions; (in it): the current version's. Estimate older versions with "
+                   "`deniable estimate ID --version N`, or pool them with --all-versions.")
 
 
 @survey.command("show")
@@ -264,14 +266,15 @@ def tokens(survey_id, count, db_path, base_url):
 @click.argument("survey_id")
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="csv", show_default=True)
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), help="Write here instead of standard output.")
-@click.option("--spec-hash", help="Export this version (default: the current one).")
+@click.option("--spec-hash", help="Export this version: its hash or a unique prefix (default: the current one).")
+@click.option("--version", "version", type=click.IntRange(1), help="Export this version, by number.")
 @db_option
-def export(survey_id, fmt, output, spec_hash, db_path):
+def export(survey_id, fmt, output, spec_hash, version, db_path):
     """Export the stored reports of a survey version."""
     from .api import EXPORT_FORMATS
 
     with _store(db_path, read_only=True) as store, _Errors():
-        record = store.get_survey(survey_id, spec_hash)
+        record = store.find_version(survey_id, spec_hash, version)
         chunks = EXPORT_FORMATS[fmt](record, store.export(survey_id, record.hash))
         if output:
             def write(path):
@@ -280,7 +283,7 @@ def export(survey_id, fmt, output, spec_hash, db_path):
                         handle.write(chunk)
 
             _atomic_write(Path(output), write)
-            click.echo(f"Wrote {store.response_count(survey_id)} responses of version {record.version} to {output}", err=True)
+            click.echo(f"Wrote {record.responses} responses of version {record.version} to {output}", err=True)
         else:
             for chunk in chunks:
                 click.echo(chunk, nl=False)
@@ -301,22 +304,37 @@ def export(survey_id, fmt, output, spec_hash, db_path):
 @click.option("--simultaneous", is_flag=True, help="Make a question's intervals hold together (Bonferroni).")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--language", help="Question texts and option labels in this language of the survey (option names stay as they are).")
-def estimate_command(survey_id, db_path, url, token, by, questions, level, simultaneous, fmt, language):
+@click.option("--version", "version", type=click.IntRange(1), help="Estimate this version (by number; default: the current one).")
+@click.option("--spec-hash", help="Estimate this version (its hash, or a unique prefix such as the 12 characters shown).")
+@click.option("--all-versions", is_flag=True,
+              help="Pool every version, question by question where its randomization is the same in all of them.")
+def estimate_command(survey_id, db_path, url, token, by, questions, level, simultaneous, fmt, language, version,
+                     spec_hash, all_versions):
     """Debiased estimates with standard errors and confidence intervals for every question."""
     import pandas as pd
 
-    from deniable.analysis import LoadError, load, subgroup_frame, subgroups
+    from deniable.analysis import LoadError, PoolingError, load, subgroup_frame, subgroups
 
+    if sum(map(bool, (version, spec_hash, all_versions))) > 1:
+        raise click.UsageError("give one of --version, --spec-hash and --all-versions")
+    chosen = {"version": version, "spec_hash": spec_hash, "all_versions": all_versions}
     try:
-        data = load(url=url, survey_id=survey_id, token=token) if url else load(db=db_path or "deniable.db", survey_id=survey_id)
-        wanted = list(questions) or [q for q in data.survey.questions if q != by]
-        frames, texts = [], []
+        data = load(url=url, survey_id=survey_id, token=token, **chosen) if url else \
+            load(db=db_path or "deniable.db", survey_id=survey_id, **chosen)
+        wanted = list(questions) or [q for q in _questions_of(data) if q != by]
+        frames, texts, refused = [], [], []
         for qid in wanted:
+            if not questions and data.pooled:
+                try:
+                    data.versions_for(qid)
+                except PoolingError as error:
+                    refused.append(str(error))  # the others are still pooled; this one is named below
+                    continue
             if by:
                 frame = subgroup_frame(subgroups(data, qid, by, level, simultaneous=simultaneous)).reset_index()
                 texts.append(f"== {qid} by {by} ({level:.0%} intervals)\n{frame.to_string(index=False, float_format=_fmt)}")
             else:
-                if data.question_counts(qid).sum() == 0 and data.survey.condition(qid) is not None:
+                if data.question_counts(qid).sum() == 0 and data.population(qid) is not None:
                     continue  # asked of nobody yet: the survey goes on with the questions that have reports
                 result = data.estimate(qid, level, simultaneous=simultaneous, language=language)
                 frame = result.to_frame().reset_index().rename(columns={result.table.index.name: "answer"})
@@ -331,13 +349,21 @@ def estimate_command(survey_id, db_path, url, token, by, questions, level, simul
                 frame.insert(1, "n", result.n)
                 frame.insert(2, "method", result.method)
             frame.insert(0, "question", qid)
+            frame["versions"] = ";".join(v.label for v in data.versions_for(qid))
             frames.append(frame)
     except (LoadError, ValueError) as error:
         raise click.ClickException(str(error)) from None
+    if fmt != "table":
+        for message in refused:
+            click.echo(f"Not pooled: {message}", err=True)
     if fmt == "table":
-        click.echo(f"Survey {survey_id!r}, version {data.spec_hash[:12]}, {data.n} responses ({data.source})\n")
-        click.echo("\n\n".join(texts))
+        which = (f"versions {', '.join(v.label for v in data.versions)} pooled" if data.pooled
+                 else f"version {data.versions[0].label}")
+        click.echo(f"Survey {survey_id!r}, {which}, {data.n} responses ({data.source})\n")
+        click.echo("\n\n".join(texts + [f"Not pooled: {message}" for message in refused]))
         return
+    if not frames:
+        raise click.ClickException("no question could be estimated")
     table = pd.concat(frames, ignore_index=True)
     for column in ("answer", "group"):
         if column in table:
@@ -348,6 +374,15 @@ def estimate_command(survey_id, db_path, url, token, by, questions, level, simul
         records = table.astype(object).where(table.notna(), None).to_dict(orient="records")  # NaN → null
         # json.dumps writes floats that round-trip exactly
         click.echo(json.dumps(records, ensure_ascii=False, indent=1, default=lambda value: value.item()))
+
+
+def _questions_of(data) -> list[str]:
+    """Every question of the loaded versions: the newest version's order, then questions that only
+    older versions asked (their data stay reachable)."""
+    ids = list(data.survey.questions)
+    for version in reversed(data.versions):
+        ids += [qid for qid in version.survey.questions if qid not in ids]
+    return ids
 
 
 def _fmt(x: float) -> str:

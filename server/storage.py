@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from deniable.client import SpecError, Survey, skiplogic
 from deniable.client.exact import canonical_json
+from deniable.client.versions import VersionError, resolve_version
 
 SCHEMA_VERSION = 5
 
@@ -568,6 +569,20 @@ class Store:
             raise NotFound(f"no survey {survey_id!r}", "survey_id")
         return self._record(row, spec_hash)
 
+    def find_version(self, survey_id: str, spec_hash: str | None = None, version=None) -> SurveyRecord:
+        """A version to read: named by its full hash, a unique prefix of it, or its number (the
+        current one when neither is given). Submitting names the full hash (`get_survey`)."""
+        row = self._survey_row(survey_id)
+        if row is None:
+            raise NotFound(f"no survey {survey_id!r}", "survey_id")
+        if spec_hash is None and version is None:
+            return self._record(row)
+        try:
+            entry = resolve_version(self.versions(survey_id), survey_id, spec_hash, version)
+        except VersionError as error:
+            raise (NotFound if error.missing else Invalid)(error.message, error.field) from None
+        return self._record(row, entry["hash"])
+
     def list_surveys(self) -> list[SurveyRecord]:
         cursor = self.execute("SELECT id, current_hash, access, closed_on FROM surveys ORDER BY id")
         names = [c[0] for c in cursor.description]
@@ -830,10 +845,10 @@ class Store:
         with self.transaction():
             rebuild_counts(self.engine)
 
-    def counts(self, survey_id: str, spec_hash: str | None = None, by: str | None = None) -> dict:
+    def counts(self, survey_id: str, spec_hash: str | None = None, by: str | None = None, version=None) -> dict:
         """Per question, how many of each report value (for one version); optionally per level of a
         public question ``by``. Aggregated in SQL; the running totals' shards are summed."""
-        record = self.get_survey(survey_id, spec_hash)
+        record = self.find_version(survey_id, spec_hash, version)
         if by is not None:
             question = record.survey.questions.get(by)
             if question is None:
@@ -868,10 +883,10 @@ class Store:
         return self.execute(f"SELECT response_id, question_id, value FROM reports WHERE spec_hash = ? "
                             f"AND question_id IN ({marks})", [spec_hash, *question_ids]).fetchall()
 
-    def export(self, survey_id: str, spec_hash: str | None = None):
+    def export(self, survey_id: str, spec_hash: str | None = None, version=None):
         """Yield one dict per response of a version: id, spec_hash, received_on, reports; in the
         order of the random response ids, which says nothing about when anyone answered."""
-        record = self.get_survey(survey_id, spec_hash)
+        record = self.find_version(survey_id, spec_hash, version)
         rows = self.engine.stream(
             "SELECT r.id, r.received_on, p.question_id, p.value FROM responses r "
             "LEFT JOIN reports p ON p.response_id = r.id WHERE r.spec_hash = ? ORDER BY r.id", [record.hash])

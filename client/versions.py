@@ -1,0 +1,65 @@
+"""Naming one stored version of a survey: by its number, or by a unique prefix of its spec hash.
+
+Every surface shows a version as ``3 abc123def456`` (the number and the first 12 characters of the
+hash); every command and endpoint that reads a version accepts either part back. Submitting is not
+a read: a response names the full hash it was randomized under, never a prefix.
+"""
+
+from __future__ import annotations
+
+#: The shortest hash prefix accepted (shorter ones would match by accident).
+MIN_PREFIX = 4
+
+
+class VersionError(ValueError):
+    """The version asked for is not one of the survey's, or a prefix names more than one."""
+
+    def __init__(self, message: str, field: str, missing: bool = True):
+        super().__init__(message)
+        self.message, self.field, self.missing = message, field, missing
+
+
+def label(number, spec_hash: str) -> str:
+    """How a version is shown: ``3 abc123def456``."""
+    return f"{number} {spec_hash[:12]}" if number is not None else spec_hash[:12]
+
+
+def resolve_version(versions: list[dict], survey_id: str, spec_hash: str | None = None, version=None) -> dict:
+    """The entry of ``versions`` (dicts with ``version`` and ``hash``) that ``spec_hash`` (the full hash
+    or a unique prefix) or ``version`` (a number, or its digits) names; the newest when neither is given.
+    Raises `VersionError` naming the field and the versions there are."""
+    if not versions:
+        raise VersionError(f"survey {survey_id!r} has no versions", "survey_id")
+    known = ", ".join(label(v["version"], v["hash"]) for v in versions)
+    if spec_hash is not None and version is not None:
+        raise VersionError("give spec_hash or version, not both", "version", missing=False)
+    if version is not None:
+        if isinstance(version, str) and version.strip().isdigit():
+            version = int(version)
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise VersionError(f"version: must be a whole number (versions of {survey_id!r}: {known})", "version",
+                               missing=False)
+        for entry in versions:
+            if entry["version"] == version:
+                return entry
+        raise VersionError(f"version: survey {survey_id!r} has no version {version} (versions: {known})", "version")
+    if spec_hash is None:
+        return max(versions, key=lambda v: v["version"])
+    if not isinstance(spec_hash, str) or not spec_hash.strip():
+        raise VersionError("spec_hash: must be a hash or a prefix of one", "spec_hash", missing=False)
+    prefix = spec_hash.strip().lower()
+    exact = [v for v in versions if v["hash"] == prefix]
+    if exact:
+        return exact[0]
+    if len(prefix) < MIN_PREFIX:
+        raise VersionError(f"spec_hash: give at least {MIN_PREFIX} characters of the hash (versions: {known})",
+                           "spec_hash", missing=False)
+    matches = [v for v in versions if v["hash"].startswith(prefix)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise VersionError(f"spec_hash: {spec_hash!r} starts more than one version of {survey_id!r} "
+                           f"({', '.join(label(v['version'], v['hash']) for v in matches)}); give more characters",
+                           "spec_hash", missing=False)
+    raise VersionError(f"spec_hash: no version of survey {survey_id!r} starts with {spec_hash!r} (versions: {known})",
+                       "spec_hash")
