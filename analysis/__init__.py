@@ -3,18 +3,41 @@
     from deniable.analysis import load, estimate
     data = load(db="deniable.db", survey_id="tax")
     estimate(data, "dodged").to_frame()
+
+Names are imported from their modules on first use, so a command that only plans (numpy) never
+loads scipy, pandas or statsmodels.
 """
 
-from .estimators import BINARY_METHODS, DEFAULT_BINARY_METHOD, ConfidenceInterval
-from .groups import Comparison, compare, subgroup_frame, subgroups
-from .likelihood import Certificate, ConvergenceWarning
-from .load import LoadedSurvey, LoadError, PoolingError, Version, load
-from .planning import compare_designs, margin_of_error, power, sample_size, unit_variance
-from .regression import logistic
-from .results import CATEGORICAL_METHODS, EstimateResult, MeanEstimate, Summary, estimate, population
+from __future__ import annotations
 
-__all__ = [
-    "BINARY_METHODS", "CATEGORICAL_METHODS", "Certificate", "Comparison", "ConvergenceWarning", "ConfidenceInterval", "DEFAULT_BINARY_METHOD", "EstimateResult", "LoadError",
-    "LoadedSurvey", "MeanEstimate", "PoolingError", "Version", "Summary", "compare", "compare_designs", "estimate", "load", "logistic",
-    "margin_of_error", "population", "power", "sample_size", "subgroup_frame", "subgroups", "unit_variance",
-]
+import importlib
+
+#: public name → the module that defines it
+_HOMES = {
+    "BINARY_METHODS": "estimators", "DEFAULT_BINARY_METHOD": "estimators", "ConfidenceInterval": "estimators",
+    "Comparison": "groups", "compare": "groups", "subgroup_frame": "groups", "subgroups": "groups",
+    "Certificate": "likelihood", "ConvergenceWarning": "likelihood",
+    "LoadedSurvey": "loading", "LoadError": "loading", "PoolingError": "loading", "Version": "loading", "load": "loading",
+    "QuestionPlan": "planning", "compare_designs": "planning", "describe_plan": "planning",
+    "margin_of_error": "planning", "plan": "planning", "power": "planning", "sample_size": "planning",
+    "unit_variance": "planning",
+    "logistic": "regression",
+    "EstimateTable": "tables", "estimate_table": "tables",
+    "CATEGORICAL_METHODS": "results", "EstimateResult": "results", "MeanEstimate": "results", "Summary": "results",
+    "estimate": "results", "population": "results",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOMES))

@@ -5,7 +5,7 @@ For a channel Q (reports × answers) and observed report frequencies λ̂ from n
 
 * the estimate of record is the maximum-likelihood estimate on the simplex (`likelihood.maximise`;
   for a binary design the clipped closed form `binary_mle`), with covariance from the Fisher information
-  at its fitted rates (`fitted_covariance`);
+  at its fitted rates (`channels.fitted_covariance`);
 * the unbiased moment estimate π̂ = Q⁺ λ̂ (Q⁺ = Q⁻¹ when square; the least-squares left inverse
   otherwise, still unbiased because Q⁺Q = I) stays beside it, with covariance Q⁺ (diag λ̂ − λ̂λ̂ᵀ)/n Q⁺ᵀ.
   It may fall outside [0, 1]; the two agree whenever it does not (and Q is square).
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
-from deniable.client.mechanisms import Mechanism, UnaryMechanism
+from .channels import BinaryChannel, left_inverse
 
 BINARY_METHODS = ("likelihood", "clopper-pearson", "wilson", "wald")
 DEFAULT_BINARY_METHOD = "clopper-pearson"  # chosen by the coverage study in docs/validation.md
@@ -34,17 +34,6 @@ class ConfidenceInterval:
         return iter((self.low, self.high))
 
 
-def channel_matrix(mechanism: Mechanism) -> np.ndarray:
-    """Q[r, a] as floats (reports × answers), from the exact channel."""
-    return np.array([[float(p) for p in row] for row in mechanism.channel()])
-
-
-def left_inverse(q: np.ndarray) -> np.ndarray:
-    if q.shape[0] == q.shape[1]:
-        return np.linalg.inv(q)
-    return np.linalg.pinv(q)
-
-
 def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """π̂ = Q⁺λ̂ and its estimated covariance."""
     n = counts.sum()
@@ -57,45 +46,7 @@ def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return estimate, covariance
 
 
-def fitted_covariance(q: np.ndarray, pi: np.ndarray) -> np.ndarray:
-    """Covariance of the maximum-likelihood estimate for one respondent, at the fitted rates λ = Qπ:
-    the inverse Fisher information Qᵀdiag(1/λ)Q, restricted to the simplex (Σπ = 1). For a square
-    channel it equals the moment estimator's covariance Q⁻¹(diag λ − λλᵀ)Q⁻ᵀ evaluated at λ = Qπ, so
-    wherever the two estimates agree their standard errors agree; for a tall channel (numeric grids)
-    it is the smaller, efficient one."""
-    rates = q @ pi
-    reached = rates > 0
-    weighted = q[reached] / rates[reached, None]
-    information = q[reached].T @ weighted
-    try:
-        inverse = np.linalg.inv(information)
-        if not np.isfinite(inverse).all():
-            raise np.linalg.LinAlgError
-    except np.linalg.LinAlgError:
-        inverse = np.linalg.pinv(information, hermitian=True)  # public channels: unreached answers have no variance
-    direction = inverse.sum(axis=1)
-    return inverse - np.outer(direction, direction) / direction.sum()
-
-
 # --- binary designs --------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class BinaryChannel:
-    """P(report yes | yes) = p, P(report yes | no) = q: λ = q + (p − q)π."""
-
-    p: float
-    q: float
-
-    def rate(self, pi):
-        return self.q + (self.p - self.q) * pi
-
-    def prevalence(self, rate):
-        return (rate - self.q) / (self.p - self.q)
-
-    def unit_variance(self, rate):
-        """Variance of the unbiased prevalence estimate from one report at report rate λ."""
-        return rate * (1 - rate) / (self.p - self.q) ** 2
-
 
 def _binomial_loglik(k: int, n: int, rate):
     rate = np.clip(rate, 1e-300, 1 - 1e-16)
@@ -162,34 +113,6 @@ def likelihood_interval(channel: BinaryChannel, k: int, n: int, level: float) ->
     low = 0.0 if drop(0.0) <= 0 else optimize.brentq(drop, 0.0, best, xtol=1e-12)
     high = 1.0 if drop(1.0) <= 0 else optimize.brentq(drop, best, 1.0, xtol=1e-12)
     return ConfidenceInterval(float(low), float(high))
-
-
-def is_binary(mechanism: Mechanism) -> bool:
-    """Two answers and two reports: one share to estimate, from a binomial count (yes/no questions, and
-    any choice between two options)."""
-    return not isinstance(mechanism, UnaryMechanism) and len(mechanism.answers) == 2 and len(mechanism.reports) == 2
-
-
-def marginal_channel(q: np.ndarray) -> BinaryChannel | None:
-    """For a square channel with one value on the diagonal and one off it (k-ary randomized response, a
-    public question), the count of report j is Binomial(n, o + (p − o)π_j): each answer's share has a
-    two-answer channel of its own, (p, o). None for any other channel."""
-    if q.shape[0] != q.shape[1] or q.shape[0] < 2:
-        return None
-    diagonal = np.diag(q)
-    off = q[~np.eye(len(q), dtype=bool)]
-    if np.ptp(diagonal) > 1e-15 or np.ptp(off) > 1e-15 or diagonal[0] == off[0]:
-        return None
-    return BinaryChannel(float(diagonal[0]), float(off[0]))
-
-
-def binary_channel(mechanism: Mechanism) -> BinaryChannel:
-    """The (p, q) of a two-answer mechanism (P(first report | first answer), P(first report | second
-    answer)), or of one option's bit in a unary mechanism."""
-    if isinstance(mechanism, UnaryMechanism):
-        return BinaryChannel(float(mechanism.keep_one), float(mechanism.flip_zero))
-    (first, second), report = mechanism.answers, mechanism.reports[0]
-    return BinaryChannel(float(mechanism.probability(report, first)), float(mechanism.probability(report, second)))
 
 
 def per_answer_level(level: float, count: int, simultaneous: bool) -> float:

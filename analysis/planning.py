@@ -10,15 +10,15 @@ Per-respondent variance of the unbiased estimator of one answer's share π (n = 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from statistics import NormalDist
 
 import numpy as np
-import pandas as pd
-from scipy import stats
 
 from deniable.client import Question, Survey
-from deniable.client.mechanisms import Mechanism, UnaryMechanism
+from deniable.client.mechanisms import LaplaceMechanism, Mechanism, UnaryMechanism
 
-from . import estimators as est
+from . import channels
 
 
 def _mechanism(question_or_mechanism) -> Mechanism:
@@ -27,6 +27,11 @@ def _mechanism(question_or_mechanism) -> Mechanism:
     if isinstance(question_or_mechanism, Mechanism):
         return question_or_mechanism
     raise TypeError("expected a Question or a Mechanism")
+
+
+def _z(level: float) -> float:
+    """The two-sided normal quantile of a confidence level (1.96 at 95%)."""
+    return NormalDist().inv_cdf(1 - (1 - level) / 2)
 
 
 def unit_variance(question_or_mechanism, distribution=None) -> np.ndarray:
@@ -38,7 +43,7 @@ def unit_variance(question_or_mechanism, distribution=None) -> np.ndarray:
     if isinstance(mechanism, UnaryMechanism):
         shares = np.full(len(mechanism.options), 0.5) if distribution is None else np.broadcast_to(
             np.asarray(distribution, dtype=float), (len(mechanism.options),))
-        channel = est.binary_channel(mechanism)
+        channel = channels.binary_channel(mechanism)
         return channel.unit_variance(channel.rate(shares))
     answers = mechanism.answers
     if distribution is None:
@@ -47,9 +52,9 @@ def unit_variance(question_or_mechanism, distribution=None) -> np.ndarray:
         pi = np.array([distribution, 1 - distribution], dtype=float)
     else:
         pi = np.asarray(distribution, dtype=float)
-    q = est.channel_matrix(mechanism)
+    q = channels.channel_matrix(mechanism)
     rates = q @ pi
-    inverse = est.left_inverse(q)
+    inverse = channels.left_inverse(q)
     return np.diag(inverse @ (np.diag(rates) - np.outer(rates, rates)) @ inverse.T)
 
 
@@ -57,12 +62,13 @@ def sample_size(question_or_mechanism, margin: float, level: float = 0.95, distr
     """Respondents needed so that every answer's share has a Wald half-width ≤ ``margin``."""
     if not 0 < margin < 1:
         raise ValueError("margin must be between 0 and 1 (a share, e.g. 0.03)")
-    z = stats.norm.isf((1 - level) / 2)
+    z = _z(level)
     return int(math.ceil(z * z * float(np.max(unit_variance(question_or_mechanism, distribution))) / margin**2))
 
 
 def margin_of_error(question_or_mechanism, n: int, level: float = 0.95, distribution=None) -> float:
-    z = stats.norm.isf((1 - level) / 2)
+    """The Wald half-width of the least precise answer's share with ``n`` respondents."""
+    z = _z(level)
     return float(z * math.sqrt(float(np.max(unit_variance(question_or_mechanism, distribution))) / n))
 
 
@@ -72,9 +78,10 @@ def power(question_or_mechanism, share_a: float, share_b: float, n_a: int, n_b: 
     variance_a = float(np.max(unit_variance(question_or_mechanism, share_a))) / n_a
     variance_b = float(np.max(unit_variance(question_or_mechanism, share_b))) / n_b
     se = math.sqrt(variance_a + variance_b)
-    z = stats.norm.isf((1 - level) / 2)
+    z = _z(level)
     shift = abs(share_a - share_b) / se
-    return float(stats.norm.sf(z - shift) + stats.norm.cdf(-z - shift))
+    normal = NormalDist()
+    return float((1 - normal.cdf(z - shift)) + normal.cdf(-z - shift))
 
 
 def _design(question_type: str, design: str, options: int, epsilon: float) -> Question:
@@ -86,9 +93,11 @@ def _design(question_type: str, design: str, options: int, epsilon: float) -> Qu
     return Survey.from_dict({"id": "plan", "title": "plan", "questions": [spec]}).questions["q"]
 
 
-def compare_designs(options: int, epsilon: float, distribution=None) -> pd.DataFrame:
+def compare_designs(options: int, epsilon: float, distribution=None):
     """Worst per-respondent variance of a share, for every design that fits ``options`` categories
-    at budget ``epsilon`` (exactly as built, so ε is met from below). Lower is better."""
+    at budget ``epsilon`` (exactly as built, so ε is met from below), as a pandas DataFrame. Lower is better."""
+    import pandas as pd  # here, not at the top: `survey check` plans without loading pandas
+
     candidates = [("k_rr", "choice" if options > 2 else "yes_no"), ("unary symmetric", "multi_select"),
                   ("unary optimized", "multi_select")]
     if options > 2:
@@ -111,3 +120,105 @@ def compare_designs(options: int, epsilon: float, distribution=None) -> pd.DataF
                            "ε is split over all options and each share costs more than under k_rr; ordinal trades "
                            "per-category accuracy for reports that stay near the truth")
     return frame
+
+
+# --- advice before fielding -------------------------------------------------------------------------
+
+#: A share whose 95% margin at the planned n is wider than this is flagged as uninformative.
+UNINFORMATIVE_MARGIN = 0.15
+
+
+def scores(question: Question) -> np.ndarray | None:
+    """What a question's mean is the mean of: a number's values, or an ordinal scale's positions 1..k
+    (None for other questions)."""
+    if isinstance(question.mechanism, LaplaceMechanism):
+        return np.array(question.mechanism.answers, dtype=float)
+    if question.type == "ordinal":
+        return np.arange(1, len(question.options) + 1, dtype=float)
+    return None
+
+
+def mean_unit_variance(question: Question, distribution=None) -> float | None:
+    """Variance of the maximum-likelihood mean (of `scores`) with one respondent, at ``distribution``
+    (default uniform): the inverse Fisher information of the channel, as the estimates use."""
+    values = scores(question)
+    if values is None:
+        return None
+    q = channels.channel_matrix(question.mechanism)
+    pi = np.full(q.shape[1], 1 / q.shape[1]) if distribution is None else np.asarray(distribution, dtype=float)
+    return float(values @ channels.fitted_covariance(q, pi) @ values)
+
+
+@dataclass
+class QuestionPlan:
+    """What one private question will give at a planned sample size (uniform true answers assumed)."""
+
+    question_id: str
+    design: str
+    epsilon: float
+    n: int
+    level: float
+    se: float  #: the least precise answer's share: its standard error at n
+    margin: float  #: … and the half-width of its interval at n
+    n_for_margin: int  #: respondents for a ±``target`` margin on every share
+    target: float
+    mean_se: float | None = None  #: numbers and ordinal scales: the mean's standard error at n
+    mean_margin: float | None = None
+    scale: tuple | None = None  #: the range the mean lives on
+    flags: list = field(default_factory=list)
+
+    @property
+    def shares_usable(self) -> bool:
+        return self.margin <= UNINFORMATIVE_MARGIN
+
+
+def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.05) -> list[QuestionPlan]:
+    """Per private question: the standard error and margin of each share expected with ``n`` respondents,
+    the n for a ±``target`` margin, the mean's precision for numbers and scales, and flags for designs
+    whose per-answer estimates will be uninformative at that n. Skip logic asking a question of some
+    respondents only makes its n smaller: the advice is for the respondents who see it."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a whole number of respondents ≥ 1, got {n!r}")
+    z = _z(level)
+    plans = []
+    for question in survey.private_questions:
+        worst = float(np.max(unit_variance(question)))
+        se = math.sqrt(worst / n)
+        entry = QuestionPlan(question.id, question.mechanism.design, question.epsilon, n, level, se, z * se,
+                             sample_size(question, target, level), target)
+        mean_variance = mean_unit_variance(question)
+        if mean_variance is not None:
+            values = scores(question)
+            entry.mean_se = math.sqrt(mean_variance / n)
+            entry.mean_margin = z * entry.mean_se
+            entry.scale = (float(values[0]), float(values[-1]))
+        if not entry.shares_usable:
+            what = ("each value's share" if isinstance(question.mechanism, LaplaceMechanism)
+                    else "each option's share" if question.type != "yes_no" else "the share")
+            advice = ("only the mean is usable" if entry.mean_se is not None
+                      else "raise ε, use fewer options, or plan for more respondents")
+            entry.flags.append(f"{what} will be uninformative at n = {n:,} ({_points(entry.margin)}); {advice}")
+        plans.append(entry)
+    return plans
+
+
+def _points(margin: float) -> str:
+    """A share's margin in percentage points ("±6.2 points"), or that it spans every possible share."""
+    return f"±{margin * 100:.1f} points" if margin < 1 else "wider than 0–100%"
+
+
+def describe_plan(plans: list[QuestionPlan]) -> str:
+    """`plan` as the lines `deniable survey check` prints."""
+    if not plans:
+        return "No private questions: nothing to plan."
+    first = plans[0]
+    lines = [f"Planning at n = {first.n:,} respondents ({first.level:.0%} intervals, uniform true answers assumed):"]
+    for p in plans:
+        line = (f"  {p.question_id:<20} SE {p.se:.3f}, {_points(p.margin)} per share; "
+                f"n for ±{p.target * 100:g} points: {p.n_for_margin:,}")
+        if p.mean_se is not None:
+            low, high = p.scale
+            line += f"; mean ±{p.mean_margin:.3g} on {low:g}–{high:g}"
+        lines.append(line)
+        lines += [f"    FLAG: {flag}" for flag in p.flags]
+    return "\n".join(lines)

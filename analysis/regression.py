@@ -16,7 +16,7 @@ from statsmodels.base.model import GenericLikelihoodModel, LikelihoodResultsWrap
 from deniable.client import Question
 from deniable.client.mechanisms import Mechanism
 
-from . import estimators as est
+from . import channels
 
 
 class RandomizedLogit(GenericLikelihoodModel):
@@ -63,7 +63,7 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame, *, interc
     mechanism = question_or_mechanism.mechanism if isinstance(question_or_mechanism, Question) else question_or_mechanism
     if not isinstance(mechanism, Mechanism) or mechanism.answers != ["yes", "no"]:
         raise ValueError("logistic() needs a yes/no question or mechanism")
-    channel = est.binary_channel(mechanism)
+    channel = channels.binary_channel(mechanism)
     if not isinstance(covariates, pd.DataFrame):
         raise TypeError("covariates must be a pandas DataFrame of numeric columns")
     y = pd.Series(list(reports), index=covariates.index if len(covariates) == len(list(reports)) else None)

@@ -18,6 +18,7 @@ from scipy import stats
 from deniable.client import Question, skiplogic
 from deniable.client.mechanisms import LaplaceMechanism, Mechanism, UnaryMechanism
 
+from . import channels
 from . import estimators as est
 from . import likelihood
 from .counting import count_reports
@@ -267,7 +268,7 @@ def _estimate(mechanism, counts, level, method, question_id, simultaneous=False,
         result = _multi_select(mechanism, counts, level, method, question_id, simultaneous)
     elif isinstance(mechanism, LaplaceMechanism):
         result = _grid(mechanism, counts, level, method, question_id, simultaneous)
-    elif est.is_binary(mechanism):
+    elif channels.is_binary(mechanism):
         result = _binary(mechanism, counts, level, method, question_id)
     else:
         result = _grid(mechanism, counts, level, method, question_id, simultaneous)
@@ -288,7 +289,7 @@ def _check_method(method, methods, design):
         raise ValueError(f"method must be one of {', '.join(methods)} for a {design} question, got {method!r}")
 
 
-def _binary_share(channel: est.BinaryChannel, k: int, n: int, level: float, method: str):
+def _binary_share(channel: channels.BinaryChannel, k: int, n: int, level: float, method: str):
     """(estimate, se, interval, unbiased, unbiased se, certificate) of the share behind k "yes" of n."""
     mle = est.binary_mle(channel, k, n)
     interval, _ = est.binary_interval(channel, k, n, level, method)
@@ -303,7 +304,7 @@ def _binary(mechanism, counts, level, method, question_id):
     """Two answers (yes/no, or a choice of two): the first answer's share from its binomial report count."""
     method = method or est.DEFAULT_BINARY_METHOD
     _check_method(method, est.BINARY_METHODS, "two-answer")
-    channel = est.binary_channel(mechanism)
+    channel = channels.binary_channel(mechanism)
     first, second = mechanism.answers
     k, n = int(counts[0]), int(counts.sum())
     value, se, (low, high), unbiased, unbiased_se, certificate = _binary_share(channel, k, n, level, method)
@@ -325,7 +326,7 @@ def _outside_note(answers, why: str) -> str:
 def _multi_select(mechanism, counts, level, method, question_id, simultaneous):
     method = method or est.DEFAULT_BINARY_METHOD
     _check_method(method, est.BINARY_METHODS, "multi-select")
-    channel = est.binary_channel(mechanism)
+    channel = channels.binary_channel(mechanism)
     n = int(counts.sum())
     options = mechanism.options
     each = est.per_answer_level(level, len(options), simultaneous)
@@ -348,8 +349,8 @@ def _multi_select(mechanism, counts, level, method, question_id, simultaneous):
 def _grid(mechanism, counts, level, method, question_id, simultaneous):
     """Single choice, ordinal, public choice and numeric grids: the simplex of answer shares."""
     numeric = isinstance(mechanism, LaplaceMechanism)
-    q = est.channel_matrix(mechanism)
-    marginal = None if numeric else est.marginal_channel(q)
+    q = channels.channel_matrix(mechanism)
+    marginal = None if numeric else channels.marginal_channel(q)
     if marginal is not None:
         method = method or est.DEFAULT_BINARY_METHOD
         _check_method(method, MARGINAL_METHODS, mechanism.design)
@@ -361,7 +362,7 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous):
     checked = likelihood.certify(q, counts, pi)
     certificate = likelihood.Certificate(checked.kkt_residual, checked.optimality_gap, found.iterations,
                                          checked.tolerance, checked.unique)
-    covariance = est.fitted_covariance(q, pi) / n
+    covariance = channels.fitted_covariance(q, pi) / n
     se = np.sqrt(np.clip(np.diag(covariance), 0, None))
     unbiased, unbiased_covariance = est.unbiased(q, counts)
     unbiased_se = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))

@@ -15,6 +15,7 @@ from scipy import stats
 
 from deniable.client import Survey
 
+from . import channels
 from . import estimators as est
 from . import likelihood
 
@@ -29,7 +30,7 @@ def binary_question(epsilon):
     return Survey.from_dict(spec).questions["q"]
 
 
-def exact_coverage(channel: est.BinaryChannel, n: int, pi: float, level: float, method: str) -> float:
+def exact_coverage(channel: channels.BinaryChannel, n: int, pi: float, level: float, method: str) -> float:
     """P(π ∈ interval) summed exactly over the binomial distribution of "yes" reports."""
     rate = channel.rate(pi)
     distribution = stats.binom(n, rate)
@@ -56,7 +57,7 @@ def mean_width(channel, n, pi, level, method) -> float:
 def coverage_table(methods=est.BINARY_METHODS, level=0.95):
     rows = []
     for label, epsilon in GRID_EPSILON:
-        channel = est.binary_channel(binary_question(epsilon).mechanism)
+        channel = channels.binary_channel(binary_question(epsilon).mechanism)
         for n in GRID_N:
             for pi in GRID_PI:
                 row = {"epsilon": label, "n": n, "pi": pi}
@@ -98,7 +99,7 @@ def unary_coverage(design: str, k: int, epsilon, n: int, shares, level: float = 
     """Exact coverage of a multi-select question's default intervals: each option's count of reported
     selections is binomial, so coverage is a binomial sum; with options selected independently the
     simultaneous coverage is the product of the options' coverages at the Bonferroni level."""
-    channel = est.binary_channel(grid_question(design, k, epsilon).mechanism)
+    channel = channels.binary_channel(grid_question(design, k, epsilon).mechanism)
     each = [exact_coverage(channel, n, float(share), level, est.DEFAULT_BINARY_METHOD) for share in shares]
     bonferroni = est.per_answer_level(level, k, True)
     together = math.prod(exact_coverage(channel, n, float(share), bonferroni, est.DEFAULT_BINARY_METHOD)
@@ -106,7 +107,7 @@ def unary_coverage(design: str, k: int, epsilon, n: int, shares, level: float = 
     return {"per-answer (min)": min(each), "worst answer": int(np.argmin(each)), "simultaneous": together}
 
 
-def marginal_coverage(channel: est.BinaryChannel, n: int, truth, level: float = 0.95) -> dict:
+def marginal_coverage(channel: channels.BinaryChannel, n: int, truth, level: float = 0.95) -> dict:
     """k-ary randomized response: each answer's report count is binomial, so the coverage of its Clopper–Pearson
     interval is a binomial sum (a lower bound for `estimate`'s, which is widened when needed to reach the
     estimate); the simultaneous intervals cover at least 1 − Σ_j (1 − coverage_j) at the Bonferroni level."""
@@ -124,7 +125,7 @@ def simulated_coverage(design: str, k: int, epsilon, n: int, truth, reps: int, s
     by one constrained maximisation per answer (`likelihood.profile_loglikelihood`). The numeric mean's
     interval is computed as `estimate` computes it."""
     mechanism = grid_question(design, k, epsilon).mechanism
-    q = est.channel_matrix(mechanism)
+    q = channels.channel_matrix(mechanism)
     rates = q @ truth
     rng = np.random.default_rng(seed)
     cut, cut_together = likelihood.likelihood_cut(level), likelihood.likelihood_cut(est.per_answer_level(level, k, True))
@@ -185,11 +186,11 @@ def _coverage_cell(job) -> dict:
     if design.startswith("unary"):
         found = unary_coverage(design, k, epsilon, n, truth, level)
         found["reps"] = "exact"
-    elif est.is_binary(mechanism):  # estimated as a yes/no share: exact binomial coverage, the two rows agree
-        coverage = exact_coverage(est.binary_channel(mechanism), n, float(truth[0]), level, est.DEFAULT_BINARY_METHOD)
+    elif channels.is_binary(mechanism):  # estimated as a yes/no share: exact binomial coverage, the two rows agree
+        coverage = exact_coverage(channels.binary_channel(mechanism), n, float(truth[0]), level, est.DEFAULT_BINARY_METHOD)
         found = {"per-answer (min)": coverage, "worst answer": 0, "simultaneous": coverage, "reps": "exact"}
-    elif est.marginal_channel(est.channel_matrix(mechanism)) is not None:
-        found = marginal_coverage(est.marginal_channel(est.channel_matrix(mechanism)), n, truth, level)
+    elif channels.marginal_channel(channels.channel_matrix(mechanism)) is not None:
+        found = marginal_coverage(channels.marginal_channel(channels.channel_matrix(mechanism)), n, truth, level)
     else:
         found = simulated_coverage(design, k, epsilon, n, truth, reps, seed, level)
         found["reps"] = reps
@@ -237,7 +238,7 @@ def simulation_study(reps: int = 2000, n: int = 2000, seed: int = 20261122, leve
     for label, (spec, truth) in SIMULATED.items():
         mechanism = _question(spec).mechanism
         pi, target = _answer_distribution(mechanism, truth)
-        rates = est.channel_matrix(mechanism) @ pi
+        rates = channels.channel_matrix(mechanism) @ pi
         unbiased, variances, estimates, covered = [], [], [], np.zeros(len(target))
         means, mean_variances, mean_covered = [], [], 0
         grid_mean = None
@@ -279,7 +280,7 @@ def regression_study(reps: int = 200, n: int = 4000, seed: int = 7, beta=(-1.0, 
 
     rng = np.random.default_rng(seed)
     question = _question({"type": "yes_no"})
-    channel = est.binary_channel(question.mechanism)
+    channel = channels.binary_channel(question.mechanism)
     beta = np.asarray(beta)
     fits, ses, covered = [], [], np.zeros(len(beta))
     import pandas as pd
@@ -389,7 +390,7 @@ def main(out=sys.stdout, reps: int = 1500, processes: int = 2):
         cells = " | ".join(_bold(r[m]) for m in methods)
         print(f"| {r['epsilon']} | {r['n']} | {r['pi']} | {cells} |", file=out)
     print("\n## Mean interval width at π = 0.1 (ε = ln 3)\n", file=out)
-    channel = est.binary_channel(binary_question("ln 3").mechanism)
+    channel = channels.binary_channel(binary_question("ln 3").mechanism)
     print("| n | " + " | ".join(methods) + " |\n|---|" + "---|" * len(methods), file=out)
     for n in GRID_N:
         print(f"| {n} | " + " | ".join(f"{mean_width(channel, n, 0.1, 0.95, m):.4f}" for m in methods) + " |", file=out)

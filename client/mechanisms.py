@@ -19,6 +19,7 @@ the default is the `secrets` module. Tests may inject a seeded one; real use mus
 from __future__ import annotations
 
 import bisect
+import difflib
 import itertools
 import math
 import secrets
@@ -26,6 +27,7 @@ from fractions import Fraction
 from functools import cached_property
 
 from .exact import EpsilonRequest, epsilon_of, integer_root, json_number, parse_fraction
+from .privacy import MIN_EPSILON
 
 YES_NO = ("yes", "no")
 
@@ -622,6 +624,13 @@ def build(question_type: str, privacy, where: str, options=None, grid=None) -> M
     if not isinstance(privacy, dict):
         raise ValueError(f"{where}: expected 'none' or a mapping with a 'design', got {privacy!r}")
     design = privacy.get("design")
+    if design is None:
+        # Usually a misspelt key ("desgin:"): name it rather than the design it failed to give.
+        others = sorted(set(privacy) - {"design"})
+        close = difflib.get_close_matches("design", others, n=1, cutoff=0.75)
+        hint = f"; is {close[0]!r} a misspelling of 'design'?" if close else \
+            (f" (keys given: {', '.join(map(repr, others))})" if others else "")
+        raise ValueError(f"{where}.design: missing{hint} Choose one of {', '.join(DESIGNS)} (or privacy: none)")
     if not isinstance(design, str) or design not in DESIGNS:
         raise ValueError(f"{where}.design: unknown design {design!r}; choose one of {', '.join(DESIGNS)} (or privacy: none)")
     types, accepted = DESIGNS[design]
@@ -631,15 +640,21 @@ def build(question_type: str, privacy, where: str, options=None, grid=None) -> M
     if unknown:
         raise ValueError(f"{where}: unknown field {unknown[0]!r} for design {design} (accepted: {', '.join(accepted)})")
     if design == "forced_response":
-        return forced_response(privacy, where)
-    if design == "warner":
-        return warner(privacy, where)
-    if design == "unrelated_question":
-        return unrelated_question(privacy, where)
-    if design == "k_rr":
-        return k_rr(privacy, where, list(YES_NO) if question_type == "yes_no" else options)
-    if design == "ordinal":
-        return ordinal(privacy, where, options)
-    if design == "unary":
-        return unary(privacy, where, options)
-    return laplace(privacy, where, *grid)
+        mechanism = forced_response(privacy, where)
+    elif design == "warner":
+        mechanism = warner(privacy, where)
+    elif design == "unrelated_question":
+        mechanism = unrelated_question(privacy, where)
+    elif design == "k_rr":
+        mechanism = k_rr(privacy, where, list(YES_NO) if question_type == "yes_no" else options)
+    elif design == "ordinal":
+        mechanism = ordinal(privacy, where, options)
+    elif design == "unary":
+        mechanism = unary(privacy, where, options)
+    else:
+        mechanism = laplace(privacy, where, *grid)
+    if mechanism.exp_epsilon is not None and mechanism.epsilon < MIN_EPSILON:
+        raise ValueError(f"{where}: ε = {mechanism.epsilon:.3g} is so close to 0 that a report says next to nothing "
+                         f"about the answer; estimates would need millions of respondents. Use ε ≥ {MIN_EPSILON} "
+                         "(0.5 to 3 is usual)")
+    return mechanism

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import math
 
+#: Below this ε a randomized question is refused: its reports say next to nothing about the answer
+#: (e^ε < 1.01), and no survey could afford the respondents an estimate would need.
+MIN_EPSILON = 0.01
+#: Above this ε a question is flagged as giving little protection: someone 2% sure of an answer
+#: beforehand can be more than 50% sure after one report (e^ε > 49). The coin-flip design has ln 3.
+WEAK_EPSILON = math.log(49)
+
 
 def posterior_bound(prior: float, epsilon: float) -> float:
     """The largest posterior P(answer | report) an observer can reach from ``prior``.

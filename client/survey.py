@@ -31,7 +31,7 @@ from pathlib import Path
 from . import mechanisms, skiplogic
 from .exact import canonical_json, check_json_text, json_number, parse_fraction
 from .mechanisms import Mechanism
-from .privacy import ONE_SIDED_STATEMENT, posterior_bound, privacy_statement
+from .privacy import ONE_SIDED_STATEMENT, WEAK_EPSILON, posterior_bound, privacy_statement
 
 QUESTION_TYPES = ("yes_no", "choice", "ordinal", "multi_select", "number")
 ITEM_TYPES = QUESTION_TYPES + ("note",)
@@ -554,6 +554,10 @@ class Survey:
                     f"{self.languages.default!r}: {', '.join(places[:5])}{', ...' if len(places) > 5 else ''}"
                     for code, places in by_language.items()]
         for q in self.private_questions:
+            if WEAK_EPSILON < q.epsilon < math.inf:
+                warnings.append(f"question {q.id!r}: ε = {q.epsilon:.3g} leaves little protection: someone 2% sure of "
+                                f"an answer beforehand can be {posterior_bound(0.02, q.epsilon):.0%} sure after one report "
+                                f"(flagged above ε = ln 49 ≈ {WEAK_EPSILON:.2f}, where 2% can pass 50%)")
             if math.isinf(q.epsilon):  # randomized, yet one report value pins the answer
                 warnings.append(f"question {q.id!r}: ε is infinite: some report is only ever sent by respondents with "
                                 f"one particular true answer, so it reveals that answer (one-sided garbling protects "

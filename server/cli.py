@@ -71,23 +71,62 @@ def survey():
 @click.argument("spec_file", type=click.Path(dir_okay=False))
 @click.option("--prior", type=click.FloatRange(0, 1), default=0.02, show_default=True,
               help="Prior belief used to illustrate each question's worst-case posterior.")
-@click.option("--json", "as_json", is_flag=True, help="Print the canonical spec, hash and ε as JSON.")
-def check(spec_file, prior, as_json):
-    """Validate SPEC_FILE (YAML or JSON) and print its privacy summary: ε per question and in total."""
+@click.option("--json", "as_json", is_flag=True, help="Print the canonical spec, hash, ε and planning figures as JSON.")
+@click.option("--n", "planned", type=click.IntRange(1, 10**9), default=1000, show_default=True,
+              help="Planned number of respondents, for the precision each question will give.")
+@click.option("--plan/--no-plan", "planning", default=True, show_default=True,
+              help="Print the precision at --n (loads numpy, about 0.2 s; --no-plan only validates).")
+def check(spec_file, prior, as_json, planned, planning):
+    """Validate SPEC_FILE (YAML or JSON) and print its privacy summary (ε per question and in total)
+    and what each question will give at the planned sample size."""
     parsed = _load(spec_file)
+    plans = _plans(parsed, planned) if planning else None
     if as_json:
+        figures = {p.question_id: p for p in plans or []}
+
+        def figures_of(qid):
+            p = figures.get(qid)
+            return None if p is None else {"n": p.n, "se": p.se, "margin": p.margin, "n_for_margin": p.n_for_margin,
+                                           "target": p.target, "mean_se": p.mean_se, "flags": p.flags}
+
         payload = {
             "hash": parsed.hash,
             "epsilon": parsed.epsilon,
-            "questions": {q.id: {"design": q.mechanism.design, "epsilon": None if not q.is_private else q.epsilon}
+            "questions": {q.id: {"design": q.mechanism.design, "epsilon": None if not q.is_private else q.epsilon,
+                                 "planning": figures_of(q.id)}
                           for q in parsed.questions.values()},
+            "warnings": parsed.warnings,
             "spec": parsed.to_dict(),
         }
-        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=_json_float))
     else:
         click.echo(parsed.privacy_summary(prior))
         for warning in parsed.warnings:
             click.echo(f"WARNING: {warning}")
+        if planning:
+            _echo_plans(plans)
+
+
+def _plans(survey: Survey, planned: int):
+    """Planning figures per private question (None without the analysis extra, which has numpy)."""
+    try:
+        from deniable.analysis.planning import plan
+    except ImportError:
+        return None
+    return plan(survey, planned)
+
+
+def _echo_plans(plans):
+    if plans is None:
+        click.echo("\n(Precision at a planned sample size needs the analysis extra: pip install 'deniable[analysis]')")
+        return
+    from deniable.analysis.planning import describe_plan
+
+    click.echo("\n" + describe_plan(plans))
+
+
+def _json_float(value):
+    return float(value)
 
 
 @survey.command("import")
@@ -208,11 +247,18 @@ def survey_list(db_path):
 @click.argument("survey_id")
 @db_option
 @click.option("--prior", type=click.FloatRange(0, 1), default=0.02, show_default=True)
-def survey_show(survey_id, db_path, prior):
-    """The privacy summary of a stored survey: ε per question and in total, versions, responses."""
+@click.option("--n", "planned", type=click.IntRange(1, 10**9), default=1000, show_default=True,
+              help="Planned number of respondents, for the precision each question will give.")
+def survey_show(survey_id, db_path, prior, planned):
+    """The privacy summary of a stored survey: ε per question and in total, planning figures,
+    versions, responses."""
     with _store(db_path, read_only=True) as store, _Errors():
         record = store.get_survey(survey_id)
         click.echo(record.survey.privacy_summary(prior))
+        for warning in record.survey.warnings:
+            click.echo(f"WARNING: {warning}")
+        _echo_plans(_plans(record.survey, planned))
+        click.echo()
         if record.access == "open":
             click.echo("NOTE: open survey (no invitation tokens): someone who answers more than once spends "
                        "the per-person budget again each time.")
@@ -311,9 +357,7 @@ def export(survey_id, fmt, output, spec_hash, version, db_path):
 def estimate_command(survey_id, db_path, url, token, by, questions, level, simultaneous, fmt, language, version,
                      spec_hash, all_versions):
     """Debiased estimates with standard errors and confidence intervals for every question."""
-    import pandas as pd
-
-    from deniable.analysis import LoadError, PoolingError, load, subgroup_frame, subgroups
+    from deniable.analysis import LoadError, estimate_table, load
 
     if sum(map(bool, (version, spec_hash, all_versions))) > 1:
         raise click.UsageError("give one of --version, --spec-hash and --all-versions")
@@ -321,72 +365,20 @@ def estimate_command(survey_id, db_path, url, token, by, questions, level, simul
     try:
         data = load(url=url, survey_id=survey_id, token=token, **chosen) if url else \
             load(db=db_path or "deniable.db", survey_id=survey_id, **chosen)
-        wanted = list(questions) or [q for q in _questions_of(data) if q != by]
-        frames, texts, refused = [], [], []
-        for qid in wanted:
-            if not questions and data.pooled:
-                try:
-                    data.versions_for(qid)
-                except PoolingError as error:
-                    refused.append(str(error))  # the others are still pooled; this one is named below
-                    continue
-            if by:
-                frame = subgroup_frame(subgroups(data, qid, by, level, simultaneous=simultaneous)).reset_index()
-                texts.append(f"== {qid} by {by} ({level:.0%} intervals)\n{frame.to_string(index=False, float_format=_fmt)}")
-            else:
-                if data.question_counts(qid).sum() == 0 and data.population(qid) is not None:
-                    continue  # asked of nobody yet: the survey goes on with the questions that have reports
-                result = data.estimate(qid, level, simultaneous=simultaneous, language=language)
-                frame = result.to_frame().reset_index().rename(columns={result.table.index.name: "answer"})
-                texts.append(result.summary().as_text())
-                if result.mean is not None:
-                    mean = result.mean
-                    frame["mean"], frame["mean_se"] = mean.estimate, mean.se
-                    frame["mean_ci_low"], frame["mean_ci_high"] = mean.ci.low, mean.ci.high
-                    frame["mean_unbiased"] = mean.unbiased
-                frame["converged"] = result.converged
-                frame["population"] = result.population
-                frame.insert(1, "n", result.n)
-                frame.insert(2, "method", result.method)
-            frame.insert(0, "question", qid)
-            frame["versions"] = ";".join(v.label for v in data.versions_for(qid))
-            frames.append(frame)
+        table = estimate_table(data, questions, by, level, simultaneous, language)
     except (LoadError, ValueError) as error:
         raise click.ClickException(str(error)) from None
-    if fmt != "table":
-        for message in refused:
-            click.echo(f"Not pooled: {message}", err=True)
     if fmt == "table":
         which = (f"versions {', '.join(v.label for v in data.versions)} pooled" if data.pooled
                  else f"version {data.versions[0].label}")
         click.echo(f"Survey {survey_id!r}, {which}, {data.n} responses ({data.source})\n")
-        click.echo("\n\n".join(texts + [f"Not pooled: {message}" for message in refused]))
+        click.echo("\n\n".join(table.texts + [f"Not pooled: {message}" for message in table.refused]))
         return
-    if not frames:
+    for message in table.refused:
+        click.echo(f"Not pooled: {message}", err=True)
+    if table.frame.empty:
         raise click.ClickException("no question could be estimated")
-    table = pd.concat(frames, ignore_index=True)
-    for column in ("answer", "group"):
-        if column in table:
-            table[column] = table[column].map(lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, list) else v)
-    if fmt == "csv":
-        click.echo(table.to_csv(index=False), nl=False)
-    else:
-        records = table.astype(object).where(table.notna(), None).to_dict(orient="records")  # NaN → null
-        # json.dumps writes floats that round-trip exactly
-        click.echo(json.dumps(records, ensure_ascii=False, indent=1, default=lambda value: value.item()))
-
-
-def _questions_of(data) -> list[str]:
-    """Every question of the loaded versions: the newest version's order, then questions that only
-    older versions asked (their data stay reachable)."""
-    ids = list(data.survey.questions)
-    for version in reversed(data.versions):
-        ids += [qid for qid in version.survey.questions if qid not in ids]
-    return ids
-
-
-def _fmt(x: float) -> str:
-    return f"{x:.4f}"
+    click.echo(table.to_csv() if fmt == "csv" else table.to_json(), nl=fmt == "json")
 
 
 # --- running ------------------------------------------------------------------------------------

@@ -682,6 +682,16 @@ export function buildMechanism(type, privacy, where, options = null, grid = null
     throw new SpecError(`${where}: expected 'none' or a mapping with a 'design', got ${show(privacy)}`);
   }
   const design = privacy.design;
+  if (design === undefined || design === null) {
+    // Usually a misspelt key ("desgin:"): name it rather than the design it failed to give.
+    const others = Object.keys(privacy).filter((key) => key !== "design").sort();
+    // difflib.get_close_matches: the best score at least 0.75, ties to the larger key.
+    const close = others.map((key) => [similarity(key, "design"), key]).filter(([score]) => score >= 0.75)
+      .sort(([a, x], [b, y]) => b - a || (y > x ? 1 : y < x ? -1 : 0)).map(([, key]) => key)[0];
+    const hint = close ? `; is '${close}' a misspelling of 'design'?`
+      : others.length ? ` (keys given: ${others.map((k) => `'${k}'`).join(", ")})` : "";
+    throw new SpecError(`${where}.design: missing${hint} Choose one of ${Object.keys(DESIGNS).join(", ")} (or privacy: none)`);
+  }
   if (!Object.hasOwn(DESIGNS, design)) {
     throw new SpecError(`${where}.design: unknown design ${show(design)}; choose one of ${Object.keys(DESIGNS).join(", ")} (or privacy: none)`);
   }
@@ -691,10 +701,38 @@ export function buildMechanism(type, privacy, where, options = null, grid = null
   }
   const unknown = Object.keys(privacy).filter((key) => key !== "design" && !accepted.includes(key)).sort();
   if (unknown.length) throw new SpecError(`${where}: unknown field '${unknown[0]}' for design ${design} (accepted: ${accepted.join(", ")})`);
-  return designBuilders[design](privacy, where, type === "yes_no" ? YES_NO : options, grid);
+  const mechanism = designBuilders[design](privacy, where, type === "yes_no" ? YES_NO : options, grid);
+  if (mechanism.expEpsilon !== null && mechanism.epsilon < MIN_EPSILON) {
+    throw new SpecError(`${where}: ε = ${Number(mechanism.epsilon.toPrecision(3))} is so close to 0 that a report says next to ` +
+      `nothing about the answer; estimates would need millions of respondents. Use ε ≥ ${MIN_EPSILON} (0.5 to 3 is usual)`);
+  }
+  return mechanism;
+}
+
+/** Python's difflib ratio for two short keys: 2·matches / total length (matches by longest common blocks). */
+function similarity(a, b) {
+  const matches = (x, y) => {
+    if (!x.length || !y.length) return 0;
+    let best = 0, atX = 0, atY = 0;
+    for (let i = 0; i < x.length; i++) {
+      for (let j = 0; j < y.length; j++) {
+        let k = 0;
+        while (i + k < x.length && j + k < y.length && x[i + k] === y[j + k]) k++;
+        if (k > best) { best = k; atX = i; atY = j; }
+      }
+    }
+    if (!best) return 0;
+    return best + matches(x.slice(0, atX), y.slice(0, atY)) + matches(x.slice(atX + best), y.slice(atY + best));
+  };
+  return (2 * matches(a, b)) / (a.length + b.length);
 }
 
 // ---------------------------------------------------------------- privacy for people
+
+/** Below this epsilon a randomized question is refused (e^epsilon < 1.01: its reports carry next to nothing). */
+export const MIN_EPSILON = 0.01;
+/** Above this epsilon (ln 49) a question is flagged: a 2% prior can pass 50% after one report. */
+export const WEAK_EPSILON = Math.log(49);
 
 /** The largest posterior an observer can reach from `prior` after one report: q e^eps / (q e^eps + 1 - q). */
 export function posteriorBound(prior, epsilon) {

@@ -62,3 +62,59 @@ def test_compare_designs_ranks_by_variance():
     many = compare_designs(16, 4.0)
     assert many.index[0] == "k_rr"
     assert many.loc["unary optimized", "worst unit variance"] > many.loc["k_rr", "worst unit variance"]
+
+
+# --- advice before fielding (issue 13 §3) -----------------------------------------------------------
+
+def test_plan_gives_the_figures_the_planning_functions_give():
+    from deniable.analysis import plan
+
+    survey = Survey.from_dict({"id": "s", "title": "t", "questions": [
+        {"id": "drinks", "text": "?", "type": "number", "min": 0, "max": 20, "step": 1,
+         "privacy": {"design": "laplace", "epsilon": 2}},
+        {"id": "likert", "text": "?", "type": "ordinal", "options": list("abcde"), "privacy": {"design": "ordinal", "epsilon": 1}},
+        {"id": "coin", "text": "?", "type": "yes_no"},
+        {"id": "region", "text": "?", "type": "choice", "options": ["N", "S"], "privacy": "none"}]})
+    plans = {p.question_id: p for p in plan(survey, 1000)}
+    assert set(plans) == {"drinks", "likert", "coin"}  # public questions are not randomized: nothing to plan
+    # The numbers the issue quotes, from the same functions.
+    assert plans["drinks"].n_for_margin == sample_size(survey.questions["drinks"], 0.05) == 2_867_604
+    assert plans["likert"].n_for_margin == 113_326
+    assert plans["coin"].margin == pytest.approx(margin_of_error(survey.questions["coin"], 1000))
+    assert plans["coin"].flags == [] and plans["coin"].shares_usable
+    for qid in ("drinks", "likert"):
+        assert "only the mean is usable" in plans[qid].flags[0]
+    assert plans["drinks"].scale == (0, 20) and plans["likert"].scale == (1, 5)
+    with pytest.raises(ValueError, match="n must be"):
+        plan(survey, 0)
+
+
+@pytest.mark.parametrize("spec, truth", [
+    ({"type": "ordinal", "options": list("abcde"), "privacy": {"design": "ordinal", "epsilon": 1.5}}, [0.2] * 5),
+    ({"type": "number", "min": 0, "max": 10, "step": 1, "privacy": {"design": "laplace", "epsilon": 3}}, [1 / 11] * 11),
+    ({"type": "choice", "options": list("abc"), "privacy": {"design": "k_rr", "epsilon": 1}}, [1 / 3] * 3),
+])
+def test_planned_standard_errors_match_simulated_surveys(spec, truth):
+    """The advice is a forecast: 300 simulated surveys of n = 1000 at the uniform truth it assumes must show
+    the spread it predicts (the share SE of the unbiased estimate, and the mean SE of the estimate of record)."""
+    from deniable.analysis import plan
+    from deniable.analysis.planning import scores
+
+    q = question(**spec)
+    survey = Survey.from_dict({"id": "s", "title": "t", "questions": [q.to_dict()]})
+    predicted = plan(survey, 1000)[0]
+    rng = np.random.default_rng(13)
+    answers = q.mechanism.answers
+    cumulative = np.cumsum([[float(p) for p in row] for row in q.mechanism.channel()], axis=0)
+    reports = np.array(q.mechanism.reports, dtype=object)
+    shares, means = [], []
+    for _ in range(300):
+        true = rng.choice(len(answers), size=1000, p=truth)
+        drawn = (rng.random(1000) > cumulative[:, true]).sum(axis=0)
+        result = estimate(q, list(reports[np.minimum(drawn, len(reports) - 1)]), method="wald")
+        shares.append(result.table["unbiased"].to_numpy())
+        if predicted.mean_se is not None:
+            means.append(float(scores(q) @ result.table["estimate"].to_numpy()))
+    assert np.max(np.std(shares, axis=0)) == pytest.approx(predicted.se, rel=0.12)
+    if predicted.mean_se is not None:
+        assert np.std(means) == pytest.approx(predicted.mean_se, rel=0.12)

@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 from scipy import stats
 
-from deniable.client import Survey, posterior_bound, privacy_statement
+from deniable.client import SpecError, Survey, posterior_bound, privacy_statement
 from deniable.client.mechanisms import _worst_ratio
 from tests.conftest import ROOT
 from tests.vectors import generate
@@ -233,3 +233,41 @@ def test_client_imports_only_the_standard_library():
             "print(sorted(new - set(sys.stdlib_module_names) - {'deniable'}))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+PRIVACY_MISTAKES = [
+    ({"desgin": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}, "is 'desgin' a misspelling of 'design'?"),
+    ({"Design": "k_rr", "epsilon": 1}, "is 'Design' a misspelling of 'design'?"),
+    ({"epsilon": 1}, "keys given: 'epsilon'"),
+    ({"design": "k_rr", "epsilon": "1e-9"}, "so close to 0"),
+    ({"design": "k_rr", "epsilon": 0.005}, "ε = 0.005 is so close to 0"),
+    ({"design": "warner", "p": "0.501"}, "so close to 0"),
+]
+
+
+@pytest.mark.parametrize("privacy, message", PRIVACY_MISTAKES)
+def test_privacy_mistakes_are_named_alike_by_both_twins(privacy, message, node):
+    """A misspelt key is named (not "unknown design None"); ε ≈ 0 is refused: the report would carry
+    nothing. The JavaScript twin refuses with the same words."""
+    spec = {"id": "s", "title": "t", "questions": [{"id": "q", "text": "?", "type": "yes_no", "privacy": privacy}]}
+    with pytest.raises(SpecError) as python:
+        Survey.from_dict(spec)
+    assert message in str(python.value) and "question 'q'.privacy" in str(python.value)
+    script = ("import { Survey } from './client/js/deniable.js';"
+              "try { Survey.fromSpec(JSON.parse(process.argv[1])); console.log('accepted'); }"
+              "catch (error) { console.log(error.message); }")
+    javascript = subprocess.run([node, "--input-type=module", "-e", script, json.dumps(spec)], cwd=ROOT,
+                                capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    assert javascript == str(python.value)
+
+
+def test_a_small_but_real_epsilon_and_a_weak_one_are_accepted_the_weak_one_flagged():
+    ok = Survey.from_dict({"id": "s", "title": "t", "questions": [
+        {"id": "q", "text": "?", "type": "yes_no", "privacy": {"design": "k_rr", "epsilon": 0.05}},
+        {"id": "w", "text": "?", "type": "yes_no", "privacy": {"design": "k_rr", "epsilon": 50}}]})
+    assert ok.questions["q"].epsilon == pytest.approx(0.05, abs=1e-6)
+    flagged = [w for w in ok.warnings if "little protection" in w]
+    assert len(flagged) == 1 and "'w'" in flagged[0] and "100% sure" in flagged[0]
+    at_threshold = Survey.from_dict({"id": "s", "title": "t", "questions": [
+        {"id": "q", "text": "?", "type": "yes_no", "privacy": {"design": "k_rr", "epsilon": 3.8}}]})
+    assert not [w for w in at_threshold.warnings if "little protection" in w]

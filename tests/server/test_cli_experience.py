@@ -106,3 +106,73 @@ def test_the_command_starts_without_importing_what_it_does_not_use():
     check = subprocess.run([DENIABLE, "survey", "check", str(EXAMPLES / "tax.yaml")], capture_output=True, text=True,
                            timeout=60)
     assert check.returncode == 0
+
+
+# --- advice before fielding (issue 13 §3) -----------------------------------------------------------
+
+def _spec(tmp_path, *questions) -> str:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"id": "drugs", "title": "Drug use", "questions": list(questions)}))
+    return str(path)
+
+
+DRINKS = {"id": "drinks", "text": "Drinks last week?", "type": "number", "min": 0, "max": 20, "step": 1,
+          "privacy": {"design": "laplace", "epsilon": 2}}
+LIKERT = {"id": "risky", "text": "Cannabis is risky.", "type": "ordinal", "options": ["1", "2", "3", "4", "5"],
+          "privacy": {"design": "ordinal", "epsilon": 1.5}}
+COIN = {"id": "cannabis", "text": "Cannabis last year?", "type": "yes_no"}
+
+
+def test_survey_check_gives_the_precision_at_the_planned_n(runner, tmp_path):
+    from deniable.analysis import plan
+    from deniable.client import Survey
+
+    path = _spec(tmp_path, COIN, LIKERT, DRINKS)
+    result = runner.invoke(main, ["survey", "check", path])
+    assert result.exit_code == 0, result.output
+    assert "Planning at n = 1,000 respondents" in result.output
+    assert "n for ±5 points: 2,867,604" in result.output  # the 0-20 number at ε = 2
+    flags = [line for line in result.output.splitlines() if "FLAG" in line]
+    assert len(flags) == 2 and all("only the mean is usable" in line for line in flags)
+    assert not [line for line in flags if "cannabis" in line]
+    # --n moves the figures: the coin-flip question at n = 400 has the margin the planning functions give.
+    wider = runner.invoke(main, ["survey", "check", path, "--n", "400", "--json"])
+    figures = json.loads(wider.output)["questions"]
+    expected = {p.question_id: p for p in plan(Survey.from_file(path), 400)}
+    assert figures["cannabis"]["planning"]["margin"] == pytest.approx(expected["cannabis"].margin)
+    assert figures["cannabis"]["planning"]["n"] == 400 and figures["drinks"]["planning"]["mean_se"] > 0
+    quiet = runner.invoke(main, ["survey", "check", path, "--no-plan"])
+    assert quiet.exit_code == 0 and "Planning" not in quiet.output
+
+
+def test_survey_show_plans_too(runner, tmp_path):
+    db = str(tmp_path / "s.db")
+    assert runner.invoke(main, ["survey", "add", _spec(tmp_path, COIN, LIKERT), "--db", db]).exit_code == 0
+    shown = runner.invoke(main, ["survey", "show", "drugs", "--db", db, "--n", "5000"]).output
+    assert "Planning at n = 5,000 respondents" in shown and "risky" in shown
+
+
+@pytest.mark.parametrize("privacy, message", [
+    ({"design": "k_rr", "epsilon": 50}, "ε = 50 leaves little protection"),
+    ({"design": "unrelated_question", "p": "1/2", "innocuous_yes": 0}, "ε is infinite"),
+])
+def test_weak_and_one_sided_designs_are_flagged(runner, tmp_path, privacy, message):
+    result = runner.invoke(main, ["survey", "check", _spec(tmp_path, {**COIN, "privacy": privacy})])
+    assert result.exit_code == 0 and f"WARNING: question 'cannabis': {message}" in result.output, result.output
+    assert "none (PUBLIC)" not in result.output
+
+
+@pytest.mark.parametrize("privacy, message", [
+    ({"desgin": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}, "is 'desgin' a misspelling of 'design'?"),
+    ({"design": "k_rr", "epsilon": 1e-9}, "so close to 0"),
+])
+def test_privacy_mistakes_are_refused_by_name(runner, tmp_path, privacy, message):
+    result = runner.invoke(main, ["survey", "check", _spec(tmp_path, {**COIN, "privacy": privacy})])
+    assert result.exit_code == 1 and message in result.output and "unknown design None" not in result.output
+
+
+def test_planning_loads_numpy_but_not_scipy_pandas_or_statsmodels():
+    script = ("import sys; from deniable.analysis.planning import plan; from deniable.analysis import plan as same; "
+              "assert plan is same; print(sorted(m for m in ('scipy', 'pandas', 'statsmodels') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"

@@ -1,0 +1,89 @@
+"""Every question's estimates as one long table: what `deniable estimate --format csv|json` prints and
+what the dashboard offers for download, so the two show the same numbers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from .groups import subgroup_frame, subgroups
+from .loading import LoadedSurvey, PoolingError
+
+
+@dataclass
+class EstimateTable:
+    """``frame``: one row per question and answer (per group with ``by``); ``texts``: each question's
+    summary as text; ``refused``: why a question could not be pooled (the others still are)."""
+
+    frame: pd.DataFrame
+    texts: list = field(default_factory=list)
+    refused: list = field(default_factory=list)
+
+    def records(self) -> list[dict]:
+        """Rows as JSON-ready dicts (NaN → None; list-valued answers as JSON text)."""
+        table = self.frame.astype(object).where(self.frame.notna(), None)
+        return table.to_dict(orient="records")
+
+    def to_json(self) -> str:
+        # json.dumps writes floats that round-trip exactly
+        return json.dumps(self.records(), ensure_ascii=False, indent=1, default=lambda value: value.item())
+
+    def to_csv(self) -> str:
+        return self.frame.to_csv(index=False)
+
+
+def question_ids(data: LoadedSurvey) -> list[str]:
+    """Every question of the loaded versions: the newest version's order, then questions that only
+    older versions asked (their data stay reachable)."""
+    ids = list(data.survey.questions)
+    for version in reversed(data.versions):
+        ids += [qid for qid in version.survey.questions if qid not in ids]
+    return ids
+
+
+def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, level: float = 0.95,
+                   simultaneous: bool = False, language: str | None = None) -> EstimateTable:
+    """Estimates of ``questions`` (default: all with reports) as one long table. Pooled data skip a
+    question whose randomization changed between versions (named in ``refused``) unless it was asked for
+    by name, when the `PoolingError` is raised."""
+    wanted = list(questions or []) or [q for q in question_ids(data) if q != by]
+    frames, texts, refused = [], [], []
+    for qid in wanted:
+        if not questions and data.pooled:
+            try:
+                data.versions_for(qid)
+            except PoolingError as error:
+                refused.append(str(error))
+                continue
+        if by:
+            frame = subgroup_frame(subgroups(data, qid, by, level, simultaneous=simultaneous)).reset_index()
+            texts.append(f"== {qid} by {by} ({level:.0%} intervals)\n{frame.to_string(index=False, float_format=_fmt)}")
+        else:
+            if data.question_counts(qid).sum() == 0 and data.population(qid) is not None:
+                continue  # asked of nobody yet: the survey goes on with the questions that have reports
+            result = data.estimate(qid, level, simultaneous=simultaneous, language=language)
+            frame = result.to_frame().reset_index().rename(columns={result.table.index.name: "answer"})
+            texts.append(result.summary().as_text())
+            if result.mean is not None:
+                mean = result.mean
+                frame["mean"], frame["mean_se"] = mean.estimate, mean.se
+                frame["mean_ci_low"], frame["mean_ci_high"] = mean.ci.low, mean.ci.high
+                frame["mean_unbiased"] = mean.unbiased
+            frame["converged"] = result.converged
+            frame["population"] = result.population
+            frame.insert(1, "n", result.n)
+            frame.insert(2, "method", result.method)
+        frame.insert(0, "question", qid)
+        frame["versions"] = ";".join(v.label for v in data.versions_for(qid))
+        frames.append(frame)
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["question"])
+    for column in ("answer", "group"):
+        if column in table:
+            table[column] = table[column].map(lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, list) else v)
+    return EstimateTable(table, texts, refused)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4f}"
