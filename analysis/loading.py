@@ -415,8 +415,8 @@ def _from_file(path: Path, spec, spec_hash) -> LoadedSurvey:
     if path.suffix.lower() == ".csv":
         raw = pd.read_csv(path, dtype=str, keep_default_na=False)
         rows = raw.to_dict("records")
-        frame = pd.DataFrame({qid: [_from_csv_cell(survey.questions[qid], r.get(qid, "")) for r in rows]
-                              for qid in survey.questions}, index=raw.get("id"))
+        frame = pd.DataFrame({qid: [_from_csv_row(question, r) for r in rows] for qid, question in survey.questions.items()},
+                             index=raw.get("id"))
         hashes = set(raw["spec_hash"]) if "spec_hash" in raw else set()
     else:
         records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -447,7 +447,15 @@ def _count_dict(mechanism, series) -> dict:
     return {_key(r): int(c) for r, c in zip(mechanism.reports, counts) if c}
 
 
-def _from_csv_cell(question, text: str):
+def _from_csv_row(question, row: dict):
+    """A question's report from a CSV export row: a multi-select one from its 0/1 option columns
+    (``question.option``; older exports held the list as JSON text in one column)."""
+    if question.type == "multi_select" and question.id not in row:
+        bits = [row.get(f"{question.id}.{option}", "") for option in question.options]
+        if all(bit == "" for bit in bits):
+            return None
+        return [option for option, bit in zip(question.options, bits) if bit == "1"]
+    text = row.get(question.id, "")
     if text == "":
         return None
     if question.type == "multi_select":

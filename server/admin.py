@@ -138,6 +138,50 @@ def pooled_estimates(survey_id):
     return _estimates_page(survey_id, pooled=True)
 
 
+@blueprint.get("/surveys/<survey_id>/versions/<int:number>/export.<fmt>")
+def export_download(survey_id, number, fmt):
+    """One version's reports (CSV, JSON lines, SPSS, Stata) or its codebook, as the API serves them."""
+    session = _session()
+    if session is None:
+        return _signed_out()
+    from .api import export_response
+    from .exports import EXPORT_FORMATS, ExportUnavailable
+
+    if fmt not in EXPORT_FORMATS:
+        abort(404)
+    store = get_store()
+    record = store.find_version(survey_id, version=number)
+    try:
+        return export_response(store, record, fmt, session["admin"])
+    except ExportUnavailable as error:
+        return render_template("message.html", heading="Cannot export", message=str(error), error=True), 501
+
+
+@blueprint.get("/surveys/<survey_id>/versions/<int:number>/estimates.<fmt>")
+@blueprint.get("/surveys/<survey_id>/pooled/estimates.<fmt>")
+def estimates_download(survey_id, fmt, number=None):
+    """The estimates on the page as the CLI prints them (`deniable estimate --format csv|json`)."""
+    if _session() is None:
+        return _signed_out()
+    from deniable.analysis import LoadError, estimate_table, load
+
+    if fmt not in ("csv", "json"):
+        abort(404)
+    store = get_store()
+    store.get_survey(survey_id)
+    if number is not None:
+        store.find_version(survey_id, version=number)  # an unknown version is a 404 page
+    try:
+        data = load(db=current_app.config["DATABASE"], survey_id=survey_id, version=number, all_versions=number is None)
+        table = estimate_table(data)
+    except (LoadError, ValueError) as error:
+        return render_template("message.html", heading="Cannot estimate", message=str(error), error=True), 422
+    which = "pooled" if number is None else f"v{number}"
+    return current_app.response_class(
+        table.to_csv() if fmt == "csv" else table.to_json(), mimetype="text/csv" if fmt == "csv" else "application/json",
+        headers={"Content-Disposition": f'attachment; filename="{survey_id}-{which}-estimates.{fmt}"'})
+
+
 def _estimates_page(survey_id, version: int | None = None, pooled: bool = False):
     if _session() is None:
         return _signed_out()
@@ -228,8 +272,9 @@ def audit():
     return render_template("audit.html", entries=get_store().audit_log(500))
 
 
-#: Chart geometry (SVG user units): label column, plotting width, row height.
-LABEL_WIDTH, PLOT_WIDTH, ROW_HEIGHT = 180, 300, 26
+#: Chart geometry (SVG user units): each row is its label line above a bar spanning the plot's width,
+#: so a phone's narrow screen shrinks the bars, not the text.
+PLOT_LEFT, PLOT_WIDTH, ROW_HEIGHT = 6, 388, 44
 
 
 def _bars(table) -> list[dict]:
@@ -241,7 +286,7 @@ def _bars(table) -> list[dict]:
             "y": position * ROW_HEIGHT, "estimate": float(row["estimate"]), "unbiased": float(row["unbiased"]),
             "low": float(row["ci_low"]), "high": float(row["ci_high"]),
             "bar": PLOT_WIDTH * clamp(row["estimate"]),
-            "x_low": LABEL_WIDTH + PLOT_WIDTH * clamp(row["ci_low"]),
-            "x_high": LABEL_WIDTH + PLOT_WIDTH * clamp(row["ci_high"]),
+            "x_low": PLOT_LEFT + PLOT_WIDTH * clamp(row["ci_low"]),
+            "x_high": PLOT_LEFT + PLOT_WIDTH * clamp(row["ci_high"]),
         })
     return rows

@@ -6,8 +6,6 @@ Request bodies are never logged.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 
@@ -20,6 +18,7 @@ from deniable.client.privacy import posterior_bound
 from deniable.client.survey import MAX_SPEC_BYTES
 
 from . import api_caller, get_store, storage
+from .exports import EXPORT_FORMATS, SUFFIXES, ExportUnavailable
 
 blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -273,35 +272,17 @@ def export(survey_id):
         raise ApiError(422, f"format: must be one of {', '.join(EXPORT_FORMATS)}", "format")
     store = get_store()
     record = store.find_version(survey_id, request.args.get("spec_hash"), request.args.get("version"))
-    store.audit(caller, "responses exported", survey_id, f"version {record.version}, {fmt}")
-    text = "".join(EXPORT_FORMATS[fmt](record, store.export(survey_id, record.hash)))
-    mimetype = "text/csv" if fmt == "csv" else "application/x-ndjson"
-    return Response(text, mimetype=mimetype,
-                    headers={"Content-Disposition": f'attachment; filename="{survey_id}-v{record.version}.{fmt}"'})
+    try:
+        return export_response(store, record, fmt, caller)
+    except ExportUnavailable as error:
+        raise ApiError(501, f"format: {error}", "format") from None
 
 
-def export_jsonl(record, rows):
-    for row in rows:
-        yield json.dumps(row, ensure_ascii=False) + "\n"
-
-
-def export_csv(record, rows):
-    """One column per question; lists (multi-select) as JSON text; empty for an unanswered question."""
-    columns = ["id", "spec_hash", "received_on", *record.survey.questions]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        values = [row["id"], row["spec_hash"], row["received_on"]]
-        for qid in record.survey.questions:
-            value = row["reports"].get(qid)
-            values.append("" if value is None else json.dumps(value, ensure_ascii=False) if isinstance(value, list) else value)
-        writer.writerow(values)
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-    if buffer.getvalue():
-        yield buffer.getvalue()
-
-
-EXPORT_FORMATS = {"jsonl": export_jsonl, "csv": export_csv}
+def export_response(store, record, fmt: str, actor: str) -> Response:
+    """One version's reports as a download (API and dashboard alike), written to the audit log."""
+    export = EXPORT_FORMATS[fmt]
+    body = export.write(record, store.export(record.id, record.hash))
+    body = b"".join(body) if export.binary else "".join(body)
+    store.audit(actor, "responses exported", record.id, f"version {record.version}, {fmt}")
+    return Response(body, mimetype=export.mimetype, headers={
+        "Content-Disposition": f'attachment; filename="{record.id}-v{record.version}.{SUFFIXES[fmt]}"'})

@@ -310,29 +310,44 @@ def tokens(survey_id, count, db_path, base_url):
 
 @main.command()
 @click.argument("survey_id")
-@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="csv", show_default=True)
-@click.option("--output", type=click.Path(dir_okay=False, writable=True), help="Write here instead of standard output.")
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "sav", "dta", "codebook"]), default="csv",
+              show_default=True, help="csv, jsonl, SPSS (sav) or Stata (dta) with labels, or the codebook alone.")
+@click.option("--output", type=click.Path(dir_okay=False, writable=True),
+              help="Write here (and the codebook beside it, NAME.codebook.md) instead of standard output.")
 @click.option("--spec-hash", help="Export this version: its hash or a unique prefix (default: the current one).")
 @click.option("--version", "version", type=click.IntRange(1), help="Export this version, by number.")
 @db_option
 def export(survey_id, fmt, output, spec_hash, version, db_path):
-    """Export the stored reports of a survey version."""
-    from .api import EXPORT_FORMATS
+    """Export the stored reports of a survey version. Private columns hold randomized reports: analyse
+    them with `deniable estimate`, not by tabulating them."""
+    from .exports import EXPORT_FORMATS, ExportUnavailable
 
+    export = EXPORT_FORMATS[fmt]
+    if export.binary and not output:
+        raise click.UsageError(f"--format {fmt} writes a binary file: give --output FILE.{fmt}")
     with _store(db_path, read_only=True) as store, _Errors():
         record = store.find_version(survey_id, spec_hash, version)
-        chunks = EXPORT_FORMATS[fmt](record, store.export(survey_id, record.hash))
-        if output:
-            def write(path):
-                with path.open("w", encoding="utf-8", newline="") as handle:
-                    for chunk in chunks:
-                        handle.write(chunk)
+        chunks = export.write(record, store.export(survey_id, record.hash))
+        try:
+            if not output:
+                for chunk in chunks:
+                    click.echo(chunk, nl=False)
+                return
+            target = Path(output)
+            _atomic_write(target, lambda path: _write_chunks(path, chunks, export.binary))
+            if fmt != "codebook":
+                beside = target.with_name(target.stem + ".codebook.md")
+                _atomic_write(beside, lambda path: _write_chunks(path, EXPORT_FORMATS["codebook"].write(record), False))
+        except ExportUnavailable as error:
+            raise click.ClickException(str(error)) from None
+        described = "the codebook" if fmt == "codebook" else f"{record.responses} responses of version {record.version}"
+    click.echo(f"Wrote {described} to {output}" + ("" if fmt == "codebook" else f" (codebook: {beside})"), err=True)
 
-            _atomic_write(Path(output), write)
-            click.echo(f"Wrote {record.responses} responses of version {record.version} to {output}", err=True)
-        else:
-            for chunk in chunks:
-                click.echo(chunk, nl=False)
+
+def _write_chunks(path: Path, chunks, binary: bool):
+    with (path.open("wb") if binary else path.open("w", encoding="utf-8", newline="")) as handle:
+        for chunk in chunks:
+            handle.write(chunk)
 
 
 # --- analysis -----------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ def test_export_files_load_to_the_same_estimates(demo_db, tmp_path):
         rows = list(store.export("tax"))
     jsonl = tmp_path / "tax.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    from deniable.server.api import export_csv
+    from deniable.server.exports import export_csv
 
     record = storage.Store(demo_db).get_survey("tax")
     csv_path = tmp_path / "tax.csv"

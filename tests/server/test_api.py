@@ -207,7 +207,8 @@ def test_export_csv_and_jsonl(client, survey, admin_headers):
     row = json.loads(lines[0])
     assert row["reports"] == payload["reports"] and set(row) == {"id", "spec_hash", "received_on", "reports"}
     csv_text = client.get("/api/v1/surveys/tax/export?format=csv", headers=admin_headers).data.decode()
-    assert csv_text.splitlines()[0] == "id,spec_hash,received_on,dodged,region,cash,fairness,undeclared,hours"
+    assert csv_text.splitlines()[0] == ("id,spec_hash,received_on,dodged,region,cash,fairness,undeclared.Tips,"
+                                        "undeclared.Rental income,undeclared.Side jobs,undeclared.Foreign accounts,hours")
     bad = client.get("/api/v1/surveys/tax/export?format=xlsx", headers=admin_headers)
     assert bad.status_code == 422 and bad.json["error"]["field"] == "format"
 

@@ -1,0 +1,248 @@
+"""Exports of one version's stored reports: JSON lines, CSV, labelled SPSS (.sav) and Stata (.dta)
+files, and the codebook that says what each column holds.
+
+Private columns hold randomized reports, not answers: a table of them is not a table of the truth.
+Every labelled file says so (file label, variable labels) and the codebook explains each column's
+report alphabet; the estimates come from deniable (`deniable estimate`, `deniable.analysis`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import tempfile
+import textwrap
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from deniable.client import Question
+from deniable.client.exact import json_number
+
+#: What each labelled file and the codebook say about private columns.
+RANDOMIZED_NOTE = ("Columns marked [randomized] hold each respondent's randomized report, not their answer: "
+                   "analyse them with deniable (deniable estimate, deniable.analysis), which removes the "
+                   "randomization; tabulating them directly gives wrong shares.")
+
+
+def option_column(question_id: str, option: str) -> str:
+    """The CSV column of one multi-select option: 1 when the report includes it, 0 when not."""
+    return f"{question_id}.{option}"
+
+
+def _columns(record) -> list[str]:
+    columns = ["id", "spec_hash", "received_on"]
+    for qid, question in record.survey.questions.items():
+        if question.type == "multi_select":
+            columns += [option_column(qid, option) for option in question.options]
+        else:
+            columns.append(qid)
+    return columns
+
+
+def export_jsonl(record, rows):
+    for row in rows:
+        yield json.dumps(row, ensure_ascii=False) + "\n"
+
+
+def export_csv(record, rows):
+    """One column per question, and one 0/1 column per option of a multi-select question (empty when the
+    question was not answered)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(_columns(record))
+    for row in rows:
+        values = [row["id"], row["spec_hash"], row["received_on"]]
+        for qid, question in record.survey.questions.items():
+            value = row["reports"].get(qid)
+            if question.type == "multi_select":
+                values += [""] * len(question.options) if value is None else \
+                    [int(option in value) for option in question.options]
+            else:
+                values.append("" if value is None else value)
+        writer.writerow(values)
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+
+
+# --- labelled files (SPSS, Stata) -------------------------------------------------------------------
+
+@dataclass
+class Variable:
+    """One column of a labelled file: its name (valid in SPSS and Stata), label, value labels, and how
+    to read it from a stored response."""
+
+    name: str
+    label: str
+    value_labels: dict | None
+    read: Callable
+    question: Question | None = None
+    option: str | None = None
+
+
+def _name(wanted: str, taken: set) -> str:
+    """A variable name Stata and SPSS both accept: letters, digits and _, not starting with a digit,
+    at most 32 characters, unique in the file."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", wanted)
+    if not re.match(r"[A-Za-z]", name):
+        name = "q_" + name
+    name = name[:32]
+    stem, counter = name, 1
+    while name.lower() in taken:
+        counter += 1
+        name = f"{stem[:32 - len(str(counter)) - 1]}_{counter}"
+    taken.add(name.lower())
+    return name
+
+
+def _codes(question: Question) -> dict:
+    """Numeric code of each report of a question with named answers: yes 1, no 0; options 1..k."""
+    if question.type == "yes_no":
+        return {"yes": 1, "no": 0}
+    return {option: position for position, option in enumerate(question.options, start=1)}
+
+
+def variables(record) -> list[Variable]:
+    taken = {"id", "spec_hash", "received_on"}
+    found = [Variable("id", "Response id (random)", None, lambda row: row["id"]),
+             Variable("spec_hash", "Spec hash of the version the answers were randomized under", None,
+                      lambda row: row["spec_hash"]),
+             Variable("received_on", "Day the response was received", None, lambda row: row["received_on"])]
+    for qid, question in record.survey.questions.items():
+        mark = "[randomized] " if question.is_private else ""
+        text = question.text
+        if question.type == "multi_select":
+            for option in question.options:
+                found.append(Variable(
+                    _name(f"{qid}_{option}", taken), f"{mark}{text}: {question.option_label(option)}"[:256],
+                    {0: "not in report", 1: "in report"},
+                    lambda row, qid=qid, option=option: None if row["reports"].get(qid) is None
+                    else int(option in row["reports"][qid]), question, option))
+        elif question.type == "number":
+            found.append(Variable(_name(qid, taken), f"{mark}{text}"[:256], None,
+                                  lambda row, qid=qid: row["reports"].get(qid), question))
+        else:
+            codes = _codes(question)
+            labels = {code: (question.option_label(value) if question.type != "yes_no" else value)
+                      for value, code in codes.items()}
+            found.append(Variable(_name(qid, taken), f"{mark}{text}"[:256], labels,
+                                  lambda row, qid=qid, codes=codes: None if row["reports"].get(qid) is None
+                                  else codes[row["reports"][qid]], question))
+    return found
+
+
+def _frame(record, rows, found: list[Variable]):
+    import pandas as pd
+
+    data = {v.name: [] for v in found}
+    for row in rows:
+        for v in found:
+            data[v.name].append(v.read(row))
+    frame = pd.DataFrame(data)
+    for v in found:
+        if v.name not in ("id", "spec_hash", "received_on"):
+            frame[v.name] = pd.to_numeric(frame[v.name]).astype("float64")
+    return frame
+
+
+def _labelled(record, rows, suffix: str) -> bytes:
+    """The rows as a labelled SPSS or Stata file, written by pyreadstat to a temporary file and read back."""
+    try:
+        import pyreadstat
+    except ImportError:
+        raise ExportUnavailable("SPSS and Stata exports need pyreadstat: pip install 'deniable[analysis]'") from None
+    found = variables(record)
+    frame = _frame(record, rows, found)
+    labels = {v.name: v.label for v in found}
+    values = {v.name: v.value_labels for v in found if v.value_labels}
+    title = f"deniable export: {record.id} version {record.version}"
+    handle, path = tempfile.mkstemp(suffix=suffix)
+    os.close(handle)
+    try:
+        if suffix == ".sav":
+            pyreadstat.write_sav(frame, path, file_label=title[:64], column_labels=labels,
+                                 variable_value_labels=values, note=textwrap.wrap(RANDOMIZED_NOTE, 80))  # SPSS: 80-character lines
+        else:
+            # Stata: labels at most 80 characters; value labels on whole-number columns.
+            pyreadstat.write_dta(frame, path, file_label=title[:80], column_labels={k: v[:80] for k, v in labels.items()},
+                                 variable_value_labels=values, version=15)
+        with open(path, "rb") as written:
+            return written.read()
+    finally:
+        os.unlink(path)
+
+
+def export_sav(record, rows):
+    yield _labelled(record, rows, ".sav")
+
+
+def export_dta(record, rows):
+    yield _labelled(record, rows, ".dta")
+
+
+def _alphabet(question: Question) -> str:
+    if question.type == "number":
+        reports = question.mechanism.reports
+        low, high, step = (json_number(value) for value in question.grid)
+        return (f"numbers from {reports[0]} to {reports[-1]} in steps of {step} "
+                f"(answers run from {low} to {high}; "
+                + ("reports outside that range are the randomization at work)" if question.is_private
+                   else "sent as given)"))
+    if question.type == "multi_select":
+        return "0 or 1 per option: whether the (randomized) report includes it"
+    return ", ".join(f"{code} = {value}" for value, code in _codes(question).items())
+
+
+def codebook(record, rows=()) -> Iterable[str]:
+    """A plain-text (Markdown) description of every column: question, privacy, report alphabet, codes."""
+    survey = record.survey
+    yield (f"# Codebook: {survey.title}\n\nSurvey `{record.id}`, version {record.version} "
+           f"(spec hash {record.hash}).\n\n{RANDOMIZED_NOTE}\n\n"
+           "CSV files have one 0/1 column per option of a multi-select question, named `question.option`; "
+           "SPSS and Stata files name it `question_option` and code the other answers as below "
+           "(text in CSV).\n\n")
+    taken = {"id", "spec_hash", "received_on"}
+    for qid, question in survey.questions.items():
+        private = question.is_private
+        privacy = (f"randomized on the respondent's device: {question.mechanism.design}, ε = {question.epsilon:.4g}"
+                   if private else "public: sent as given, not randomized")
+        names = ([_name(f"{qid}_{o}", taken) for o in question.options] if question.type == "multi_select"
+                 else [_name(qid, taken)])
+        yield (f"## `{qid}`{' [randomized]' if private else ''}\n\n"
+               f"- Text: {question.text}\n- Type: {question.type}\n- Privacy: {privacy}\n"
+               f"- Report values: {_alphabet(question)}\n"
+               f"- SPSS/Stata variable{'s' if len(names) > 1 else ''}: {', '.join(names)}\n")
+        if question.type == "multi_select":
+            yield "".join(f"  - `{option_column(qid, o)}`: {question.option_label(o)}\n" for o in question.options)
+        condition = survey.condition(qid)
+        if condition is not None:
+            from deniable.client import skiplogic
+
+            yield f"- Asked of: respondents with {skiplogic.to_text(condition)} (empty for the others)\n"
+        yield "\n"
+
+
+class ExportUnavailable(Exception):
+    """A format whose library is not installed."""
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    write: Callable
+    mimetype: str
+    binary: bool = False
+
+
+EXPORT_FORMATS = {
+    "csv": ExportFormat(export_csv, "text/csv"),
+    "jsonl": ExportFormat(export_jsonl, "application/x-ndjson"),
+    "sav": ExportFormat(export_sav, "application/x-spss-sav", binary=True),
+    "dta": ExportFormat(export_dta, "application/x-stata-dta", binary=True),
+    "codebook": ExportFormat(codebook, "text/markdown"),
+}
+
+#: The file name ending of each format (the codebook is Markdown).
+SUFFIXES = {"csv": "csv", "jsonl": "jsonl", "sav": "sav", "dta": "dta", "codebook": "codebook.md"}

@@ -1,0 +1,115 @@
+"""Exports people open (issue 13 §6): CSV with one 0/1 column per multi-select option, labelled SPSS and
+Stata files that round-trip through pyreadstat and pandas, and the codebook beside them."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyreadstat
+import pytest
+
+from deniable.analysis import load
+from deniable.server.cli import main
+from tests.server.conftest import ADMIN, ANSWERS, sign_in
+
+RESPONSES = [
+    {**ANSWERS},
+    {**ANSWERS, "dodged": "no", "region": "South", "undeclared": ["Tips", "Side jobs"], "hours": 40},
+    {**ANSWERS, "region": "West", "undeclared": [], "cash": "Other", "fairness": "Strongly agree"},
+]
+
+
+@pytest.fixture
+def filled(store, survey, rng):
+    """Three responses with known reports (randomized with a seeded source)."""
+    stored = []
+    for number, answers in enumerate(RESPONSES):
+        reports = survey.randomize(answers, rng)
+        store.submit("tax", survey.hash, f"export-{number:04d}", reports)
+        stored.append(reports)
+    return stored
+
+
+def test_csv_has_one_0_1_column_per_option_and_loads_back(runner, db_path, filled, tmp_path):
+    target = tmp_path / "tax.csv"
+    result = runner.invoke(main, ["export", "tax", "--db", db_path, "--output", str(target)])
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(target, dtype=str, keep_default_na=False)
+    options = ["Tips", "Rental income", "Side jobs", "Foreign accounts"]
+    assert [f"undeclared.{o}" for o in options] == [c for c in frame.columns if c.startswith("undeclared")]
+    assert "undeclared" not in frame.columns
+    exported = {tuple(frame.loc[i, [f"undeclared.{o}" for o in options]]) for i in frame.index}
+    assert exported == {tuple(str(int(o in r["undeclared"])) for o in options) for r in filled}
+    assert (tmp_path / "tax.codebook.md").exists()
+    # The analysis reads the columns back into the reports that were stored.
+    from_file = load(target, spec=_spec_file(runner, db_path, tmp_path))
+    from_db = load(db=db_path, survey_id="tax")
+    for qid in from_db.survey.questions:
+        assert from_file.question_counts(qid).tolist() == from_db.question_counts(qid).tolist(), qid
+
+
+def _spec_file(runner, db_path, tmp_path):
+    path = tmp_path / "tax.json"
+    assert runner.invoke(main, ["survey", "export", "tax", "--db", db_path, "--format", "json", "--output", str(path)]).exit_code == 0
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["sav", "dta"])
+def test_labelled_files_round_trip_with_their_labels(runner, db_path, filled, tmp_path, fmt):
+    target = tmp_path / f"tax.{fmt}"
+    result = runner.invoke(main, ["export", "tax", "--db", db_path, "--format", fmt, "--output", str(target)])
+    assert result.exit_code == 0, result.output
+    assert "codebook" in result.output and (tmp_path / "tax.codebook.md").exists()
+    read = pyreadstat.read_sav if fmt == "sav" else pyreadstat.read_dta
+    frame, meta = read(str(target))
+    assert len(frame) == len(RESPONSES)
+    labels = dict(zip(meta.column_names, meta.column_labels))
+    assert labels["dodged"] == "[randomized] Have you ever dodged your taxes?"
+    assert labels["region"] == "Which region do you live in?"  # public: not marked
+    assert labels["undeclared_Rental_income"].startswith("[randomized] Which of these have you ever left undeclared?: Rental")
+    values = meta.variable_value_labels
+    assert values["dodged"] == {1.0: "yes", 0.0: "no"}
+    assert values["region"] == {1.0: "North", 2.0: "South", 3.0: "East", 4.0: "West"}
+    assert values["undeclared_Tips"] == {0.0: "not in report", 1.0: "in report"}
+    # The coded values are the stored reports.
+    decoded = sorted(zip(frame["dodged"].map({1.0: "yes", 0.0: "no"}), frame["hours"],
+                         frame["undeclared_Side_jobs"].astype(int)))
+    assert decoded == sorted((r["dodged"], float(r["hours"]), int("Side jobs" in r["undeclared"])) for r in filled)
+    if fmt == "sav":
+        assert "deniable export: tax version 1" in meta.file_label
+        assert "analyse them with deniable" in " ".join(meta.notes)
+    else:
+        with pd.io.stata.StataReader(target) as reader:  # pandas reads the labels too
+            assert reader.variable_labels()["dodged"].startswith("[randomized]")
+            assert reader.value_labels()[reader._lbllist[reader._varlist.index("region")]][2] == "South"
+            assert "tax version 1" in reader.data_label
+
+
+def test_the_codebook_documents_each_column_alphabet(runner, db_path, filled):
+    text = runner.invoke(main, ["export", "tax", "--db", db_path, "--format", "codebook"]).output
+    assert "tabulating them directly gives wrong shares" in text
+    assert "## `hours` [randomized]" in text and "numbers from -40 to 80 in steps of 5" in text
+    assert "reports outside that range are the randomization at work" in text
+    assert "## `region`\n" in text and "public: sent as given" in text and "1 = North, 2 = South" in text
+    assert "`undeclared.Side jobs`" in text and "undeclared_Side_jobs" in text
+
+
+def test_binary_formats_need_an_output_file(runner, db_path, filled):
+    result = runner.invoke(main, ["export", "tax", "--db", db_path, "--format", "sav"])
+    assert result.exit_code == 2 and "--output" in result.output
+
+
+def test_the_api_and_dashboard_serve_every_format(client, filled, tmp_path):
+    headers = {"Authorization": f"Bearer {ADMIN}"}
+    response = client.get("/api/v1/surveys/tax/export?format=sav", headers=headers)
+    assert response.status_code == 200 and response.mimetype == "application/x-spss-sav"
+    assert 'filename="tax-v1.sav"' in response.headers["Content-Disposition"]
+    (tmp_path / "api.sav").write_bytes(response.data)
+    assert len(pyreadstat.read_sav(str(tmp_path / "api.sav"))[0]) == len(RESPONSES)
+    assert client.get("/api/v1/surveys/tax/export?format=codebook", headers=headers).data.startswith(b"# Codebook")
+    sign_in(client)
+    page = client.get("/admin/surveys/tax").get_data(as_text=True)
+    for fmt in ("csv", "jsonl", "sav", "dta", "codebook"):
+        link = f"/admin/surveys/tax/versions/1/export.{fmt}"
+        assert link in page
+        assert client.get(link).status_code == 200, fmt
+    assert client.get("/admin/surveys/tax/versions/1/export.xlsx").status_code == 404
