@@ -274,7 +274,7 @@ def audit():
 
 #: Chart geometry (SVG user units): each row is its label line above a bar spanning the plot's width,
 #: so a phone's narrow screen shrinks the bars, not the text.
-PLOT_LEFT, PLOT_WIDTH, ROW_HEIGHT = 6, 388, 44
+PLOT_LEFT, PLOT_WIDTH, ROW_HEIGHT = 6, 328, 44
 
 
 def _bars(table) -> list[dict]:
