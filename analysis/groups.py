@@ -8,7 +8,10 @@ from dataclasses import dataclass
 import pandas as pd
 from scipy import stats
 
+from deniable.client.mechanisms import LaplaceMechanism
+
 from . import estimators as est
+from .planning import scores
 from .results import EstimateResult, _estimate
 
 
@@ -17,7 +20,7 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     """{level of ``by``: EstimateResult of ``question_id`` among respondents with that level}."""
     question = loaded.question(question_id)
     results = {value: _estimate(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
-                                question_id, simultaneous) for value in loaded.levels(by)}
+                                question_id, simultaneous, scores=scores(question)) for value in loaded.levels(by)}
     counted = {v.spec_hash for v in loaded.versions_for(by)}
     for result in results.values():
         result.versions = [v.label for v in loaded.versions_for(question_id) if v.spec_hash in counted]
@@ -36,7 +39,7 @@ def subgroup_frame(results: dict) -> pd.DataFrame:
 
 @dataclass
 class Comparison:
-    """The difference of one answer's share between two groups: a − b."""
+    """The difference between two groups, a − b: of one answer's share, or of the mean (``answer="mean"``)."""
 
     question_id: str
     answer: object
@@ -51,32 +54,46 @@ class Comparison:
 
     def __repr__(self):
         a, b = self.groups
-        return (f"Comparison({self.question_id}={self.answer!r}: {a!r} − {b!r} = {self.difference:.4f} "
+        what = " mean" if self.answer == "mean" else f"={self.answer!r}"
+        return (f"Comparison({self.question_id}{what}: {a!r} − {b!r} = {self.difference:.4f} "
                 f"(SE {self.se:.4f}), {self.level:.0%} CI [{self.ci.low:.4f}, {self.ci.high:.4f}], "
                 f"z = {self.statistic:.3f}, p = {self.pvalue:.4g})")
 
 
 def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float = 0.95) -> Comparison:
-    """Two-sided Wald test of equal shares of ``answer`` (default: "yes", or the first answer) in
-    groups ``a`` and ``b`` of the public question ``by``: the difference of the two groups' estimates
-    (the same figures `subgroups` shows), with standard error from the sum of their variances, since the
-    groups are independent samples. The interval is clipped to [−1, 1], the range of a difference of shares."""
+    """Two-sided Wald test of equal shares of ``answer`` in groups ``a`` and ``b`` of the public question
+    ``by``: the difference of the two groups' estimates (the same figures `subgroups` shows), with standard
+    error from the sum of their variances, since the groups are independent samples.
+
+    A number question compares means (the default ``answer`` for it is ``"mean"``); an ordinal scale
+    compares its mean position with ``answer="mean"``, else the share of "yes" or the first answer. The
+    interval is clipped to what a difference can be: [−1, 1] for shares, ±(max − min) for means."""
     results = subgroups(loaded, question_id, by, level)
     for group in (a, b):
         if group not in results:
             raise ValueError(f"{by}={group!r}: no responses in this group (groups: {list(results)})")
     first, second = results[a], results[b]
+    numeric = isinstance(first.mechanism, LaplaceMechanism)
     if answer is None:
-        answer = "yes" if "yes" in first.table.index else first.table.index[0]
-    if answer not in first.table.index:
-        raise ValueError(f"answer {answer!r} is not one of {list(first.table.index)}")
-    difference = float(first.table.at[answer, "estimate"] - second.table.at[answer, "estimate"])
-    se = math.sqrt(first.table.at[answer, "se"] ** 2 + second.table.at[answer, "se"] ** 2)
+        answer = "mean" if numeric else "yes" if "yes" in first.table.index else first.table.index[0]
+    if answer == "mean":
+        if first.mean is None:
+            raise ValueError(f"{question_id}: answer='mean' needs a number or an ordinal question")
+        difference = first.mean.estimate - second.mean.estimate
+        se = math.sqrt(first.mean.se ** 2 + second.mean.se ** 2)
+        bound = float(first.scores[-1] - first.scores[0])
+    else:
+        if answer not in first.table.index:
+            raise ValueError(f"answer {answer!r} is not one of {list(first.table.index)}" +
+                             (" (or 'mean')" if first.mean is not None else ""))
+        difference = float(first.table.at[answer, "estimate"] - second.table.at[answer, "estimate"])
+        se = math.sqrt(first.table.at[answer, "se"] ** 2 + second.table.at[answer, "se"] ** 2)
+        bound = 1.0
     z = stats.norm.isf((1 - level) / 2)
     statistic = difference / se if se > 0 else math.copysign(math.inf, difference) if difference else 0.0
     pvalue = float(2 * stats.norm.sf(abs(statistic)))
-    interval = est.ConfidenceInterval(max(difference - z * se, -1.0), min(difference + z * se, 1.0))
-    return Comparison(question_id, answer, (a, b), difference, se, interval, level, float(statistic), pvalue,
+    interval = est.ConfidenceInterval(max(difference - z * se, -bound), min(difference + z * se, bound))
+    return Comparison(question_id, answer, (a, b), float(difference), se, interval, level, float(statistic), pvalue,
                       (first, second))
 
 

@@ -22,6 +22,7 @@ from . import channels
 from . import estimators as est
 from . import likelihood
 from .counting import count_reports
+from .planning import scores
 
 #: Columns of every estimate table, in order.
 COLUMNS = ["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"]
@@ -82,6 +83,8 @@ class EstimateResult:
     population: str | None = None
     #: The question's text in the language asked for (its default language otherwise).
     text: str | None = None
+    #: What ``mean`` averages: a number's grid values, or an ordinal scale's positions 1..k (None: no mean).
+    scores: np.ndarray | None = field(repr=False, default=None)
     #: The stored versions whose reports were counted ("2 abc123def456"), pooled when more than one
     #: (their randomization of this question is identical); None for reports given directly.
     versions: list | None = None
@@ -120,7 +123,7 @@ class EstimateResult:
         if level is None and method is None and simultaneous is None:
             return self.table[["ci_low", "ci_high"]].copy()
         again = _estimate(self.mechanism, self.counts, level or self.level, method or self.method, self.question_id,
-                          self.simultaneous if simultaneous is None else simultaneous, warn=False)
+                          self.simultaneous if simultaneous is None else simultaneous, warn=False, scores=self.scores)
         return again.table[["ci_low", "ci_high"]]
 
     def to_frame(self) -> pd.DataFrame:
@@ -176,6 +179,10 @@ class Summary:
         lines = [f"Question: {r.question_id or '-'}   design: {r.design}   ε = {r.mechanism.epsilon:.4g}"]
         if r.text:
             lines.append(f"Text: {r.text}")
+        if r.mean is not None:  # numbers and scales lead with their mean: per-value shares are often too noisy
+            m = r.mean
+            lines.append(f"Mean: {m.estimate:.4g} (SE {m.se:.3g}), {m.level:.0%} CI [{m.ci.low:.4g}, {m.ci.high:.4g}] "
+                         f"{m.method}, on {r.scores[0]:g}–{r.scores[-1]:g}; unbiased {m.unbiased:.4g} (SE {m.unbiased_se:.3g})")
         if r.population:
             lines.append(f"Asked of: {r.population}; the estimates describe them (n = {r.n})")
         if r.versions and len(r.versions) > 1:
@@ -185,10 +192,6 @@ class Summary:
         lines += [f"Reports: n = {r.n}   intervals: {r.level:.0%} {r.method}{' (simultaneous, Bonferroni)' if r.simultaneous else ''}",
                  f"Estimate: maximum likelihood, {'certified' if c.converged else 'NOT CERTIFIED'} "
                  f"(KKT residual {c.kkt_residual:.1e}, log-likelihood within {c.optimality_gap:.1e} of the maximum)"]
-        if r.mean is not None:
-            m = r.mean
-            lines.append(f"Mean: {m.estimate:.4g} (SE {m.se:.3g}), {m.level:.0%} CI [{m.ci.low:.4g}, {m.ci.high:.4g}] "
-                         f"{m.method}; unbiased {m.unbiased:.4g} (SE {m.unbiased_se:.3g})")
         lines += [f"Note: {note}" for note in r.notes]
         return lines
 
@@ -231,7 +234,7 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         loaded, question_id = question_or_mechanism, reports
         question = loaded.question(question_id)
         result = _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
-                           simultaneous)
+                           simultaneous, scores=scores(question))
         result.population = loaded.population(question_id)
         result.versions = [v.label for v in loaded.versions_for(question_id)]
         return _localize(result, question, language)
@@ -243,7 +246,8 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         raise TypeError("estimate() takes a Question, a Mechanism or a loaded survey")
     if reports is None:
         raise ValueError("reports: required (a list, numpy array or pandas Series of report values)")
-    result = _estimate(mechanism, count_reports(mechanism, reports), level, method, question_id, simultaneous)
+    result = _estimate(mechanism, count_reports(mechanism, reports), level, method, question_id, simultaneous,
+                       scores=scores(question_or_mechanism) if isinstance(question_or_mechanism, Question) else None)
     return _localize(result, question_or_mechanism, language) if isinstance(question_or_mechanism, Question) else result
 
 
@@ -260,18 +264,21 @@ def _localize(result: EstimateResult, question: Question, language: str | None) 
     return result
 
 
-def _estimate(mechanism, counts, level, method, question_id, simultaneous=False, warn=True) -> EstimateResult:
+def _estimate(mechanism, counts, level, method, question_id, simultaneous=False, warn=True, scores=None) -> EstimateResult:
+    """``scores``: what the result's mean averages (`planning.scores`); a number's grid by default."""
     counts = np.asarray(counts, dtype=np.int64)
     if counts.sum() == 0:
         raise ValueError(f"{question_id or 'question'}: no reports to estimate from")
     if isinstance(mechanism, UnaryMechanism):
         result = _multi_select(mechanism, counts, level, method, question_id, simultaneous)
     elif isinstance(mechanism, LaplaceMechanism):
-        result = _grid(mechanism, counts, level, method, question_id, simultaneous)
+        result = _grid(mechanism, counts, level, method, question_id, simultaneous, scores)
     elif channels.is_binary(mechanism):
         result = _binary(mechanism, counts, level, method, question_id)
     else:
-        result = _grid(mechanism, counts, level, method, question_id, simultaneous)
+        result = _grid(mechanism, counts, level, method, question_id, simultaneous, scores)
+    result.scores = None if result.mean is None else (
+        scores if scores is not None else np.array(mechanism.answers, dtype=float))
     certificate = result.certificate
     if not certificate.converged:
         result.notes.insert(0, f"NOT CERTIFIED: the maximiser stopped with KKT residual {certificate.kkt_residual:.2e} "
@@ -346,7 +353,7 @@ def _multi_select(mechanism, counts, level, method, question_id, simultaneous):
                           likelihood.Certificate.worst(certificates), simultaneous=simultaneous, notes=notes)
 
 
-def _grid(mechanism, counts, level, method, question_id, simultaneous):
+def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=None):
     """Single choice, ordinal, public choice and numeric grids: the simplex of answer shares."""
     numeric = isinstance(mechanism, LaplaceMechanism)
     q = channels.channel_matrix(mechanism)
@@ -389,8 +396,13 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous):
     mean = None
     if numeric:
         notes.append("rows are the estimated distribution on the grid; the mean is the grid average under it")
-        mean = _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, np.array(mechanism.answers, dtype=float),
-                     level, method)
+        scores = np.array(mechanism.answers, dtype=float) if scores is None else scores
+    elif scores is not None:
+        notes.append(f"the mean is the average position on the scale (1 = {mechanism.answers[0]}, "
+                     f"{len(scores)} = {mechanism.answers[-1]}) under the estimated shares")
+    if scores is not None:
+        mean = _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, scores, level,
+                     "likelihood" if method == "clopper-pearson" else method)
     return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
                           covariance, mean=mean, simultaneous=simultaneous, notes=notes)
 

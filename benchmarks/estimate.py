@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from deniable.analysis import estimate, load
-from deniable.analysis import estimators as est
+from deniable.analysis import channels
+from deniable.analysis import channels
 from deniable.analysis.results import _estimate
 from deniable.client import Survey
 from deniable.server import storage
@@ -50,7 +51,7 @@ def spec(k: int) -> dict:
 
 def simulate(n: int, k: int, rng) -> tuple[np.ndarray, np.ndarray]:
     survey = Survey.from_dict(spec(k))
-    q = est.channel_matrix(survey.questions["q"].mechanism)
+    q = channels.channel_matrix(survey.questions["q"].mechanism)
     answers = rng.choice(k, size=n, p=truth(k))
     cumulative = np.cumsum(q, axis=0)  # column a: CDF over reports
     draws = rng.random(n)

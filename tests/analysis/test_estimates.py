@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from deniable.analysis import DEFAULT_BINARY_METHOD, EstimateResult, estimate, load
+from deniable.analysis import channels
 from deniable.analysis import estimators as est
 from deniable.analysis.validation import (GRID_EPSILON, GRID_N, GRID_PI, binary_question, coverage_grid, exact_coverage,
                                          simulation_study)
@@ -83,7 +84,7 @@ def test_conf_int_other_level_and_method():
 
 @pytest.mark.parametrize("label,epsilon", GRID_EPSILON)
 def test_default_binary_intervals_cover_at_least_94_percent_on_the_whole_grid(label, epsilon):
-    channel = est.binary_channel(binary_question(epsilon).mechanism)
+    channel = channels.binary_channel(binary_question(epsilon).mechanism)
     for n in GRID_N:
         for pi in GRID_PI:
             coverage = exact_coverage(channel, n, pi, 0.95, DEFAULT_BINARY_METHOD)
@@ -149,7 +150,7 @@ def test_simulated_coverage_of_profile_likelihood_intervals(cell):
 def test_vectorised_clopper_pearson_agrees_with_the_scalar_one():
     from deniable.analysis.results import _clopper_pearson_shares
 
-    channel, rng = est.BinaryChannel(0.5, 1 / 6), np.random.default_rng(2)
+    channel, rng = channels.BinaryChannel(0.5, 1 / 6), np.random.default_rng(2)
     for n in (1, 5, 50, 1000):
         for _ in range(30):
             counts = rng.multinomial(n, rng.dirichlet(np.full(4, 0.3)))

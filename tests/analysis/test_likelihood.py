@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from scipy import optimize
 
 from deniable.analysis import estimate
+from deniable.analysis import channels
 from deniable.analysis import estimators as est
 from deniable.analysis import likelihood
 from deniable.analysis.results import _estimate
@@ -69,7 +70,7 @@ def test_the_dashboard_counts_of_the_issue_give_the_true_maximum_not_a_corner():
     result = _estimate(mechanism, DEMO_CASH, 0.95, None, "cash")
     assert result.estimate.to_numpy() == pytest.approx([0.682353, 0.170588, 0.147059, 0.0], abs=1e-6)
     assert result.converged and result.optimality_gap < 1e-8 and result.certificate.unique
-    q = est.channel_matrix(mechanism)
+    q = channels.channel_matrix(mechanism)
     wrong_corner = np.array([0.9513, 0.0, 0.0, 0.0487])  # what the SQUAREM-accelerated EM returned
     gain = likelihood.loglikelihood(q, DEMO_CASH, result.estimate.to_numpy()) - likelihood.loglikelihood(q, DEMO_CASH, wrong_corner)
     assert gain == pytest.approx(13.6, abs=0.05)
@@ -91,7 +92,7 @@ def test_the_estimate_equals_the_unbiased_one_inside_the_simplex_with_the_same_s
 # --- the certificate and the profile intervals ------------------------------------------------------------
 
 def test_profile_interval_endpoints_sit_exactly_on_the_likelihood_cut():
-    q = est.channel_matrix(cash_question().mechanism)
+    q = channels.channel_matrix(cash_question().mechanism)
     pi, _ = likelihood.maximise(q, DEMO_CASH)
     peak = likelihood.loglikelihood(q, DEMO_CASH, pi)
     cut = likelihood.likelihood_cut(0.95)
@@ -108,7 +109,7 @@ def test_profile_interval_endpoints_sit_exactly_on_the_likelihood_cut():
 
 
 def test_the_binary_likelihood_interval_is_the_generic_profile_on_a_two_answer_channel():
-    channel = est.BinaryChannel(0.75, 0.25)
+    channel = channels.BinaryChannel(0.75, 0.25)
     q = np.array([[0.75, 0.25], [0.25, 0.75]])
     for k, n in [(0, 10), (3, 10), (440, 2000), (1000, 2000), (10, 10)]:
         counts = np.array([k, n - k])
@@ -119,11 +120,11 @@ def test_the_binary_likelihood_interval_is_the_generic_profile_on_a_two_answer_c
 
 
 def test_fitted_covariance_is_the_moment_covariance_at_the_fitted_rates_for_a_square_channel():
-    q = est.channel_matrix(question(type="ordinal", options=list("abcde"), privacy={"design": "ordinal", "epsilon": 2}).mechanism)
+    q = channels.channel_matrix(question(type="ordinal", options=list("abcde"), privacy={"design": "ordinal", "epsilon": 2}).mechanism)
     pi = np.array([0.1, 0.0, 0.3, 0.4, 0.2])
     rates = q @ pi
     inverse = np.linalg.inv(q)
-    assert est.fitted_covariance(q, pi) == pytest.approx(inverse @ (np.diag(rates) - np.outer(rates, rates)) @ inverse.T,
+    assert channels.fitted_covariance(q, pi) == pytest.approx(inverse @ (np.diag(rates) - np.outer(rates, rates)) @ inverse.T,
                                                          abs=1e-10)
 
 
@@ -217,17 +218,17 @@ def test_every_estimate_is_certified_as_good_as_an_independent_optimiser_and_ins
     assert (high - low > 0).all() or not mechanism.is_private, table  # public shares of 0 or 1 can be exact
     n = int(counts.sum())
     if isinstance(mechanism, UnaryMechanism):
-        channel = est.binary_channel(mechanism)
+        channel = channels.binary_channel(mechanism)
         for option, share in zip(mechanism.options, value):
             k = int(sum(c for c, r in zip(counts, mechanism.reports) if option in r))
             best, loglik = independent_binary_maximum(channel.p, channel.q, k, n)
             assert loglik(share) >= best - 1e-9 * max(1, abs(best))
     elif mechanism.answers == ["yes", "no"]:
-        channel = est.binary_channel(mechanism)
+        channel = channels.binary_channel(mechanism)
         best, loglik = independent_binary_maximum(channel.p, channel.q, int(counts[0]), n)
         assert loglik(value[0]) >= best - 1e-9 * max(1, abs(best))
     else:
-        q = est.channel_matrix(mechanism)
+        q = channels.channel_matrix(mechanism)
         assert value.sum() == pytest.approx(1, abs=1e-12)
         ours = likelihood.loglikelihood(q, counts, value)
         assert ours >= independent_maximum(q, counts) - 1e-9 * max(1, abs(ours))

@@ -84,17 +84,18 @@ def dashboard(db):
 def test_the_dashboard_bars_are_the_certified_estimate_inside_their_whiskers(issue_db):
     page = dashboard(issue_db)
     section = page[page.index('id="chart-cash"'):page.index('id="chart-undeclared"')]
-    widths = [float(w) for w in re.findall(r'<rect x="180" y="[\d.]+" width="([\d.]+)"', section)]
+    widths = [float(w) for w in re.findall(r'<rect x="6" y="[\d.]+" width="([\d.]+)"', section)]
     whiskers = [(float(a), float(b)) for a, b in re.findall(r'<line x1="([\d.]+)" x2="([\d.]+)" y1="[\d.]+" y2="[\d.]+" '
                                                             r'stroke="#123"', section)][::3]  # each row: the whisker, then its two caps
     expected = estimate(load(db=issue_db, survey_id="tax"), "cash").table
-    assert widths == pytest.approx(list(300 * expected["estimate"]), abs=1e-9)
-    assert [round(w / 300, 3) for w in widths] == [0.682, 0.171, 0.147, 0.0]  # not 95% / 0 / 0 / 5% any more
+    assert widths == pytest.approx(list(328 * expected["estimate"]), abs=1e-9)
+    assert [round(w / 328, 3) for w in widths] == [0.682, 0.171, 0.147, 0.0]  # not 95% / 0 / 0 / 5% any more
     for width, (low, high) in zip(widths, whiskers):
-        assert low <= 180 + width <= high
+        assert low <= 6 + width <= high
     for answer, row in expected.iterrows():
         assert f"<td>{row['estimate']:.3f}</td>" in section
         assert f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]" in section
+        assert f": {row['estimate'] * 100:.1f}% [{row['ci_low'] * 100:.1f}, {row['ci_high'] * 100:.1f}]</text>" in section
     assert "Not certified" not in page and "Constrained" not in page
 
 
