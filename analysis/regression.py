@@ -57,9 +57,24 @@ class RandomizedLogit(GenericLikelihoodModel):
         return (self.exog * weights[:, None]).T @ self.exog
 
 
-def logistic(question_or_mechanism, reports, covariates: pd.DataFrame, *, intercept: bool = True, **fit_kwargs):
+def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = None, *, intercept: bool = True,
+             **fit_kwargs):
     """Fit the design-adjusted logistic regression; returns statsmodels results with ``params``,
-    ``bse``, ``conf_int()`` and ``summary()`` indexed by term (``Intercept`` first)."""
+    ``bse``, ``conf_int()`` and ``summary()`` indexed by term (``Intercept`` first).
+
+    Either a formula and loaded data, as statsmodels users write it::
+
+        logistic("drugs ~ C(region) + age", data)   # data from load(); region, age: public questions
+
+    (patsy formulas: a choice question is categorical with or without ``C()``), or the parts:
+    ``logistic(question, reports, covariates)`` with a DataFrame of numeric covariates.
+    """
+    if isinstance(question_or_mechanism, str):
+        if covariates is not None:
+            raise TypeError("logistic(formula, data): the covariates come from the formula")
+        return _from_formula(question_or_mechanism, reports, fit_kwargs)
+    if covariates is None:
+        raise TypeError("logistic(question, reports, covariates): covariates are required (or use a formula)")
     mechanism = question_or_mechanism.mechanism if isinstance(question_or_mechanism, Question) else question_or_mechanism
     if not isinstance(mechanism, Mechanism) or mechanism.answers != ["yes", "no"]:
         raise ValueError("logistic() needs a yes/no question or mechanism")
@@ -85,3 +100,48 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame, *, interc
     # The wrapper gives pandas-labelled params, bse and conf_int, as statsmodels' own models do.
     result = LikelihoodResultsWrapper(model.fit(start_params=np.zeros(exog.shape[1]), **fit_kwargs))
     return result
+
+
+def _from_formula(formula: str, data, fit_kwargs: dict):
+    """``outcome ~ terms`` over a loaded survey: the outcome a yes/no question, the terms public questions."""
+    import patsy
+
+    if not hasattr(data, "frame") or not hasattr(data, "question"):
+        raise TypeError("logistic(formula, data) needs data from deniable.analysis.load()")
+    if formula.count("~") != 1:
+        raise ValueError(f"formula {formula!r}: write it as 'outcome ~ covariates', e.g. 'drugs ~ C(region) + age'")
+    outcome, terms = (part.strip() for part in formula.split("~"))
+    question = data.question(outcome)  # names an unknown question
+    used = [qid for qid in _names(terms) if qid in set(_all_questions(data))]
+    randomized = [qid for qid in used if data.question(qid).is_private]
+    if randomized:
+        raise ValueError(f"formula: {', '.join(randomized)} {'is' if len(randomized) == 1 else 'are'} randomized; "
+                         "covariates must be public questions (privacy: none), whose answers are known")
+    frame = data.frame([outcome, *used])
+    for qid in used:
+        covariate = data.question(qid)
+        if covariate.type == "number":  # reports arrive as JSON values: make numbers numeric for patsy
+            frame[qid] = pd.to_numeric(frame[qid])
+        elif covariate.type in ("choice", "ordinal", "yes_no"):
+            # Levels in the question's order, so the first option is the reference level ("no" for yes/no).
+            levels = ["no", "yes"] if covariate.type == "yes_no" else covariate.options
+            frame[qid] = pd.Categorical(frame[qid], categories=levels)
+    try:
+        design = patsy.dmatrix(terms, frame, return_type="dataframe", NA_action="drop")
+    except patsy.PatsyError as error:
+        raise ValueError(f"formula {formula!r}: {error}") from None
+    reports = frame.loc[design.index, outcome]
+    return logistic(question, reports, design, intercept=False, **fit_kwargs)
+
+
+def _names(terms: str) -> list[str]:
+    """The identifiers a formula's right-hand side mentions (question ids may hold '.' or '-', which patsy
+    reads as Q('a-b'))."""
+    import re
+
+    quoted = re.findall(r"""Q\(\s*["']([^"']+)["']\s*\)""", terms)
+    return quoted + re.findall(r"[A-Za-z_][A-Za-z0-9_]*", terms)
+
+
+def _all_questions(data) -> list[str]:
+    return [qid for version in data.versions for qid in version.survey.questions]

@@ -188,3 +188,55 @@ def test_ordinal_scales_have_a_mean_position_and_lead_with_it(demo_db):
     assert header[2].startswith("Mean: ") and "on 1–5" in header[2]
     by_mean = compare(data, "fairness", "region", "West", "North", answer="mean")
     assert -4 <= by_mean.ci.low <= by_mean.difference <= by_mean.ci.high <= 4
+
+
+def _regression_file(tmp_path, privacy, n, seed):
+    """A survey file of n respondents: drugs (yes/no, randomized by ``privacy``), region (public choice),
+    age (public number), with drugs ~ Bernoulli(σ(−1 + 0.8·[South] − 0.5·[East] + 0.04·(age − 40)))."""
+    survey = Survey.from_dict({"id": "s", "title": "t", "questions": [
+        {"id": "drugs", "type": "yes_no", "text": "?", "privacy": privacy},
+        {"id": "region", "type": "choice", "text": "?", "options": ["North", "South", "East"], "privacy": "none"},
+        {"id": "age", "type": "number", "text": "?", "min": 18, "max": 90, "privacy": "none"}]})
+    rng = np.random.default_rng(seed)
+    region = rng.choice(["North", "South", "East"], n)
+    age = rng.integers(18, 91, n)
+    linear = -1 + 0.8 * (region == "South") - 0.5 * (region == "East") + 0.04 * (age - 40)
+    truth = rng.random(n) < 1 / (1 + np.exp(-linear))
+    mechanism = survey.questions["drugs"].mechanism
+    keep = {a: float(mechanism.probability("yes", a)) for a in ("yes", "no")}
+    reported = np.where(rng.random(n) < np.where(truth, keep["yes"], keep["no"]), "yes", "no")
+    path = tmp_path / f"regression-{seed}.jsonl"
+    path.write_text("\n".join(json.dumps({"id": f"r{i}", "spec_hash": survey.hash, "reports": {
+        "drugs": str(reported[i]), "region": str(region[i]), "age": int(age[i])}}) for i in range(n)))
+    return load(path, spec=survey), pd.DataFrame({"drugs": reported, "region": region, "age": age})
+
+
+def test_a_formula_with_categorical_covariates_matches_statsmodels_without_randomization(tmp_path):
+    import statsmodels.formula.api as smf
+
+    data, frame = _regression_file(tmp_path, "none", 3000, 4)
+    ours = logistic("drugs ~ C(region) + age", data)
+    frame["y"] = (frame["drugs"] == "yes").astype(float)
+    frame["region"] = pd.Categorical(frame["region"], categories=["North", "South", "East"])  # the options' order
+    reference = smf.logit("y ~ C(region) + age", frame).fit(disp=False)
+    assert list(ours.params.index) == list(reference.params.index)  # the names statsmodels users know
+    assert list(ours.params.index) == ["Intercept", "C(region)[T.South]", "C(region)[T.East]", "age"]
+    assert np.allclose(ours.params, reference.params, atol=1e-6) and np.allclose(ours.bse, reference.bse, rtol=1e-4)
+    plain = logistic("drugs ~ region + age", data)  # a choice question is categorical without C() too
+    assert np.allclose(plain.params.to_numpy(), ours.params.to_numpy())
+
+
+def test_a_formula_recovers_known_coefficients_through_the_coin_flip(tmp_path):
+    data, _ = _regression_file(tmp_path, {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"},
+                               20000, 5)
+    fitted = logistic("drugs ~ C(region) + age", data)
+    truth = {"Intercept": -1 - 0.04 * 40, "C(region)[T.South]": 0.8, "C(region)[T.East]": -0.5, "age": 0.04}
+    low, high = fitted.conf_int(0.001).T.to_numpy()
+    for (term, value), lo, hi in zip(truth.items(), low, high):
+        assert lo <= value <= hi, (term, value, lo, hi)
+    with pytest.raises(ValueError, match="drugs is randomized; covariates must be public"):
+        logistic("drugs ~ drugs", data)
+    with pytest.raises(ValueError, match="no question 'smoking'"):
+        logistic("smoking ~ age", data)
+    with pytest.raises(ValueError, match="outcome ~ covariates"):
+        logistic("drugs + age", data)
