@@ -113,11 +113,46 @@ def sign_out():
 def dashboard():
     if _session() is None:
         return _signed_out()
+    return _dashboard()
+
+
+def _dashboard(problem: str | None = None, spec: str = ""):
     store = get_store()
     surveys = [{"id": r.id, "title": r.survey.title, "version": r.version, "hash": r.hash,
                 "responses": store.response_count(r.id), "version_responses": r.responses,
                 "epsilon_total": r.survey.epsilon, "access": r.access, "closed": r.closed} for r in store.list_surveys()]
-    return render_template("dashboard.html", surveys=surveys)
+    return render_template("dashboard.html", surveys=surveys, problem=problem, spec=spec)
+
+
+@blueprint.post("/surveys")
+def add_survey():
+    """A new survey, or a new version of one, from a spec pasted or uploaded (YAML or JSON)."""
+    session = _session()
+    if session is None:
+        return _signed_out()
+    _check_csrf(session["csrf"])
+    from deniable.client import SpecError, Survey
+    from deniable.client.survey import MAX_SPEC_BYTES
+
+    upload = request.files.get("spec_file")
+    text = request.form.get("spec", "")
+    try:
+        if upload is not None and upload.filename:
+            raw = upload.read(MAX_SPEC_BYTES + 1)
+            if len(raw) > MAX_SPEC_BYTES:
+                raise SpecError(f"survey: larger than {MAX_SPEC_BYTES // 1024} KiB, the limit for a survey spec")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise SpecError("survey: the file is not UTF-8 text (a spec is YAML or JSON)") from None
+        if not text.strip():
+            raise SpecError("survey: paste a spec or choose a file")
+        survey = Survey.from_yaml(text)  # YAML 1.2 reads JSON too
+    except SpecError as error:
+        return _dashboard(problem=str(error), spec=text), 422
+    access = request.form.get("access") if request.form.get("access") in ("open", "token") else None
+    record, outcome = get_store().add_survey(survey, access, actor=session["admin"])
+    return redirect(url_for("admin.survey_estimates", survey_id=record.id, added=outcome), code=303)
 
 
 @blueprint.get("/surveys/<survey_id>")
@@ -225,6 +260,7 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
     planned = int(planned) if planned.isdigit() and 0 < int(planned) <= 10**9 else 1000
     return render_template("estimates.html", record=record, current=current, survey=data.survey, charts=charts,
                            n=data.n, inf=math.inf, pooled=pooled, loaded=data, plans=plan(data.survey, planned),
+                           added=request.args.get("added"),
                            planned=planned, tokens=store.token_counts(survey_id), versions=store.versions(survey_id))
 
 

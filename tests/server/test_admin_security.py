@@ -135,3 +135,28 @@ def test_admin_add_from_the_command_line(runner, db_path, store):
     assert short.exit_code == 1 and "at least 12 characters" in short.output
     twice = runner.invoke(cli.main, ["admin", "add", "ben", "--password-stdin", "--db", db_path], input=PASSWORD + "\n")
     assert twice.exit_code == 1 and "exists already" in twice.output
+
+
+def test_a_survey_is_added_from_the_dashboard_with_its_csrf(client, demo):
+    import json as _json
+
+    from tests.server.conftest import sign_in
+
+    sign_in(client)
+    page = client.get("/admin/").get_data(as_text=True)
+    assert 'id="new-survey"' in page
+    spec = _json.dumps(demo.to_dict())
+    assert client.post("/admin/surveys", data={"spec": spec}).status_code == 403  # no CSRF field
+    added = client.post("/admin/surveys", data={"spec": spec, "csrf": _csrf(page), "access": "token"})
+    assert added.status_code == 303 and added.headers["Location"].endswith("/admin/surveys/tax?added=created")
+    assert "Spec stored: a new survey" in client.get(added.headers["Location"]).get_data(as_text=True)
+    wrong = client.post("/admin/surveys", data={"spec": spec.replace('"forced_response"', '"coin"'), "csrf": _csrf(page)})
+    body = wrong.get_data(as_text=True)
+    assert wrong.status_code == 422 and "unknown design" in body and "coin" in body  # the text is kept to fix
+    from io import BytesIO
+
+    uploaded = client.post("/admin/surveys", data={"csrf": _csrf(page), "spec_file": (BytesIO(spec.encode()), "tax.json")},
+                           content_type="multipart/form-data")
+    assert uploaded.headers["Location"].endswith("added=unchanged")
+    audit = client.get("/admin/audit").get_data(as_text=True)
+    assert "survey created" in audit
