@@ -10,6 +10,7 @@ Per-respondent variance of the unbiased estimator of one answer's share π (n = 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
@@ -54,16 +55,24 @@ def unit_variance(question_or_mechanism, distribution=None) -> np.ndarray:
         pi = np.asarray(distribution, dtype=float)
     q = channels.channel_matrix(mechanism)
     rates = q @ pi
+    marginal = channels.marginal_channel(q)
+    if marginal is not None:  # k-ary RR: each share is a binary channel of its own, O(k)
+        return marginal.unit_variance(rates)
     inverse = channels.left_inverse(q)
-    return np.diag(inverse @ (np.diag(rates) - np.outer(rates, rates)) @ inverse.T)
+    # diag(A (diag λ − λλᵀ) Aᵀ) without the k³ products: Σ_r A²_ir λ_r − (Aλ)²_i
+    return (inverse**2) @ rates - (inverse @ rates) ** 2
 
 
 def sample_size(question_or_mechanism, margin: float, level: float = 0.95, distribution=None) -> int:
     """Respondents needed so that every answer's share has a Wald half-width ≤ ``margin``."""
+    return _n_for(float(np.max(unit_variance(question_or_mechanism, distribution))), margin, level)
+
+
+def _n_for(worst_unit_variance: float, margin: float, level: float) -> int:
     if not 0 < margin < 1:
         raise ValueError("margin must be between 0 and 1 (a share, e.g. 0.03)")
     z = _z(level)
-    return int(math.ceil(z * z * float(np.max(unit_variance(question_or_mechanism, distribution))) / margin**2))
+    return int(math.ceil(z * z * worst_unit_variance / margin**2))
 
 
 def margin_of_error(question_or_mechanism, n: int, level: float = 0.95, distribution=None) -> float:
@@ -172,21 +181,45 @@ class QuestionPlan:
         return self.margin <= UNINFORMATIVE_MARGIN
 
 
-def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.05) -> list[QuestionPlan]:
+class Plans(list):
+    """`QuestionPlan`s in question order, and the ids of questions left unplanned by a time limit."""
+
+    def __init__(self, plans=(), unplanned=()):
+        super().__init__(plans)
+        self.unplanned = list(unplanned)
+
+
+#: What `deniable survey check` and the dashboard spend on planning before they leave the rest
+#: unplanned (and say so): a 1001-point number grid costs about half a second, a spec may hold hundreds.
+PLANNING_SECONDS = 2.0
+
+
+def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.05,
+         time_limit: float | None = None) -> Plans:
     """Per private question: the standard error and margin of each share expected with ``n`` respondents,
     the n for a ±``target`` margin, the mean's precision for numbers and scales, and flags for designs
     whose per-answer estimates will be uninformative at that n. Skip logic asking a question of some
-    respondents only makes its n smaller: the advice is for the respondents who see it."""
+    respondents only makes its n smaller: the advice is for the respondents who see it.
+
+    ``time_limit`` (seconds): questions whose channel is not yet worked out when it has passed are
+    listed in ``.unplanned`` instead."""
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a whole number of respondents ≥ 1, got {n!r}")
     z = _z(level)
-    plans = []
+    plans = Plans()
+    known = {}  # questions asked through the same channel (a battery of items at one ε) cost once
+    start = time.perf_counter()
     for question in survey.private_questions:
-        worst = float(np.max(unit_variance(question)))
+        key = _channel_identity(question)
+        if key not in known:
+            if time_limit is not None and time.perf_counter() - start >= time_limit:
+                plans.unplanned.append(question.id)
+                continue
+            known[key] = (float(np.max(unit_variance(question))), mean_unit_variance(question))
+        worst, mean_variance = known[key]
         se = math.sqrt(worst / n)
         entry = QuestionPlan(question.id, question.mechanism.design, question.epsilon, n, level, se, z * se,
-                             sample_size(question, target, level), target)
-        mean_variance = mean_unit_variance(question)
+                             _n_for(worst, target, level), target)
         if mean_variance is not None:
             values = scores(question)
             entry.mean_se = math.sqrt(mean_variance / n)
@@ -202,6 +235,18 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
     return plans
 
 
+def _channel_identity(question: Question):
+    """What a question's planning numbers depend on: the channel's shape and numbers, and (for a mean)
+    the values the answers stand for. Labels do not matter."""
+    mechanism = question.mechanism
+    key = mechanism._channel_key()
+    if isinstance(key, list):
+        key = tuple(map(tuple, key))
+    size = len(mechanism.options) if isinstance(mechanism, UnaryMechanism) else len(mechanism.answers)
+    values = scores(question)
+    return (type(mechanism), size, key, None if values is None else values.tobytes())
+
+
 def _points(margin: float) -> str:
     """A share's margin in percentage points ("±6.2 points"), or that it spans every possible share."""
     return f"±{margin * 100:.1f} points" if margin < 1 else "wider than 0–100%"
@@ -209,8 +254,10 @@ def _points(margin: float) -> str:
 
 def describe_plan(plans: list[QuestionPlan]) -> str:
     """`plan` as the lines `deniable survey check` prints."""
+    unplanned = getattr(plans, "unplanned", [])
     if not plans:
-        return "No private questions: nothing to plan."
+        return ("No private questions: nothing to plan." if not unplanned
+                else f"Not planned within the time limit: {', '.join(unplanned)} (plan them in Python: deniable.analysis.plan)")
     first = plans[0]
     lines = [f"Planning at n = {first.n:,} respondents ({first.level:.0%} intervals, uniform true answers assumed):"]
     for p in plans:
@@ -221,4 +268,6 @@ def describe_plan(plans: list[QuestionPlan]) -> str:
             line += f"; mean ±{p.mean_margin:.3g} on {low:g}–{high:g}"
         lines.append(line)
         lines += [f"    FLAG: {flag}" for flag in p.flags]
+    if unplanned:
+        lines.append(f"  Not planned within the time limit: {', '.join(unplanned)} (plan them in Python: deniable.analysis.plan)")
     return "\n".join(lines)

@@ -150,7 +150,8 @@ class ChannelMechanism(Mechanism):
         return self._columns[a][r]
 
     def channel(self):
-        return [[column[r] for column in self._columns] for r in range(len(self._reports))]
+        columns = self._columns  # a property in subclasses: build it once, not once per row
+        return [[column[r] for column in columns] for r in range(len(self._reports))]
 
     def _sampler(self, a: int):
         # Integer thresholds over the column's common denominator: no float in sampling.

@@ -254,12 +254,13 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
                 chart["mean"] = result.mean
             chart["rows"] = _bars(result.table)
         charts.append(chart)
-    from deniable.analysis.planning import plan
+    from deniable.analysis.planning import PLANNING_SECONDS, plan
 
     planned = request.args.get("n", "1000")
     planned = int(planned) if planned.isdigit() and 0 < int(planned) <= 10**9 else 1000
     return render_template("estimates.html", record=record, current=current, survey=data.survey, charts=charts,
-                           n=data.n, inf=math.inf, pooled=pooled, loaded=data, plans=plan(data.survey, planned),
+                           n=data.n, inf=math.inf, pooled=pooled, loaded=data,
+                           plans=plan(data.survey, planned, time_limit=PLANNING_SECONDS), planning_seconds=PLANNING_SECONDS,
                            added=request.args.get("added"),
                            planned=planned, tokens=store.token_counts(survey_id), versions=store.versions(survey_id))
 

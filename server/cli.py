@@ -96,6 +96,7 @@ def check(spec_file, prior, as_json, planned, planning):
                                  "planning": figures_of(q.id)}
                           for q in parsed.questions.values()},
             "warnings": parsed.warnings,
+            "unplanned": getattr(plans, "unplanned", []),
             "spec": parsed.to_dict(),
         }
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=_json_float))
@@ -110,10 +111,10 @@ def check(spec_file, prior, as_json, planned, planning):
 def _plans(survey: Survey, planned: int):
     """Planning figures per private question (None without the analysis extra, which has numpy)."""
     try:
-        from deniable.analysis.planning import plan
+        from deniable.analysis.planning import PLANNING_SECONDS, plan
     except ImportError:
         return None
-    return plan(survey, planned)
+    return plan(survey, planned, time_limit=PLANNING_SECONDS)
 
 
 def _echo_plans(plans):

@@ -118,3 +118,28 @@ def test_planned_standard_errors_match_simulated_surveys(spec, truth):
     assert np.max(np.std(shares, axis=0)) == pytest.approx(predicted.se, rel=0.12)
     if predicted.mean_se is not None:
         assert np.std(means) == pytest.approx(predicted.mean_se, rel=0.12)
+
+
+def test_plan_leaves_questions_unplanned_past_its_time_limit_and_says_so():
+    from deniable.analysis import plan
+    from deniable.analysis.planning import describe_plan
+
+    survey = Survey.from_dict({"id": "s", "title": "t", "questions": [
+        {"id": f"q{i}", "text": "?", "type": "yes_no", "privacy": {"design": "warner", "p": 0.7 + i / 100}} for i in range(3)]})
+    assert [p.question_id for p in plan(survey, time_limit=60)] == ["q0", "q1", "q2"]
+    cut = plan(survey, time_limit=0)
+    assert list(cut) == [] and cut.unplanned == ["q0", "q1", "q2"]
+    assert "Not planned within the time limit: q0, q1, q2" in describe_plan(cut)
+
+
+def test_questions_asked_through_one_channel_share_their_planning_figures():
+    """A battery of items at one design costs one computation; a different ε or scale does not share."""
+    from deniable.analysis import plan
+
+    items = [{"id": f"item{i}", "text": "?", "type": "ordinal", "options": [f"{i}-{j}" for j in range(5)],
+              "privacy": {"design": "ordinal", "epsilon": 1}} for i in range(3)]
+    items.append({"id": "other", "text": "?", "type": "ordinal", "options": list("abcde"), "privacy": {"design": "ordinal", "epsilon": 2}})
+    plans = {p.question_id: p for p in plan(Survey.from_dict({"id": "s", "title": "t", "questions": items}))}
+    assert plans["item0"].se == plans["item1"].se == plans["item2"].se != plans["other"].se
+    alone = plan(Survey.from_dict({"id": "s", "title": "t", "questions": [items[1]]}))[0]
+    assert alone.se == plans["item1"].se and alone.mean_se == plans["item1"].mean_se

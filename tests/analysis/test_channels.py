@@ -1,0 +1,49 @@
+"""The float channel the analysis inverts: the numpy formulas for the large shapes must equal the exact
+channel entry by entry, and stay quick at the largest sizes a spec allows."""
+
+import numpy as np
+import pytest
+
+from deniable.analysis import channels
+from deniable.client import Survey
+from deniable.client.mechanisms import MAX_GRID_POINTS
+
+
+def _question(kind: str, **extra):
+    spec = {"id": "q", "text": "?", "type": kind, **extra}
+    return Survey.from_dict({"id": "s", "title": "s", "questions": [spec]}).questions["q"].mechanism
+
+
+SHAPES = {
+    "k_rr, 5 options": lambda: _question("choice", options=list("abcde"), privacy={"design": "k_rr", "epsilon": 1.3}),
+    "public choice": lambda: _question("choice", options=list("abc"), privacy="none"),
+    "ordinal, 7 points": lambda: _question("ordinal", options=list("abcdefg"), privacy={"design": "ordinal", "epsilon": 2}),
+    "number 0-10 step 1": lambda: _question("number", min=0, max=10, step=1, privacy={"design": "laplace", "epsilon": 1}),
+    "number -1-1 step 0.5": lambda: _question("number", min=-1, max=1, step=0.5, privacy={"design": "laplace", "epsilon": 3}),
+    "public number": lambda: _question("number", min=0, max=4, step=1, privacy="none"),
+    "forced response": lambda: _question("yes_no", privacy={"design": "forced_response", "truth": 0.75, "yes": 0.15, "no": 0.1}),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_formula_route_equals_the_exact_channel(shape):
+    mechanism = SHAPES[shape]()
+    exact = np.array([[float(p) for p in row] for row in mechanism.channel()])
+    fast = channels.channel_matrix(mechanism)
+    assert fast.shape == exact.shape == (len(mechanism.reports), len(mechanism.answers))
+    np.testing.assert_allclose(fast, exact, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(fast.sum(axis=0), 1, rtol=1e-12)
+
+
+def test_the_largest_channels_are_columns_of_probabilities():
+    """At the largest sizes a spec allows (where the exact route takes minutes: a million fractions,
+    or k³ work; the worst-case hardening test times `survey check` on them)."""
+    largest = [
+        _question("choice", options=[f"o{i}" for i in range(1000)], privacy={"design": "k_rr", "epsilon": 1}),
+        _question("ordinal", options=[f"o{i}" for i in range(1000)], privacy={"design": "ordinal", "epsilon": 1}),
+        _question("number", min=0, max=MAX_GRID_POINTS - 1, step=1, privacy={"design": "laplace", "epsilon": 1}),
+    ]
+    for mechanism in largest:
+        matrix = channels.channel_matrix(mechanism)
+        assert np.isfinite(matrix).all() and (matrix > 0).all()
+        np.testing.assert_allclose(matrix.sum(axis=0), 1, rtol=1e-9)
