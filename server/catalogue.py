@@ -49,8 +49,8 @@ MESSAGES = {
         "one_sided_statement": "Your answer is randomized on your device before it is sent, but only one way: one "
                                "of the reports is only ever sent for one particular true answer, and then reveals it.",
         "public_warning": "Some answers are sent as given, with no privacy guarantee: {questions}.",
-        "open_warning": "This survey accepts anonymous responses without invitation: someone who answers more "
-                        "than once spends the per-person privacy budget again each time.",
+        "open_warning": "This survey accepts answers without an invitation link. If you answer it more than "
+                        "once, each extra answer tells a little more about you: please answer once.",
         "coin_intro": "JavaScript is off, so this page cannot randomize for you. Use a coin instead: for each "
                       "question below, follow the steps and tick only the result. Nobody can tell whether a tick "
                       "is your true answer or the coin's.",
@@ -83,6 +83,20 @@ MESSAGES = {
         "thanks_heading": "Thank you",
         "thanks_message": "Your randomized answers to “{title}” were received. Your true answers never left "
                           "your device.",
+        "thanks_coin": "Your answers to “{title}” were received. What you ticked is what was sent: it "
+                       "protects you where you followed the coin, and was sent as given where you did not.",
+        "invalid_invitation_heading": "This invitation link does not work",
+        "invalid_invitation": "This link is not an invitation to this survey. Open the link from your invitation "
+                              "again, exactly as you received it.",
+        "needs_invitation_heading": "This survey is by invitation",
+        "needs_invitation": "Please open the survey with the personal link from your invitation.",
+        "changed": "This survey has changed since this page was opened. Reload the page to answer the current "
+                   "version; your answers here are not kept when you reload.",
+        "reload": "Reload the survey",
+        "answers_kept": "Your answers are still on this page (only in this page, nowhere else): try sending again.",
+        "offline": "There is no connection to the survey server",
+        "server_trouble": "The survey server is having trouble right now.",
+        "outside_range": "outside {min}–{max}: that is the randomization protecting you",
         "back_to_survey": "Back to the survey",
     },
     "es": {
@@ -122,8 +136,8 @@ MESSAGES = {
                                "sentido: uno de los informes solo se envía para una respuesta verdadera concreta, y "
                                "entonces la revela.",
         "public_warning": "Algunas respuestas se envían tal cual, sin garantía de privacidad: {questions}.",
-        "open_warning": "Esta encuesta acepta respuestas anónimas sin invitación: quien responde más de una vez "
-                        "gasta de nuevo el presupuesto de privacidad por persona cada vez.",
+        "open_warning": "Esta encuesta acepta respuestas sin enlace de invitación. Si la responde más de una vez, "
+                        "cada respuesta adicional dice un poco más sobre usted: responda una sola vez.",
         "coin_intro": "JavaScript está desactivado, así que esta página no puede aleatorizar por usted. Use una "
                       "moneda: en cada pregunta, siga los pasos y marque solo el resultado. Nadie puede saber si "
                       "una marca es su respuesta verdadera o la de la moneda.",
@@ -156,6 +170,21 @@ MESSAGES = {
         "thanks_heading": "Gracias",
         "thanks_message": "Se recibieron sus respuestas aleatorizadas a «{title}». Sus respuestas verdaderas "
                           "nunca salieron de su dispositivo.",
+        "thanks_coin": "Se recibieron sus respuestas a «{title}». Lo que marcó es lo que se envió: le protege "
+                       "donde siguió la moneda, y se envió tal cual donde no la siguió.",
+        "invalid_invitation_heading": "Este enlace de invitación no funciona",
+        "invalid_invitation": "Este enlace no es una invitación a esta encuesta. Vuelva a abrir el enlace de su "
+                              "invitación, tal como lo recibió.",
+        "needs_invitation_heading": "Esta encuesta es por invitación",
+        "needs_invitation": "Abra la encuesta con el enlace personal de su invitación.",
+        "changed": "Esta encuesta cambió desde que se abrió esta página. Recargue la página para responder la "
+                   "versión actual; sus respuestas aquí no se conservan al recargar.",
+        "reload": "Recargar la encuesta",
+        "answers_kept": "Sus respuestas siguen en esta página (solo en esta página, en ningún otro lugar): "
+                        "intente enviarlas de nuevo.",
+        "offline": "No hay conexión con el servidor de la encuesta",
+        "server_trouble": "El servidor de la encuesta tiene problemas en este momento.",
+        "outside_range": "fuera de {min}–{max}: es la aleatorización que le protege",
         "back_to_survey": "Volver a la encuesta",
     },
 }

@@ -115,6 +115,21 @@ def _warnings(record, language: str) -> list[str]:
     return warnings
 
 
+def _invitation_problem(record, token: str | None, words: dict) -> tuple | None:
+    """Why an invitation-only survey cannot be answered with this link, said before the form is filled
+    in (status, heading, message); None when it can. Sending checks again, atomically."""
+    if record.access != "token":
+        return None
+    if not token:
+        return 403, words["needs_invitation_heading"], words["needs_invitation"]
+    status = get_store().token_status(record.id, token)
+    if status is None:
+        return 403, words["invalid_invitation_heading"], words["invalid_invitation"]
+    if status == "used":
+        return 409, words["used_heading"], words["used_message"]
+    return None
+
+
 @blueprint.get("/s/<survey_id>")
 def survey_page(survey_id):
     record = get_store().get_survey(survey_id)
@@ -123,12 +138,15 @@ def survey_page(survey_id):
     words = catalogue.messages(language)
     if record.closed:
         return _message(410, words["closed_heading"], words["closed_message"], language=language)
+    token = request.args.get("t")
+    refused = _invitation_problem(record, token, words)
+    if refused:
+        return _message(*refused, language=language)
     sections = [{"id": section.id, "title": section.title_in(language) if section.id else None,
                  "intro": section.intro_in(language) if section.id else None,
                  "items": [_item_view(survey, item, language, words) for item in section.items]}
                 for section in survey.sections]
     questions = [item for section in sections for item in section["items"] if item["type"] != "note"]
-    token = request.args.get("t")
     languages = [{"code": code, "name": LANGUAGE_NAMES.get(code, code),
                   "href": url_for("respond.survey_page", survey_id=survey_id, lang=code, t=token)}
                  for code in survey.languages.codes] if len(survey.languages.codes) > 1 else []
@@ -199,7 +217,7 @@ def submit_form(survey_id):
         else:
             detail = words["enter_number" if question.type == "number" else "tick_one"].format(question=question.text_in(language))
         return _message(422, words["check_heading"], detail, back, language)
-    return redirect(url_for("respond.thanks", survey_id=survey_id, lang=lang), code=303)
+    return redirect(url_for("respond.thanks", survey_id=survey_id, lang=lang, sent="form"), code=303)
 
 
 @blueprint.get("/s/<survey_id>/thanks")
@@ -207,5 +225,7 @@ def thanks(survey_id):
     record = get_store().get_survey(survey_id)
     language = page_language(record.survey)
     words = catalogue.messages(language)
-    return _message(200, words["thanks_heading"], words["thanks_message"].format(title=record.survey.title_in(language)),
+    # The form without JavaScript sends what was ticked: only the coin protected it, so say no more.
+    message = words["thanks_coin" if request.args.get("sent") == "form" else "thanks_message"]
+    return _message(200, words["thanks_heading"], message.format(title=record.survey.title_in(language)),
                     language=language)

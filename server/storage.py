@@ -629,6 +629,12 @@ class Store:
             self._audit_if(actor, "invitation tokens issued", survey_id, f"{count} tokens")
         return tokens
 
+    def token_status(self, survey_id: str, token: str) -> str | None:
+        """"unused" or "used" for a token of this survey, None for any other string: what the survey page
+        tells a respondent before they answer. Sending still decides, in the transaction that spends it."""
+        row = self._one("SELECT used_on FROM tokens WHERE token_hash = ? AND survey_id = ?", [_digest(token), survey_id])
+        return None if row is None else "unused" if row["used_on"] is None else "used"
+
     def token_counts(self, survey_id: str) -> dict:
         issued, used = self.execute("SELECT COUNT(*), COUNT(used_on) FROM tokens WHERE survey_id = ?",
                                     [survey_id]).fetchone()

@@ -1,7 +1,8 @@
 // The respondent page: skip logic and sections as the respondent answers, checks of required
 // answers and ranges, then randomization in the browser with deniable.js at the final send.
 // Only the reports leave the page; true answers are never stored anywhere (no storage, no
-// cookies, no URL) and the form is cleared as soon as the reports are drawn.
+// cookies, no URL): they stay in the form until the server has the reports, so a refused or
+// failed send can be tried again without typing them twice, and the form goes once it is sent.
 import { Survey, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
 
 const data = JSON.parse(document.getElementById("survey-data").textContent);
@@ -29,8 +30,10 @@ if (token) {
 
 coinForm.remove();
 form.hidden = false;
-// One key per page load: pressing "send" twice, or a retry after a lost answer, stores one response.
-const idempotencyKey = newIdempotencyKey();
+// One body per set of answers: pressing "send" twice, or again after a lost acknowledgement, sends
+// the same reports under the same key (stored once, and never a second randomization of the same
+// answers); changed answers are a new response with a new key.
+let pending = null; // {answers (as JSON), body}: in this page's memory only
 const sections = [...form.querySelectorAll("section.section")];
 const paged = sections.length > 1 &&
   (form.dataset.layout === "paged" || (form.dataset.layout === "auto" && window.matchMedia("(max-width: 40em)").matches));
@@ -155,7 +158,40 @@ backButton.addEventListener("click", () => {
 function describe(question, report) {
   const label = (value) => (question.type === "yes_no" ? words[value] : question.optionLabel(value, data.lang));
   if (Array.isArray(report)) return report.length ? report.map(label).join(", ") : words.none_selected;
-  return question.type === "number" ? String(report) : label(report);
+  if (question.type !== "number") return label(report);
+  const [low, high] = question.grid;
+  const value = parseFraction(report, "report");
+  if (value.cmp(low) >= 0 && value.cmp(high) <= 0) return String(report);
+  // Noise may carry a number past the ends of the question's range: say why, or it reads as a mistake.
+  const [min, max] = [low, high].map((x) => String(x.toNumber()));
+  return `${report} (${format(words.outside_range, { min, max })})`;
+}
+
+/** The refusal or failure in words for the respondent (never a field name or a status code). */
+function sendProblem(error) {
+  if (error.status === 409) return { text: words.already_used };
+  if (error.status === 410) return { text: words.closed };
+  if (error.field === "token") return { text: words.invalid_invitation };
+  if (error.field === "spec_hash") return { text: words.changed, reload: true };
+  if (error.status === null || error.status === undefined) return { text: `${words.offline}. ${words.answers_kept}`, retry: true };
+  if (error.status >= 500) return { text: `${words.server_trouble} ${words.answers_kept}`, retry: true };
+  const reason = String(error.message).replace(/^[\w.\[\]]+: /, "");
+  return { text: `${format(words.not_sent, { reason })} ${words.answers_kept}`, retry: true };
+}
+
+function showProblem({ text, reload }) {
+  problem.replaceChildren(text);
+  if (reload) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = words.reload;
+    button.addEventListener("click", () => window.location.reload());
+    problem.append(" ", button);
+  }
+  problem.hidden = false;
+  // At the top of the page, where a phone shows it, and read out at once.
+  problem.focus();
+  problem.scrollIntoView({ block: "start" });
 }
 
 form.addEventListener("submit", async (event) => {
@@ -175,21 +211,27 @@ form.addEventListener("submit", async (event) => {
   }
   const answers = readAnswers();
   for (const [id, answer] of Object.entries(answers)) if (survey.questions[id].type === "number") answers[id] = Number(answer);
-  const reports = survey.randomize(answers); // only shown questions: the same tree the server checks
-  form.reset(); // the true answers leave the page as soon as they are randomized
-  const body = { spec_hash: data.hash, idempotency_key: idempotencyKey, reports };
-  if (token) body.token = token;
+  const asked = JSON.stringify(answers);
+  if (pending?.answers !== asked) {
+    const reports = survey.randomize(answers); // only shown questions: the same tree the server checks
+    const body = { spec_hash: data.hash, idempotency_key: newIdempotencyKey(), reports };
+    if (token) body.token = token;
+    pending = { answers: asked, body };
+  }
+  const { body } = pending;
   sendButton.disabled = true;
   try {
     await postResponse(window.location.origin, survey.id, body);
   } catch (error) {
-    sendButton.disabled = false;
-    problem.textContent = error.status === 409 ? words.already_used
-      : error.status === 410 ? words.closed : format(words.not_sent, { reason: error.message });
-    problem.hidden = false;
+    const said = sendProblem(error);
+    sendButton.disabled = !said.retry;
+    showProblem(said);
     return;
   }
-  form.remove();
+  pending = null;
+  form.remove(); // the true answers leave the page with the form
+  problem.hidden = true;
+  const { reports } = body;
   const list = document.getElementById("sent-reports");
   for (const [id, report] of Object.entries(reports)) {
     const question = survey.questions[id];

@@ -47,10 +47,13 @@ def test_no_javascript_coin_form_posts_only_coin_results(client, survey, store):
     assert forged.status_code == 403 and list(store.export("tax")) == []
     response = client.post("/s/tax/submit", data={"form_key": csrf, "spec_hash": survey.hash, "idempotency_key": key,
                                                   "dodged": "yes", "region": "East"})
-    assert response.status_code == 303 and response.headers["Location"].endswith("/s/tax/thanks")
+    assert response.status_code == 303 and response.headers["Location"].endswith("/s/tax/thanks?sent=form")
     rows = list(store.export("tax"))
     assert len(rows) == 1 and rows[0]["reports"] == {"dodged": "yes", "region": "East"}
-    assert client.get("/s/tax/thanks").status_code == 200
+    # The form sent what was ticked; only the page that randomized may say the answers stayed on the device.
+    coin = client.get("/s/tax/thanks?sent=form").get_data(as_text=True)
+    assert "What you ticked is what was sent" in coin and "never left" not in coin
+    assert "never left your device" in client.get("/s/tax/thanks").get_data(as_text=True)
 
 
 def test_no_javascript_form_errors_are_pages_not_tracebacks(client, survey, store):

@@ -194,7 +194,7 @@ def test_without_javascript_sections_and_skip_logic_still_work(browser, live_ser
     page.check("#coin-form input[name=worked][value=no]")
     page.check("#coin-form input[name=dodged][value=yes]")
     page.click("#coin-form button[type=submit]")
-    page.wait_for_url("**/s/tax/thanks?lang=es")
+    page.wait_for_url("**/s/tax/thanks?lang=es&sent=form")
     assert page.text_content("h1") == "Gracias"
     no_violations(page, "phone es: thank-you page")
     [row] = list(store.export("tax"))

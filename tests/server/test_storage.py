@@ -46,6 +46,17 @@ def test_a_spent_token_is_rolled_back_when_the_response_fails(store, survey):
     assert store.token_counts("tax") == {"issued": 1, "used": 1}
 
 
+def test_token_status_is_what_the_survey_page_tells_before_answering(store, survey, demo):
+    record = store.get_survey("tax")
+    [token] = store.issue_tokens("tax", 1)
+    store.add_survey(Survey.from_dict({**demo.to_dict(), "id": "other"}))
+    assert store.token_status("tax", token) == "unused"
+    assert store.token_status("other", token) is None  # a token is for its own survey only
+    assert store.token_status("tax", "made-up") is None
+    store.submit("tax", record.hash, "k" * 16, survey.randomize(ANSWERS), token)
+    assert store.token_status("tax", token) == "used"
+
+
 def test_versions_are_never_edited(store, demo):
     _, first = store.add_survey(demo)
     assert first == "created"
