@@ -16,6 +16,7 @@ from .submit import (
     SurveyNotFound,
     TokenAlreadyUsed,
     fetch_survey,
+    post_response,
     submit,
 )
 from .survey import QUESTION_TYPES, AnswerError, Question, SpecError, Survey
@@ -39,6 +40,7 @@ __all__ = [
     "TokenAlreadyUsed",
     "UnaryMechanism",
     "fetch_survey",
+    "post_response",
     "posterior_bound",
     "privacy_statement",
     "submit",

@@ -111,6 +111,16 @@ def fetch_survey(base_url: str, survey_id: str, *, retries: int = 3, backoff: fl
     return survey
 
 
+def post_response(base_url: str, survey_id: str, body: dict, *, retries: int = 4, backoff: float = 0.25,
+                  timeout: float = 10.0) -> tuple[dict, bool]:
+    """POST one already-randomized response (``spec_hash``, ``idempotency_key``, ``reports``, optional
+    ``token``), retrying transient failures with the same body. Returns (acknowledgement, created):
+    created is False when the server had stored this idempotency key already."""
+    url = f"{base_url.rstrip('/')}/api/v1/surveys/{urllib.parse.quote(survey_id, safe='')}/responses"
+    status, acknowledgement = _with_retries("POST", url, body, retries, backoff, timeout)
+    return acknowledgement, status == 201
+
+
 def submit(base_url: str, survey_id: str, answers: dict, token: str | None = None, *, retries: int = 4,
            backoff: float = 0.25, timeout: float = 10.0, rng=None) -> Submission:
     """Randomize ``answers`` locally and send only the reports. Raises a `SubmitError` subclass."""
@@ -119,6 +129,5 @@ def submit(base_url: str, survey_id: str, answers: dict, token: str | None = Non
     body = {"spec_hash": survey.hash, "idempotency_key": secrets.token_hex(16), "reports": reports}
     if token is not None:
         body["token"] = token
-    url = f"{base_url.rstrip('/')}/api/v1/surveys/{urllib.parse.quote(survey_id, safe='')}/responses"
-    status, acknowledgement = _with_retries("POST", url, body, retries, backoff, timeout)
-    return Submission(acknowledgement=acknowledgement, reports=reports, spec_hash=survey.hash, created=status == 201)
+    acknowledgement, created = post_response(base_url, survey_id, body, retries=retries, backoff=backoff, timeout=timeout)
+    return Submission(acknowledgement=acknowledgement, reports=reports, spec_hash=survey.hash, created=created)

@@ -11,6 +11,8 @@ install_debian() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 "$@"
 }
 command -v node >/dev/null || install_debian nodejs
+# The npm package test packs the JS client and type-checks a consumer (typescript from the npm registry).
+command -v npm >/dev/null || install_debian npm
 # Browser tests drive the system Chromium; Playwright never downloads a browser of its own.
 [ -x /usr/bin/chromium ] || install_debian chromium
 # The storage, API and hardening suites also run against a throwaway PostgreSQL cluster

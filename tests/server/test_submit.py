@@ -89,3 +89,17 @@ def test_a_spec_that_does_not_match_its_hash_is_refused(app, survey, monkeypatch
             fetch_survey(f"http://127.0.0.1:{server.server_port}", "tax")
     finally:
         server.shutdown()
+
+
+def test_a_kept_body_sent_again_is_one_response(live_server, survey, store):
+    """The embedding guide's step-by-step path: a body kept after a failure and sent again, unchanged."""
+    import secrets
+
+    from deniable.client import post_response
+
+    fetched = fetch_survey(live_server, "tax")
+    body = {"spec_hash": fetched.hash, "idempotency_key": secrets.token_hex(16), "reports": fetched.randomize(ANSWERS)}
+    first, created = post_response(live_server, "tax", body)
+    again, created_again = post_response(live_server, "tax", body)
+    assert (created, created_again) == (True, False) and first == again
+    assert store.response_count("tax") == 1

@@ -1,0 +1,313 @@
+// Type declarations for deniable.js, written by hand beside it (a test type-checks a consumer against
+// them with tsc --strict, and another checks that every runtime export is declared here).
+
+// ---------------------------------------------------------------- values
+
+/** An answer (or a report): "yes"/"no" or an option's value, a number on a grid, or the options ticked. */
+export type Answer = string | number | string[];
+/** Answers by question id; a question left out (or null) is unanswered. */
+export type Answers = Record<string, Answer | null | undefined>;
+/** Reports by question id: exactly what leaves the device. */
+export type Reports = Record<string, Answer>;
+/** Text in one language, or by language code ({en: "...", es: "..."}). */
+export type LocalizedText = string | Record<string, string>;
+/** A survey spec as the server serves it (GET /api/v1/surveys/{id} → .spec), or as written in YAML/JSON. */
+export type SurveySpec = Record<string, unknown>;
+
+/** Where randomness comes from; the default draws from crypto.getRandomValues. Tests pass their own. */
+export interface RandomSource {
+  randomBelow(n: bigint): bigint;
+}
+
+// ---------------------------------------------------------------- exact arithmetic
+
+export const EXP_GRID_BITS: bigint;
+export const MAX_GRID_POINTS: number;
+export const MAX_MULTI_SELECT_OPTIONS: number;
+
+/** An exact rational n/d with d > 0, always reduced. */
+export class Fraction {
+  constructor(n: bigint | number, d?: bigint | number);
+  readonly n: bigint;
+  readonly d: bigint;
+  add(other: Fraction): Fraction;
+  sub(other: Fraction): Fraction;
+  mul(other: Fraction): Fraction;
+  div(other: Fraction): Fraction;
+  pow(k: number | bigint): Fraction;
+  cmp(other: Fraction): -1 | 0 | 1;
+  floor(): bigint;
+  isZero(): boolean;
+  toString(): string;
+  toPair(): [bigint, bigint];
+  toNumber(): number;
+}
+
+/** ε = ln(exp_epsilon) rounded up, from an exact e^ε (Infinity for null: no bound). */
+export function epsilonOf(expEpsilon: Fraction | null): number;
+/** Read a number or a fraction written as a number, "1/4" or "0.25". Throws SpecError naming `field`. */
+export function parseFraction(value: number | bigint | string, field: string): Fraction;
+/** The largest integer r with r ** degree <= value. */
+export function integerRoot(value: bigint | number, degree: bigint | number): bigint;
+
+/** A privacy budget as written in a spec: a rational or ln(c). */
+export class EpsilonRequest {
+  constructor(fields: { value?: Fraction | null; lnOf?: Fraction | null });
+  readonly value: Fraction | null;
+  readonly lnOf: Fraction | null;
+  static parse(raw: number | string, field: string): EpsilonRequest;
+  toNumber(): number;
+  canonical(): number | string;
+  /** A rational L <= e^(epsilon/divisor) on the 2^-32 grid. */
+  expLowerBound(divisor?: number): Fraction;
+}
+
+/** A uniform BigInt in [0, n) from crypto.getRandomValues (rejection sampling, no modulo bias). */
+export function randomBelow(n: bigint | number): bigint;
+
+// ---------------------------------------------------------------- mechanisms
+
+export class SpecError extends Error {
+  constructor(message: string);
+}
+
+/** An answer the client refuses before randomizing anything; `question` names it, `allowed` says what it takes. */
+export class AnswerError extends RangeError {
+  constructor(question: string, reason: string, allowed: string);
+  readonly question: string;
+  readonly reason: string;
+  readonly allowed: string;
+}
+
+/** What every mechanism offers (not a runtime export: a type for the classes below). */
+declare abstract class Mechanism {
+  readonly design: string;
+  readonly params: Record<string, unknown>;
+  /** ε computed from the exact channel (Infinity when a report can reveal the answer). */
+  readonly epsilon: number;
+  readonly isPrivate: boolean;
+  /** Exact e^ε, or null when unbounded. */
+  readonly expEpsilon: Fraction | null;
+  readonly answers: Answer[];
+  readonly reports: Answer[];
+  /** The full matrix Q[r][a] in the order of reports and answers. */
+  channel(): Fraction[][];
+  /** Exact P(report | answer) as [numerator, denominator]. */
+  probability(report: Answer, answer: Answer): [bigint, bigint];
+  validateAnswer(answer: Answer): Answer;
+  validateReport(report: Answer): Answer;
+  randomize(answer: Answer, source?: RandomSource): Answer;
+}
+export type { Mechanism };
+
+export class ChannelMechanism extends Mechanism {
+  constructor(design: string, params: Record<string, unknown>, answers: Answer[], reports: Answer[], columns: Fraction[][]);
+}
+
+export class SymmetricMechanism extends ChannelMechanism {
+  constructor(design: string, params: Record<string, unknown>, options: string[], keep: Fraction, other: Fraction);
+  readonly keep: Fraction;
+  readonly other: Fraction;
+}
+
+export class OrdinalMechanism extends ChannelMechanism {
+  constructor(design: string, params: Record<string, unknown>, options: string[], base: Fraction);
+  readonly base: Fraction;
+}
+
+export class UnaryMechanism extends Mechanism {
+  constructor(design: string, params: Record<string, unknown>, options: string[], keepOne: Fraction, flipZero: Fraction);
+  readonly options: string[];
+  readonly keepOne: Fraction;
+  readonly flipZero: Fraction;
+  /** [[P(0|0), P(0|1)], [P(1|0), P(1|1)]] shared by every option. */
+  bitChannel(): Fraction[][];
+  randomize(answer: string[], source?: RandomSource): string[];
+}
+
+export class LaplaceMechanism extends Mechanism {
+  constructor(design: string, params: Record<string, unknown>, minimum: Fraction, maximum: Fraction, step: Fraction,
+              alpha: Fraction | null);
+  readonly minimum: Fraction;
+  readonly maximum: Fraction;
+  readonly step: Fraction;
+  /** N: the grid has N + 1 points. */
+  readonly points: number;
+  /** null for a public number (no noise). */
+  readonly alpha: Fraction | null;
+  readonly reportRange: [number, number];
+  answerIndex(answer: number | string): number;
+  reportIndex(report: number): number;
+  randomize(answer: number | string, source?: RandomSource): number;
+}
+
+export const YES_NO: ["yes", "no"];
+/** Each design: the question types it fits and the parameters it takes. */
+export const DESIGNS: Record<string, [string[], string[]]>;
+/** The mechanism a question's privacy field asks for. */
+export function buildMechanism(type: string, privacy: "none" | Record<string, unknown>, where: string,
+                               options?: string[] | null, grid?: [Fraction, Fraction, Fraction] | null): Mechanism;
+
+/** Below this ε a spec is refused: the answer would carry nothing. */
+export const MIN_EPSILON: number;
+/** Above this ε (ln 49) a question is flagged: a 2% prior can pass 50% after one report. */
+export const WEAK_EPSILON: number;
+/** The largest posterior an observer can reach from `prior` after one report. */
+export function posteriorBound(prior: number, epsilon: number): number;
+/** Plain-language privacy note for one question. */
+export function privacyStatement(epsilon: number, prior?: number): string;
+
+// ---------------------------------------------------------------- skip logic
+
+export class ExpressionError extends Error {
+  constructor(message: string);
+}
+export const MAX_EXPRESSION_LENGTH: number;
+/** A parsed skip-logic expression (the same tree as the Python twin's). */
+export type Expression =
+  | { op: "and" | "or"; args: Expression[] }
+  | { op: "not"; arg: Expression }
+  | { op: "=" | "!=" | "<" | "<=" | ">" | ">=" | "selected"; question: string; value: { text?: string; number?: string } };
+/** The canonical spelling of a number literal in an expression. */
+export function canonicalNumber(literal: string): string;
+export function parseExpression(text: string): Expression;
+/** The canonical spelling of a tree. */
+export function expressionText(tree: Expression): string;
+export function evaluateExpression(tree: Expression, answers: Answers): boolean;
+
+// ---------------------------------------------------------------- surveys
+
+export const QUESTION_TYPES: ["yes_no", "choice", "ordinal", "multi_select", "number"];
+export const MAX_ITEMS: number;
+export const MAX_OPTIONS: number;
+export const MAX_SECTIONS: number;
+export function isRightToLeft(language: string | null | undefined): boolean;
+/** `text` in `language`, else in the default language. */
+export function localize(text: LocalizedText | null | undefined, language: string | null, defaultLanguage: string | null): string | null;
+
+interface Languages {
+  readonly codes: string[];
+  readonly default: string | null;
+}
+
+declare abstract class Item {
+  readonly id: string;
+  readonly type: string;
+  readonly relevant: Expression | null;
+  readonly section: Section | null;
+  readonly isPrivate: boolean;
+  /** The text in the default language (`textIn` for another). */
+  readonly text: string;
+  textIn(language: string | null): string;
+  hintIn(language: string | null): string | null;
+}
+
+/** Text shown between questions; never answered, never reported. */
+export class Note extends Item {
+  constructor(spec: Record<string, unknown>, position: number, languages: Languages);
+  readonly type: "note";
+}
+
+export class Question extends Item {
+  constructor(spec: Record<string, unknown>, position: number, languages?: Languages);
+  readonly type: "yes_no" | "choice" | "ordinal" | "multi_select" | "number";
+  readonly required: boolean | Expression;
+  readonly options: string[] | null;
+  /** [min, max, step] of a number question, else null. */
+  readonly grid: [Fraction, Fraction, Fraction] | null;
+  readonly mechanism: Mechanism;
+  readonly epsilon: number;
+  /** What the question accepts, in words. */
+  describeAnswers(): string;
+  optionLabel(value: string, language: string | null): string;
+  constraintMessageIn(language: string | null): string | null;
+  privacyStatement(prior?: number): string;
+}
+
+export class Section {
+  constructor(spec: Record<string, unknown>, position: number, languages: Languages, firstPosition: number);
+  readonly id: string;
+  readonly items: Array<Question | Note>;
+  readonly relevant: Expression | null;
+  titleIn(language: string | null): string;
+  introIn(language: string | null): string | null;
+}
+
+/** The error of a skip-logic rule that reads a private question. */
+export function leakMessage(where: string, itemId: string, privateId: string): string;
+
+export class Survey {
+  constructor(spec: SurveySpec);
+  /** Build and validate a spec (throws SpecError naming the field). */
+  static fromSpec(spec: SurveySpec): Survey;
+  readonly id: string;
+  readonly version: string | null;
+  readonly layout: "auto" | "paged" | "single";
+  readonly sections: Section[];
+  readonly items: Array<Question | Note>;
+  readonly questions: Record<string, Question>;
+  readonly languages: Languages;
+  readonly title: string;
+  readonly description: string | null;
+  readonly defaultLanguage: string | null;
+  readonly privateQuestions: Question[];
+  readonly publicQuestions: Question[];
+  /** Total ε per respondent over the private questions. */
+  readonly epsilon: number;
+  titleIn(language: string | null): string;
+  descriptionIn(language: string | null): string | null;
+  /** Ids of the items skip logic shows for these answers. */
+  shown(answers: Answers): string[];
+  /** Ids of the questions that must be answered now. */
+  requiredNow(answers: Answers, shown?: string[]): string[];
+  /** Randomize the shown, answered questions on this device; throws AnswerError for an answer it refuses. */
+  randomize(answers: Answers, source?: RandomSource): Reports;
+}
+
+// ---------------------------------------------------------------- sending reports
+
+/** A response the server refused, or could not be reached after retries (status null). */
+export class SubmitError extends Error {
+  constructor(message: string, details?: { status?: number | null; field?: string | null });
+  readonly status: number | null;
+  readonly field: string | null;
+}
+/** 404: no survey with this id. */
+export class SurveyNotFound extends SubmitError {}
+/** 410: the survey no longer accepts responses. */
+export class SurveyClosed extends SubmitError {}
+/** 409: this respondent token has answered already. */
+export class TokenAlreadyUsed extends SubmitError {}
+/** 4xx: a report or field is invalid; `field` names it. */
+export class ResponseRejected extends SubmitError {}
+
+/** A random idempotency key: a retry with the same key is stored once. */
+export function newIdempotencyKey(): string;
+
+/** How requests are sent and retried (network failures and 408/425/429/5xx, with exponential backoff). */
+export interface SendOptions {
+  fetch?: typeof globalThis.fetch;
+  retries?: number;
+  backoffMs?: number;
+}
+
+/** The body of one response: only randomized reports. */
+export interface ResponseBody {
+  spec_hash: string;
+  idempotency_key: string;
+  reports: Reports;
+  token?: string;
+}
+
+/** The server's acknowledgement of a stored response. */
+export type Acknowledgement = Record<string, unknown>;
+
+/** Fetch a survey's served spec and build it. */
+export function fetchSurvey(baseUrl: string, surveyId: string, options?: SendOptions):
+  Promise<{ survey: Survey; hash: string; payload: Record<string, unknown> }>;
+/** POST one already-randomized response, retrying transient failures with the same idempotency key. */
+export function postResponse(baseUrl: string, surveyId: string, body: ResponseBody, options?: SendOptions):
+  Promise<Acknowledgement>;
+/** Fetch the spec, randomize `answers` on this device, and send only the reports. */
+export function submit(baseUrl: string, surveyId: string, answers: Answers, options?: SendOptions & { token?: string | null }):
+  Promise<{ acknowledgement: Acknowledgement; reports: Reports }>;
