@@ -188,32 +188,79 @@ export class EpsilonRequest {
 
 // ---------------------------------------------------------------- randomness
 
+// Random words come from a pool that one crypto.getRandomValues call fills: drawing one word per
+// call made the call itself most of the cost of a report. The pool lives in this module only.
+const POOL_WORDS = 2048;
+const pool = new Uint32Array(POOL_WORDS);
+let poolNext = POOL_WORDS;
+const TWO_32 = 0x100000000;
+const TWO_32_BIG = 0x100000000n;
+
+function nextWord() {
+  if (poolNext === POOL_WORDS) {
+    cryptoSource.getRandomValues(pool);
+    poolNext = 0;
+  }
+  return pool[poolNext++];
+}
+
+/** A uniform Number in [0, limit) for a whole 1 <= limit <= 2^32, by rejection (no modulo bias). */
+function wordBelow(limit) {
+  const ceiling = TWO_32 - (TWO_32 % limit);
+  for (;;) {
+    const word = nextWord();
+    if (word < ceiling) return word % limit;
+  }
+}
+
 /** A uniform BigInt in [0, n) from crypto.getRandomValues (rejection sampling, no modulo bias). */
 export function randomBelow(n) {
   n = BigInt(n);
   if (n <= 0n) throw new RangeError("randomBelow needs n > 0");
-  if (n <= 0x100000000n) {
-    const limit = Number(n);
-    const ceiling = 0x100000000 - (0x100000000 % limit);
-    const word = new Uint32Array(1);
-    for (;;) {
-      cryptoSource.getRandomValues(word);
-      if (word[0] < ceiling) return BigInt(word[0] % limit);
-    }
-  }
-  const bits = (n - 1n).toString(2).length;
-  const bytes = new Uint8Array(Math.ceil(bits / 8));
-  const excess = BigInt(bytes.length * 8 - bits);
+  if (n <= TWO_32_BIG) return BigInt(wordBelow(Number(n)));
+  const bits = BigInt((n - 1n).toString(2).length);
+  const words = Number((bits + 31n) / 32n);
+  const excess = BigInt(words) * 32n - bits;
   for (;;) {
-    cryptoSource.getRandomValues(bytes);
     let value = 0n;
-    for (const byte of bytes) value = (value << 8n) | BigInt(byte);
+    for (let i = 0; i < words; i++) value = (value << 32n) | BigInt(nextWord());
     value >>= excess;
     if (value < n) return value;
   }
 }
 
-const defaultSource = { randomBelow };
+// `below` is the fast path for denominators that fit in 32 bits; a source without it (a test's
+// scripted source) is asked for BigInts, and every sampler gives the same distribution either way.
+const defaultSource = { randomBelow, below: wordBelow, word: nextWord };
+
+/** Integer thresholds over a common denominator, for drawing an index: Numbers when they fit in 32 bits. */
+function makeSampler(denominator, thresholds) {
+  const small = denominator <= TWO_32_BIG;
+  return { denominator, thresholds, limit: small ? Number(denominator) : 0, smallThresholds: small ? thresholds.map(Number) : null };
+}
+
+function drawIndex(sampler, source) {
+  if (sampler.smallThresholds !== null && source.below) {
+    const draw = source.below(sampler.limit);
+    const thresholds = sampler.smallThresholds;
+    let index = 0;
+    while (draw >= thresholds[index]) index += 1;
+    return index;
+  }
+  const draw = source.randomBelow(sampler.denominator);
+  return sampler.thresholds.findIndex((t) => draw < t);
+}
+
+/** 32 uniform bits as a Number. */
+function wordOf(source) {
+  return source.word ? source.word() : Number(source.randomBelow(TWO_32_BIG));
+}
+
+/** True with probability n/d (a Fraction), exactly. */
+function bernoulli(p, source) {
+  if (p.d <= TWO_32_BIG && source.below) return source.below(Number(p.d)) < Number(p.n);
+  return source.randomBelow(p.d) < p.n;
+}
 
 // ---------------------------------------------------------------- mechanisms
 
@@ -308,14 +355,16 @@ export class ChannelMechanism extends Mechanism {
       for (const p of column) denominator = (denominator * p.d) / gcd(denominator, p.d);
       let running = 0n;
       const thresholds = column.map((p) => (running += p.n * (denominator / p.d)));
-      this._samplers.set(a, { denominator, thresholds });
+      this._samplers.set(a, makeSampler(denominator, thresholds));
     }
     return this._samplers.get(a);
   }
   randomize(answer, source = defaultSource) {
-    const { denominator, thresholds } = this._sampler(this._answers.indexOf(this.validateAnswer(answer)));
-    const draw = source.randomBelow(denominator);
-    return this._reports[thresholds.findIndex((t) => draw < t)];
+    return this._reports[drawIndex(this._sampler(this._answerIndex(this.validateAnswer(answer))), source)];
+  }
+  _answerIndex(answer) {
+    if (this._answerPositions === undefined) this._answerPositions = new Map(this._answers.map((a, i) => [a, i]));
+    return this._answerPositions.get(answer);
   }
 }
 
@@ -332,6 +381,8 @@ export class SymmetricMechanism extends ChannelMechanism {
     this._denominator = denominator;
     this._keepWidth = keep.n * (denominator / keep.d);
     this._otherWidth = other.n * (denominator / other.d);
+    this._small = denominator <= TWO_32_BIG
+      ? { limit: Number(denominator), keep: Number(this._keepWidth), other: Number(this._otherWidth) } : null;
   }
   get _columns() {
     return this._answers.map((_, a) => this._reports.map((__, r) => (r === a ? this.keep : this.other)));
@@ -350,6 +401,14 @@ export class SymmetricMechanism extends ChannelMechanism {
   }
   randomize(answer, source = defaultSource) {
     const a = this._index.get(this.validateAnswer(answer));
+    if (this._small !== null && source.below) {
+      const { limit, keep, other } = this._small;
+      const draw = source.below(limit);
+      const before = a * other;
+      if (draw < before) return this._reports[Math.floor(draw / other)];
+      if (draw < before + keep) return this._reports[a];
+      return this._reports[a + 1 + Math.floor((draw - before - keep) / other)];
+    }
     const draw = source.randomBelow(this._denominator);
     const before = BigInt(a) * this._otherWidth;
     if (draw < before) return this._reports[Number(draw / this._otherWidth)];
@@ -401,7 +460,7 @@ export class OrdinalMechanism extends ChannelMechanism {
       const common = weights.reduce(gcd, this._totals[a]);
       let running = 0n;
       const thresholds = weights.map((w) => (running += w / common));
-      this._samplers.set(a, { denominator: this._totals[a] / common, thresholds });
+      this._samplers.set(a, makeSampler(this._totals[a] / common, thresholds));
     }
     return this._samplers.get(a);
   }
@@ -458,10 +517,7 @@ export class UnaryMechanism extends Mechanism {
   }
   randomize(answer, source = defaultSource) {
     const bits = this._bits(answer, "answer");
-    return this.options.filter((_, i) => {
-      const pOne = bits[i] ? this.keepOne : this.flipZero;
-      return source.randomBelow(pOne.d) < pOne.n;
-    });
+    return this.options.filter((_, i) => bernoulli(bits[i] ? this.keepOne : this.flipZero, source));
   }
 }
 
@@ -476,6 +532,7 @@ export class LaplaceMechanism extends Mechanism {
     this.points = Number(maximum.sub(minimum).div(step).floor());
     this.alpha = alpha; // null: no noise (a public question)
     this.reportRange = alpha === null ? [0, this.points] : [-this.points, 2 * this.points];
+    this._floatMargin = 1e-6; // see _magnitude; tests set Infinity to take the exact path every time
   }
   _value(index) { return jsonNumber(this.minimum.add(this.step.mul(frac(BigInt(index))))); }
   get answers() { return Array.from({ length: this.points + 1 }, (_, i) => this._value(i)); }
@@ -521,17 +578,63 @@ export class LaplaceMechanism extends Mechanism {
     if (this.alpha === null) return this.points > 0 ? null : ONE;
     return ONE.div(this.alpha).pow(this.points);
   }
-  _geometric(source) {
-    let count = 0;
-    while (source.randomBelow(this.alpha.d) < this.alpha.n) count += 1;
-    return count;
-  }
   randomize(answer, source = defaultSource) {
     const index = this.answerIndex(answer);
     if (this.alpha === null) return this._value(index);
     const [low, high] = this.reportRange;
-    const noisy = index + this._geometric(source) - this._geometric(source);
+    const magnitude = this._magnitude(source);
+    const noisy = magnitude > 0 && (wordOf(source) & 1) ? index - magnitude : index + magnitude;
     return this._value(Math.min(Math.max(noisy, low), high));
+  }
+  /**
+   * |K| for noise K with P(K = k) ∝ α^|k|, by inversion of one uniform U: P(|K| >= m) = t(m) =
+   * 2α^m / (1 + α) for m >= 1, so |K| = the largest m with U < t(m) (capped at 2N: any larger
+   * magnitude clamps to the same report). A float estimate decides when U's first 64 bits put it
+   * clearly between two thresholds (the margin is a thousand times the float error); otherwise exact
+   * integer comparisons decide, reading more bits of U as needed. Constant cost at any range (the
+   * twin of Python's LaplaceMechanism._magnitude).
+   */
+  _magnitude(source) {
+    const cap = 2 * this.points;
+    const high = wordOf(source);
+    const low = wordOf(source);
+    const u = high * TWO_32 + low; // U ∈ [u, u + 1) / 2^64
+    if (this._logs === undefined) {
+      const gap = Number(this.alpha.d - this.alpha.n) / Number(this.alpha.d); // 1 − α
+      this._logs = { alpha: Math.log1p(-gap), half: Math.log1p(-gap / 2) }; // ln α, ln((1 + α)/2)
+    }
+    const x = (logU) => (logU + this._logs.half) / this._logs.alpha; // U < t(m) ⇔ m < x(U)
+    if (u >= 1) {
+      const most = x(Math.log(u) - 64 * Math.LN2); // the largest x over U's interval
+      const least = x(Math.log(u + 1) - 64 * Math.LN2);
+      const margin = this._floatMargin * (1 + Math.abs(most));
+      if (least - margin > cap) return cap;
+      const first = Math.ceil(most + margin) - 1;
+      if (first === Math.ceil(least - margin) - 1) return Math.min(first, cap);
+      return this._exactMagnitude(source, BigInt(high) * TWO_32_BIG + BigInt(low), Math.min(Math.max(first, 0), cap), cap);
+    }
+    return this._exactMagnitude(source, BigInt(high) * TWO_32_BIG + BigInt(low), cap, cap);
+  }
+  _exactMagnitude(source, prefix, guess, cap) {
+    const { n: a, d: b } = this.alpha;
+    let bits = prefix;
+    let length = 64n;
+    // U < t(m) = 2a^m / (b^(m−1)(a + b)), deciding with as many bits of U as it takes.
+    const below = (m) => {
+      if (m === 0) return true;
+      const num = 2n * a ** BigInt(m);
+      const den = b ** BigInt(m - 1) * (a + b);
+      for (;;) {
+        if ((bits + 1n) * den <= num << length) return true;
+        if (bits * den >= num << length) return false;
+        bits = (bits << 32n) | BigInt(wordOf(source));
+        length += 32n;
+      }
+    };
+    let m = guess;
+    while (m < cap && below(m + 1)) m += 1;
+    while (m > 0 && !below(m)) m -= 1;
+    return m;
   }
 }
 

@@ -1,5 +1,6 @@
 import json
 import math
+import random
 import subprocess
 import sys
 from fractions import Fraction
@@ -8,7 +9,7 @@ import pytest
 from scipy import stats
 
 from deniable.client import SpecError, Survey, posterior_bound, privacy_statement
-from deniable.client.mechanisms import _worst_ratio
+from deniable.client.mechanisms import LaplaceMechanism, _worst_ratio
 from tests.conftest import ROOT
 from tests.vectors import generate
 
@@ -221,6 +222,85 @@ def test_javascript_samples_fit_the_exact_channel(survey_id, question_id, node):
         assert _chi_square_pvalue(counts[answer_key], column, draws) > GOF_ALPHA, f"answer {answer_key}"
 
 
+SAMPLER_CASES = {
+    "k_rr k=4 (32-bit denominator)": {"type": "choice", "options": list("abcd"), "privacy": {"design": "k_rr", "epsilon": "ln 3"}},
+    "ordinal k=5 (denominator above 2^32)": {"type": "ordinal", "options": list("12345"), "privacy": {"design": "ordinal", "epsilon": 1}},
+    "unary m=3": {"type": "multi_select", "options": list("abc"), "privacy": {"design": "unary", "epsilon": 2}},
+    "laplace 0-6": {"type": "number", "min": 0, "max": 6, "step": 1, "privacy": {"design": "laplace", "epsilon": 2}},
+    "laplace 0-1 step 0.25, small ε": {"type": "number", "min": 0, "max": 1, "step": 0.25, "privacy": {"design": "laplace", "epsilon": 0.3}},
+}
+
+
+def test_the_sampler_cases_cover_both_sides_of_2_to_the_32():
+    small = one_question(**SAMPLER_CASES["k_rr k=4 (32-bit denominator)"]).mechanism
+    large = one_question(**SAMPLER_CASES["ordinal k=5 (denominator above 2^32)"]).mechanism
+    assert small._denominator <= 2**32 < large._sampler(0)[0]
+
+
+@pytest.mark.parametrize("mode", ["fast", "bigint", "exact"])
+@pytest.mark.parametrize("case", SAMPLER_CASES)
+def test_every_javascript_sampling_path_fits_the_exact_channel(case, mode, node):
+    """The 32-bit Number path, the BigInt path and the exact (no float) path of the numeric sampler
+    draw from the same exact channel."""
+    question = one_question(**SAMPLER_CASES[case])
+    survey = Survey.from_dict({"id": "s", "title": "t", "questions": [{"id": "q", "text": "?", **SAMPLER_CASES[case]}]})
+    draws = 4000
+    result = subprocess.run([node, str(ROOT / "client/js/tests/sample.mjs"), survey.canonical_json(), "q", str(draws), mode],
+                            capture_output=True, text=True, check=True, timeout=120)
+    counts = json.loads(result.stdout)
+    for answer_key, column in _columns(question.mechanism).items():
+        assert _chi_square_pvalue(counts[answer_key], column, draws) > GOF_ALPHA, f"{case}, {mode}: answer {answer_key}"
+
+
+@pytest.mark.parametrize("case", ["laplace 0-6", "laplace 0-1 step 0.25, small ε"])
+def test_the_exact_path_of_the_numeric_sampler_fits_the_exact_channel(case, rng, monkeypatch):
+    monkeypatch.setattr(LaplaceMechanism, "_float_margin", 1e300)  # never close enough to decide by floats
+    mechanism = one_question(**SAMPLER_CASES[case]).mechanism
+    draws = 4000
+    for answer_key, column in _columns(mechanism).items():
+        observed = {}
+        for _ in range(draws):
+            key = _key(mechanism.randomize(json.loads(answer_key), rng))
+            observed[key] = observed.get(key, 0) + 1
+        assert _chi_square_pvalue(observed, column, draws) > GOF_ALPHA, f"answer {answer_key}"
+
+
+@pytest.mark.parametrize("spec", [
+    {"min": 0, "max": 100, "step": 1, "privacy": {"design": "laplace", "epsilon": 1}},
+    {"min": 0, "max": 1000, "step": 1, "privacy": {"design": "laplace", "epsilon": 0.02}},  # 1 − α ≈ 2e-5: near the smallest
+    {"min": 0, "max": 2, "step": 1, "privacy": {"design": "laplace", "epsilon": 8}},
+])
+def test_the_float_estimate_decides_only_where_the_exact_comparison_agrees(spec):
+    """The numeric sampler's inversion against the inequality that defines it, on the hardest inputs: U a
+    hair either side of thresholds t(m) = 2α^m/(1 + α), and uniform ones. The sampler may defer from its
+    float estimate to exact comparisons, but the magnitude it returns must be the exact one: the largest
+    m ≤ 2N with U < t(m)."""
+    mechanism = one_question(type="number", **spec).mechanism
+    a, b = mechanism.alpha.numerator, mechanism.alpha.denominator
+    cap = 2 * mechanism.points
+
+    class Thirds:  # the bits after the first 64 (read only when they matter): 0101…, so U = (prefix + 1/3)/2^64
+        def randbelow(self, n):
+            return n // 3
+
+    def exact(prefix):  # largest m ≤ cap with (3·prefix + 1)/(3·2^64) < 2a^m / (b^(m−1)(a + b)), by bisection
+        def below(m):
+            return m == 0 or (3 * prefix + 1) * b ** (m - 1) * (a + b) < 2 * a**m * 3 * 2**64
+        low, high = 0, cap
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if below(middle) else (low, middle - 1)
+        return low
+
+    checked = sorted(set(range(1, min(cap, 40) + 1)) | set(range(1, cap + 1, max(1, cap // 60))) | {cap})
+    prefixes = [int(2 * Fraction(a, b) ** m / (1 + Fraction(a, b)) * 2**64) + offset
+                for m in checked for offset in (-2, -1, 0, 1, 2)]
+    generator = random.Random(7)
+    prefixes += [generator.randrange(1, 2**64) for _ in range(1000)] + [1, 2, 2**64 - 1]
+    for prefix in (p for p in prefixes if 0 < p < 2**64):
+        assert mechanism._magnitude(Thirds(), prefix) == exact(prefix), f"prefix {prefix}"
+
+
 def test_default_source_is_secrets_and_draws_vary():
     mechanism = one_question(type="yes_no").mechanism
     reports = {mechanism.randomize("yes") for _ in range(200)}
@@ -271,3 +351,69 @@ def test_a_small_but_real_epsilon_and_a_weak_one_are_accepted_the_weak_one_flagg
     at_threshold = Survey.from_dict({"id": "s", "title": "t", "questions": [
         {"id": "q", "text": "?", "type": "yes_no", "privacy": {"design": "k_rr", "epsilon": 3.8}}]})
     assert not [w for w in at_threshold.warnings if "little protection" in w]
+
+
+BATCH_CASES = {
+    "coin flip": ({"type": "yes_no"}, ["yes", "no"]),
+    "k_rr k=4": (SAMPLER_CASES["k_rr k=4 (32-bit denominator)"], list("abcd")),
+    "ordinal k=5 (denominator above 2^32)": (SAMPLER_CASES["ordinal k=5 (denominator above 2^32)"], list("15")),
+    "unary m=3": (SAMPLER_CASES["unary m=3"], [["a"], []]),
+    "laplace 0-6": (SAMPLER_CASES["laplace 0-6"], [0, 3]),
+}
+
+
+@pytest.mark.parametrize("case", BATCH_CASES)
+def test_randomize_many_draws_from_the_exact_channel(case):
+    spec, answers = BATCH_CASES[case]
+    mechanism = one_question(**spec).mechanism
+    draws = 6000
+    reports = mechanism.randomize_many([answer for answer in answers for _ in range(draws)])
+    columns = _columns(mechanism)
+    for position, answer in enumerate(answers):
+        observed = {}
+        for report in reports[position * draws:(position + 1) * draws]:
+            observed[_key(report)] = observed.get(_key(report), 0) + 1
+        assert _chi_square_pvalue(observed, columns[_key(answer)], draws) > GOF_ALPHA, f"answer {answer!r}"
+
+
+@pytest.mark.parametrize("case", BATCH_CASES)
+def test_randomize_many_with_a_scripted_source_is_randomize_one_by_one(case):
+    from tests.conftest import SeededSource
+
+    spec, answers = BATCH_CASES[case]
+    mechanism = one_question(**spec).mechanism
+    batch, one_by_one = answers * 50, SeededSource(11)
+    assert mechanism.randomize_many(batch, SeededSource(11)) == [mechanism.randomize(a, one_by_one) for a in batch]
+
+
+def test_randomize_many_checks_every_answer_before_drawing_any():
+    mechanism = one_question(type="choice", options=list("abc"), privacy={"design": "k_rr", "epsilon": 1}).mechanism
+
+    class Counting:
+        draws = 0
+
+        def randbelow(self, n):
+            Counting.draws += 1
+            return 0
+
+    with pytest.raises(ValueError, match=r"answers\[2\]: answer 'd' is not one of"):
+        mechanism.randomize_many(["a", "b", "d", "c"], Counting())
+    assert Counting.draws == 0
+    assert mechanism.randomize_many([]) == []
+
+
+@pytest.mark.parametrize("n", [1, 3, 2**32 - 5, 2**32, 2**32 + 7, 3 * 2**70 + 1])
+def test_the_word_pool_draws_uniformly_below_n(n):
+    from deniable.client.mechanisms import WordPool
+
+    pool = WordPool(256)
+    draws = [pool.randbelow(n) for _ in range(6000)]
+    assert all(0 <= d < n for d in draws)
+    if n > 1:  # up to six near-equal bins of [0, n): a chi-square on the bin counts
+        k = min(6, n)
+        bins = [0] * k
+        for d in draws:
+            bins[d * k // n] += 1
+        edges = [-(-i * n // k) for i in range(k + 1)]  # the first integer in each bin
+        expected = [(edges[i + 1] - edges[i]) / n * 6000 for i in range(k)]
+        assert stats.chisquare(bins, expected).pvalue > GOF_ALPHA

@@ -173,3 +173,41 @@ test("answers outside a question are refused with AnswerError, never clamped (th
   expect({ nope: "yes" }, /^answers\.nope: no such question in this survey/, "nope");
   assert.ok("dodged" in survey.randomize({ dodged: "yes" }));
 });
+
+test("the numeric sampler's float estimate decides only where exact comparison agrees", () => {
+  // U a hair either side of thresholds t(m) = 2α^m/(1 + α), and uniform ones: the magnitude must be
+  // the largest m ≤ 2N with U < t(m), U = (prefix + 1/3)/2^64 (the scripted bits after the first 64).
+  for (const [max, epsilon] of [[100, 1], [1000, 0.02], [2, 8]]) {
+    const spec = { id: "s", title: "t", questions: [{ id: "q", text: "?", type: "number", min: 0, max, step: 1, privacy: { design: "laplace", epsilon } }] };
+    const mechanism = Survey.fromSpec(spec).questions.q.mechanism;
+    const { n: a, d: b } = mechanism.alpha;
+    const cap = 2 * mechanism.points;
+    const TWO_64 = 1n << 64n;
+    const exact = (prefix) => {
+      const below = (m) => m === 0 || (3n * prefix + 1n) * b ** BigInt(m - 1) * (a + b) < 2n * a ** BigInt(m) * 3n * TWO_64;
+      let [low, high] = [0, cap];
+      while (low < high) {
+        const middle = Math.floor((low + high + 1) / 2);
+        if (below(middle)) low = middle;
+        else high = middle - 1;
+      }
+      return low;
+    };
+    const checked = new Set([cap]);
+    for (let m = 1; m <= Math.min(cap, 40); m++) checked.add(m);
+    for (let m = 1; m <= cap; m += Math.max(1, Math.floor(cap / 60))) checked.add(m);
+    const prefixes = [1n, 2n, TWO_64 - 1n];
+    for (const m of checked) {
+      const threshold = (2n * a ** BigInt(m) * TWO_64) / (b ** BigInt(m - 1) * (a + b));
+      for (const offset of [-2n, -1n, 0n, 1n, 2n]) prefixes.push(threshold + offset);
+    }
+    const bytes = new Uint32Array(2000);
+    crypto.getRandomValues(bytes);
+    for (let i = 0; i < 2000; i += 2) prefixes.push((BigInt(bytes[i]) << 32n) | BigInt(bytes[i + 1]));
+    for (const prefix of prefixes.filter((p) => p > 0n && p < TWO_64)) {
+      const words = [Number(prefix >> 32n), Number(prefix & 0xffffffffn)];
+      const source = { word: () => (words.length ? words.shift() : 0x55555555), randomBelow: () => { throw new Error("unused"); } };
+      assert.equal(mechanism._magnitude(source), exact(prefix), `max ${max}, ε ${epsilon}, prefix ${prefix}`);
+    }
+  }
+});
