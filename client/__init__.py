@@ -8,6 +8,8 @@ from .exact import EpsilonRequest
 from .mechanisms import ChannelMechanism, LaplaceMechanism, Mechanism, UnaryMechanism
 from .privacy import posterior_bound, privacy_statement
 from .submit import (
+    Flushed,
+    Outbox,
     ResponseRejected,
     SpecMismatch,
     Submission,
@@ -40,6 +42,8 @@ __all__ = [
     "TokenAlreadyUsed",
     "UnaryMechanism",
     "fetch_survey",
+    "Flushed",
+    "Outbox",
     "post_response",
     "posterior_bound",
     "privacy_statement",

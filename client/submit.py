@@ -7,12 +7,15 @@ the same idempotency key, so the server stores the response once however often i
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import tempfile
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from .survey import Survey
 
@@ -52,12 +55,14 @@ _BY_STATUS = {404: SurveyNotFound, 410: SurveyClosed, 409: TokenAlreadyUsed}
 
 @dataclass
 class Submission:
-    """What was sent and what the server said: ``reports`` is exactly what left this process."""
+    """What was sent and what the server said: ``reports`` is exactly what left this process (or, when
+    ``queued``, what waits in the outbox to leave it: ``acknowledgement`` is then None)."""
 
-    acknowledgement: dict
+    acknowledgement: dict | None
     reports: dict
     spec_hash: str
     created: bool
+    queued: bool = False
 
 
 def _request(method: str, url: str, body: dict | None, timeout: float):
@@ -122,12 +127,108 @@ def post_response(base_url: str, survey_id: str, body: dict, *, retries: int = 4
 
 
 def submit(base_url: str, survey_id: str, answers: dict, token: str | None = None, *, retries: int = 4,
-           backoff: float = 0.25, timeout: float = 10.0, rng=None) -> Submission:
-    """Randomize ``answers`` locally and send only the reports. Raises a `SubmitError` subclass."""
+           backoff: float = 0.25, timeout: float = 10.0, rng=None, outbox: "Outbox | None" = None) -> Submission:
+    """Randomize ``answers`` locally and send only the reports. Raises a `SubmitError` subclass.
+
+    With an ``outbox``, a send that never reaches the server keeps the randomized body there
+    (``queued=True``) for `Outbox.flush` to deliver later, with the same idempotency key."""
     survey = fetch_survey(base_url, survey_id, retries=retries, backoff=backoff, timeout=timeout)
     reports = survey.randomize(answers, rng)
     body = {"spec_hash": survey.hash, "idempotency_key": secrets.token_hex(16), "reports": reports}
     if token is not None:
         body["token"] = token
-    acknowledgement, created = post_response(base_url, survey_id, body, retries=retries, backoff=backoff, timeout=timeout)
+    try:
+        acknowledgement, created = post_response(base_url, survey_id, body, retries=retries, backoff=backoff,
+                                                 timeout=timeout)
+    except SubmitError as error:
+        if outbox is None or not unreachable(error):
+            raise
+        outbox.add(base_url, survey_id, body)
+        return Submission(acknowledgement=None, reports=reports, spec_hash=survey.hash, created=False, queued=True)
     return Submission(acknowledgement=acknowledgement, reports=reports, spec_hash=survey.hash, created=created)
+
+
+def unreachable(error: SubmitError) -> bool:
+    """True for a send that never got an answer from the server (no connection, DNS, a timeout)."""
+    return error.status is None
+
+
+_OUTBOX_FIELDS = ("spec_hash", "idempotency_key", "reports", "token")
+
+
+@dataclass
+class Flushed:
+    """What `Outbox.flush` did: acknowledgements of the bodies delivered, the refusals (dropped: retrying
+    cannot help), and how many bodies still wait for a connection."""
+
+    sent: list = field(default_factory=list)
+    refused: list = field(default_factory=list)
+    kept: int = 0
+
+
+class Outbox:
+    """Responses that could not be sent yet, in a JSON file the embedding app chooses (created 0600, only
+    for this user): already randomized bodies (reports, spec hash, idempotency key, the invitation token
+    if any), never a true answer. Each is sent with its own idempotency key, so a body that did reach
+    the server before the connection dropped is stored once however often it is sent. One process at a
+    time: the file is rewritten whole, atomically, on every change."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    def entries(self) -> list[dict]:
+        """Every kept entry: ``{"base_url", "survey_id", "body"}``."""
+        try:
+            entries = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return []
+        return entries if isinstance(entries, list) else []
+
+    def add(self, base_url: str, survey_id: str, body: dict) -> None:
+        kept = {name: body[name] for name in _OUTBOX_FIELDS if name in body}
+        if not isinstance(kept.get("idempotency_key"), str):
+            raise ValueError("an outbox entry needs the body's idempotency_key")
+        entry = {"base_url": base_url, "survey_id": survey_id, "body": kept}
+        entries = self.entries()
+        same = [i for i, e in enumerate(entries) if e["body"]["idempotency_key"] == kept["idempotency_key"]]
+        if same:
+            entries[same[0]] = entry  # one entry per response
+        else:
+            entries.append(entry)
+        self._write(entries)
+
+    def flush(self, survey_id: str | None = None, *, retries: int = 1, backoff: float = 0.25,
+              timeout: float = 10.0) -> Flushed:
+        """Send every kept body (or ``survey_id``'s). Delivered and refused ones leave the outbox;
+        those that find no connection (or a server that cannot take them yet) stay."""
+        result = Flushed()
+        for entry in self.entries():
+            if survey_id is not None and entry["survey_id"] != survey_id:
+                continue
+            try:
+                acknowledgement, _ = post_response(entry["base_url"], entry["survey_id"], entry["body"],
+                                                   retries=retries, backoff=backoff, timeout=timeout)
+                result.sent.append(acknowledgement)
+            except SubmitError as error:
+                if unreachable(error) or error.status in TRANSIENT_STATUSES:
+                    continue
+                result.refused.append(error)
+            key = entry["body"]["idempotency_key"]
+            self._write([e for e in self.entries() if e["body"]["idempotency_key"] != key])
+        result.kept = sum(1 for e in self.entries() if survey_id is None or e["survey_id"] == survey_id)
+        return result
+
+    def _write(self, entries: list) -> None:
+        if not entries:
+            self.path.unlink(missing_ok=True)  # nothing waits: nothing left on the device
+            return
+        # A new file, readable by this user only, moved over the old one: never half written.
+        handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
+        try:
+            os.chmod(temporary, 0o600)
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                json.dump(entries, stream)
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise

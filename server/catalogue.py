@@ -96,6 +96,13 @@ MESSAGES = {
         "answers_kept": "Your answers are still on this page (only in this page, nowhere else): try sending again.",
         "offline": "There is no connection to the survey server",
         "server_trouble": "The survey server is having trouble right now.",
+        "saved_heading": "Saved on this device",
+        "saved_offline": "There is no connection right now. Your answers, already randomized, are saved on this "
+                         "device and will be sent when you are back online. You can close this page: they will also "
+                         "be sent the next time you open this survey.",
+        "outbox_waiting": "Your answers from an earlier visit are saved on this device and will be sent when you "
+                          "are back online.",
+        "outbox_sent": "Your saved answers have now been sent. Thank you.",
         "outside_range": "outside {min}–{max}: that is the randomization protecting you",
         "back_to_survey": "Back to the survey",
     },
@@ -184,6 +191,13 @@ MESSAGES = {
                         "intente enviarlas de nuevo.",
         "offline": "No hay conexión con el servidor de la encuesta",
         "server_trouble": "El servidor de la encuesta tiene problemas en este momento.",
+        "saved_heading": "Guardadas en este dispositivo",
+        "saved_offline": "Ahora no hay conexión. Sus respuestas, ya aleatorizadas, quedan guardadas en este "
+                         "dispositivo y se enviarán cuando vuelva a tener conexión. Puede cerrar esta página: también "
+                         "se enviarán la próxima vez que abra esta encuesta.",
+        "outbox_waiting": "Sus respuestas de una visita anterior están guardadas en este dispositivo y se enviarán "
+                          "cuando vuelva a tener conexión.",
+        "outbox_sent": "Sus respuestas guardadas ya se enviaron. Gracias.",
         "outside_range": "fuera de {min}–{max}: es la aleatorización que le protege",
         "back_to_survey": "Volver a la encuesta",
     },

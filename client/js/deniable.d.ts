@@ -308,6 +308,44 @@ export function fetchSurvey(baseUrl: string, surveyId: string, options?: SendOpt
 /** POST one already-randomized response, retrying transient failures with the same idempotency key. */
 export function postResponse(baseUrl: string, surveyId: string, body: ResponseBody, options?: SendOptions):
   Promise<Acknowledgement>;
-/** Fetch the spec, randomize `answers` on this device, and send only the reports. */
-export function submit(baseUrl: string, surveyId: string, answers: Answers, options?: SendOptions & { token?: string | null }):
-  Promise<{ acknowledgement: Acknowledgement; reports: Reports }>;
+/** Fetch the spec, randomize `answers` on this device, and send only the reports; with an `outbox`, a send
+ * that finds no connection keeps the randomized body there (queued: true, acknowledgement: null). */
+export function submit(baseUrl: string, surveyId: string, answers: Answers,
+                       options?: SendOptions & { token?: string | null; outbox?: Outbox | null }):
+  Promise<{ acknowledgement: Acknowledgement | null; reports: Reports; queued: boolean }>;
+
+/** True for a send that never got an answer from the server. */
+export function isUnreachable(error: unknown): boolean;
+
+/** What an outbox keeps its entries in: localStorage, or anything with the same three methods. */
+export interface OutboxStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+/** An in-memory OutboxStorage (Node, tests). */
+export class MemoryStorage implements OutboxStorage {
+  constructor();
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+export interface OutboxEntry {
+  baseUrl: string;
+  surveyId: string;
+  body: ResponseBody;
+}
+
+/** Randomized bodies (never true answers) waiting for a connection; each is sent with its own idempotency key. */
+export class Outbox {
+  constructor(options?: { storage?: OutboxStorage; key?: string });
+  readonly storage: OutboxStorage;
+  readonly key: string;
+  entries(): OutboxEntry[];
+  add(baseUrl: string, surveyId: string, body: ResponseBody): Promise<void>;
+  /** Send what is kept (or one survey's); delivered and refused entries leave, unreachable ones stay. */
+  flush(options?: SendOptions & { surveyId?: string | null }):
+    Promise<{ sent: Acknowledgement[]; refused: SubmitError[]; kept: number }>;
+}

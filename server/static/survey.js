@@ -1,9 +1,11 @@
 // The respondent page: skip logic and sections as the respondent answers, checks of required
 // answers and ranges, then randomization in the browser with deniable.js at the final send.
 // Only the reports leave the page; true answers are never stored anywhere (no storage, no
-// cookies, no URL): they stay in the form until the server has the reports, so a refused or
-// failed send can be tried again without typing them twice, and the form goes once it is sent.
-import { Survey, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
+// cookies, no URL): they stay in the form until the server has the reports, so a refused send can
+// be tried again without typing them twice, and the form goes once it is sent. With no connection
+// at all, the randomized body (never an answer) waits in the outbox (localStorage) and is sent
+// when the browser is back online or the survey is opened again.
+import { Outbox, Survey, isUnreachable, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
 
 const data = JSON.parse(document.getElementById("survey-data").textContent);
 const words = data.messages;
@@ -30,6 +32,18 @@ if (token) {
 
 coinForm.remove();
 form.hidden = false;
+const outbox = openOutbox();
+const outboxStatus = document.getElementById("outbox-status");
+
+function openOutbox() {
+  try {
+    const outbox = new Outbox({ storage: window.localStorage });
+    outbox.entries();
+    return outbox;
+  } catch {
+    return null; // storage switched off: a failed send keeps the answers on the page instead
+  }
+}
 // One body per set of answers: pressing "send" twice, or again after a lost acknowledgement, sends
 // the same reports under the same key (stored once, and never a second randomization of the same
 // answers); changed answers are a new response with a new key.
@@ -220,17 +234,26 @@ form.addEventListener("submit", async (event) => {
   }
   const { body } = pending;
   sendButton.disabled = true;
+  let saved = false;
   try {
     await postResponse(window.location.origin, survey.id, body);
   } catch (error) {
-    const said = sendProblem(error);
-    sendButton.disabled = !said.retry;
-    showProblem(said);
-    return;
+    if (!(outbox && isUnreachable(error))) {
+      const said = sendProblem(error);
+      sendButton.disabled = !said.retry;
+      showProblem(said);
+      return;
+    }
+    await outbox.add(window.location.origin, survey.id, body);
+    saved = true;
   }
   pending = null;
   form.remove(); // the true answers leave the page with the form
   problem.hidden = true;
+  showSent(body, saved);
+});
+
+function showSent(body, saved) {
   const { reports } = body;
   const list = document.getElementById("sent-reports");
   for (const [id, report] of Object.entries(reports)) {
@@ -243,10 +266,38 @@ form.addEventListener("submit", async (event) => {
   }
   document.getElementById("sent-body").textContent = JSON.stringify(body, null, 2);
   const sent = document.getElementById("sent");
+  sent.querySelector("h2").textContent = saved ? words.saved_heading : words.sent;
+  if (saved) showOutboxStatus(words.saved_offline);
   sent.hidden = false;
   sent.querySelector("h2").focus();
   sent.scrollIntoView({ block: "start" });
-});
+}
+
+function showOutboxStatus(text) {
+  outboxStatus.textContent = text;
+  outboxStatus.hidden = false;
+}
+
+/** Send what waits in the outbox for this survey; say what happened. */
+async function deliverSaved() {
+  if (!outbox || !outbox.entries().some((entry) => entry.surveyId === survey.id)) return;
+  const { sent, refused, kept } = await outbox.flush({ surveyId: survey.id, retries: 1 });
+  if (sent.length && !kept) {
+    showOutboxStatus(words.outbox_sent);
+    const heading = document.querySelector("#sent h2");
+    if (heading && !document.getElementById("sent").hidden) heading.textContent = words.sent;
+  } else if (refused.length) {
+    showOutboxStatus(sendProblem(refused[0]).text);
+  }
+}
+
+// Answers saved on an earlier visit: this respondent has answered; send them rather than ask again.
+if (outbox?.entries().some((entry) => entry.surveyId === survey.id)) {
+  form.remove();
+  showOutboxStatus(words.outbox_waiting);
+}
+window.addEventListener("online", deliverSaved);
+deliverSaved();
 
 applySkipLogic();
 showPage();

@@ -103,3 +103,54 @@ def test_a_kept_body_sent_again_is_one_response(live_server, survey, store):
     again, created_again = post_response(live_server, "tax", body)
     assert (created, created_again) == (True, False) and first == again
     assert store.response_count("tax") == 1
+
+
+def test_with_no_connection_the_outbox_keeps_the_randomized_body_and_delivers_it_once(live_server, survey, store,
+                                                                                     tmp_path, monkeypatch):
+    import os
+    import stat
+    import urllib.error
+
+    import importlib
+
+    from deniable.client import Outbox, submit as send
+
+    submit_module = importlib.import_module("deniable.client.submit")  # the module (the package's `submit` is the function)
+    real_request, attempted = submit_module._request, []
+
+    def no_connection_for_posts(method, url, body, timeout):
+        if method == "POST":
+            attempted.append(body)
+            raise urllib.error.URLError("network is unreachable")
+        return real_request(method, url, body, timeout)
+
+    monkeypatch.setattr(submit_module, "_request", no_connection_for_posts)
+    outbox = Outbox(tmp_path / "outbox.json")
+    answers = {**ANSWERS, "hours": 12.5}  # off the grid: the typed value can never be a report
+    sent = send(live_server, "tax", answers, outbox=outbox, retries=1, backoff=0)
+    assert sent.queued and sent.acknowledgement is None and not sent.created
+    assert stat.S_IMODE(os.stat(outbox.path).st_mode) == 0o600
+    [entry] = outbox.entries()
+    assert entry == {"base_url": live_server, "survey_id": "tax", "body": attempted[0]}  # exactly what will be sent
+    assert set(entry["body"]) == {"spec_hash", "idempotency_key", "reports"} and entry["body"]["reports"] == sent.reports
+    assert "12.5" not in outbox.path.read_text()
+    assert outbox.flush(retries=0).kept == 1 and store.response_count("tax") == 0  # still offline: kept
+
+    monkeypatch.setattr(submit_module, "_request", real_request)
+    flushed = outbox.flush()
+    assert len(flushed.sent) == 1 and flushed.refused == [] and flushed.kept == 0
+    assert not outbox.path.exists()  # nothing left on the device
+    [row] = list(store.export("tax"))
+    assert row["reports"] == sent.reports
+    outbox.add(live_server, "tax", entry["body"])  # sent again (it had arrived after all): still one response
+    assert len(outbox.flush().sent) == 1 and store.response_count("tax") == 1
+
+
+def test_the_outbox_drops_a_body_refused_for_good(live_server, survey, store, tmp_path):
+    from deniable.client import Outbox, SurveyClosed
+
+    outbox = Outbox(tmp_path / "outbox.json")
+    outbox.add(live_server, "tax", {"spec_hash": survey.hash, "idempotency_key": "k" * 16, "reports": survey.randomize(ANSWERS)})
+    store.close_survey("tax")
+    flushed = outbox.flush()
+    assert [type(e) for e in flushed.refused] == [SurveyClosed] and flushed.kept == 0 and outbox.entries() == []

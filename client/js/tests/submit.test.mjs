@@ -76,3 +76,58 @@ test("refusals are typed as in Python: 404, 410, 409 and other 4xx", async () =>
     assert.equal(server.calls.length, 1); // a refusal is not retried
   }
 });
+
+import { MemoryStorage, Outbox } from "../deniable.js";
+
+test("with no connection, submit keeps the randomized body in the outbox and a flush delivers it once", async () => {
+  const storage = new MemoryStorage();
+  const outbox = new Outbox({ storage });
+  const offline = fakeServer([{ status: 200, body: { spec, hash: "h1" } }, ...Array(3).fill(new TypeError("fetch failed"))]);
+  const result = await submit("http://x", "tax", { dodged: "yes" }, { fetch: offline.fetch, token: "t", outbox, retries: 2, backoffMs: 1 });
+  assert.equal(result.queued, true);
+  assert.equal(result.acknowledgement, null);
+  const [entry] = outbox.entries();
+  const sentBody = offline.calls[1].body;
+  assert.deepEqual(entry, { baseUrl: "http://x", surveyId: "tax", body: sentBody }); // exactly what would be sent
+  assert.deepEqual(Object.keys(entry.body).sort(), ["idempotency_key", "reports", "spec_hash", "token"]);
+  assert.deepEqual(entry.body.reports, result.reports); // reports only: no true answer is kept
+  assert.equal(storage.getItem("deniable-outbox"), JSON.stringify([entry]));
+
+  // still offline: the entry stays
+  const stillOffline = fakeServer([new TypeError("fetch failed")]);
+  assert.deepEqual(await outbox.flush({ fetch: stillOffline.fetch, retries: 0 }), { sent: [], refused: [], kept: 1 });
+
+  const online = fakeServer([{ status: 201, body: { id: "r1" } }]);
+  const flushed = await outbox.flush({ fetch: online.fetch, retries: 0 });
+  assert.deepEqual(flushed, { sent: [{ id: "r1" }], refused: [], kept: 0 });
+  assert.deepEqual(online.calls[0].body, sentBody); // the same key: one response however often it is sent
+  assert.equal(storage.getItem("deniable-outbox"), null); // nothing left behind
+});
+
+test("the outbox drops a body refused for good, keeps one the server could not take yet", async () => {
+  const outbox = new Outbox({ storage: new MemoryStorage() });
+  const body = (key) => ({ spec_hash: "h", idempotency_key: key.repeat(16), reports: { dodged: "no" } });
+  await outbox.add("http://x", "tax", body("a"));
+  await outbox.add("http://x", "tax", body("b"));
+  await outbox.add("http://x", "tax", body("a")); // the same key twice is one entry
+  assert.equal(outbox.entries().length, 2);
+  const server = fakeServer([
+    { status: 410, body: { error: { status: 410, field: "survey_id", message: "closed" } } },
+    { status: 503, body: null },
+  ]);
+  const result = await outbox.flush({ fetch: server.fetch, retries: 0 });
+  assert.equal(result.refused.length, 1);
+  assert.ok(result.refused[0] instanceof SurveyClosed);
+  assert.equal(result.kept, 1);
+  assert.equal(outbox.entries()[0].body.idempotency_key, "b".repeat(16));
+});
+
+test("errors other than no connection are not queued", async () => {
+  const outbox = new Outbox({ storage: new MemoryStorage() });
+  const server = fakeServer([
+    { status: 200, body: { spec, hash: "h1" } },
+    { status: 409, body: { error: { status: 409, field: "token", message: "token: already used" } } },
+  ]);
+  await assert.rejects(submit("http://x", "tax", { dodged: "no" }, { fetch: server.fetch, outbox }), TokenAlreadyUsed);
+  assert.deepEqual(outbox.entries(), []);
+});
