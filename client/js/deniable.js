@@ -805,7 +805,8 @@ export function buildMechanism(type, privacy, where, options = null, grid = null
   const unknown = Object.keys(privacy).filter((key) => key !== "design" && !accepted.includes(key)).sort();
   if (unknown.length) throw new SpecError(`${where}: unknown field '${unknown[0]}' for design ${design} (accepted: ${accepted.join(", ")})`);
   const mechanism = designBuilders[design](privacy, where, type === "yes_no" ? YES_NO : options, grid);
-  if (mechanism.expEpsilon !== null && mechanism.epsilon < MIN_EPSILON) {
+  // A requested ε is met from below (on a 2^-32 grid): 0.01 asked may come out a hair under 0.01.
+  if (mechanism.expEpsilon !== null && mechanism.epsilon < MIN_EPSILON * (1 - 1e-3)) {
     throw new SpecError(`${where}: ε = ${Number(mechanism.epsilon.toPrecision(3))} is so close to 0 that a report says next to ` +
       `nothing about the answer; estimates would need millions of respondents. Use ε ≥ ${MIN_EPSILON} (0.5 to 3 is usual)`);
   }

@@ -267,7 +267,7 @@ def test_the_exact_path_of_the_numeric_sampler_fits_the_exact_channel(case, rng,
 
 @pytest.mark.parametrize("spec", [
     {"min": 0, "max": 100, "step": 1, "privacy": {"design": "laplace", "epsilon": 1}},
-    {"min": 0, "max": 1000, "step": 1, "privacy": {"design": "laplace", "epsilon": 0.02}},  # 1 − α ≈ 2e-5: near the smallest
+    {"min": 0, "max": 1000, "step": 1, "privacy": {"design": "laplace", "epsilon": 0.01}},  # 1 − α ≈ 1e-5: the smallest
     {"min": 0, "max": 2, "step": 1, "privacy": {"design": "laplace", "epsilon": 8}},
 ])
 def test_the_float_estimate_decides_only_where_the_exact_comparison_agrees(spec):
@@ -351,6 +351,10 @@ def test_a_small_but_real_epsilon_and_a_weak_one_are_accepted_the_weak_one_flagg
     at_threshold = Survey.from_dict({"id": "s", "title": "t", "questions": [
         {"id": "q", "text": "?", "type": "yes_no", "privacy": {"design": "k_rr", "epsilon": 3.8}}]})
     assert not [w for w in at_threshold.warnings if "little protection" in w]
+    # the documented floor itself is accepted, also where it is met from below over a 1001-point grid
+    floor = Survey.from_dict({"id": "s", "title": "t", "questions": [
+        {"id": "n", "text": "?", "type": "number", "min": 0, "max": 1000, "privacy": {"design": "laplace", "epsilon": 0.01}}]})
+    assert floor.questions["n"].epsilon == pytest.approx(0.01, rel=1e-4)
 
 
 BATCH_CASES = {
