@@ -12,5 +12,5 @@ def demo_db(tmp_path_factory):
     survey = demo_survey()
     with storage.Store(path) as store:
         store.add_survey(survey)
-        simulate(store, survey, 4000, SeededSource(99))
+        simulate(store, survey, 4000, SeededSource(100))
     return path
