@@ -76,9 +76,19 @@ class WordPool:
         self._next += 1
         return word
 
+    def below(self, limit: int) -> int:
+        """A uniform int in [0, limit) for 1 ≤ limit ≤ 2^32, from one word (rarely more: rejection)."""
+        ceiling = _WORD - _WORD % limit
+        word = self.word()
+        while word >= ceiling:
+            word = self.word()
+        return word % limit
+
     def randbelow(self, n: int) -> int:
         if n <= 0:
             raise ValueError("randbelow needs n > 0")
+        if n <= _WORD:
+            return self.below(n)
         words = (max(n - 1, 1).bit_length() + 31) // 32
         excess = 32 * words - max(n - 1, 1).bit_length()
         while True:
@@ -116,12 +126,21 @@ class Mechanism:
 
     def randomize_many(self, answers, rng=None) -> list:
         """Reports for many answers, in order: the same distribution as `randomize` one by one, with the
-        operating system's randomness read in large blocks (and, for finite channels, Number-free integer
-        draws in a tight loop). Every answer is checked before any is drawn: a ValueError names the first
+        operating system's randomness read in large blocks (and, for channels whose denominators fit in 32 bits,
+        one word per draw in a tight loop). Every answer is checked before any is drawn: a ValueError names the first
         bad one and its position. ``rng``: a source with ``randbelow`` (tests), used answer by answer."""
         canonical = self._validate_many(answers)
+        if rng is None:
+            drawn = self._draw_many(canonical, WordPool(len(canonical) + 64))
+            if drawn is not None:
+                return drawn
         source = rng or WordPool()
         return [self.randomize(answer, source) for answer in canonical]
+
+    def _draw_many(self, canonical: list, words: "WordPool") -> list | None:
+        """Reports for validated answers in a tight loop over 32-bit words, where the channel allows it
+        (None: draw answer by answer)."""
+        return None
 
     def _validate_many(self, answers) -> list:
         checked, canonical = {}, []
@@ -231,27 +250,16 @@ class ChannelMechanism(Mechanism):
         draw = rng.randbelow(denominator)
         return self._reports[bisect.bisect_right(thresholds, draw)]
 
-    def randomize_many(self, answers, rng=None) -> list:
-        canonical = self._validate_many(answers)
+    def _draw_many(self, canonical, words):
         samplers = {}
         for answer in canonical:
             if answer not in samplers:
                 samplers[answer] = self._sampler(self._answer_index[answer])
-        if rng is not None or any(denominator > _WORD for denominator, _ in samplers.values()):
-            source = rng or WordPool()
-            return [self.randomize(answer, source) for answer in canonical]
-        # 32-bit words, one read for the whole batch; rejection keeps each draw uniform below its denominator.
-        plans = {answer: (denominator, _WORD - _WORD % denominator, thresholds)
-                 for answer, (denominator, thresholds) in samplers.items()}
-        words, reports, right = WordPool(len(canonical) + 64), self._reports, bisect.bisect_right
-        out = []
-        for answer in canonical:
-            limit, ceiling, thresholds = plans[answer]
-            word = words.word()
-            while word >= ceiling:
-                word = words.word()
-            out.append(reports[right(thresholds, word % limit)])
-        return out
+        if any(denominator > _WORD for denominator, _ in samplers.values()):
+            return None
+        below, reports, right = words.below, self._reports, bisect.bisect_right
+        return [reports[right(thresholds, below(denominator))]
+                for denominator, thresholds in map(samplers.__getitem__, canonical)]
 
 
 class SymmetricMechanism(ChannelMechanism):
@@ -294,19 +302,13 @@ class SymmetricMechanism(ChannelMechanism):
         high, low = max(self.keep, self.other), min(self.keep, self.other)
         return None if low == 0 else high / low
 
-    def randomize_many(self, answers, rng=None) -> list:
-        canonical = self._validate_many(answers)
-        if rng is not None or self._denominator > _WORD:
-            source = rng or WordPool()
-            return [self.randomize(answer, source) for answer in canonical]
+    def _draw_many(self, canonical, words):
+        if self._denominator > _WORD:
+            return None
         limit, keep, other = self._denominator, self._keep_width, self._other_width
-        ceiling, index, reports = _WORD - _WORD % limit, self._answer_index, self._reports
-        words, out = WordPool(len(canonical) + 64), []
+        below, index, reports, out = words.below, self._answer_index, self._reports, []
         for answer in canonical:
-            word = words.word()
-            while word >= ceiling:
-                word = words.word()
-            draw, a = word % limit, index[answer]
+            draw, a = below(limit), index[answer]
             before = a * other
             if draw < before:
                 out.append(reports[draw // other])
