@@ -12,6 +12,8 @@ import pandas as pd
 from deniable.client.exact import canonical_json
 from deniable.client.mechanisms import Mechanism
 
+from .errors import AnalysisError
+
 key = canonical_json  # counts are keyed by the same text the server stores
 
 
@@ -27,7 +29,7 @@ def count_reports(mechanism: Mechanism, reports) -> np.ndarray:
         except (ValueError, TypeError):
             position = None
         if position is None:
-            raise ValueError(f"reports[{_first_position(reports, value)}]: {value!r} is not a report this "
+            raise AnalysisError(f"reports[{_first_position(reports, value)}]: {value!r} is not a report this "
                              "mechanism can produce") from None
         counts[position] += count
     if _may_hide_booleans(mechanism, counts):
@@ -44,7 +46,7 @@ def _tally(reports):
         reports = reports.to_numpy()
     if isinstance(reports, np.ndarray):
         if reports.ndim != 1:
-            raise ValueError(f"reports: expected one dimension, got an array of shape {reports.shape}")
+            raise AnalysisError(f"reports: expected one dimension, got an array of shape {reports.shape}")
         if reports.dtype.kind == "b":
             return _tally(reports.tolist())  # validation rejects them by value
         if reports.dtype.kind in "iuf":
@@ -77,7 +79,7 @@ def _reject_booleans(reports):
     values = reports.tolist() if isinstance(reports, (pd.Series, np.ndarray)) else reports
     for position, value in enumerate(values):
         if isinstance(value, (bool, np.bool_)):
-            raise ValueError(f"reports[{position}]: {value!r} is not a report this mechanism can produce")
+            raise AnalysisError(f"reports[{position}]: {value!r} is not a report this mechanism can produce")
 
 
 def _first_position(reports, value) -> int:

@@ -20,6 +20,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from .channels import BinaryChannel, left_inverse
+from .errors import AnalysisError
 
 BINARY_METHODS = ("likelihood", "clopper-pearson", "wilson", "wald")
 DEFAULT_BINARY_METHOD = "clopper-pearson"  # chosen by the coverage study in docs/validation.md
@@ -38,7 +39,7 @@ def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """π̂ = Q⁺λ̂ and its estimated covariance."""
     n = counts.sum()
     if n == 0:
-        raise ValueError("no reports to estimate from")
+        raise AnalysisError("no reports to estimate from")
     rates = counts / n
     inverse = left_inverse(q)
     estimate = inverse @ rates
@@ -72,7 +73,7 @@ def binary_interval(channel: BinaryChannel, k: int, n: int, level: float, method
     it always contains the maximum-likelihood estimate and is never [0, 0].
     """
     if method not in BINARY_METHODS:
-        raise ValueError(f"method must be one of {', '.join(BINARY_METHODS)}, got {method!r}")
+        raise AnalysisError(f"method must be one of {', '.join(BINARY_METHODS)}, got {method!r}")
     alpha = 1 - level
     rate = k / n
     if method == "wald":

@@ -11,6 +11,7 @@ from scipy import stats
 from deniable.client.mechanisms import LaplaceMechanism
 
 from . import estimators as est
+from .errors import AnalysisError
 from .planning import scores
 from .results import EstimateResult, _estimate
 
@@ -71,20 +72,20 @@ def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float =
     results = subgroups(loaded, question_id, by, level)
     for group in (a, b):
         if group not in results:
-            raise ValueError(f"{by}={group!r}: no responses in this group (groups: {list(results)})")
+            raise AnalysisError(f"{by}={group!r}: no responses in this group (groups: {list(results)})")
     first, second = results[a], results[b]
     numeric = isinstance(first.mechanism, LaplaceMechanism)
     if answer is None:
         answer = "mean" if numeric else "yes" if "yes" in first.table.index else first.table.index[0]
     if answer == "mean":
         if first.mean is None:
-            raise ValueError(f"{question_id}: answer='mean' needs a number or an ordinal question")
+            raise AnalysisError(f"{question_id}: answer='mean' needs a number or an ordinal question")
         difference = first.mean.estimate - second.mean.estimate
         se = math.sqrt(first.mean.se ** 2 + second.mean.se ** 2)
         bound = float(first.scores[-1] - first.scores[0])
     else:
         if answer not in first.table.index:
-            raise ValueError(f"answer {answer!r} is not one of {list(first.table.index)}" +
+            raise AnalysisError(f"answer {answer!r} is not one of {list(first.table.index)}" +
                              (" (or 'mean')" if first.mean is not None else ""))
         difference = float(first.table.at[answer, "estimate"] - second.table.at[answer, "estimate"])
         se = math.sqrt(first.table.at[answer, "se"] ** 2 + second.table.at[answer, "se"] ** 2)

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
+from .errors import AnalysisError
+
 #: Relative KKT tolerance: |g_j/n − 1| on the support and (g_j/n − 1)₊ off it must not exceed it.
 KKT_TOLERANCE = 1e-9
 #: Above this many answers the solver starts from the best single answer and grows the support
@@ -90,7 +92,7 @@ class _Problem:
         self.offset = None if offset is None else np.asarray(offset, dtype=float)[observed]
         reachable = self.a.max(axis=1, initial=0.0) + (0.0 if self.offset is None else self.offset)
         if (reachable <= 0).any():
-            raise ValueError("a report was observed that no answer can produce under this channel")
+            raise AnalysisError("a report was observed that no answer can produce under this channel")
 
     def rates(self, x):
         return self.a @ x if self.offset is None else self.offset + self.a @ x
@@ -203,7 +205,7 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
     the certificate says whether the tolerance was met (callers warn)."""
     counts = np.asarray(counts, dtype=float)
     if counts.sum() <= 0:
-        raise ValueError("no reports to estimate from")
+        raise AnalysisError("no reports to estimate from")
     problem = _Problem(np.asarray(q, dtype=float), counts, tilt, offset)
     x = problem.start() if start is None else np.asarray(start, dtype=float).copy()
     if not math.isfinite(problem.value(x)):

@@ -1,14 +1,15 @@
-"""Load reports for analysis: from the server's SQLite file, a running server, or an export file.
+"""Load reports for analysis: from the server's database, a running server, or an export file.
 
-Counting happens where the data sit: in SQL for a database (one GROUP BY over the ``reports``
-table), by the server for a URL, with pandas for a file. A million responses never become a
-million Python objects unless row-level data are asked for (`LoadedSurvey.frame`, for regression).
+A database (SQLite or PostgreSQL, any schema from 1 on) is read through `deniable.storage`'s
+read-only reader, the one code that knows the tables; counting happens where the data sit (the
+running totals, or one GROUP BY), by the server for a URL, with pandas for a file. A million
+responses never become a million Python objects unless row-level data are asked for
+(`LoadedSurvey.frame`, for regression).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
@@ -18,18 +19,13 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from deniable.client import Survey
-from deniable.client.versions import VersionError, label as version_label, resolve_version
+from deniable.client import ReportError, Survey, grouping_question
+from deniable.client.versions import VersionError, resolve_version
+from deniable.client.versions import label as version_label
 
-from .counting import count_reports, key as _key
-
-
-class LoadError(ValueError):
-    """The data could not be loaded; the message says which source and why."""
-
-
-class PoolingError(LoadError):
-    """A question's randomization differs between the versions asked for: they cannot be pooled."""
+from .counting import count_reports
+from .counting import key as _key
+from .errors import LoadError, PoolingError
 
 
 @dataclass
@@ -78,7 +74,7 @@ class LoadedSurvey:
         if question_id not in self._pools:
             asking = [v for v in self.versions if question_id in v.survey.questions]
             if not asking:
-                raise ValueError(f"no question {question_id!r} in survey {self.survey.id!r}")
+                raise LoadError(f"no question {question_id!r} in survey {self.survey.id!r}", "question")
             first = asking[0]
             for other in asking[1:]:
                 difference = channel_difference(first.survey, other.survey, question_id)
@@ -121,9 +117,10 @@ class LoadedSurvey:
 
     def levels(self, by: str) -> list:
         """The values of a public question present in the data, in the question's order."""
-        question = self.question(by)
-        if question.is_private:
-            raise ValueError(f"by: {by!r} is randomized; group only by a public question (privacy: none)")
+        try:
+            question = grouping_question(self.versions_for(by)[-1].survey, by)
+        except ReportError as error:
+            raise LoadError(error.message, error.field) from None
         present = self._raw_counts(by, by)
         return [value for value in question.mechanism.reports if _key(value) in present]
 
@@ -213,13 +210,16 @@ def load(source=None, survey_id: str | None = None, *, db=None, url=None, token=
             return _from_file(path, spec, spec_hash)
         db = source
     chosen = {"spec_hash": spec_hash, "version": version, "all_versions": all_versions}
-    if db is not None:
-        if str(db).startswith(("postgresql://", "postgres://")):
-            return _from_store(str(db), survey_id, **chosen)
-        return _from_sqlite(str(db)[len("sqlite:///"):] if str(db).startswith("sqlite:///") else db, survey_id, **chosen)
     if url is not None:
         return _from_server(url, survey_id, token, **chosen)
-    raise LoadError("load() needs db=…, url=… or an export file with spec=…")
+    from deniable.storage import StorageError, resolve_database
+
+    try:
+        db = resolve_database(db, default=None)
+    except StorageError:
+        raise LoadError("load() needs db=… (a SQLite file or a database URL), url=… or an export file with spec=…; "
+                        "or set $DENIABLE_DATABASE_URL", "db") from None
+    return _from_store(db, survey_id, **chosen)
 
 
 def _choose(source: str, versions: list[dict], survey_id: str, current: str, spec_hash, version, all_versions) -> list[dict]:
@@ -230,72 +230,6 @@ def _choose(source: str, versions: list[dict], survey_id: str, current: str, spe
         return [resolve_version(versions, survey_id, spec_hash if spec_hash or version is not None else current, version)]
     except VersionError as error:
         raise LoadError(f"{source}: {error.message}") from None
-
-
-# --- SQLite ---------------------------------------------------------------------------------------
-
-def _from_sqlite(path, survey_id, **chosen) -> LoadedSurvey:
-    if survey_id is None:
-        raise LoadError("survey_id: required with db=")
-    if not Path(path).exists():
-        raise LoadError(f"{path}: no such database file")
-    try:
-        connection = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-        row = connection.execute("SELECT current_hash FROM surveys WHERE id = ?", [survey_id]).fetchone()
-    except sqlite3.DatabaseError as error:
-        raise LoadError(f"{path}: not a deniable database ({error})") from None
-    if row is None:
-        raise LoadError(f"{path}: no survey {survey_id!r}")
-    stored = [{"version": v, "hash": h, "spec": spec} for v, h, spec in connection.execute(
-        "SELECT version, hash, spec FROM survey_versions WHERE survey_id = ? ORDER BY version", [survey_id])]
-    # Schema 2 keeps running totals beside the rows (a lookup, whatever the number of responses);
-    # schema 4 spreads each over a few shards, summed here.
-    schema = connection.execute("PRAGMA user_version").fetchone()[0]
-    return LoadedSurvey([_sqlite_version(connection, schema, entry)
-                         for entry in _choose(path, stored, survey_id, row[0], **chosen)], f"sqlite:{path}")
-
-
-def _sqlite_version(connection, schema: int, entry: dict) -> Version:
-    spec_hash = entry["hash"]
-    totals = schema >= 2
-    if schema >= 4:
-        n = connection.execute("SELECT COALESCE(SUM(responses), 0) FROM version_counts WHERE spec_hash = ?",
-                               [spec_hash]).fetchone()[0]
-    elif totals:
-        n = connection.execute("SELECT responses FROM survey_versions WHERE hash = ?", [spec_hash]).fetchone()[0]
-    else:
-        n = connection.execute("SELECT COUNT(*) FROM responses WHERE spec_hash = ?", [spec_hash]).fetchone()[0]
-
-    def counter(question_id, by):
-        if by is None and totals:
-            rows = connection.execute("SELECT NULL, value, SUM(count) FROM report_counts WHERE spec_hash = ? "
-                                      "AND question_id = ? GROUP BY value", [spec_hash, question_id])
-        elif by is None:
-            rows = connection.execute("SELECT NULL, value, COUNT(*) FROM reports WHERE spec_hash = ? AND question_id = ? "
-                                      "GROUP BY value", [spec_hash, question_id])
-        else:
-            rows = connection.execute(
-                "SELECT g.value, r.value, COUNT(*) FROM reports r JOIN reports g "
-                "ON g.response_id = r.response_id AND g.question_id = ? "
-                "WHERE r.spec_hash = ? AND r.question_id = ? GROUP BY g.value, r.value", [by, spec_hash, question_id])
-        return _nest(rows)
-
-    def framer(question_ids):
-        marks = ",".join("?" * len(question_ids))
-        long = pd.read_sql_query(f"SELECT response_id, question_id, value FROM reports WHERE spec_hash = ? "
-                                 f"AND question_id IN ({marks})", connection, params=[spec_hash, *question_ids])
-        return _pivot(long, question_ids)
-
-    return Version(entry["version"], spec_hash, Survey.from_json(entry["spec"]), int(n), counter, framer)
-
-
-def _nest(rows) -> dict:
-    nested: dict = {}
-    for group, value, count in rows:
-        # the stored text is canonical JSON; re-key through _key so files and SQL agree
-        group_key = None if group is None else _key(json.loads(group))
-        nested.setdefault(group_key, {})[_key(json.loads(value))] = count
-    return nested
 
 
 def _pivot(long: pd.DataFrame, question_ids) -> pd.DataFrame:
@@ -315,29 +249,35 @@ def _from_counts(counted: Callable) -> Callable:
     return counter
 
 
-# --- PostgreSQL (through the server's storage layer) -----------------------------------------------
+# --- a database, through storage's read-only reader ---------------------------------------------
 
 def _from_store(url: str, survey_id, **chosen) -> LoadedSurvey:
-    """A PostgreSQL deployment, read through `deniable.server.storage` (the one module that knows
-    the schema): the running totals for counts, the long reports table for per-response frames."""
+    """A deployment's database, SQLite or PostgreSQL, read through `deniable.storage` (the one code
+    that knows the schema, every older one included): the running totals for counts, the long
+    reports table for per-response frames. Nothing is migrated or written."""
     if survey_id is None:
-        raise LoadError("survey_id: required with db=")
+        raise LoadError("survey_id: required with db=", "survey_id")
     try:
-        from deniable.server import storage
-    except ImportError:
-        raise LoadError("reading PostgreSQL needs the server extra: pip install 'deniable[server,postgresql]'") from None
-    where = storage.describe(url)
+        from deniable import storage
+    except ImportError:  # pragma: no cover - the analysis extra installs storage's driver
+        raise LoadError("reading a database needs sqlite-utils: pip install 'deniable[analysis]'") from None
+    where = storage.describe(url) if storage.is_postgres(url) else storage.sqlite_path(url)
     try:
-        store = storage.Store(url, migrate=False)
+        store = storage.Store(url, read_only=True)
+    except storage.StorageError as error:
+        raise LoadError(error.message if error.message.startswith(where) else f"{where}: {error.message}", "db") from None
+    except Exception as error:  # psycopg's connection errors, a file that is no database
+        raise LoadError(f"{where}: cannot read the database ({error})", "db") from None
+    try:
         current = store.get_survey(survey_id)
         records = [store.find_version(survey_id, entry["hash"])
                    for entry in _choose(where, store.versions(survey_id), survey_id, current.hash, **chosen)]
     except storage.StorageError as error:
-        raise LoadError(f"{where}: {error.message}") from None
+        store.close()
+        raise LoadError(f"{where}: {error.message}", error.field) from None
     except LoadError:
+        store.close()
         raise
-    except Exception as error:  # psycopg's connection errors
-        raise LoadError(f"{where}: cannot read the database ({error})") from None
 
     def version(record) -> Version:
         by_group: dict = {}
@@ -353,7 +293,7 @@ def _from_store(url: str, survey_id, **chosen) -> LoadedSurvey:
 
         return Version(record.version, record.hash, record.survey, record.responses, _from_counts(counted), framer)
 
-    return LoadedSurvey([version(r) for r in records], f"postgresql:{where}")
+    return LoadedSurvey([version(r) for r in records], f"{store.engine.dialect}:{where}")
 
 
 # --- a running server -----------------------------------------------------------------------------

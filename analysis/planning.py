@@ -20,6 +20,7 @@ from deniable.client import Question, Survey
 from deniable.client.mechanisms import LaplaceMechanism, Mechanism, UnaryMechanism
 
 from . import channels
+from .errors import AnalysisError
 
 
 def _mechanism(question_or_mechanism) -> Mechanism:
@@ -70,7 +71,7 @@ def sample_size(question_or_mechanism, margin: float, level: float = 0.95, distr
 
 def _n_for(worst_unit_variance: float, margin: float, level: float) -> int:
     if not 0 < margin < 1:
-        raise ValueError("margin must be between 0 and 1 (a share, e.g. 0.03)")
+        raise AnalysisError("margin must be between 0 and 1 (a share, e.g. 0.03)")
     z = _z(level)
     return int(math.ceil(z * z * worst_unit_variance / margin**2))
 
@@ -204,7 +205,7 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
     ``time_limit`` (seconds): questions whose channel is not yet worked out when it has passed are
     listed in ``.unplanned`` instead."""
     if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a whole number of respondents ≥ 1, got {n!r}")
+        raise AnalysisError(f"n must be a whole number of respondents ≥ 1, got {n!r}")
     z = _z(level)
     plans = Plans()
     known = {}  # questions asked through the same channel (a battery of items at one ε) cost once

@@ -17,6 +17,7 @@ from deniable.client import Question
 from deniable.client.mechanisms import Mechanism
 
 from . import channels
+from .errors import AnalysisError
 
 
 class RandomizedLogit(GenericLikelihoodModel):
@@ -77,15 +78,15 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = N
         raise TypeError("logistic(question, reports, covariates): covariates are required (or use a formula)")
     mechanism = question_or_mechanism.mechanism if isinstance(question_or_mechanism, Question) else question_or_mechanism
     if not isinstance(mechanism, Mechanism) or mechanism.answers != ["yes", "no"]:
-        raise ValueError("logistic() needs a yes/no question or mechanism")
+        raise AnalysisError("logistic() needs a yes/no question or mechanism")
     channel = channels.binary_channel(mechanism)
     if not isinstance(covariates, pd.DataFrame):
         raise TypeError("covariates must be a pandas DataFrame of numeric columns")
     y = pd.Series(list(reports), index=covariates.index if len(covariates) == len(list(reports)) else None)
     if len(y) != len(covariates):
-        raise ValueError(f"reports ({len(y)}) and covariates ({len(covariates)}) differ in length")
+        raise AnalysisError(f"reports ({len(y)}) and covariates ({len(covariates)}) differ in length")
     if not set(y.dropna()) <= {"yes", "no"}:
-        raise ValueError("reports must be 'yes' or 'no'")
+        raise AnalysisError("reports must be 'yes' or 'no'")
     design = covariates.astype(float)
     if intercept:
         design = design.copy()
@@ -109,13 +110,13 @@ def _from_formula(formula: str, data, fit_kwargs: dict):
     if not hasattr(data, "frame") or not hasattr(data, "question"):
         raise TypeError("logistic(formula, data) needs data from deniable.analysis.load()")
     if formula.count("~") != 1:
-        raise ValueError(f"formula {formula!r}: write it as 'outcome ~ covariates', e.g. 'drugs ~ C(region) + age'")
+        raise AnalysisError(f"formula {formula!r}: write it as 'outcome ~ covariates', e.g. 'drugs ~ C(region) + age'")
     outcome, terms = (part.strip() for part in formula.split("~"))
     question = data.question(outcome)  # names an unknown question
     used = [qid for qid in _names(terms) if qid in set(_all_questions(data))]
     randomized = [qid for qid in used if data.question(qid).is_private]
     if randomized:
-        raise ValueError(f"formula: {', '.join(randomized)} {'is' if len(randomized) == 1 else 'are'} randomized; "
+        raise AnalysisError(f"formula: {', '.join(randomized)} {'is' if len(randomized) == 1 else 'are'} randomized; "
                          "covariates must be public questions (privacy: none), whose answers are known")
     frame = data.frame([outcome, *used])
     for qid in used:
@@ -129,7 +130,7 @@ def _from_formula(formula: str, data, fit_kwargs: dict):
     try:
         design = patsy.dmatrix(terms, frame, return_type="dataframe", NA_action="drop")
     except patsy.PatsyError as error:
-        raise ValueError(f"formula {formula!r}: {error}") from None
+        raise AnalysisError(f"formula {formula!r}: {error}") from None
     reports = frame.loc[design.index, outcome]
     return logistic(question, reports, design, intercept=False, **fit_kwargs)
 

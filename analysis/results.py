@@ -18,10 +18,10 @@ from scipy import stats
 from deniable.client import Question, skiplogic
 from deniable.client.mechanisms import LaplaceMechanism, Mechanism, UnaryMechanism
 
-from . import channels
+from . import channels, likelihood
 from . import estimators as est
-from . import likelihood
 from .counting import count_reports
+from .errors import AnalysisError
 from .planning import scores
 
 #: Columns of every estimate table, in order.
@@ -229,7 +229,7 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
     says whom (``population``, in `summary` and in ``to_frame().attrs``).
     """
     if not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise ValueError(f"level must be between 0 and 1, got {level!r}")
+        raise AnalysisError(f"level must be between 0 and 1, got {level!r}")
     if hasattr(question_or_mechanism, "question_counts"):  # a LoadedSurvey
         loaded, question_id = question_or_mechanism, reports
         question = loaded.question(question_id)
@@ -245,7 +245,7 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
     else:
         raise TypeError("estimate() takes a Question, a Mechanism or a loaded survey")
     if reports is None:
-        raise ValueError("reports: required (a list, numpy array or pandas Series of report values)")
+        raise AnalysisError("reports: required (a list, numpy array or pandas Series of report values)")
     result = _estimate(mechanism, count_reports(mechanism, reports), level, method, question_id, simultaneous,
                        scores=scores(question_or_mechanism) if isinstance(question_or_mechanism, Question) else None)
     return _localize(result, question_or_mechanism, language) if isinstance(question_or_mechanism, Question) else result
@@ -268,7 +268,7 @@ def _estimate(mechanism, counts, level, method, question_id, simultaneous=False,
     """``scores``: what the result's mean averages (`planning.scores`); a number's grid by default."""
     counts = np.asarray(counts, dtype=np.int64)
     if counts.sum() == 0:
-        raise ValueError(f"{question_id or 'question'}: no reports to estimate from")
+        raise AnalysisError(f"{question_id or 'question'}: no reports to estimate from")
     if isinstance(mechanism, UnaryMechanism):
         result = _multi_select(mechanism, counts, level, method, question_id, simultaneous)
     elif isinstance(mechanism, LaplaceMechanism):
@@ -293,7 +293,7 @@ def _estimate(mechanism, counts, level, method, question_id, simultaneous=False,
 
 def _check_method(method, methods, design):
     if method not in methods:
-        raise ValueError(f"method must be one of {', '.join(methods)} for a {design} question, got {method!r}")
+        raise AnalysisError(f"method must be one of {', '.join(methods)} for a {design} question, got {method!r}")
 
 
 def _binary_share(channel: channels.BinaryChannel, k: int, n: int, level: float, method: str):

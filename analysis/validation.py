@@ -15,9 +15,8 @@ from scipy import stats
 
 from deniable.client import Survey
 
-from . import channels
+from . import channels, likelihood
 from . import estimators as est
-from . import likelihood
 
 GRID_N = (50, 200, 1000, 10000)
 GRID_PI = (0.0, 0.02, 0.1, 0.5)

@@ -23,15 +23,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 import pandas as pd
 
-from deniable.analysis import estimate, load
-from deniable.analysis import channels
-from deniable.analysis import channels
+from deniable import storage
+from deniable.analysis import channels, estimate, load
 from deniable.analysis.results import _estimate
 from deniable.client import Survey
-from deniable.server import storage
 
 
 def options(k: int) -> list[str]:

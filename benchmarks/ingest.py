@@ -33,8 +33,8 @@ import sqlite_utils
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.postgres: the throwaway cluster
 
+from deniable import storage  # noqa: E402
 from deniable.client import Survey  # noqa: E402
-from deniable.server import storage  # noqa: E402
 from deniable.server.demo import demo_survey, simulated_answers  # noqa: E402
 
 MAX_SINGLE = 20_000

@@ -11,7 +11,7 @@ from pathlib import Path
 from openpyxl import Workbook
 
 from deniable.client import Survey
-from deniable.server.xlsform import read_xlsform
+from deniable.client.xlsform import read_xlsform
 
 COLUMNS = ["type", "name", "label::English (en)", "label::Español (es)", "relevant", "constraint", "privacy::design",
            "privacy::epsilon"]

@@ -4,9 +4,11 @@ Standard library only. Every mechanism is an exact channel (`fractions.Fraction`
 ε is computed from it. See docs/mechanisms.md.
 """
 
+from .errors import DeniableError
 from .exact import EpsilonRequest
 from .mechanisms import ChannelMechanism, LaplaceMechanism, Mechanism, UnaryMechanism
 from .privacy import posterior_bound, privacy_statement
+from .reports import ReportError, grouping_question, validate_reports
 from .submit import (
     Flushed,
     Outbox,
@@ -26,11 +28,13 @@ from .survey import QUESTION_TYPES, AnswerError, Question, SpecError, Survey
 __all__ = [
     "AnswerError",
     "ChannelMechanism",
+    "DeniableError",
     "EpsilonRequest",
     "LaplaceMechanism",
     "Mechanism",
     "QUESTION_TYPES",
     "Question",
+    "ReportError",
     "SpecError",
     "Survey",
     "ResponseRejected",
@@ -42,10 +46,12 @@ __all__ = [
     "TokenAlreadyUsed",
     "UnaryMechanism",
     "fetch_survey",
+    "grouping_question",
     "Flushed",
     "Outbox",
     "post_response",
     "posterior_bound",
     "privacy_statement",
     "submit",
+    "validate_reports",
 ]

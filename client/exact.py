@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .errors import DeniableError
+
 #: Rational lower bounds of e^x are floored onto this grid (denominator 2^32).
 EXP_GRID_BITS = 32
 #: The Taylor series of e^x stops once a term falls below 2^-48.
@@ -161,12 +163,12 @@ def printable_path(path: str) -> str:
     return path.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-class JsonShapeError(ValueError):
+class JsonShapeError(DeniableError, ValueError):
     """What `check_json_text` found: ``field`` (printable) and ``reason``."""
 
     def __init__(self, field: str, reason: str):
-        super().__init__(f"{field}: {reason}")
-        self.field, self.reason = field, reason
+        super().__init__(f"{field}: {reason}", field)
+        self.reason = reason
 
 
 def check_json_text(value, field: str, max_depth: int = MAX_JSON_DEPTH, text: bool = True) -> None:

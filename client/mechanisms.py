@@ -469,7 +469,8 @@ class LaplaceMechanism(Mechanism):
     """Bounded numbers: discrete Laplace (two-sided geometric) noise on the ``step`` grid.
 
     The answer must lie in [min, max] (anything else is refused, never clamped: 99 for a 0-20
-    question is a mistake, not a 20) and is snapped to the nearest grid point (index i of 0..N). Noise K has P(K = k) ∝ α^|k|; the report index i + K is clamped to the window
+    question is a mistake, not a 20) and is snapped to the nearest grid point (index i of 0..N).
+    Noise K has P(K = k) ∝ α^|k|; the report index i + K is clamped to the window
     −N..2N, i.e. values from ``min − range`` to ``max + range``, so the tails beyond are
     folded onto the two ends. A clamped, finite alphabet lets the server validate every
     report and gives the analysis an exact finite channel to invert; clamping is

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from .errors import DeniableError
 from .exact import parse_fraction
 
 KEYWORDS = frozenset({"and", "or", "not", "selected"})
@@ -42,7 +43,7 @@ _NUMBER = re.compile(r"^-?[0-9]+(?:\.[0-9]+)?$")
 _QUESTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
-class ExpressionError(ValueError):
+class ExpressionError(DeniableError, ValueError):
     """An expression does not parse; the message says where."""
 
 

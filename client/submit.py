@@ -17,17 +17,18 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import DeniableError
 from .survey import Survey
 
 TRANSIENT_STATUSES = {408, 425, 429, 500, 502, 503, 504}
 
 
-class SubmitError(Exception):
+class SubmitError(DeniableError):
     """The server refused the response or could not be reached; ``status`` and ``field`` say why."""
 
     def __init__(self, message: str, status: int | None = None, field: str | None = None):
-        super().__init__(message)
-        self.status, self.field = status, field
+        super().__init__(message, field)
+        self.status = status
 
 
 class SurveyNotFound(SubmitError):

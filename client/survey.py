@@ -29,6 +29,7 @@ import re
 from pathlib import Path
 
 from . import mechanisms, skiplogic
+from .errors import DeniableError
 from .exact import canonical_json, check_json_text, json_number, parse_fraction
 from .mechanisms import Mechanism
 from .privacy import ONE_SIDED_STATEMENT, WEAK_EPSILON, posterior_bound, privacy_statement
@@ -62,16 +63,16 @@ _OPTION_FIELDS = {"value", "label"}
 RIGHT_TO_LEFT = frozenset({"ar", "arc", "dv", "fa", "ha", "he", "khw", "ks", "ku", "ps", "sd", "ur", "yi"})
 
 
-class AnswerError(ValueError):
+class AnswerError(DeniableError, ValueError):
     """An answer the client refuses before randomizing anything: ``question`` names the question,
     ``allowed`` says in words what it accepts."""
 
     def __init__(self, question: str, reason: str, allowed: str):
-        super().__init__(f"answers.{question}: {reason}; allowed: {allowed}")
+        super().__init__(f"answers.{question}: {reason}; allowed: {allowed}", f"answers.{question}")
         self.question, self.reason, self.allowed = question, reason, allowed
 
 
-class SpecError(ValueError):
+class SpecError(DeniableError, ValueError):
     """A survey spec is malformed; the message names the question and field."""
 
 
@@ -655,7 +656,7 @@ class Survey:
     def from_xlsform(cls, path) -> "Survey":
         """Read an XLSForm (.xlsx). The reader (openpyxl) lives in the server extra, not the client."""
         try:
-            from deniable.server.xlsform import read_xlsform
+            from .xlsform import read_xlsform
         except ImportError:
             raise SpecError("reading XLSForms needs the server extra: pip install 'deniable[server]'") from None
         return cls(read_xlsform(path))

@@ -7,16 +7,18 @@ a read: a response names the full hash it was randomized under, never a prefix.
 
 from __future__ import annotations
 
+from .errors import DeniableError
+
 #: The shortest hash prefix accepted (shorter ones would match by accident).
 MIN_PREFIX = 4
 
 
-class VersionError(ValueError):
+class VersionError(DeniableError, ValueError):
     """The version asked for is not one of the survey's, or a prefix names more than one."""
 
     def __init__(self, message: str, field: str, missing: bool = True):
-        super().__init__(message)
-        self.message, self.field, self.missing = message, field, missing
+        super().__init__(message, field)
+        self.missing = missing
 
 
 def label(number, spec_hash: str) -> str:

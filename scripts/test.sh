@@ -18,5 +18,8 @@ command -v npm >/dev/null || install_debian npm
 # The storage, API and hardening suites also run against a throwaway PostgreSQL cluster
 # (tests/postgres.py starts it as the postgres user in a temporary folder).
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || install_debian postgresql
+# Habits before tests: lint (ruff) and the layers contract (import-linter, in pyproject.toml).
+ruff check .
+lint-imports
 python -m pytest "$@"
 node --test client/js/tests/

@@ -1,20 +1,16 @@
 """deniable.server: the Flask app that collects randomized reports.
 
 ``create_app(config)`` builds the app; blueprints: ``api`` (JSON under /api/v1), ``respond``
-(respondent pages under /s/<id>) and ``admin`` (dashboard under /admin). Storage lives in
-`deniable.server.storage`, the one module that touches the database.
+(respondent pages under /s/<id>) and ``admin`` (dashboard under /admin). Blueprints get the
+request's store from ``db`` and credentials from ``auth``; the database is `deniable.storage`'s.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
-import secrets
-import threading
 from pathlib import Path
 
-from . import storage
+from deniable.storage import resolve_database
 
 HERE = Path(__file__).resolve().parent
 
@@ -36,24 +32,18 @@ RATE_LIMITS = {
 }
 
 
-def default_database() -> str:
-    """``$DENIABLE_DATABASE_URL`` (``sqlite:///…`` or ``postgresql://…``), else ``$DENIABLE_DB``
-    (a SQLite file), else ``deniable.db``."""
-    return os.environ.get("DENIABLE_DATABASE_URL") or os.environ.get("DENIABLE_DB") or "deniable.db"
-
-
 def create_app(config: dict | None = None):
     """The app. ``config`` keys: DATABASE (a SQLite file or a database URL), RATELIMIT_ENABLED (rate
     limits on public endpoints, default on), RATE_LIMITS (endpoint → limit), PROXY_HOPS (trusted
     proxies in front), ADMIN_TOKEN (overrides the stored one),
     MAX_CONTENT_LENGTH (bytes per request body), MAX_RESPONSE_BYTES (bytes per single response)."""
-    from flask import Flask, g  # not at the top: commands that never serve start faster without it
+    from flask import Flask  # not at the top: commands that never serve start faster without it
 
     # deniable is a namespace package: give Flask its paths rather than let it guess them.
     app = Flask("deniable.server", root_path=str(HERE), instance_path=str(Path.cwd() / "instance"),
                 template_folder="templates", static_folder="static")
     app.config.update(
-        DATABASE=default_database(),
+        DATABASE=resolve_database(),
         ADMIN_TOKEN=os.environ.get("DENIABLE_ADMIN_TOKEN"),
         MAX_CONTENT_LENGTH=2 * 1024 * 1024,
         MAX_RESPONSE_BYTES=64 * 1024,
@@ -67,21 +57,9 @@ def create_app(config: dict | None = None):
     app.json.sort_keys = False
     app.json.ensure_ascii = False
 
-    with storage.Store(app.config["DATABASE"]):
-        pass  # creates or migrates the schema before the first request
+    from . import db
 
-    # SQLite: one connection per server thread, kept open (opening one per request costs a WAL
-    # checkpoint whenever the last connection closes). PostgreSQL: one from the pool per request.
-    app.extensions["deniable_stores"] = threading.local()
-
-    @app.teardown_appcontext
-    def release_store(_exc):
-        store = g.pop("store", None)
-        if store is None:
-            return
-        store.engine.rollback()  # never carry a transaction over
-        if not store.reusable:
-            store.close()
+    db.init_app(app)
 
     @app.after_request
     def security_headers(response):
@@ -112,7 +90,7 @@ def create_app(config: dict | None = None):
     def healthz():
         """For load balancers: 200 when the database answers with the schema this code expects."""
         try:
-            health = get_store().healthy()
+            health = db.get_store().healthy()
         except Exception as error:  # unreachable, refused, not a deniable database
             app.logger.warning("health check failed: %s", error.__class__.__name__)
             return {"ok": False, "error": "the database is unreachable"}, 503
@@ -145,51 +123,3 @@ def _limit_rates(app):
     for endpoint, limit in app.config["RATE_LIMITS"].items():
         app.view_functions[endpoint] = limiter.limit(limit)(app.view_functions[endpoint])
     app.extensions["deniable_limiter"] = limiter
-
-
-def get_store() -> storage.Store:
-    """The request's store, opened on first use and closed at teardown."""
-    from flask import current_app, g
-
-    if "store" not in g:
-        local = current_app.extensions["deniable_stores"]
-        store = getattr(local, "store", None)
-        if store is None:
-            store = storage.Store(current_app.config["DATABASE"], migrate=False)
-            if store.reusable:
-                local.store = store
-        g.store = store
-    return g.store
-
-
-def ensure_admin_token(store: storage.Store) -> str | None:
-    """Create the admin token on first run: returns it (to print once) or None if one exists."""
-    if store.get_setting("admin_token_hash"):
-        return None
-    token = secrets.token_urlsafe(24)
-    store.set_setting("admin_token_hash", hashlib.sha256(token.encode()).hexdigest())
-    return token
-
-
-def rotate_admin_token(store: storage.Store) -> str:
-    """Replace the admin token (the demo prints a fresh working link every time)."""
-    store.set_setting("admin_token_hash", "")
-    return ensure_admin_token(store)
-
-
-def admin_token_valid(store: storage.Store, presented: str | None, configured: str | None) -> bool:
-    """The deployment's admin token: ``$DENIABLE_ADMIN_TOKEN`` if set, else the stored hash."""
-    if not presented:
-        return False
-    if configured:
-        return hmac.compare_digest(presented.encode(), configured.encode())
-    stored = store.get_setting("admin_token_hash")
-    return bool(stored) and hmac.compare_digest(hashlib.sha256(presented.encode()).hexdigest(), stored)
-
-
-def api_caller(store: storage.Store, presented: str | None, configured: str | None) -> str | None:
-    """Who a bearer token belongs to (for the audit log), or None: the admin token, which keeps
-    working as an API token, or a named, revocable API token (`deniable admin token`)."""
-    if admin_token_valid(store, presented, configured):
-        return "admin token"
-    return store.api_token_name(presented)

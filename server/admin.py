@@ -1,25 +1,23 @@
 """Admin dashboard under /admin: surveys, versions, live estimates, closing a survey, invitations.
 
-Admins sign in with a name and password (`deniable admin add NAME`) or paste the admin token into
-the sign-in form; credentials never travel in a URL. The session cookie holds a random id (its
-hash is stored with the session), is HttpOnly, SameSite=Strict, scoped to /admin, and Secure over
-HTTPS. Every state-changing form carries the session's CSRF secret; the sign-in form a
-double-submit one. Every action lands in the audit log.
+Who may sign in and how sessions and forms are checked is `auth`'s; every action lands in the
+audit log.
 """
 
 from __future__ import annotations
 
-import hmac
 import math
 import secrets
 
 from flask import Blueprint, abort, current_app, g, redirect, render_template, request, url_for
 
-from . import admin_token_valid, get_store, storage
+from deniable import storage
+from deniable.client.errors import DeniableError
+
+from .auth import LOGIN_COOKIE, SESSION_COOKIE, admin_token_valid, check_csrf, current_session, set_cookie, signed_in, signed_out
+from .db import get_store
 
 blueprint = Blueprint("admin", __name__, url_prefix="/admin")
-COOKIE = "deniable_session"
-LOGIN_COOKIE = "deniable_login_csrf"
 
 
 @blueprint.errorhandler(storage.StorageError)
@@ -29,32 +27,10 @@ def _storage_error(error):
                            message=error.message, error=True), error.status
 
 
-def _session() -> dict | None:
-    if "admin_session" not in g:
-        g.admin_session = get_store().session(request.cookies.get(COOKIE))
-    return g.admin_session
-
-
-def _signed_out():
-    return redirect(url_for("admin.login"), code=303)
-
-
-def _check_csrf(expected: str | None):
-    """403 unless the form's csrf field equals the expected secret (compared in constant time)."""
-    presented = request.form.get("csrf", "")
-    if not expected or not hmac.compare_digest(presented.encode(), expected.encode()):
-        abort(403, "The form has expired or came from another site. Reload the page and try again.")
-
-
 @blueprint.app_context_processor
 def _admin_context():
     session = g.get("admin_session")
     return {"admin_session": session} if session else {}
-
-
-def _cookie(response, name: str, value: str, path: str, max_age: int | None = None):
-    response.set_cookie(name, value, httponly=True, samesite="Strict", path=path, secure=request.is_secure,
-                        max_age=max_age)
 
 
 @blueprint.get("/login")
@@ -64,13 +40,13 @@ def login():
         message = "Sign-in links that carry the admin token are no longer accepted; paste the token below."
     csrf = secrets.token_urlsafe(24)
     response = current_app.make_response(render_template("login.html", csrf=csrf, message=message))
-    _cookie(response, LOGIN_COOKIE, csrf, url_for("admin.login"))
+    set_cookie(response, LOGIN_COOKIE, csrf, url_for("admin.login"))
     return response
 
 
 @blueprint.post("/login")
 def sign_in():
-    _check_csrf(request.cookies.get(LOGIN_COOKIE))
+    check_csrf(request.cookies.get(LOGIN_COOKIE))
     store = get_store()
     name, password, token = (request.form.get(k, "") for k in ("name", "password", "token"))
     who = None
@@ -85,34 +61,30 @@ def sign_in():
         response = current_app.make_response((render_template(
             "login.html", csrf=csrf, message="That name and password (or token) did not match. "
             f"After {storage.SIGN_IN_FAILURES} failures an account waits {storage.SIGN_IN_LOCK.seconds // 60} minutes."), 401))
-        _cookie(response, LOGIN_COOKIE, csrf, url_for("admin.login"))
+        set_cookie(response, LOGIN_COOKIE, csrf, url_for("admin.login"))
         return response
     session_id, _csrf = store.start_session(who)
     store.audit(who, "signed in")
     response = redirect(url_for("admin.dashboard"), code=303)
-    _cookie(response, COOKIE, session_id, "/admin", max_age=int(storage.SESSION_LIFETIME.total_seconds()))
+    set_cookie(response, SESSION_COOKIE, session_id, "/admin", max_age=int(storage.SESSION_LIFETIME.total_seconds()))
     response.delete_cookie(LOGIN_COOKIE, path=url_for("admin.login"))
     return response
 
 
 @blueprint.post("/logout")
+@signed_in
 def sign_out():
-    session = _session()
-    if session is None:
-        return _signed_out()
-    _check_csrf(session["csrf"])
     store = get_store()
-    store.end_session(request.cookies.get(COOKIE))
-    store.audit(session["admin"], "signed out")
-    response = _signed_out()
-    response.delete_cookie(COOKIE, path="/admin")
+    store.end_session(request.cookies.get(SESSION_COOKIE))
+    store.audit(current_session()["admin"], "signed out")
+    response = signed_out()
+    response.delete_cookie(SESSION_COOKIE, path="/admin")
     return response
 
 
 @blueprint.get("/")
+@signed_in
 def dashboard():
-    if _session() is None:
-        return _signed_out()
     return _dashboard()
 
 
@@ -125,12 +97,10 @@ def _dashboard(problem: str | None = None, spec: str = ""):
 
 
 @blueprint.post("/surveys")
+@signed_in
 def add_survey():
     """A new survey, or a new version of one, from a spec pasted or uploaded (YAML or JSON)."""
-    session = _session()
-    if session is None:
-        return _signed_out()
-    _check_csrf(session["csrf"])
+    session = current_session()
     from deniable.client import SpecError, Survey
     from deniable.client.survey import MAX_SPEC_BYTES
 
@@ -156,29 +126,31 @@ def add_survey():
 
 
 @blueprint.get("/surveys/<survey_id>")
+@signed_in
 def survey_estimates(survey_id):
     """Live estimates of the current version, with intervals and a chart each (SVG, no script)."""
     return _estimates_page(survey_id)
 
 
 @blueprint.get("/surveys/<survey_id>/versions/<int:number>")
+@signed_in
 def version_estimates(survey_id, number):
     """The estimates of one version, current or not: its responses stay reachable."""
     return _estimates_page(survey_id, version=number)
 
 
 @blueprint.get("/surveys/<survey_id>/pooled")
+@signed_in
 def pooled_estimates(survey_id):
     """Every version pooled, question by question where the randomization is the same."""
     return _estimates_page(survey_id, pooled=True)
 
 
 @blueprint.get("/surveys/<survey_id>/versions/<int:number>/export.<fmt>")
+@signed_in
 def export_download(survey_id, number, fmt):
     """One version's reports (CSV, JSON lines, SPSS, Stata) or its codebook, as the API serves them."""
-    session = _session()
-    if session is None:
-        return _signed_out()
+    session = current_session()
     from .api import export_response
     from .exports import EXPORT_FORMATS, ExportUnavailable
 
@@ -194,11 +166,10 @@ def export_download(survey_id, number, fmt):
 
 @blueprint.get("/surveys/<survey_id>/versions/<int:number>/estimates.<fmt>")
 @blueprint.get("/surveys/<survey_id>/pooled/estimates.<fmt>")
+@signed_in
 def estimates_download(survey_id, fmt, number=None):
     """The estimates on the page as the CLI prints them (`deniable estimate --format csv|json`)."""
-    if _session() is None:
-        return _signed_out()
-    from deniable.analysis import LoadError, estimate_table, load
+    from deniable.analysis import estimate_table, load
 
     if fmt not in ("csv", "json"):
         abort(404)
@@ -209,7 +180,7 @@ def estimates_download(survey_id, fmt, number=None):
     try:
         data = load(db=current_app.config["DATABASE"], survey_id=survey_id, version=number, all_versions=number is None)
         table = estimate_table(data)
-    except (LoadError, ValueError) as error:
+    except DeniableError as error:
         return render_template("message.html", heading="Cannot estimate", message=str(error), error=True), 422
     which = "pooled" if number is None else f"v{number}"
     return current_app.response_class(
@@ -218,8 +189,6 @@ def estimates_download(survey_id, fmt, number=None):
 
 
 def _estimates_page(survey_id, version: int | None = None, pooled: bool = False):
-    if _session() is None:
-        return _signed_out()
     from deniable.analysis import LoadError, PoolingError, load  # the dashboard is the server's one use of analysis
 
     store = get_store()
@@ -266,32 +235,26 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
 
 
 @blueprint.post("/surveys/<survey_id>/close")
+@signed_in
 def close(survey_id):
-    session = _session()
-    if session is None:
-        return _signed_out()
-    _check_csrf(session["csrf"])
+    session = current_session()
     get_store().close_survey(survey_id, actor=session["admin"])
     return redirect(url_for("admin.survey_estimates", survey_id=survey_id), code=303)
 
 
 @blueprint.post("/surveys/<survey_id>/reopen")
+@signed_in
 def reopen(survey_id):
-    session = _session()
-    if session is None:
-        return _signed_out()
-    _check_csrf(session["csrf"])
+    session = current_session()
     get_store().reopen_survey(survey_id, actor=session["admin"])
     return redirect(url_for("admin.survey_estimates", survey_id=survey_id), code=303)
 
 
 @blueprint.post("/surveys/<survey_id>/tokens")
+@signed_in
 def invitations(survey_id):
     """New single-use invitation links, shown once on this page (only their hashes are kept)."""
-    session = _session()
-    if session is None:
-        return _signed_out()
-    _check_csrf(session["csrf"])
+    session = current_session()
     try:
         count = int(request.form.get("count", ""))
     except ValueError:
@@ -303,9 +266,8 @@ def invitations(survey_id):
 
 
 @blueprint.get("/audit")
+@signed_in
 def audit():
-    if _session() is None:
-        return _signed_out()
     return render_template("audit.html", entries=get_store().audit_log(500))
 
 

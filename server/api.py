@@ -12,35 +12,38 @@ import math
 from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import HTTPException
 
+from deniable import storage
 from deniable.client import SpecError, Survey
+from deniable.client.errors import DeniableError
 from deniable.client.exact import MAX_JSON_DEPTH, JsonShapeError, check_json_text
 from deniable.client.privacy import posterior_bound
 from deniable.client.survey import MAX_SPEC_BYTES
 
-from . import api_caller, get_store, storage
+from .auth import bearer_caller
+from .db import get_store
 from .exports import EXPORT_FORMATS, SUFFIXES, ExportUnavailable
 
 blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
 
 
-class ApiError(Exception):
+class ApiError(DeniableError):
+    """A request the API refuses before storage sees it, with its HTTP status."""
+
     def __init__(self, status: int, message: str, field: str | None = None):
-        super().__init__(message)
-        self.status, self.message, self.field = status, message, field
+        super().__init__(message, field)
+        self.status = status
 
 
 def error_body(status: int, message: str, field: str | None = None) -> dict:
     return {"error": {"status": status, "field": field, "message": message}}
 
 
-@blueprint.errorhandler(ApiError)
-def _api_error(error: ApiError):
-    return error_body(error.status, error.message, error.field), error.status
-
-
-@blueprint.errorhandler(storage.StorageError)
-def _storage_error(error: storage.StorageError):
-    return error_body(error.status, error.message, error.field), error.status
+@blueprint.errorhandler(DeniableError)
+def _refused(error: DeniableError):
+    # Every domain error carries its status (storage's, the API's, a missing credential's); any
+    # other is a request the library judged invalid.
+    status = getattr(error, "status", 422)
+    return error_body(status, error.message, error.field), status
 
 
 @blueprint.errorhandler(HTTPException)
@@ -192,14 +195,7 @@ def post_batch(survey_id):
 
 def require_admin() -> str:
     """The caller's name for the audit log; 401 without a valid admin or API token."""
-    header = request.headers.get("Authorization", "")
-    presented = header[7:].strip() if header.lower().startswith("bearer ") else None
-    caller = api_caller(get_store(), presented, current_app.config.get("ADMIN_TOKEN"))
-    if caller is None and presented:
-        raise ApiError(401, "token rejected: it is neither the admin token nor a live API token", "Authorization")
-    if caller is None:
-        raise ApiError(401, "admin endpoints need 'Authorization: Bearer <admin token or API token>'", "Authorization")
-    return caller
+    return bearer_caller()
 
 
 @blueprint.get("/surveys")

@@ -1,4 +1,5 @@
-"""The ``deniable`` command: a thin layer over the library; domain errors become clean messages."""
+"""The ``deniable`` command: a thin layer over the library. Every domain error (a `DeniableError`)
+becomes a one-line message and exit status 1, in one place (`Commands`)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,35 @@ from pathlib import Path
 
 import click
 
-from deniable.client import SpecError, Survey
+from deniable import storage
+from deniable.client import Survey
+from deniable.client.errors import DeniableError
 
-from . import storage
 
-db_option = click.option("--db", "db_path", envvar=["DENIABLE_DATABASE_URL", "DENIABLE_DB"], default="deniable.db",
-                         show_default=True, type=click.Path(dir_okay=False),
+def _database(_ctx, _param, value):
+    return storage.resolve_database(value)
+
+
+# Every command names its database the same way: storage.resolve_database decides.
+db_option = click.option("--db", "db_path", default=None, callback=_database, type=click.Path(dir_okay=False),
                          help="A SQLite file or a database URL (sqlite:///file.db, postgresql://user@host/db); "
                               "default: $DENIABLE_DATABASE_URL, else $DENIABLE_DB, else deniable.db.")
+
+
+class Commands(click.Group):
+    """The command group that turns every `DeniableError` into a one-line message and exit status 1."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except DeniableError as error:
+            raise click.ClickException(error.message) from None
 
 
 def _load(path: str) -> Survey:
     try:
         return Survey.from_file(path)
-    except SpecError as error:
+    except DeniableError as error:
         raise click.ClickException(f"{path}: {error}") from None
 
 
@@ -36,25 +52,14 @@ def _store(db_path: str, read_only: bool = False, must_exist: bool = True) -> st
                                    "or `deniable survey add`)")
     try:
         return storage.Store(db_path, read_only=read_only)
-    except storage.StorageError as error:
-        raise click.ClickException(f"{storage.describe(db_path)}: {error.message}") from None
+    except DeniableError as error:
+        where = storage.describe(db_path)
+        raise click.ClickException(error.message if error.message.startswith(where) else f"{where}: {error.message}") from None
     except Exception as error:  # sqlite3.DatabaseError, psycopg's OperationalError: not a database, unreachable…
         raise click.ClickException(f"{storage.describe(db_path)}: cannot open the database ({error})") from None
 
 
-class _Errors:
-    """Turn storage errors into a one-line message and exit status 1."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None and issubclass(exc_type, storage.StorageError):
-            raise click.ClickException(exc.message) from None
-        return False
-
-
-@click.group()
+@click.group(cls=Commands)
 @click.version_option(package_name="deniable")
 def main():
     """deniable: surveys with plausible deniability (randomized response on the respondent's device)."""
@@ -136,12 +141,9 @@ def _json_float(value):
               help="Write the spec here (.yaml or .json); default: YAML on standard output.")
 def survey_import(form, output):
     """Read an XLSForm (.xlsx) and write the deniable spec it describes; every problem of the form is listed at once."""
-    from .xlsform import read_xlsform
+    from deniable.client.xlsform import read_xlsform
 
-    try:
-        spec = read_xlsform(form)
-    except SpecError as error:
-        raise click.ClickException(str(error)) from None
+    spec = read_xlsform(form)
     parsed = Survey(spec)
     _write_spec(parsed.to_dict(), output)
     for warning in parsed.warnings:
@@ -192,12 +194,12 @@ def _atomic_write(target: Path, write):
               help="Write here (required for xlsform); default: standard output.")
 def survey_export(survey_id, db_path, fmt, output):
     """Write a stored survey's current version as a spec or an XLSForm that reads back to the same hash."""
-    with _store(db_path, read_only=True) as store, _Errors():
+    with _store(db_path, read_only=True) as store:
         record = store.get_survey(survey_id)
     if fmt == "xlsform":
         if not output:
             raise click.ClickException("--output FILE.xlsx is required for --format xlsform")
-        from .xlsform import write_xlsform
+        from deniable.client.xlsform import write_xlsform
 
         _atomic_write(Path(output), lambda path: write_xlsform(record.survey, path))
         click.echo(f"Wrote {output} (survey {record.id!r}, hash {record.hash[:12]}).", err=True)
@@ -213,7 +215,7 @@ def survey_export(survey_id, db_path, fmt, output):
 def survey_add(spec_file, db_path, access):
     """Add the survey in SPEC_FILE; a changed spec under an existing id becomes a new version."""
     parsed = _load(spec_file)
-    with _store(db_path, must_exist=False) as store, _Errors():
+    with _store(db_path, must_exist=False) as store:
         previous = store.versions(parsed.id) if parsed.id in {r.id for r in store.list_surveys()} else []
         record, outcome = store.add_survey(parsed, access)
     if outcome == "created":
@@ -253,7 +255,7 @@ def survey_list(db_path):
 def survey_show(survey_id, db_path, prior, planned):
     """The privacy summary of a stored survey: ε per question and in total, planning figures,
     versions, responses."""
-    with _store(db_path, read_only=True) as store, _Errors():
+    with _store(db_path, read_only=True) as store:
         record = store.get_survey(survey_id)
         click.echo(record.survey.privacy_summary(prior))
         for warning in record.survey.warnings:
@@ -276,7 +278,7 @@ def survey_show(survey_id, db_path, prior, planned):
 @db_option
 def survey_close(survey_id, db_path):
     """Stop accepting responses."""
-    with _store(db_path) as store, _Errors():
+    with _store(db_path) as store:
         record = store.close_survey(survey_id)
     click.echo(f"Survey {survey_id!r} is closed (since {record.closed_on}).")
 
@@ -286,7 +288,7 @@ def survey_close(survey_id, db_path):
 @db_option
 def survey_reopen(survey_id, db_path):
     """Accept responses again (closed by mistake, or a second wave)."""
-    with _store(db_path) as store, _Errors():
+    with _store(db_path) as store:
         store.reopen_survey(survey_id, actor="cli")
     click.echo(f"Survey {survey_id!r} accepts responses again.")
 
@@ -300,7 +302,7 @@ def survey_reopen(survey_id, db_path):
 @click.option("--base-url", default="http://127.0.0.1:8000", show_default=True, help="Where respondents reach the server.")
 def tokens(survey_id, count, db_path, base_url):
     """Create single-use respondent tokens and print them as invitation links (the survey then needs one)."""
-    with _store(db_path) as store, _Errors():
+    with _store(db_path) as store:
         was_open = store.get_survey(survey_id).access == "open"
         issued = store.issue_tokens(survey_id, count)
     if was_open:
@@ -326,7 +328,7 @@ def export(survey_id, fmt, output, spec_hash, version, db_path):
     export = EXPORT_FORMATS[fmt]
     if export.binary and not output:
         raise click.UsageError(f"--format {fmt} writes a binary file: give --output FILE.{fmt}")
-    with _store(db_path, read_only=True) as store, _Errors():
+    with _store(db_path, read_only=True) as store:
         record = store.find_version(survey_id, spec_hash, version)
         chunks = export.write(record, store.export(survey_id, record.hash))
         try:
@@ -355,9 +357,8 @@ def _write_chunks(path: Path, chunks, binary: bool):
 
 @main.command("estimate")
 @click.argument("survey_id")
-@click.option("--db", "db_path", envvar="DENIABLE_DB", default=None, type=click.Path(dir_okay=False),
-              help="SQLite database file (default: $DENIABLE_DB, else deniable.db), unless --url is given.")
-@click.option("--url", help="Read from a running server instead (needs --token).")
+@db_option
+@click.option("--url", help="Read from a running server instead of --db (needs --token).")
 @click.option("--token", envvar="DENIABLE_ADMIN_TOKEN", help="Admin token for --url (default: $DENIABLE_ADMIN_TOKEN).")
 @click.option("--by", "by", help="Estimate within each level of this public question.")
 @click.option("--question", "questions", multiple=True, help="Only these questions (repeatable; default: all).")
@@ -373,17 +374,14 @@ def _write_chunks(path: Path, chunks, binary: bool):
 def estimate_command(survey_id, db_path, url, token, by, questions, level, simultaneous, fmt, language, version,
                      spec_hash, all_versions):
     """Debiased estimates with standard errors and confidence intervals for every question."""
-    from deniable.analysis import LoadError, estimate_table, load
+    from deniable.analysis import estimate_table, load
 
     if sum(map(bool, (version, spec_hash, all_versions))) > 1:
         raise click.UsageError("give one of --version, --spec-hash and --all-versions")
     chosen = {"version": version, "spec_hash": spec_hash, "all_versions": all_versions}
-    try:
-        data = load(url=url, survey_id=survey_id, token=token, **chosen) if url else \
-            load(db=db_path or "deniable.db", survey_id=survey_id, **chosen)
-        table = estimate_table(data, questions, by, level, simultaneous, language)
-    except (LoadError, ValueError) as error:
-        raise click.ClickException(str(error)) from None
+    data = load(url=url, survey_id=survey_id, token=token, **chosen) if url else \
+        load(db=db_path, survey_id=survey_id, **chosen)
+    table = estimate_table(data, questions, by, level, simultaneous, language)
     if fmt == "table":
         which = (f"versions {', '.join(v.label for v in data.versions)} pooled" if data.pooled
                  else f"version {data.versions[0].label}")
@@ -430,7 +428,7 @@ def admin_add(db_path, name, password_stdin):
         password = sys.stdin.readline().rstrip("\n")
     else:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    with _store(db_path, must_exist=False) as store, _Errors():
+    with _store(db_path, must_exist=False) as store:
         store.add_admin(name, password)
     click.echo(f"Admin {name!r} added; sign in at /admin/login.")
 
@@ -453,7 +451,7 @@ def admin_list(db_path):
 @click.argument("name")
 def admin_token(db_path, name):
     """Create an API token NAME (what it is for) for scripts; it is shown once."""
-    with _store(db_path, must_exist=False) as store, _Errors():
+    with _store(db_path, must_exist=False) as store:
         token_id, token = store.create_api_token(name)
     click.echo(f"API token {token_id} ({name}), shown once: {token}")
     click.echo("Send it as 'Authorization: Bearer <token>'; revoke it with `deniable admin revoke " + token_id + "`.")
@@ -464,7 +462,7 @@ def admin_token(db_path, name):
 @click.argument("token_id")
 def admin_revoke(db_path, token_id):
     """Revoke the API token TOKEN_ID (from `deniable admin list`)."""
-    with _store(db_path) as store, _Errors():
+    with _store(db_path) as store:
         store.revoke_api_token(token_id)
     click.echo(f"API token {token_id} revoked.")
 
@@ -490,13 +488,12 @@ def copy(source, target):
     Every table is copied in one transaction on the target and each table's row count is
     checked against the source; on any failure nothing is kept. Stop the servers first (or
     close the surveys), or responses that arrive during the copy stay behind."""
-    with _Errors():
-        try:
-            copied = storage.copy_database(source, target)
-        except storage.StorageError:
-            raise
-        except Exception as error:  # unreachable server, not a database
-            raise click.ClickException(f"cannot copy: {error}") from None
+    try:
+        copied = storage.copy_database(source, target)
+    except DeniableError:
+        raise
+    except Exception as error:  # unreachable server, not a database
+        raise click.ClickException(f"cannot copy: {error}") from None
     for table, rows in copied.items():
         click.echo(f"{table:>16}: {rows:,} rows")
     click.echo(f"Copied {storage.describe(source)} to {storage.describe(target)}.")
@@ -510,8 +507,7 @@ def backup(db_path, output, compact):
     """A consistent online backup of a SQLite database (servers may keep running).
 
     For PostgreSQL use pg_dump, as docs/deploy.md shows."""
-    with _Errors():
-        size = storage.backup_sqlite(db_path, output, compact)
+    size = storage.backup_sqlite(db_path, output, compact)
     click.echo(f"Backed up {storage.describe(db_path)} to {output} ({size:,} bytes)")
 
 
@@ -524,7 +520,7 @@ def compact(db_path):
     row below the last one until the page is rewritten: someone who reads the raw file could
     still tell which rows of a page came later. Compacting removes that (and frees space).
     It takes the write lock for as long as it runs: do it when few responses arrive."""
-    with _store(db_path) as store, _Errors():
+    with _store(db_path) as store:
         before, after = store.compact()
         click.echo(f"{db_path}: compacted, {before:,} → {after:,} bytes")
 
@@ -532,7 +528,7 @@ def compact(db_path):
 def _announce_admin(store: storage.Store, base_url: str, rotate: bool = False):
     import os
 
-    from . import ensure_admin_token, rotate_admin_token
+    from .auth import ensure_admin_token, rotate_admin_token
 
     # The sign-in page, never a link carrying the token: URLs end up in histories and proxy logs.
     click.echo(f"Admin sign-in: {base_url}/admin/login (an account from `deniable admin add NAME`, or the admin token)")
@@ -634,7 +630,7 @@ def demo(db_path, host, port, simulate, no_serve):
 
     base_url = f"http://{host}:{port}"
     survey_spec = demo_survey()
-    with _store(db_path, must_exist=False) as store, _Errors():
+    with _store(db_path, must_exist=False) as store:
         record, outcome = store.add_survey(survey_spec)
         click.echo(f"Demo survey {record.id!r} ({outcome}, version {record.version}, total ε {record.survey.epsilon:.3f}).")
         if simulate:

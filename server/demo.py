@@ -8,8 +8,7 @@ import secrets
 from importlib import resources
 
 from deniable.client import Survey
-
-from .storage import Store
+from deniable.storage import Store
 
 #: The truth the simulated respondents are drawn from (the analysis should recover it).
 TRUTH = {

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from deniable.client import Question
+from deniable.client.errors import DeniableError
 from deniable.client.exact import json_number
 
 #: What each labelled file and the codebook say about private columns.
@@ -225,8 +226,10 @@ def codebook(record, rows=()) -> Iterable[str]:
         yield "\n"
 
 
-class ExportUnavailable(Exception):
+class ExportUnavailable(DeniableError):
     """A format whose library is not installed."""
+
+    status = 501
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,19 @@ page's own words come from `catalogue`; the survey's words from its spec.
 
 from __future__ import annotations
 
-import hmac
 import secrets
 from fractions import Fraction
 from importlib import resources
 
 from flask import Blueprint, Response, make_response, redirect, render_template, request, url_for
 
+from deniable import storage
+from deniable.client import catalogue
 from deniable.client.exact import json_number, parse_fraction
 from deniable.client.survey import is_right_to_left
 
-from . import catalogue, get_store, storage
+from .auth import secrets_match
+from .db import get_store
 
 blueprint = Blueprint("respond", __name__)
 
@@ -177,7 +179,7 @@ def submit_form(survey_id):
     lang = language if survey.languages.declared else None  # one-language surveys keep plain addresses
     back = url_for("respond.survey_page", survey_id=survey_id, lang=lang)
     presented, expected = request.form.get("form_key", ""), request.cookies.get(FORM_COOKIE, "")
-    if not expected or not hmac.compare_digest(presented.encode(), expected.encode()):
+    if not secrets_match(presented, expected):
         return _message(403, words["check_heading"], words["form_expired"], back, language)
     offline = {q.id for q in survey.questions.values() if offline_form_question(q)["offline"]}
     unknown = sorted(set(request.form) - offline - {"spec_hash", "idempotency_key", "token", "lang", "form_key"})

@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 
@@ -80,11 +79,11 @@ class ThrowawayPostgres:
         return f"{self.url}?options=-csearch_path%3D{schema}"
 
     def stop(self):
-        from deniable.server import storage
+        from deniable import storage
 
-        for pool in list(storage._POOLS.values()):
+        for pool in list(storage.engines._POOLS.values()):
             pool.close()
-        storage._POOLS.clear()
+        storage.engines._POOLS.clear()
         try:
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "stop")
         finally:

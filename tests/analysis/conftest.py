@@ -1,6 +1,6 @@
 import pytest
 
-from deniable.server import storage
+from deniable import storage
 from deniable.server.demo import demo_survey, simulate
 from tests.conftest import SeededSource
 

@@ -4,11 +4,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deniable.analysis import DEFAULT_BINARY_METHOD, EstimateResult, estimate, load
-from deniable.analysis import channels
+from deniable.analysis import DEFAULT_BINARY_METHOD, EstimateResult, channels, estimate, load
 from deniable.analysis import estimators as est
-from deniable.analysis.validation import (GRID_EPSILON, GRID_N, GRID_PI, binary_question, coverage_grid, exact_coverage,
-                                         simulation_study)
+from deniable.analysis.validation import (
+    GRID_EPSILON,
+    GRID_N,
+    GRID_PI,
+    binary_question,
+    coverage_grid,
+    exact_coverage,
+    simulation_study,
+)
 from deniable.client import Survey
 
 

@@ -10,10 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import optimize
 
-from deniable.analysis import estimate
-from deniable.analysis import channels
+from deniable.analysis import channels, estimate, likelihood
 from deniable.analysis import estimators as est
-from deniable.analysis import likelihood
 from deniable.analysis.results import _estimate
 from deniable.client import Survey
 from deniable.client.mechanisms import ChannelMechanism, LaplaceMechanism, UnaryMechanism

@@ -4,15 +4,15 @@ import secrets
 
 import numpy as np
 import pytest
-
 from click.testing import CliRunner
 
+from deniable import storage
 from deniable.analysis import estimate, likelihood, load
-from tests.server.conftest import sign_in
-from deniable.server import create_app, storage
-from deniable.server.demo import demo_survey, simulated_answers
+from deniable.server import create_app
 from deniable.server.cli import main
+from deniable.server.demo import demo_survey, simulated_answers
 from tests.conftest import SeededSource
+from tests.server.conftest import sign_in
 
 
 def test_cli_estimate_table_csv_json(demo_db):

@@ -9,10 +9,10 @@ import re
 import shutil
 import subprocess
 import tarfile
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "client" / "js"

@@ -6,8 +6,9 @@ import pytest
 from click.testing import CliRunner
 from werkzeug.serving import make_server
 
+from deniable import storage
 from deniable.client import Survey
-from deniable.server import create_app, storage
+from deniable.server import create_app
 from tests.conftest import EXAMPLES
 
 ADMIN = "test-admin-token"

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from deniable.server import cli, storage
+from deniable import storage
+from deniable.server import cli
 from tests.server.conftest import ADMIN, ANSWERS, sign_in, table_rows
 
 pytestmark = pytest.mark.both_engines

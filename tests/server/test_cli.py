@@ -3,8 +3,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from deniable import storage
 from deniable.client import Survey
-from deniable.server import storage
 from deniable.server.cli import main
 from tests.conftest import EXAMPLES
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from deniable.server import storage
+from deniable import storage
 from deniable.server.cli import main
 from tests.conftest import EXAMPLES
 from tests.server.conftest import ADMIN
@@ -91,7 +91,7 @@ def test_a_wrong_token_is_told_apart_from_none(client, survey):
 
 def test_without_the_server_extra_the_command_says_how_to_get_it():
     # click (like flask) comes only with the server extra: hide it, as a client-only install would
-    code = "import sys; sys.modules['click'] = None; from deniable.client.launcher import main; main()"
+    code = "import sys; sys.modules['click'] = None; from deniable.server.launcher import main; main()"
     result = subprocess.run([sys.executable, "-c", code, "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert "pip install 'deniable[server]'" in result.stderr and "Traceback" not in result.stderr

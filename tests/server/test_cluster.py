@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from deniable import storage
 from deniable.client import Survey
-from deniable.server import storage
 from tests.conftest import EXAMPLES
 from tests.server.conftest import ANSWERS, free_port
 

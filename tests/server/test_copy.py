@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import threading
 
+from deniable import storage
 from deniable.client import Survey
-from deniable.server import cli, ensure_admin_token, storage
+from deniable.server import cli
+from deniable.server.auth import ensure_admin_token
 from tests.conftest import EXAMPLES
 from tests.server.conftest import ANSWERS
 

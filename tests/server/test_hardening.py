@@ -8,17 +8,18 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
+from deniable import storage
 from deniable.client import Survey
-from deniable.server import cli, storage
+from deniable.server import cli
 
-from .conftest import ADMIN, ANSWERS, sign_in
+from .conftest import ANSWERS, sign_in
 from .worst_cases import CASES, Context, timed
 
 SURROGATE = "\\ud800"  # as JSON text: a lone surrogate once parsed

@@ -1,6 +1,7 @@
-import pytest
 import re
 import secrets
+
+import pytest
 
 from deniable.client import Survey
 from tests.server.conftest import ADMIN, form_key, sign_in
@@ -98,7 +99,7 @@ def test_admin_dashboard_needs_a_sign_in(client, survey):
 # ---------------------------------------------------------------- questionnaires
 
 def test_every_catalogue_has_every_word_of_english():
-    from deniable.server import catalogue
+    from deniable.client import catalogue
 
     for language, table in catalogue.MESSAGES.items():
         assert set(table) == set(catalogue.MESSAGES["en"]), language
@@ -107,8 +108,7 @@ def test_every_catalogue_has_every_word_of_english():
 def test_the_english_privacy_statement_is_the_clients():
     import math
 
-    from deniable.client import privacy_statement
-    from deniable.server import catalogue
+    from deniable.client import catalogue, privacy_statement
 
     for epsilon in (0.5, 1.0, math.log(3), 2.0, 6.2, math.inf):
         assert catalogue.privacy_statement(epsilon, "en") == privacy_statement(epsilon)

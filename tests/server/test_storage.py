@@ -1,7 +1,7 @@
 import pytest
 
+from deniable import storage
 from deniable.client import Survey
-from deniable.server import storage
 from tests.server.conftest import ANSWERS
 
 pytestmark = pytest.mark.both_engines
@@ -110,7 +110,7 @@ def test_migration_from_schema_1_backfills_the_totals(tmp_path, demo):
 
     path = str(tmp_path / "old.db")
     old = sqlite_utils.Database(path)
-    storage._migrate_to_1(old)
+    storage.schema.migrate_to_1(old)
     old.execute("PRAGMA user_version=1")
     old["survey_versions"].insert({"hash": demo.hash, "survey_id": "tax", "version": 1, "spec": demo.canonical_json(),
                                    "added_on": "2026-01-01"})

@@ -107,13 +107,13 @@ def test_a_kept_body_sent_again_is_one_response(live_server, survey, store):
 
 def test_with_no_connection_the_outbox_keeps_the_randomized_body_and_delivers_it_once(live_server, survey, store,
                                                                                      tmp_path, monkeypatch):
+    import importlib
     import os
     import stat
     import urllib.error
 
-    import importlib
-
-    from deniable.client import Outbox, submit as send
+    from deniable.client import Outbox
+    from deniable.client import submit as send
 
     submit_module = importlib.import_module("deniable.client.submit")  # the module (the package's `submit` is the function)
     real_request, attempted = submit_module._request, []

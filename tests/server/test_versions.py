@@ -10,10 +10,10 @@ import re
 
 import pytest
 
+from deniable import storage
 from deniable.analysis import LoadError, PoolingError, estimate, load, subgroups
 from deniable.client import Survey
 from deniable.client.versions import VersionError, resolve_version
-from deniable.server import storage
 from deniable.server.cli import main
 from tests.conftest import EXAMPLES, SeededSource
 from tests.server.conftest import ADMIN, sign_in

@@ -4,8 +4,8 @@ import pytest
 from openpyxl import Workbook
 
 from deniable.client import SpecError, Survey
+from deniable.client.xlsform import read_xlsform, write_xlsform
 from deniable.server.demo import demo_survey
-from deniable.server.xlsform import read_xlsform, write_xlsform
 from tests.conftest import EXAMPLES
 
 SURVEY_COLUMNS = ["type", "name", "label::English (en)", "label::Español (es)", "hint::English (en)",

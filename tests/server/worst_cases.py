@@ -16,9 +16,10 @@ from typing import Callable
 
 from click.testing import CliRunner
 
+from deniable import storage
 from deniable.client import Survey
 from deniable.client.survey import _YAML_MARKS, MAX_OPTIONS, MAX_SPEC_BYTES, MAX_YAML_MARKS
-from deniable.server import cli, create_app, storage
+from deniable.server import cli, create_app
 
 ADMIN = "worst-case-admin"
 

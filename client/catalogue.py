@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from deniable.client.privacy import posterior_bound
+from .privacy import posterior_bound
 
 DEFAULT = "en"
 

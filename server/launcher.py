@@ -1,6 +1,6 @@
 """The ``deniable`` command's entry point.
 
-It lives in the client, which needs only the standard library, so that an install without the
+It imports only the standard library before the command itself, so that an install without the
 server extra (``pip install deniable``) prints the one command that adds it instead of a traceback.
 """
 

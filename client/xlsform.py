@@ -11,7 +11,8 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
-from deniable.client import SpecError, Survey, skiplogic
+from . import skiplogic
+from .survey import SpecError, Survey
 
 #: Columns of the survey sheet this reader understands (besides label::, hint::, privacy:: ...).
 _SURVEY_COLUMNS = {"type", "name", "label", "hint", "required", "relevant", "constraint", "constraint_message"}
@@ -104,8 +105,8 @@ def read_xlsform(path) -> dict:
     """A deniable spec from an XLSForm (.xlsx). Raises SpecError listing every problem found."""
     try:
         from openpyxl import load_workbook
-    except ImportError:  # pragma: no cover - openpyxl comes with the server extra
-        raise SpecError("reading XLSForms needs openpyxl: pip install 'deniable[server]'") from None
+    except ImportError:  # pragma: no cover - openpyxl comes with the xlsform and server extras
+        raise SpecError("reading XLSForms needs openpyxl: pip install 'deniable[xlsform]'") from None
     path = Path(path)
     try:
         if path.stat().st_size > MAX_WORKBOOK_BYTES:

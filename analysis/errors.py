@@ -1,0 +1,17 @@
+"""The analysis room's errors: each is a `DeniableError` (and a ValueError, as bad arguments are)."""
+
+from __future__ import annotations
+
+from deniable.client.errors import DeniableError
+
+
+class AnalysisError(DeniableError, ValueError):
+    """An estimate, test or plan that cannot be made from what was given; the message says why."""
+
+
+class LoadError(AnalysisError):
+    """The data could not be loaded; the message says which source and why."""
+
+
+class PoolingError(LoadError):
+    """A question's randomization differs between the versions asked for: they cannot be pooled."""

@@ -1,0 +1,59 @@
+"""What a response may hold, judged against the survey it was randomized under.
+
+A report belongs to its mechanism's output alphabet (invariant 2); whether a question was shown,
+and so may be reported, follows from the public answers (invariant 9); and only a public question
+may divide respondents into groups. The server, storage and analysis all ask these questions
+here, so each rule is written once.
+"""
+
+from __future__ import annotations
+
+from . import skiplogic
+from .errors import DeniableError
+
+
+class ReportError(DeniableError, ValueError):
+    """A response (or a grouping of responses) the survey does not allow; ``field`` names the
+    place at fault (``reports.dodged``, ``by``)."""
+
+
+def validate_reports(survey, reports, answerable=None) -> dict:
+    """Canonical reports, or `ReportError` naming the field: every report in its mechanism's output
+    alphabet, no unknown question, no report for a question that skip logic hides (decided by the
+    public reports, which are the true public answers), every question that is required for these
+    answers present. ``answerable`` limits the required questions to those a client could answer
+    (the no-JavaScript form)."""
+    if not isinstance(reports, dict):
+        raise ReportError("reports: must be an object of question id to report", "reports")
+    clean = {}
+    for qid, value in reports.items():
+        question = survey.questions.get(qid)
+        if question is None:
+            raise ReportError(f"reports.{qid}: no such question in this survey", f"reports.{qid}")
+        if value is None:
+            continue
+        try:
+            clean[qid] = question.mechanism.validate_report(value)
+        except ValueError as error:
+            raise ReportError(f"reports.{qid}: {error}", f"reports.{qid}") from None
+    shown = survey.shown(clean)
+    hidden = [qid for qid in clean if qid not in shown]
+    if hidden:
+        raise ReportError(f"reports.{hidden[0]}: this question is not shown for these answers (skip logic: "
+                          f"{skiplogic.to_text(survey.condition(hidden[0]))})", f"reports.{hidden[0]}")
+    missing = [qid for qid in survey.required_now(clean, shown)
+               if qid not in clean and (answerable is None or qid in answerable)]
+    if missing:
+        raise ReportError(f"reports.{missing[0]}: required question not answered", f"reports.{missing[0]}")
+    return clean
+
+
+def grouping_question(survey, by: str):
+    """The question ``by`` names, if respondents may be grouped by it: only a public question
+    (``privacy: none``), whose reports are the true answers. `ReportError` on field ``by`` otherwise."""
+    question = survey.questions.get(by)
+    if question is None:
+        raise ReportError(f"by: no question {by!r} in this survey", "by")
+    if question.is_private:
+        raise ReportError(f"by: {by!r} is randomized; group only by a public question (privacy: none)", "by")
+    return question

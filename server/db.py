@@ -1,0 +1,43 @@
+"""The request's store, as the Flask tutorial's ``db.py`` gives blueprints their database.
+
+SQLite: one connection per server thread, kept open (opening one per request costs a WAL
+checkpoint whenever the last connection closes). PostgreSQL: one from the pool per request.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from flask import current_app, g
+
+from deniable import storage
+
+
+def init_app(app):
+    """Create or migrate the schema before the first request, and release each request's store."""
+    with storage.Store(app.config["DATABASE"]):
+        pass
+    app.extensions["deniable_stores"] = threading.local()
+    app.teardown_appcontext(release_store)
+
+
+def get_store() -> storage.Store:
+    """The request's store, opened on first use and released at teardown."""
+    if "store" not in g:
+        local = current_app.extensions["deniable_stores"]
+        store = getattr(local, "store", None)
+        if store is None:
+            store = storage.Store(current_app.config["DATABASE"], migrate=False)
+            if store.reusable:
+                local.store = store
+        g.store = store
+    return g.store
+
+
+def release_store(_exc=None):
+    store = g.pop("store", None)
+    if store is None:
+        return
+    store.engine.rollback()  # never carry a transaction over
+    if not store.reusable:
+        store.close()

@@ -1,0 +1,145 @@
+"""Admin accounts (password hashes), their browser sessions, API tokens for scripts, and the
+audit log of admin actions. Only hashes of secrets are kept."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import secrets
+
+from .common import digest, today, utc_now
+from .errors import Conflict, Invalid, NotFound, StorageError
+
+#: Admin sign-in: minimum password length, failures before a lock, the lock, a session's life.
+MIN_PASSWORD_LENGTH = 12
+SIGN_IN_FAILURES = 5
+SIGN_IN_LOCK = dt.timedelta(minutes=15)
+SESSION_LIFETIME = dt.timedelta(hours=8)
+_DUMMY_HASH = "scrypt:32768:8:1$deniable$" + "0" * 128
+
+
+class Accounts:
+    """The part of `Store` that keeps admins, sessions, API tokens and the audit log."""
+
+    def _accounts_kept(self):
+        # Read-only opens read older schemas as they are; the account tables came with schema 5.
+        if self.layout.schema < 5:
+            raise StorageError(f"schema version {self.layout.schema} keeps no admin accounts, API tokens or audit log: "
+                               "run `deniable init-db` to migrate it", "db")
+
+    def add_admin(self, name: str, password: str):
+        """A named admin account; the password is kept only as a salted scrypt hash (werkzeug)."""
+        from werkzeug.security import generate_password_hash
+
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.@-]{1,64}", name):
+            raise Invalid("name: 1 to 64 letters, digits or _ . @ -", "name")
+        if not isinstance(password, str) or len(password) < MIN_PASSWORD_LENGTH:
+            raise Invalid(f"password: at least {MIN_PASSWORD_LENGTH} characters", "password")
+        with self.transaction():
+            if self._one("SELECT name FROM admins WHERE name = ?", [name]) is not None:
+                raise Conflict(f"name: an admin {name!r} exists already", "name")
+            self.execute("INSERT INTO admins (name, password_hash, added_on) VALUES (?, ?, ?)",
+                         [name, generate_password_hash(password), today()])
+            self.audit(name, "admin added")
+
+    def admins(self) -> list[dict]:
+        self._accounts_kept()
+        cursor = self.execute("SELECT name, added_on, locked_until FROM admins ORDER BY name")
+        return [{"name": n, "added_on": d, "locked_until": locked} for n, d, locked in cursor.fetchall()]
+
+    def check_password(self, name: str, password: str) -> bool:
+        """True for the right password. Every failure counts; after `SIGN_IN_FAILURES` in a row the
+        account is locked for `SIGN_IN_LOCK` (across every server process: it is in the database)."""
+        from werkzeug.security import check_password_hash
+
+        row = self._one("SELECT password_hash, failed_sign_ins, locked_until FROM admins WHERE name = ?", [name])
+        if row is None:
+            check_password_hash(_DUMMY_HASH, password)  # the same time for an unknown name
+            return False
+        now = utc_now()
+        if row["locked_until"] and row["locked_until"] > now.isoformat():
+            return False
+        if check_password_hash(row["password_hash"], password):
+            self.execute("UPDATE admins SET failed_sign_ins = 0, locked_until = NULL WHERE name = ?", [name])
+            return True
+        failures = row["failed_sign_ins"] + 1
+        locked = (now + SIGN_IN_LOCK).isoformat() if failures >= SIGN_IN_FAILURES else None
+        self.execute("UPDATE admins SET failed_sign_ins = ?, locked_until = ? WHERE name = ?",
+                     [0 if locked else failures, locked, name])
+        if locked:
+            self.audit(name, "account locked", detail=f"{SIGN_IN_FAILURES} failed sign-ins")
+        return False
+
+    def start_session(self, admin: str) -> tuple[str, str]:
+        """A new session (a fresh id at every sign-in: no fixation); returns (id, CSRF secret).
+        Only the id's hash is stored."""
+        session_id, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        self.execute("DELETE FROM admin_sessions WHERE expires_at < ?", [utc_now().isoformat()])
+        self.execute("INSERT INTO admin_sessions (id_hash, admin, csrf, expires_at) VALUES (?, ?, ?, ?)",
+                     [digest(session_id), admin, csrf, (utc_now() + SESSION_LIFETIME).isoformat()])
+        return session_id, csrf
+
+    def session(self, session_id: str | None) -> dict | None:
+        """{admin, csrf} of a live session, or None."""
+        if not session_id or not isinstance(session_id, str) or len(session_id) > 100:
+            return None
+        row = self._one("SELECT admin, csrf, expires_at FROM admin_sessions WHERE id_hash = ?", [digest(session_id)])
+        if row is None or row["expires_at"] < utc_now().isoformat():
+            return None
+        return {"admin": row["admin"], "csrf": row["csrf"]}
+
+    def end_session(self, session_id: str | None):
+        if session_id:
+            self.execute("DELETE FROM admin_sessions WHERE id_hash = ?", [digest(session_id)])
+
+    def create_api_token(self, name: str, admin: str | None = None) -> tuple[str, str]:
+        """A named token for scripts: returns (id, token). The token is shown once and kept hashed."""
+        if not isinstance(name, str) or not 1 <= len(name) <= 100:
+            raise Invalid("name: 1 to 100 characters saying what the token is for", "name")
+        token_id, token = secrets.token_hex(4), "dnb_" + secrets.token_urlsafe(32)
+        with self.transaction():
+            self.execute("INSERT INTO api_tokens (id, name, admin, token_hash, created_on) VALUES (?, ?, ?, ?, ?)",
+                         [token_id, name, admin, digest(token), today()])
+            self.audit(admin or "cli", "API token created", detail=f"{token_id} ({name})")
+        return token_id, token
+
+    def api_tokens(self) -> list[dict]:
+        self._accounts_kept()
+        cursor = self.execute("SELECT id, name, admin, created_on, last_used_on, revoked_on FROM api_tokens ORDER BY created_on, id")
+        names = [c[0] for c in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def revoke_api_token(self, token_id: str, actor: str = "cli"):
+        with self.transaction():
+            if self.execute("UPDATE api_tokens SET revoked_on = ? WHERE id = ? AND revoked_on IS NULL",
+                            [today(), token_id]).rowcount != 1:
+                raise NotFound(f"no live API token {token_id!r}", "id")
+            self.audit(actor, "API token revoked", detail=token_id)
+
+    def api_token_name(self, token: str | None) -> str | None:
+        """The name of a live API token (its last use is recorded, to the day), or None."""
+        if not token or len(token) > 200:
+            return None
+        row = self._one("SELECT id, name, last_used_on FROM api_tokens WHERE token_hash = ? AND revoked_on IS NULL",
+                        [digest(token)])
+        if row is None:
+            return None
+        if row["last_used_on"] != today():
+            self.execute("UPDATE api_tokens SET last_used_on = ? WHERE id = ?", [today(), row["id"]])
+        return f"token {row['id']} ({row['name']})"
+
+    def audit(self, actor: str, action: str, survey_id: str | None = None, detail: str | None = None):
+        """One line of the audit log: who did what to which survey, when. Never report content."""
+        self.execute("INSERT INTO audit_log (id, at, actor, action, survey_id, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                     [secrets.token_hex(8), utc_now().isoformat(timespec="microseconds"), actor, action, survey_id, detail])
+
+    def _audit_if(self, actor: str | None, action: str, survey_id: str | None = None, detail: str | None = None):
+        if actor is not None:
+            self.audit(actor, action, survey_id, detail)
+
+    def audit_log(self, limit: int = 200) -> list[dict]:
+        self._accounts_kept()
+        cursor = self.execute("SELECT at, actor, action, survey_id, detail FROM audit_log ORDER BY at DESC, id LIMIT ?",
+                              [limit])
+        names = [c[0] for c in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]

@@ -1,0 +1,285 @@
+"""The two database engines behind every store, chosen by the database URL: SQLite (a path or
+``sqlite:///…``, through sqlite-utils; the embedded default) and PostgreSQL (``postgresql://…``,
+psycopg 3 with a psycopg_pool pool per process). Every query is written once, with ``?``
+placeholders; the PostgreSQL engine turns them into ``%s``. Transactions and the retry of
+PostgreSQL's transient failures live here too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import secrets
+import sqlite3
+import urllib.parse
+
+from .errors import NotFound, StorageError
+
+
+def is_postgres(url: str) -> bool:
+    return str(url).startswith(("postgresql://", "postgres://"))
+
+
+def sqlite_path(url: str) -> str:
+    """The file of a SQLite URL (``sqlite:///relative.db``, ``sqlite:////abs.db``) or plain path."""
+    url = str(url)
+    return url[len("sqlite:///"):] if url.startswith("sqlite:///") else url
+
+
+def describe(url: str) -> str:
+    """The database URL without its password, for messages and logs."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", str(url))
+
+
+class SQLiteEngine:
+    """One SQLite connection (sqlite-utils), WAL, ``synchronous=FULL``; writers queue on
+    ``BEGIN IMMEDIATE``. Schema version in ``PRAGMA user_version``."""
+
+    dialect = "sqlite"
+    begin = "BEGIN IMMEDIATE"
+    #: One writer at a time: counter shards would only cost reads.
+    counter_shards = 1
+
+    def __init__(self, url: str, read_only: bool = False):
+        self.path = sqlite_path(url)
+        self.memo = {}  # what the current transaction read once (Store._in_transaction)
+        if read_only:
+            if self.path == ":memory:" or not os.path.isfile(self.path):
+                raise NotFound(f"{self.path}: no such database file", "db")
+            target = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro"
+            connection = sqlite3.connect(target, uri=True, timeout=30, isolation_level=None, check_same_thread=False)
+        else:
+            connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        import sqlite_utils  # here, not at the top: it imports pandas when installed (0.9 s for `deniable --help`)
+
+        self.db = sqlite_utils.Database(connection)
+        if self.path != ":memory:" and not read_only:
+            self.db.enable_wal()
+        # FULL: a commit reaches the disk before the client hears "201" (invariant 6).
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+
+    def execute(self, sql: str, params=()):
+        return self.db.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows):
+        return self.db.conn.executemany(sql, rows)
+
+    def stream(self, sql: str, params=()):
+        yield from self.db.conn.execute(sql, params)
+
+    def pipeline(self):
+        return contextlib.nullcontext()
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.db.conn.in_transaction
+
+    def rollback(self):
+        if self.db.conn.in_transaction:
+            self.db.conn.rollback()
+
+    def schema_version(self) -> int:
+        return self.execute("PRAGMA user_version").fetchone()[0]
+
+    def set_schema_version(self, version: int):
+        self.execute(f"PRAGMA user_version={int(version)}")
+
+    def lock_for_migration(self):
+        pass  # BEGIN IMMEDIATE already holds the write lock
+
+    def table_names(self) -> list[str]:
+        return self.db.table_names()
+
+    def without_rowid(self) -> str:
+        return " WITHOUT ROWID"
+
+    def compact(self) -> tuple[int, int]:
+        def size():
+            return self.execute("PRAGMA page_count").fetchone()[0] * self.execute("PRAGMA page_size").fetchone()[0]
+
+        before = size()
+        self.execute("VACUUM")
+        if self.path != ":memory:":
+            self.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return before, size()
+
+    def close(self):
+        self.db.conn.close()
+
+
+_POOLS: dict = {}
+
+
+def _pool(url: str):
+    """One pool per database URL and per process (a pool made before a fork is not reused)."""
+    from psycopg_pool import ConnectionPool
+
+    key = (url, os.getpid())
+    if key not in _POOLS:
+        # One direct connection first: an unreachable or misnamed database fails at once with
+        # PostgreSQL's own message, where the pool would retry quietly until its timeout.
+        import psycopg
+
+        try:
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.OperationalError as error:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else error.__class__.__name__
+            raise StorageError(f"cannot connect to the database ({reason})", "db") from None
+        _POOLS[key] = ConnectionPool(url, min_size=1, max_size=32, open=True, timeout=30,
+                                     kwargs={"autocommit": True}, name="deniable")
+    return _POOLS[key]
+
+
+class PostgresEngine:
+    """A connection borrowed from the process's psycopg_pool pool, in autocommit mode with explicit
+    transactions. Schema version in the table ``deniable_schema``; migrations take an advisory lock."""
+
+    dialect = "postgresql"
+    begin = "BEGIN"
+    #: Concurrent submissions to one survey spread their counter updates over this many rows per
+    #: value, so they do not all wait on one row lock until the other commits; reads sum them.
+    counter_shards = 8
+
+    def __init__(self, url: str):
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise StorageError("PostgreSQL needs psycopg: pip install 'deniable[postgresql]'") from None
+        self.url = url
+        self.memo = {}  # what the current transaction read once (Store._in_transaction)
+        self.pool = _pool(url)
+        self.connection = self.pool.getconn()
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return sql.replace("?", "%s")
+
+    def execute(self, sql: str, params=()):
+        return self.connection.execute(self._sql(sql), params)
+
+    def executemany(self, sql: str, rows):
+        with self.connection.cursor() as cursor:
+            cursor.executemany(self._sql(sql), list(rows))
+
+    def pipeline(self):
+        return self.connection.pipeline()
+
+    def stream(self, sql: str, params=()):
+        # A server-side cursor: an export of millions of rows never sits in memory at once.
+        with self.connection.transaction(), self.connection.cursor(name=f"stream_{secrets.token_hex(4)}") as cursor:
+            cursor.itersize = 2000
+            cursor.execute(self._sql(sql), params)
+            yield from cursor
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return self.connection.info.transaction_status != TransactionStatus.IDLE
+
+    def rollback(self):
+        if self.in_transaction:
+            self.connection.execute("ROLLBACK")
+
+    def schema_version(self) -> int:
+        # Looked up, not created: a read-only open writes nothing, not even this table.
+        if self.execute("SELECT to_regclass('deniable_schema')").fetchone()[0] is None:
+            return 0
+        row = self.execute("SELECT version FROM deniable_schema").fetchone()
+        return 0 if row is None else row[0]
+
+    def set_schema_version(self, version: int):
+        self.execute("CREATE TABLE IF NOT EXISTS deniable_schema (version INTEGER NOT NULL)")
+        self.execute("DELETE FROM deniable_schema")
+        self.execute("INSERT INTO deniable_schema (version) VALUES (?)", [version])
+
+    def lock_for_migration(self):
+        self.execute("SELECT pg_advisory_xact_lock(?)", [0x64656E69])  # 'deni'
+
+    def table_names(self) -> list[str]:
+        return [r[0] for r in self.execute("SELECT table_name FROM information_schema.tables "
+                                           "WHERE table_schema = current_schema() ORDER BY table_name")]
+
+    def without_rowid(self) -> str:
+        return ""
+
+    def compact(self) -> tuple[int, int]:
+        # Heap tables keep rows where they were inserted: CLUSTER rewrites them in key order.
+        def size():
+            return self.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+
+        before = size()
+        for table, index in (("responses", "responses_pkey"), ("reports", "reports_pkey")):
+            self.execute(f"CLUSTER {table} USING {index}")
+        self.execute("VACUUM ANALYZE")
+        return before, size()
+
+    def close(self):
+        self.rollback()
+        self.pool.putconn(self.connection)
+
+
+def open_engine(url: str, read_only: bool = False):
+    return PostgresEngine(str(url)) if is_postgres(url) else SQLiteEngine(str(url), read_only)
+
+
+
+
+class Transaction:
+    """BEGIN (IMMEDIATE on SQLite: writers queue on the lock instead of failing mid-way) … COMMIT.
+
+    Nested inside another transaction it is a savepoint: a failure rolls back only its own
+    writes (one batch item), and the outer transaction commits the rest at once.
+    """
+
+    def __init__(self, engine):
+        self.connection = engine
+        self.savepoint = None
+
+    def __enter__(self):
+        if self.connection.in_transaction:
+            self.savepoint = f"item_{secrets.token_hex(4)}"
+            self.connection.execute(f"SAVEPOINT {self.savepoint}")
+        else:
+            self.connection.memo = {}
+            self.connection.execute(self.connection.begin)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.savepoint is None:
+            self.connection.memo = {}
+            self.connection.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        else:
+            if exc_type is not None:
+                self.connection.execute(f"ROLLBACK TO {self.savepoint}")
+            self.connection.execute(f"RELEASE {self.savepoint}")
+        return False
+
+
+#: Transient failures of a submission on PostgreSQL, retried from the start.
+RETRIES = 4
+
+
+@functools.cache
+def _transient() -> tuple:
+    """PostgreSQL's deadlock and serialization failures (psycopg is imported only when needed)."""
+    try:
+        from psycopg import errors
+    except ImportError:
+        return ()
+    return errors.DeadlockDetected, errors.SerializationFailure
+
+
+def retrying(store):
+    """Run ``store`` again after a deadlock or serialization failure (PostgreSQL), a few times."""
+    for attempt in range(RETRIES):
+        try:
+            return store()
+        except _transient() as error:
+            if attempt == RETRIES - 1:
+                raise StorageError(f"the database is too busy to store this ({error.__class__.__name__}); "
+                                   "send it again with the same idempotency key") from None
+    raise AssertionError("unreachable")  # pragma: no cover

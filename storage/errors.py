@@ -1,0 +1,27 @@
+"""Storage's refusals: each is a `DeniableError` with the HTTP status it answers with."""
+
+from __future__ import annotations
+
+from deniable.client.errors import DeniableError
+
+
+class StorageError(DeniableError):
+    """Base of the storage layer's errors; each carries an HTTP status and the field at fault."""
+
+    status = 400
+
+
+class NotFound(StorageError):
+    status = 404
+
+
+class Conflict(StorageError):
+    status = 409
+
+
+class Gone(StorageError):
+    status = 410
+
+
+class Invalid(StorageError):
+    status = 422

@@ -1,0 +1,94 @@
+"""The read path: counts (from the running totals, or grouped by a public question), report rows
+for per-response analysis, and exports. Every reader, the analysis included, reads through here,
+on either engine and any schema from 1 on (`schema.Layout`)."""
+
+from __future__ import annotations
+
+import json
+
+from deniable.client import Survey
+from deniable.client.reports import ReportError, grouping_question
+
+from .common import canonical
+from .errors import Invalid
+
+
+class Reads:
+    """The part of `Store` that reads reports."""
+
+    def response_count(self, survey_id: str) -> int:
+        """Responses to every version of a survey."""
+        return sum(int(row[3]) for row in self.execute(self.layout.versions, [survey_id]).fetchall())
+
+    def counts(self, survey_id: str, spec_hash: str | None = None, by: str | None = None, version=None) -> dict:
+        """Per question, how many of each report value (for one version); optionally per level of a
+        public question ``by``. Aggregated in SQL; the running totals' shards are summed."""
+        record = self.find_version(survey_id, spec_hash, version)
+        if by is not None:
+            try:
+                grouping_question(record.survey, by)
+            except ReportError as error:
+                raise Invalid(error.message, error.field) from None
+            rows = self.execute(
+                "SELECT g.value, r.question_id, r.value, COUNT(*) FROM reports r "
+                "JOIN reports g ON g.response_id = r.response_id AND g.question_id = ? "
+                "WHERE r.spec_hash = ? GROUP BY g.value, r.question_id, r.value", [by, record.hash]).fetchall()
+        else:
+            rows = [(None, *row) for row in self.execute(self.layout.report_totals, [record.hash]).fetchall()]
+        table: dict = {}  # group (canonical JSON text, or None) → question → [{report, count}]
+        for group, qid, value, count in rows:
+            table.setdefault(group, {}).setdefault(qid, []).append({"report": json.loads(value), "count": int(count)})
+        result = {"survey_id": survey_id, "spec_hash": record.hash, "version": record.version,
+                  "responses": record.responses}
+        if by is None:
+            result["counts"] = ordered_counts(record.survey, table.get(None, {}))
+        else:
+            levels = record.survey.questions[by].mechanism.reports
+            result["by"] = by
+            result["groups"] = [{"value": level, "counts": ordered_counts(record.survey, table[canonical(level)])}
+                                for level in levels if canonical(level) in table]
+        return result
+
+    def report_rows(self, spec_hash: str, question_ids: list[str]):
+        """(response id, question id, canonical value) of the given questions of one version."""
+        marks = ",".join("?" * len(question_ids))
+        return self.execute(f"SELECT response_id, question_id, value FROM reports WHERE spec_hash = ? "
+                            f"AND question_id IN ({marks})", [spec_hash, *question_ids]).fetchall()
+
+    def export(self, survey_id: str, spec_hash: str | None = None, version=None):
+        """Yield one dict per response of a version: id, spec_hash, received_on, reports; in the
+        order of the random response ids, which says nothing about when anyone answered."""
+        record = self.find_version(survey_id, spec_hash, version)
+        rows = self.engine.stream(
+            "SELECT r.id, r.received_on, p.question_id, p.value FROM responses r "
+            "LEFT JOIN reports p ON p.response_id = r.id WHERE r.spec_hash = ? ORDER BY r.id", [record.hash])
+        order = list(record.survey.questions)
+
+        def ordered(row):
+            row["reports"] = {qid: row["reports"][qid] for qid in order if qid in row["reports"]}
+            return row
+
+        current = None
+        for response_id, received_on, qid, value in rows:
+            if current is None or current["id"] != response_id:
+                if current is not None:
+                    yield ordered(current)
+                current = {"id": response_id, "spec_hash": record.hash, "received_on": received_on, "reports": {}}
+            if qid is not None:
+                current["reports"][qid] = json.loads(value)
+        if current is not None:
+            yield ordered(current)
+
+
+
+def ordered_counts(survey: Survey, table: dict) -> dict:
+    """Counts per question in report-alphabet order, zeros included, so every value is listed."""
+    result = {}
+    for qid, question in survey.questions.items():
+        seen = {canonical(item["report"]): item["count"] for item in table.get(qid, [])}
+        mechanism = question.mechanism
+        alphabet = mechanism.reports if len(mechanism.answers) <= 4096 else []
+        listed = [{"report": r, "count": seen.pop(canonical(r), 0)} for r in alphabet]
+        result[qid] = listed + [{"report": json.loads(k), "count": n} for k, n in seen.items()]
+    return result
+

@@ -1,0 +1,196 @@
+"""Surveys and their versions, respondent invitation tokens, and the deployment's settings."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from deniable.client import SpecError, Survey
+from deniable.client.versions import VersionError, resolve_version
+
+from .common import GRANULARITIES, digest, today
+from .errors import Gone, Invalid, NotFound, StorageError
+
+
+@dataclass
+class SurveyRecord:
+    id: str
+    hash: str
+    version: int
+    survey: Survey
+    access: str  # "open" or "token"
+    closed_on: str | None
+    _count: object = None  # counts this version's responses on demand (not on the submit path)
+
+    @property
+    def closed(self) -> bool:
+        return self.closed_on is not None
+
+    @property
+    def responses(self) -> int:
+        return self._count()
+
+
+
+_SPEC_CACHE: dict[str, Survey] = {}
+
+
+def load_spec(text: str) -> Survey:
+    # Specs are immutable by hash, and building a channel (e.g. the ordinal search) is not free.
+    survey = _SPEC_CACHE.get(text)
+    if survey is None:
+        try:
+            survey = Survey.from_json(text)
+        except SpecError as error:  # pragma: no cover - stored specs were validated on the way in
+            raise StorageError(f"stored spec is invalid: {error}") from None
+        _SPEC_CACHE[text] = survey
+    return survey
+
+
+class Surveys:
+    """The part of `Store` that keeps surveys, versions, invitation tokens and settings."""
+
+    def _survey_row(self, survey_id: str) -> dict | None:
+        return self._one("SELECT id, current_hash, access, closed_on FROM surveys WHERE id = ?", [survey_id])
+
+    def add_survey(self, survey: Survey, access: str | None = None, actor: str | None = None) -> tuple[SurveyRecord, str]:
+        """Store a spec. Returns the record and what happened: "created", "unchanged" or "new version".
+
+        A survey's spec is never changed in place: a different spec under the same id becomes
+        a new version with its own hash, and responses keep the hash they were randomized under.
+        """
+        if access not in (None, "open", "token"):
+            raise Invalid(f"access must be 'open' or 'token', got {access!r}", "access")
+        with self.transaction():
+            row = self._survey_row(survey.id)
+            if row is not None and row["current_hash"] == survey.hash:
+                if access and access != row["access"]:
+                    self.execute("UPDATE surveys SET access = ? WHERE id = ?", [access, survey.id])
+                return self.get_survey(survey.id), "unchanged"
+            if self._one("SELECT hash FROM survey_versions WHERE hash = ?", [survey.hash]) is None:
+                version = 1 + self.execute("SELECT COALESCE(MAX(version), 0) FROM survey_versions WHERE survey_id = ?",
+                                           [survey.id]).fetchone()[0]
+                self.execute("INSERT INTO survey_versions (hash, survey_id, version, spec, added_on) VALUES (?, ?, ?, ?, ?)",
+                             [survey.hash, survey.id, version, survey.canonical_json(), today()])
+            if row is None:
+                self.execute("INSERT INTO surveys (id, current_hash, access, closed_on, added_on) VALUES (?, ?, ?, NULL, ?)",
+                             [survey.id, survey.hash, access or "open", today()])
+                outcome = "created"
+            else:
+                self.execute("UPDATE surveys SET current_hash = ?, access = COALESCE(?, access) WHERE id = ?",
+                             [survey.hash, access, survey.id])
+                outcome = "new version"
+            record = self.get_survey(survey.id)
+            self._audit_if(actor, f"survey {outcome}", survey.id, f"version {record.version} {record.hash[:12]}")
+        return record, outcome
+
+    def _record(self, row: dict, spec_hash: str | None = None) -> SurveyRecord:
+        spec_hash = spec_hash or row["current_hash"]
+        version = self._one("SELECT version, spec FROM survey_versions WHERE hash = ? AND survey_id = ?", [spec_hash, row["id"]])
+        if version is None:
+            raise Invalid(f"spec_hash {spec_hash!r} is not a version of survey {row['id']!r}", "spec_hash")
+
+        def count():
+            return self._responses_of(spec_hash)
+
+        return SurveyRecord(id=row["id"], hash=spec_hash, version=version["version"],
+                            survey=load_spec(version["spec"]), access=row["access"],
+                            closed_on=row["closed_on"], _count=count)
+
+    def _responses_of(self, spec_hash: str) -> int:
+        return int(self.execute(self.layout.responses_of_version, [spec_hash]).fetchone()[0])
+
+    def get_survey(self, survey_id: str, spec_hash: str | None = None) -> SurveyRecord:
+        row = self._survey_row(survey_id)
+        if row is None:
+            raise NotFound(f"no survey {survey_id!r}", "survey_id")
+        return self._record(row, spec_hash)
+
+    def find_version(self, survey_id: str, spec_hash: str | None = None, version=None) -> SurveyRecord:
+        """A version to read: named by its full hash, a unique prefix of it, or its number (the
+        current one when neither is given). Submitting names the full hash (`get_survey`)."""
+        row = self._survey_row(survey_id)
+        if row is None:
+            raise NotFound(f"no survey {survey_id!r}", "survey_id")
+        if spec_hash is None and version is None:
+            return self._record(row)
+        try:
+            entry = resolve_version(self.versions(survey_id), survey_id, spec_hash, version)
+        except VersionError as error:
+            raise (NotFound if error.missing else Invalid)(error.message, error.field) from None
+        return self._record(row, entry["hash"])
+
+    def list_surveys(self) -> list[SurveyRecord]:
+        cursor = self.execute("SELECT id, current_hash, access, closed_on FROM surveys ORDER BY id")
+        names = [c[0] for c in cursor.description]
+        return [self._record(dict(zip(names, row))) for row in cursor.fetchall()]
+
+    def versions(self, survey_id: str) -> list[dict]:
+        self.get_survey(survey_id)
+        rows = self.execute(self.layout.versions, [survey_id]).fetchall()
+        return [{"version": v, "hash": h, "added_on": d, "responses": int(n)} for v, h, d, n in rows]
+
+    def reopen_survey(self, survey_id: str, actor: str | None = None) -> SurveyRecord:
+        """Accept responses again (a survey closed by mistake, or a second wave). ``actor``: who,
+        for the audit log (written in the same transaction; None writes no line)."""
+        self.get_survey(survey_id)
+        with self.transaction():
+            self.execute("UPDATE surveys SET closed_on = NULL WHERE id = ?", [survey_id])
+            self._audit_if(actor, "survey reopened", survey_id)
+        return self.get_survey(survey_id)
+
+    def close_survey(self, survey_id: str, actor: str | None = None) -> SurveyRecord:
+        record = self.get_survey(survey_id)
+        with self.transaction():
+            if not record.closed:
+                self.execute("UPDATE surveys SET closed_on = ? WHERE id = ?", [today(), survey_id])
+            self._audit_if(actor, "survey closed", survey_id)
+        return self.get_survey(survey_id)
+
+    # --- tokens -------------------------------------------------------------------------------
+
+    def issue_tokens(self, survey_id: str, count: int, actor: str | None = None) -> list[str]:
+        """New single-use respondent tokens; only their hashes are stored. Turns token access on."""
+        if not 1 <= count <= 100_000:
+            raise Invalid("count must be between 1 and 100000", "count")
+        if self.get_survey(survey_id).closed:
+            raise Gone(f"survey {survey_id!r} is closed: reopen it first (deniable survey reopen {survey_id})", "survey_id")
+        tokens = [secrets.token_urlsafe(16) for _ in range(count)]
+        with self.transaction():
+            self.engine.executemany("INSERT INTO tokens (token_hash, survey_id, issued_on, used_on) VALUES (?, ?, ?, NULL)",
+                                    [(digest(t), survey_id, today()) for t in tokens])
+            self.execute("UPDATE surveys SET access = 'token' WHERE id = ?", [survey_id])
+            self._audit_if(actor, "invitation tokens issued", survey_id, f"{count} tokens")
+        return tokens
+
+    def token_status(self, survey_id: str, token: str) -> str | None:
+        """"unused" or "used" for a token of this survey, None for any other string: what the survey page
+        tells a respondent before they answer. Sending still decides, in the transaction that spends it."""
+        row = self._one("SELECT used_on FROM tokens WHERE token_hash = ? AND survey_id = ?", [digest(token), survey_id])
+        return None if row is None else "unused" if row["used_on"] is None else "used"
+
+    def token_counts(self, survey_id: str) -> dict:
+        issued, used = self.execute("SELECT COUNT(*), COUNT(used_on) FROM tokens WHERE survey_id = ?",
+                                    [survey_id]).fetchone()
+        return {"issued": issued, "used": used}
+
+
+    # --- settings -----------------------------------------------------------------------------
+
+    def get_setting(self, key: str) -> str | None:
+        row = self.execute("SELECT value FROM settings WHERE key = ?", [key]).fetchone()
+        return None if row is None else row[0]
+
+    def set_setting(self, key: str, value: str):
+        self.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                     [key, value])
+
+    def received_on_granularity(self) -> str:
+        """How finely arrival dates are kept: "day" (the default), "week" or "month"."""
+        return self.get_setting("received_on") or "day"
+
+    def set_received_on_granularity(self, granularity: str):
+        if granularity not in GRANULARITIES:
+            raise Invalid(f"received_on: must be one of {', '.join(GRANULARITIES)}, got {granularity!r}", "received_on")
+        self.set_setting("received_on", granularity)
+

@@ -1,0 +1,213 @@
+"""The write path: one response or a batch, validated by the client's rules, stored with its
+running totals in the same transaction (invariant 6: nothing is acknowledged before the commit)."""
+
+from __future__ import annotations
+
+import collections
+import secrets
+
+from deniable.client.reports import ReportError, validate_reports
+
+from .common import canonical, chunks, digest, today
+from .engines import retrying
+from .errors import Conflict, Gone, Invalid, StorageError
+from .schema import rebuild_counts
+
+
+class Writes:
+    """The part of `Store` that stores responses."""
+
+    def submit(self, survey_id: str, spec_hash, idempotency_key, reports, token=None,
+               answerable=None) -> tuple[dict, bool]:
+        """Validate and store one response. Returns (acknowledgement, created).
+
+        A retry with the same idempotency key returns the first acknowledgement (created False),
+        even when it races the first attempt from another process. Nothing is written unless
+        everything is valid; the token is spent in the same transaction as the response is
+        stored, and accepted exactly once however many processes race for it. ``answerable``
+        limits the required questions to those a client could answer (the no-JavaScript form).
+        """
+        record, values, fingerprint = self._prepare(survey_id, spec_hash, idempotency_key, reports, token, answerable)
+        return retrying(lambda: self._store_response(survey_id, spec_hash, idempotency_key, token, record, values,
+                                                           fingerprint))
+
+    def _prepare(self, survey_id, spec_hash, idempotency_key, reports, token, answerable=None):
+        """Everything about one response that needs no write: (record, sorted report rows, fingerprint)."""
+        if not isinstance(spec_hash, str) or not spec_hash:
+            raise Invalid("spec_hash: required, the hash of the spec the answers were randomized under", "spec_hash")
+        if not isinstance(idempotency_key, str) or not 8 <= len(idempotency_key) <= 128:
+            raise Invalid("idempotency_key: required, a random string of 8 to 128 characters", "idempotency_key")
+        if token is not None and (not isinstance(token, str) or not 1 <= len(token) <= 256):
+            raise Invalid("token: must be a string", "token")
+        record = self._in_transaction("record", (survey_id, spec_hash), lambda: self.get_survey(survey_id, spec_hash))
+        try:
+            clean = validate_reports(record.survey, reports, answerable)
+        except ReportError as error:
+            raise Invalid(error.message, error.field) from None
+        fingerprint = digest(canonical({"spec_hash": spec_hash, "reports": clean}))
+        # Counter rows in one order for everyone: two transactions never wait on each other crosswise.
+        values = sorted((spec_hash, qid, canonical(value)) for qid, value in clean.items())
+        return record, values, fingerprint
+
+    def submit_many(self, survey_id: str, items: list[tuple]) -> list:
+        """Store a batch of responses, each judged on its own as `submit` would judge it alone:
+        ``items`` are (spec_hash, idempotency_key, reports, token); the result per item is
+        (acknowledgement, created) or the StorageError it earned. One transaction. Responses to an
+        open survey go in with a handful of multi-row statements for the whole batch; a token
+        survey's go one by one (each spends its own token in its own savepoint)."""
+        results: list = [None] * len(items)
+
+        def store():
+            with self.transaction():
+                self._submit_many(survey_id, items, results)
+            return results
+
+        return retrying(store)
+
+    def _submit_many(self, survey_id: str, items: list[tuple], results: list):
+        prepared = []  # (position, spec_hash, key, values, fingerprint)
+        for position, (spec_hash, key, reports, token) in enumerate(items):
+            try:
+                record, values, fingerprint = self._prepare(survey_id, spec_hash, key, reports, token)
+            except StorageError as error:
+                results[position] = error
+                continue
+            if record.access == "token":
+                try:
+                    with self.transaction():  # a savepoint: this item alone is undone on refusal
+                        results[position] = self._store_response(survey_id, spec_hash, key, token, record, values, fingerprint)
+                except StorageError as error:
+                    results[position] = error
+            else:
+                prepared.append((position, spec_hash, key, values, fingerprint))
+        if not prepared:
+            return
+        closed = self._in_transaction("survey", survey_id, lambda: self._survey_row(survey_id))["closed_on"] is not None
+        received_on = today(self._in_transaction("setting", "received_on", self.received_on_granularity))
+        first = {}  # key -> the batch's first item with it (a later one is a retry of it)
+        for entry in prepared:
+            first.setdefault(entry[2], entry)
+        ids = {key: secrets.token_hex(16) for key in first}
+        inserted = set()
+        for chunk in chunks([] if closed else first.values(), 500):
+            cursor = self.execute(
+                "INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) VALUES "
+                + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk))
+                + " ON CONFLICT (survey_id, idempotency_key) DO NOTHING RETURNING idempotency_key",
+                [x for _, spec_hash, key, _, fingerprint in chunk
+                 for x in (ids[key], survey_id, spec_hash, received_on, key, fingerprint)])
+            inserted.update(r[0] for r in cursor.fetchall())
+        # Keys stored before this batch (retries) get their first acknowledgement.
+        previous = {}
+        for chunk in chunks(sorted(set(first) - inserted), 500):
+            cursor = self.execute("SELECT id, survey_id, spec_hash, received_on, fingerprint, idempotency_key FROM responses "
+                                  f"WHERE survey_id = ? AND idempotency_key IN ({', '.join('?' * len(chunk))})",
+                                  [survey_id, *chunk])
+            names = [c[0] for c in cursor.description]
+            previous.update({row[-1]: dict(zip(names, row)) for row in cursor.fetchall()})
+        for key in inserted:
+            _, spec_hash, _, _, fingerprint = first[key]
+            previous[key] = {"id": ids[key], "survey_id": survey_id, "spec_hash": spec_hash, "received_on": received_on,
+                             "fingerprint": fingerprint}
+        written = []  # (response id, spec hash, values) of the responses inserted now
+        for entry in prepared:
+            position, spec_hash, key, values, fingerprint = entry
+            stored = previous.get(key)
+            if stored is None:
+                results[position] = (Gone(f"survey {survey_id!r} is closed", "survey_id") if closed else
+                                     StorageError("idempotency_key: stored by another request meanwhile; send it again",
+                                                  "idempotency_key"))
+            elif stored["fingerprint"] != fingerprint:
+                results[position] = Invalid("idempotency_key: already used for a different response", "idempotency_key")
+            elif key in inserted and first[key] is entry:
+                results[position] = (self._acknowledgement(stored), True)
+                written.append((ids[key], spec_hash, values))
+            else:
+                results[position] = (self._acknowledgement(stored), False)
+        self._write_reports(written)
+
+    def _previous(self, survey_id: str, idempotency_key: str, fingerprint: str) -> dict | None:
+        previous = self._one("SELECT id, survey_id, spec_hash, received_on, fingerprint FROM responses "
+                             "WHERE survey_id = ? AND idempotency_key = ?", [survey_id, idempotency_key])
+        if previous is not None and previous["fingerprint"] != fingerprint:
+            raise Invalid("idempotency_key: already used for a different response", "idempotency_key")
+        return previous
+
+    def _store_response(self, survey_id, spec_hash, idempotency_key, token, record, values, fingerprint):
+        # Few round trips (each costs a network wait on PostgreSQL): the survey row and the date
+        # setting are read once per transaction (once per batch), the response row is inserted
+        # first and stands for the idempotency check, reports and counters go in one statement each.
+        with self.transaction():
+            if self._in_transaction("survey", survey_id, lambda: self._survey_row(survey_id))["closed_on"] is not None:
+                previous = self._previous(survey_id, idempotency_key, fingerprint)
+                if previous is not None:  # stored before it closed: the answer the client missed
+                    return self._acknowledgement(previous), False
+                raise Gone(f"survey {survey_id!r} is closed", "survey_id")
+            received_on = today(self._in_transaction("setting", "received_on", self.received_on_granularity))
+            row = {"id": secrets.token_hex(16), "survey_id": survey_id, "spec_hash": spec_hash, "received_on": received_on,
+                   "idempotency_key": idempotency_key, "fingerprint": fingerprint}
+            inserted = self.execute(
+                "INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (survey_id, idempotency_key) DO NOTHING RETURNING id",
+                [row["id"], survey_id, spec_hash, received_on, idempotency_key, fingerprint]).fetchone()
+            if inserted is None:  # a retry (perhaps racing its first attempt, which has committed now)
+                previous = self._previous(survey_id, idempotency_key, fingerprint)
+                if previous is None:  # pragma: no cover - the conflicting row cannot vanish inside a transaction
+                    raise StorageError("idempotency_key: conflicting response not found", "idempotency_key")
+                return self._acknowledgement(previous), False
+            if record.access == "token":
+                if token is None:
+                    raise Invalid("token: this survey needs the respondent token from your invitation link", "token")
+                # Spent in the same transaction: a refusal below rolls the response back with it.
+                spent = self.execute("UPDATE tokens SET used_on = ? WHERE token_hash = ? AND survey_id = ? AND used_on IS NULL",
+                                     [received_on, digest(token), survey_id])
+                if spent.rowcount != 1:
+                    if self._one("SELECT 1 AS one FROM tokens WHERE token_hash = ? AND survey_id = ?",
+                                 [digest(token), survey_id]) is None:
+                        raise Invalid("token: not a token of this survey", "token")
+                    raise Conflict("token: already used; each invitation answers once", "token")
+            self._write_reports([(row["id"], spec_hash, values)])
+        return self._acknowledgement(row), True
+
+    def _write_reports(self, responses: list[tuple]):
+        """The report rows of newly stored responses — (response id, spec hash, sorted values) —
+        and their running totals, in one multi-row statement per table (per 1000 rows), all on one
+        random counter shard, sent together (pipelined) on PostgreSQL."""
+        if not responses:
+            return
+        rows = [(response_id, *value) for response_id, _, values in responses for value in values]
+        counts = collections.Counter(value for _, _, values in responses for value in values)
+        versions = collections.Counter(spec_hash for _, spec_hash, _ in responses)
+        shard = secrets.randbelow(self.engine.counter_shards)
+        with self.engine.pipeline():
+            for chunk in chunks(rows, 1000):
+                self.execute("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES "
+                             + ", ".join(["(?, ?, ?, ?)"] * len(chunk)), [x for row in chunk for x in row])
+            for chunk in chunks(sorted(counts.items()), 1000):  # sorted: every writer locks in one order
+                self.execute("INSERT INTO report_counts (spec_hash, question_id, value, shard, count) VALUES "
+                             + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))
+                             + " ON CONFLICT (spec_hash, question_id, value, shard) "
+                               "DO UPDATE SET count = report_counts.count + excluded.count",
+                             [x for value, n in chunk for x in (*value, shard, n)])
+            for spec_hash, n in sorted(versions.items()):
+                self.execute("INSERT INTO version_counts (spec_hash, shard, responses) VALUES (?, ?, ?) "
+                             "ON CONFLICT (spec_hash, shard) DO UPDATE SET responses = version_counts.responses + excluded.responses",
+                             [spec_hash, shard, n])
+
+    def _in_transaction(self, kind: str, key, read):
+        """``read()`` once per outer transaction (a batch reads the survey row once, not per item);
+        outside a transaction, every time."""
+        if not self.engine.in_transaction:
+            return read()
+        memo = self.engine.memo
+        if (kind, key) not in memo:
+            memo[(kind, key)] = read()
+        return memo[(kind, key)]
+
+    @staticmethod
+    def _acknowledgement(row: dict) -> dict:
+        return {"id": row["id"], "survey_id": row["survey_id"], "spec_hash": row["spec_hash"], "received_on": row["received_on"]}
+
+    def rebuild_counts(self):
+        with self.transaction():
+            rebuild_counts(self.engine)
