@@ -7,11 +7,12 @@ page's own words come from `catalogue`; the survey's words from its spec.
 
 from __future__ import annotations
 
+import re
 import secrets
 from fractions import Fraction
 from importlib import resources
 
-from flask import Blueprint, Response, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, Response, abort, make_response, redirect, render_template, request, url_for
 
 from deniable import storage
 from deniable.client import catalogue
@@ -29,6 +30,8 @@ LANGUAGE_NAMES = {"en": "English", "es": "Español", "fr": "Français", "pt": "P
                   "ar": "العربية", "he": "עברית", "sw": "Kiswahili", "hi": "हिन्दी", "zh": "中文", "ru": "Русский"}
 
 FORM_COOKIE = "deniable_form"
+#: The JS client's modules under /js/src/: plain names only (never a path).
+CLIENT_MODULE = re.compile(r"[a-z]{1,32}")
 MAX_FORM_NUMBER = 40  # characters: a number beyond this is no answer, and never worth exact arithmetic
 
 
@@ -70,10 +73,14 @@ def _storage_error(error):
 
 
 @blueprint.get("/js/deniable.js")
-def client_module():
-    # The very module the Python package ships: one client, not a copy that could drift.
-    source = resources.files("deniable.client").joinpath("js/deniable.js").read_text(encoding="utf-8")
-    return Response(source, mimetype="text/javascript", headers={"Cache-Control": "no-cache"})
+@blueprint.get("/js/src/<module>.js")
+def client_module(module: str | None = None):
+    # The very modules the Python package ships: one client, not a copy that could drift.
+    root = resources.files("deniable.client").joinpath("js")
+    source = root.joinpath("deniable.js") if module is None else root.joinpath("src", f"{module}.js")
+    if module is not None and (not CLIENT_MODULE.fullmatch(module) or not source.is_file()):
+        abort(404)
+    return Response(source.read_text(encoding="utf-8"), mimetype="text/javascript", headers={"Cache-Control": "no-cache"})
 
 
 def offline_form_question(question) -> dict:

@@ -78,12 +78,15 @@ def installed(tmp_path_factory):
 
 
 def test_the_tarball_holds_the_module_its_types_and_readme_and_nothing_else(installed):
+    modules = sorted(f"package/src/{path.name}" for path in (PACKAGE / "src").glob("*.js"))
     with tarfile.open(installed["tarball"]) as tar:
         names = sorted(tar.getnames())
-    assert names == ["package/README.md", "package/deniable.d.ts", "package/deniable.js", "package/package.json"]
-    # one source: the file the server serves to browsers is the file in the package
+    assert names == sorted(["package/README.md", "package/deniable.d.ts", "package/deniable.js", "package/package.json",
+                            *modules])
+    # one source: the files the server serves to browsers are the files in the package
     with tarfile.open(installed["tarball"]) as tar:
-        assert tar.extractfile("package/deniable.js").read() == (PACKAGE / "deniable.js").read_bytes()
+        for name in ["package/deniable.js", *modules]:
+            assert tar.extractfile(name).read() == (PACKAGE / name.removeprefix("package/")).read_bytes()
 
 
 def test_the_package_version_follows_the_python_distribution():

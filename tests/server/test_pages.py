@@ -76,8 +76,21 @@ def test_closed_and_unknown_surveys_have_their_own_pages(client, survey, store):
 def test_the_page_serves_the_shipped_js_client(client):
     from pathlib import Path
 
+    import re
+
+    package = Path(__file__).resolve().parents[2] / "client/js"
     served = client.get("/js/deniable.js").data.decode()
-    assert served == (Path(__file__).resolve().parents[2] / "client/js/deniable.js").read_text()
+    assert served == (package / "deniable.js").read_text()
+    # every module it imports, and every module they import, is served as shipped
+    imported = set(re.findall(r'from "\./src/(\w+)\.js"', served))
+    assert imported == {path.stem for path in (package / "src").glob("*.js")}
+    for module in sorted(imported):
+        response = client.get(f"/js/src/{module}.js")
+        assert response.status_code == 200 and response.mimetype == "text/javascript"
+        assert response.data.decode() == (package / "src" / f"{module}.js").read_text()
+        assert set(re.findall(r'from "\./(\w+)\.js"', response.data.decode())) <= imported
+    for refused in ("/js/src/nope.js", "/js/src/..%2fdeniable.js", "/js/src/Exact.js"):
+        assert client.get(refused).status_code == 404
 
 
 def test_admin_dashboard_needs_a_sign_in(client, survey):

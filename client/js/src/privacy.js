@@ -1,0 +1,30 @@
+// Privacy for people: posterior bounds and plain-words statements (Python: privacy.py).
+// Part of deniable.js; no dependencies.
+
+/** Below this epsilon a randomized question is refused (e^epsilon < 1.01: its reports carry next to nothing). */
+export const MIN_EPSILON = 0.01;
+/** Above this epsilon (ln 49) a question is flagged: a 2% prior can pass 50% after one report. */
+export const WEAK_EPSILON = Math.log(49);
+
+/** The largest posterior an observer can reach from `prior` after one report: q e^eps / (q e^eps + 1 - q). */
+export function posteriorBound(prior, epsilon) {
+  if (!(prior >= 0 && prior <= 1)) throw new RangeError(`prior must be between 0 and 1, got ${prior}`);
+  if (epsilon === Infinity) return prior > 0 ? 1 : 0;
+  const scaled = prior * Math.exp(epsilon);
+  return scaled / (scaled + 1 - prior);
+}
+
+const percent = (x, digits) => `${(x * 100).toFixed(digits)}%`;
+
+/** Plain-language privacy note for one question. */
+export function privacyStatement(epsilon, prior = 0.02) {
+  if (epsilon === Infinity) {
+    return "This answer is sent exactly as you give it: it is not randomized, and anyone who sees the data sees your answer.";
+  }
+  return (
+    `Your answer is randomized on your device before it is sent. Whatever anyone believed about you beforehand, ` +
+    `your report can change the odds by a factor of at most ${Number(Math.exp(epsilon).toPrecision(3))} ` +
+    `(ε = ${Number(epsilon.toPrecision(3))}): someone ${percent(prior, 0)} sure would become at most ` +
+    `${percent(posteriorBound(prior, epsilon), 1)} sure.`
+  );
+}

@@ -1,0 +1,79 @@
+// Randomness: crypto.getRandomValues words and exact rejection sampling (Python: randomness.py).
+// Part of deniable.js; no dependencies.
+
+export const cryptoSource = globalThis.crypto ?? (await import("node:crypto")).webcrypto;
+
+
+// Random words come from a pool that one crypto.getRandomValues call fills: drawing one word per
+// call made the call itself most of the cost of a report. The pool lives in this module only.
+const POOL_WORDS = 2048;
+const pool = new Uint32Array(POOL_WORDS);
+let poolNext = POOL_WORDS;
+export const TWO_32 = 0x100000000;
+export const TWO_32_BIG = 0x100000000n;
+
+function nextWord() {
+  if (poolNext === POOL_WORDS) {
+    cryptoSource.getRandomValues(pool);
+    poolNext = 0;
+  }
+  return pool[poolNext++];
+}
+
+/** A uniform Number in [0, limit) for a whole 1 <= limit <= 2^32, by rejection (no modulo bias). */
+function wordBelow(limit) {
+  const ceiling = TWO_32 - (TWO_32 % limit);
+  for (;;) {
+    const word = nextWord();
+    if (word < ceiling) return word % limit;
+  }
+}
+
+/** A uniform BigInt in [0, n) from crypto.getRandomValues (rejection sampling, no modulo bias). */
+export function randomBelow(n) {
+  n = BigInt(n);
+  if (n <= 0n) throw new RangeError("randomBelow needs n > 0");
+  if (n <= TWO_32_BIG) return BigInt(wordBelow(Number(n)));
+  const bits = BigInt((n - 1n).toString(2).length);
+  const words = Number((bits + 31n) / 32n);
+  const excess = BigInt(words) * 32n - bits;
+  for (;;) {
+    let value = 0n;
+    for (let i = 0; i < words; i++) value = (value << 32n) | BigInt(nextWord());
+    value >>= excess;
+    if (value < n) return value;
+  }
+}
+
+// `below` is the fast path for denominators that fit in 32 bits; a source without it (a test's
+// scripted source) is asked for BigInts, and every sampler gives the same distribution either way.
+export const defaultSource = { randomBelow, below: wordBelow, word: nextWord };
+
+/** Integer thresholds over a common denominator, for drawing an index: Numbers when they fit in 32 bits. */
+export function makeSampler(denominator, thresholds) {
+  const small = denominator <= TWO_32_BIG;
+  return { denominator, thresholds, limit: small ? Number(denominator) : 0, smallThresholds: small ? thresholds.map(Number) : null };
+}
+
+export function drawIndex(sampler, source) {
+  if (sampler.smallThresholds !== null && source.below) {
+    const draw = source.below(sampler.limit);
+    const thresholds = sampler.smallThresholds;
+    let index = 0;
+    while (draw >= thresholds[index]) index += 1;
+    return index;
+  }
+  const draw = source.randomBelow(sampler.denominator);
+  return sampler.thresholds.findIndex((t) => draw < t);
+}
+
+/** 32 uniform bits as a Number. */
+export function wordOf(source) {
+  return source.word ? source.word() : Number(source.randomBelow(TWO_32_BIG));
+}
+
+/** True with probability n/d (a Fraction), exactly. */
+export function bernoulli(p, source) {
+  if (p.d <= TWO_32_BIG && source.below) return source.below(Number(p.d)) < Number(p.n);
+  return source.randomBelow(p.d) < p.n;
+}

@@ -1,0 +1,396 @@
+// Surveys: questions, sections, languages, validation and randomization (Python: survey.py).
+// Part of deniable.js; no dependencies.
+
+import { AnswerError, SpecError, show } from "./errors.js";
+import { MAX_GRID_POINTS, MAX_MULTI_SELECT_OPTIONS, ZERO, jsonNumber, parseFraction } from "./exact.js";
+import { defaultSource } from "./randomness.js";
+import { DEFAULT_PRIVACY, buildMechanism } from "./designs.js";
+import { privacyStatement } from "./privacy.js";
+import { ExpressionError, ORDERINGS, evaluateExpression, expressionLeaves, parseExpression, reprText } from "./skiplogic.js";
+
+export const QUESTION_TYPES = ["yes_no", "choice", "ordinal", "multi_select", "number"];
+const ITEM_TYPES = [...QUESTION_TYPES, "note"];
+const LAYOUTS = ["auto", "paged", "single"];
+export const MAX_ITEMS = 1000;
+export const MAX_OPTIONS = 1000;
+export const MAX_SECTIONS = 200;
+const MAX_TEXT_LENGTH = 5000;
+const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
+const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections"];
+const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions"];
+const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message"];
+const NOTE_FIELDS = ["id", "type", "text", "hint", "relevant"];
+const RIGHT_TO_LEFT = new Set(["ar", "arc", "dv", "fa", "ha", "he", "khw", "ks", "ku", "ps", "sd", "ur", "yi"]);
+const SUGGESTIONS = {
+  choice: "{design: k_rr, epsilon: ln 3}",
+  ordinal: "{design: ordinal, epsilon: 1}",
+  multi_select: "{design: unary, epsilon: 2}",
+  number: "{design: laplace, epsilon: 1}",
+};
+
+const isMapping = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+export const isRightToLeft = (language) => Boolean(language) && RIGHT_TO_LEFT.has(language.split("-")[0].toLowerCase());
+
+function requireText(value, where) {
+  if (typeof value !== "string" || !value.trim()) throw new SpecError(`${where}: must be a non-empty string, got ${show(value)}`);
+  if (value.length > MAX_TEXT_LENGTH) throw new SpecError(`${where}: longer than ${MAX_TEXT_LENGTH} characters`);
+  return value;
+}
+
+function requireId(value, where) {
+  if (typeof value !== "string" || !ID.test(value)) {
+    throw new SpecError(`${where}: must be 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit; got ${show(value)}`);
+  }
+  return value;
+}
+
+function readExpression(value, where) {
+  if (value === undefined || value === null) return null;
+  try {
+    return parseExpression(value);
+  } catch (error) {
+    if (error instanceof ExpressionError) throw new SpecError(`${where}: ${error.message}`);
+    throw error;
+  }
+}
+
+/** A localized text in `language`, falling back to the default language. */
+export function localize(text, language, defaultLanguage) {
+  if (text === null || text === undefined || typeof text === "string") return text ?? null;
+  return (language && text[language]) || text[defaultLanguage];
+}
+
+class Languages {
+  constructor(languages, defaultLanguage) {
+    this.declared = languages !== undefined && languages !== null;
+    this.missing = [];
+    if (!this.declared) {
+      if (defaultLanguage !== undefined && defaultLanguage !== null) throw new SpecError("survey.default_language: needs a list of languages beside it");
+      this.codes = [];
+      this.default = null;
+      return;
+    }
+    if (!Array.isArray(languages) || !languages.length) throw new SpecError(`survey.languages: must be a non-empty list of language codes, got ${show(languages)}`);
+    languages.forEach((code, i) => {
+      if (typeof code !== "string" || !LANGUAGE.test(code)) throw new SpecError(`survey.languages[${i}]: must be a language code such as 'en', 'es' or 'pt-BR', got ${show(code)}`);
+    });
+    if (new Set(languages).size !== languages.length) throw new SpecError("survey.languages: a language appears more than once");
+    this.codes = [...languages];
+    this.default = defaultLanguage ?? languages[0];
+    if (!this.codes.includes(this.default)) throw new SpecError(`survey.default_language: ${show(this.default)} is not one of the languages (${this.codes.join(", ")})`);
+  }
+  text(value, where, required = true) {
+    if ((value === undefined || value === null) && !required) return null;
+    if (!isMapping(value)) return requireText(value, where);
+    if (!this.declared) throw new SpecError(`${where}: a text in several languages needs 'languages' at the top of the survey`);
+    const unknown = Object.keys(value).filter((code) => !this.codes.includes(code)).sort();
+    if (unknown.length) throw new SpecError(`${where}: language '${unknown[0]}' is not one of the survey's languages (${this.codes.join(", ")})`);
+    if (!Object.hasOwn(value, this.default)) throw new SpecError(`${where}: needs the default language '${this.default}' (the text shown where a translation is missing)`);
+    const clean = {};
+    for (const code of this.codes) {
+      if (Object.hasOwn(value, code)) clean[code] = requireText(value[code], `${where}.${code}`);
+      else this.missing.push([where, code]);
+    }
+    return clean;
+  }
+}
+
+class Item {
+  constructor(spec, position, languages, allowed) {
+    this.id = requireId(spec.id, `questions[${position}].id`);
+    this.where = `question '${this.id}'`;
+    const unknown = Object.keys(spec).filter((key) => !allowed.includes(key)).sort();
+    if (unknown.length) throw new SpecError(`${this.where}: unknown field '${unknown[0]}' (allowed: ${[...allowed].sort().join(", ")})`);
+    this.languages = languages;
+    this.texts = languages.text(spec.text, `${this.where}.text`);
+    this.hints = languages.text(spec.hint, `${this.where}.hint`, false);
+    this.relevant = readExpression(spec.relevant, `${this.where}.relevant`);
+    this.section = null;
+  }
+  /** The text in the default language (`textIn` for another). */
+  get text() { return localize(this.texts, null, this.languages.default); }
+  textIn(language) { return localize(this.texts, language, this.languages.default); }
+  hintIn(language) { return localize(this.hints, language, this.languages.default); }
+}
+
+/** Text shown between questions; never answered, never reported. */
+export class Note extends Item {
+  constructor(spec, position, languages) {
+    super(spec, position, languages, NOTE_FIELDS);
+    this.type = "note";
+  }
+  get isPrivate() { return false; }
+}
+
+export class Question extends Item {
+  constructor(spec, position, languages = new Languages(null, null)) {
+    if (!isMapping(spec)) throw new SpecError(`questions[${position}]: must be a mapping, got ${show(spec)}`);
+    super(spec, position, languages, QUESTION_FIELDS);
+    const where = this.where;
+    this.type = spec.type;
+    if (!QUESTION_TYPES.includes(this.type)) throw new SpecError(`${where}.type: must be one of ${ITEM_TYPES.join(", ")}, got ${show(this.type)}`);
+    let required = spec.required ?? false;
+    if (typeof required === "string") {
+      try {
+        required = parseExpression(required);
+      } catch (error) {
+        if (!(error instanceof ExpressionError)) throw error;
+        throw new SpecError(`${where}.required: must be true, false or a skip-logic expression; ${show(spec.required)} is none of them (${error.message})`);
+      }
+    } else if (typeof required !== "boolean") {
+      throw new SpecError(`${where}.required: must be true, false or a skip-logic expression, got ${show(required)}`);
+    }
+    this.required = required;
+    this.optionLabels = {};
+    this.options = this._readOptions(spec, where);
+    this.grid = this._readGrid(spec, where);
+    this.constraintMessages = languages.text(spec.constraint_message, `${where}.constraint_message`, false);
+    if (this.constraintMessages !== null && this.type !== "number") throw new SpecError(`${where}.constraint_message: only number questions have a range to explain`);
+    const privacy = spec.privacy ?? DEFAULT_PRIVACY[this.type];
+    if (privacy === undefined) {
+      throw new SpecError(`${where}.privacy: required for ${this.type} questions (a design such as ${SUGGESTIONS[this.type]}, or 'none' for a public question)`);
+    }
+    this.mechanism = buildMechanism(this.type, privacy, `${where}.privacy`, this.options, this.grid);
+  }
+  /** What the question accepts, in words (the Python twin says the same). */
+  describeAnswers() {
+    if (this.type === "number") {
+      const [low, high, step] = this.grid.map(jsonNumber);
+      return `a number from ${low} to ${high} in steps of ${step}`;
+    }
+    if (this.type === "multi_select") return `a list of some of ${this.options.map(show).join(", ")}`;
+    return `one of ${this.mechanism.answers.map(show).join(", ")}`;
+  }
+  _readOptions(spec, where) {
+    if (!["choice", "ordinal", "multi_select"].includes(this.type)) {
+      if ("options" in spec) throw new SpecError(`${where}.options: ${this.type} questions take no options`);
+      return null;
+    }
+    const options = spec.options;
+    if (!Array.isArray(options) || options.length < 2) {
+      throw new SpecError(`${where}.options: ${this.type} questions need a list of at least two options, got ${show(options)}`);
+    }
+    if (options.length > MAX_OPTIONS) throw new SpecError(`${where}.options: at most ${MAX_OPTIONS} options, got ${options.length}`);
+    const values = options.map((option, i) => {
+      if (!isMapping(option)) return requireText(option, `${where}.options[${i}]`);
+      const unknown = Object.keys(option).filter((key) => key !== "value" && key !== "label").sort();
+      if (unknown.length) throw new SpecError(`${where}.options[${i}]: unknown field '${unknown[0]}' (allowed: label, value)`);
+      const value = requireText(option.value, `${where}.options[${i}].value`);
+      this.optionLabels[value] = this.languages.text(option.label, `${where}.options[${i}].label`);
+      return value;
+    });
+    const seen = new Set();
+    const duplicate = values.find((value) => seen.has(value) || !seen.add(value));
+    if (duplicate !== undefined) throw new SpecError(`${where}.options: '${duplicate}' appears more than once`);
+    if (this.type === "multi_select" && values.length > MAX_MULTI_SELECT_OPTIONS) {
+      throw new SpecError(`${where}.options: at most ${MAX_MULTI_SELECT_OPTIONS} options for multi_select`);
+    }
+    return values;
+  }
+  _readGrid(spec, where) {
+    const fields = ["min", "max", "step"].filter((f) => f in spec);
+    if (this.type !== "number") {
+      if (fields.length) throw new SpecError(`${where}.${fields[0]}: only number questions take min, max and step`);
+      return null;
+    }
+    const values = {};
+    for (const field of ["min", "max", "step"]) {
+      const raw = spec[field] ?? (field === "step" ? 1 : undefined);
+      if (raw === undefined || raw === null) throw new SpecError(`${where}.${field}: required for number questions`);
+      if (typeof raw !== "number") throw new SpecError(`${where}.${field}: must be a number, got ${show(raw)}`);
+      values[field] = parseFraction(raw, `${where}.${field}`);
+    }
+    const { min, max, step } = values;
+    if (min.cmp(max) >= 0) throw new SpecError(`${where}.min: must be less than max (${spec.min} ≥ ${spec.max})`);
+    if (step.cmp(ZERO) <= 0) throw new SpecError(`${where}.step: must be greater than 0, got ${spec.step}`);
+    const points = max.sub(min).div(step);
+    if (points.d !== 1n) throw new SpecError(`${where}.step: (max − min) must be a whole number of steps, got ${points}`);
+    if (points.n + 1n > BigInt(MAX_GRID_POINTS)) {
+      throw new SpecError(`${where}.step: at most ${MAX_GRID_POINTS} grid points between min and max, got ${points.n + 1n}; choose a coarser step`);
+    }
+    return [min, max, step];
+  }
+  /** Randomized on the device (any design but `none`), even one whose epsilon is infinite. */
+  get isPrivate() { return this.mechanism.design !== "none"; }
+  get epsilon() { return this.mechanism.epsilon; }
+  /** An option's label in `language` (its value when it has no label of its own). */
+  optionLabel(value, language) { return localize(this.optionLabels[value] ?? value, language, this.languages.default); }
+  constraintMessageIn(language) { return localize(this.constraintMessages, language, this.languages.default); }
+  privacyStatement(prior = 0.02) { return privacyStatement(this.epsilon, prior); }
+}
+
+function readItem(spec, position, languages) {
+  if (!isMapping(spec)) throw new SpecError(`questions[${position}]: must be a mapping, got ${show(spec)}`);
+  return spec.type === "note" ? new Note(spec, position, languages) : new Question(spec, position, languages);
+}
+
+/** A titled group of questions (one screen on a phone). */
+export class Section {
+  constructor(spec, position, languages, firstPosition) {
+    if (!isMapping(spec)) throw new SpecError(`sections[${position}]: must be a mapping, got ${show(spec)}`);
+    this.id = requireId(spec.id, `sections[${position}].id`);
+    const where = `section '${this.id}'`;
+    const unknown = Object.keys(spec).filter((key) => !SECTION_FIELDS.includes(key)).sort();
+    if (unknown.length) throw new SpecError(`${where}: unknown field '${unknown[0]}' (allowed: ${[...SECTION_FIELDS].sort().join(", ")})`);
+    this.languages = languages;
+    this.titles = languages.text(spec.title, `${where}.title`);
+    this.intros = languages.text(spec.intro, `${where}.intro`, false);
+    this.relevant = readExpression(spec.relevant, `${where}.relevant`);
+    if (!Array.isArray(spec.questions) || !spec.questions.length) throw new SpecError(`${where}.questions: must be a non-empty list of questions`);
+    this.items = spec.questions.map((item, i) => readItem(item, firstPosition + i, languages));
+    for (const item of this.items) item.section = this;
+  }
+  titleIn(language) { return localize(this.titles, language, this.languages.default); }
+  introIn(language) { return localize(this.intros, language, this.languages.default); }
+}
+
+/** The error of a skip-logic rule that reads a private question. */
+export function leakMessage(where, itemId, privateId) {
+  return (
+    `${where}: refers to '${privateId}', a private (randomized) question. Whether '${itemId}' ${where.endsWith(".required") ? "must be answered" : "is shown"}, ` +
+    `and so whether a report for it reaches the server, would reveal the true answer to '${privateId}'. ` +
+    `Ask '${itemId}' of everyone instead, with an option such as 'does not apply' among its randomized answers.`
+  );
+}
+
+export class Survey {
+  constructor(spec) {
+    if (!isMapping(spec)) throw new SpecError(`survey: must be a mapping, got ${show(spec)}`);
+    const unknown = Object.keys(spec).filter((key) => !SURVEY_FIELDS.includes(key)).sort();
+    if (unknown.length) throw new SpecError(`survey: unknown field '${unknown[0]}' (allowed: ${[...SURVEY_FIELDS].sort().join(", ")})`);
+    this.id = requireId(spec.id, "survey.id");
+    this.languages = new Languages(spec.languages, spec.default_language);
+    this.titles = this.languages.text(spec.title, "survey.title");
+    this.descriptions = this.languages.text(spec.description, "survey.description", false);
+    this.version = spec.version == null ? null : requireText(spec.version, "survey.version");
+    this.layout = spec.layout ?? "auto";
+    if (!LAYOUTS.includes(this.layout)) throw new SpecError(`survey.layout: must be one of ${LAYOUTS.join(", ")}, got ${show(this.layout)}`);
+    this.sections = this._readSections(spec);
+    this.items = this.sections.flatMap((section) => section.items);
+    if (this.items.length > MAX_ITEMS) throw new SpecError(`survey: at most ${MAX_ITEMS} questions and notes, got ${this.items.length}`);
+    this.questions = {};
+    const seen = new Set();
+    this.items.forEach((item, position) => {
+      if (seen.has(item.id)) throw new SpecError(`question '${item.id}'.id: duplicate id (questions[${position}])`);
+      seen.add(item.id);
+      if (item instanceof Question) this.questions[item.id] = item;
+    });
+    if (!Object.keys(this.questions).length) throw new SpecError("survey.questions: must hold at least one question (notes alone collect nothing)");
+    this._checkSkipLogic();
+  }
+  _readSections(spec) {
+    if ("sections" in spec) {
+      if ("questions" in spec) throw new SpecError("survey: give either 'questions' or 'sections', not both");
+      if (!Array.isArray(spec.sections) || !spec.sections.length) throw new SpecError("survey.sections: must be a non-empty list of sections");
+      if (spec.sections.length > MAX_SECTIONS) throw new SpecError(`survey.sections: at most ${MAX_SECTIONS} sections, got ${spec.sections.length}`);
+      let position = 0;
+      const sections = spec.sections.map((sectionSpec, i) => {
+        const section = new Section(sectionSpec, i, this.languages, position);
+        position += section.items.length;
+        return section;
+      });
+      const ids = sections.map((s) => s.id);
+      const duplicate = ids.find((id, i) => ids.indexOf(id) !== i);
+      if (duplicate !== undefined) throw new SpecError(`section '${duplicate}'.id: duplicate id`);
+      return sections;
+    }
+    if (!Array.isArray(spec.questions) || spec.questions.length === 0) throw new SpecError("survey.questions: must be a non-empty list of questions");
+    if (spec.questions.length > MAX_ITEMS) throw new SpecError(`survey: at most ${MAX_ITEMS} questions and notes, got ${spec.questions.length}`);
+    const implicit = Object.create(Section.prototype);
+    Object.assign(implicit, { id: null, titles: null, intros: null, relevant: null, languages: this.languages });
+    implicit.items = spec.questions.map((item, i) => readItem(item, i, this.languages));
+    for (const item of implicit.items) item.section = implicit;
+    return [implicit];
+  }
+  _checkSkipLogic() {
+    const earlier = {};
+    for (const section of this.sections) {
+      if (section.relevant) this._checkExpression(section.relevant, `section '${section.id}'.relevant`, section.id, earlier);
+      for (const item of section.items) {
+        if (item.relevant) this._checkExpression(item.relevant, `${item.where}.relevant`, item.id, earlier);
+        if (item instanceof Question) {
+          if (typeof item.required !== "boolean") this._checkExpression(item.required, `${item.where}.required`, item.id, earlier);
+          earlier[item.id] = item;
+        }
+      }
+    }
+  }
+  _checkExpression(tree, where, itemId, earlier) {
+    for (const leaf of expressionLeaves(tree)) {
+      const ref = leaf.question;
+      const question = earlier[ref];
+      if (question === undefined) {
+        if (this.items.some((item) => item.id === ref)) throw new SpecError(`${where}: '${ref}' is not a question asked before this one (skip logic reads answers already given)`);
+        throw new SpecError(`${where}: no question '${ref}' in this survey`);
+      }
+      if (question.isPrivate) throw new SpecError(leakMessage(where, itemId, ref));
+      const { op, value } = leaf;
+      if (question.type === "number") {
+        if (op === "selected" || !("number" in value)) throw new SpecError(`${where}: '${ref}' is a number question; compare it with a number, as in ${ref} >= 18`);
+        continue;
+      }
+      const allowed = question.type === "yes_no" ? ["yes", "no"] : question.options;
+      if (question.type === "multi_select" && op !== "selected") throw new SpecError(`${where}: '${ref}' allows several answers; use selected(${ref}, 'option')`);
+      if (ORDERINGS.includes(op) || !("text" in value)) throw new SpecError(`${where}: '${ref}' has named answers; use ${ref} = 'option' or selected(${ref}, 'option')`);
+      if (!allowed.includes(value.text)) throw new SpecError(`${where}: ${reprText(value.text)} is not an answer of '${ref}' (answers: ${allowed.join(", ")})`);
+    }
+  }
+  /** Build from a parsed spec object (the JSON the server serves, or your own). */
+  static fromSpec(spec) { return new Survey(spec); }
+  get title() { return localize(this.titles, null, this.languages.default); }
+  get description() { return localize(this.descriptions, null, this.languages.default); }
+  titleIn(language) { return localize(this.titles, language, this.languages.default); }
+  descriptionIn(language) { return localize(this.descriptions, language, this.languages.default); }
+  get defaultLanguage() { return this.languages.default; }
+  get privateQuestions() { return Object.values(this.questions).filter((q) => q.isPrivate); }
+  get publicQuestions() { return Object.values(this.questions).filter((q) => !q.isPrivate); }
+  /** Total epsilon per respondent over the private questions (sequential composition). */
+  get epsilon() { return this.privateQuestions.reduce((total, q) => total + q.epsilon, 0); }
+  /** Ids of the questions and notes shown for these answers (answers to hidden questions do not count). */
+  shown(answers) {
+    const visible = {};
+    const shown = [];
+    for (const section of this.sections) {
+      if (section.relevant && !evaluateExpression(section.relevant, visible)) continue;
+      for (const item of section.items) {
+        if (item.relevant && !evaluateExpression(item.relevant, visible)) continue;
+        shown.push(item.id);
+        if (Object.hasOwn(this.questions, item.id) && answers[item.id] !== undefined && answers[item.id] !== null) visible[item.id] = answers[item.id];
+      }
+    }
+    return shown;
+  }
+  /** Ids of the shown questions that must be answered, given these answers. */
+  requiredNow(answers, shown = this.shown(answers)) {
+    const visible = {};
+    for (const id of shown) if (Object.hasOwn(this.questions, id) && answers[id] !== undefined && answers[id] !== null) visible[id] = answers[id];
+    return shown.filter((id) => {
+      const question = this.questions[id];
+      if (!question) return false;
+      return typeof question.required === "boolean" ? question.required : evaluateExpression(question.required, visible);
+    });
+  }
+  /** Reports for the shown, answered questions; answers to hidden questions are left out. */
+  randomize(answers, source = defaultSource) {
+    if (!isMapping(answers)) throw new TypeError("answers must be an object of question id to answer");
+    const unknown = Object.keys(answers).filter((id) => !Object.hasOwn(this.questions, id)).sort();
+    if (unknown.length) throw new AnswerError(unknown[0], "no such question in this survey", Object.keys(this.questions).join(", "));
+    for (const [id, answer] of Object.entries(answers)) { // every answer checked before any is randomized
+      if (answer === undefined || answer === null) continue;
+      const question = this.questions[id];
+      try {
+        question.mechanism.validateAnswer(answer);
+      } catch (error) {
+        if (!(error instanceof RangeError || error instanceof SpecError || error instanceof TypeError)) throw error;
+        throw new AnswerError(id, error.message, question.describeAnswers());
+      }
+    }
+    const shown = new Set(this.shown(answers));
+    const reports = {};
+    for (const [id, question] of Object.entries(this.questions)) {
+      if (shown.has(id) && answers[id] !== undefined && answers[id] !== null) reports[id] = question.mechanism.randomize(answers[id], source);
+    }
+    return reports;
+  }
+}
