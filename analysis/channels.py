@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deniable.client.mechanisms import LaplaceMechanism, Mechanism, OrdinalMechanism, SymmetricMechanism, UnaryMechanism
+from deniable.client.laplace import LaplaceMechanism
+from deniable.client.mechanisms import Mechanism, OrdinalMechanism, SymmetricMechanism, UnaryMechanism
 
 
 def channel_matrix(mechanism: Mechanism) -> np.ndarray:

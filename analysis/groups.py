@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 from scipy import stats
 
-from deniable.client.mechanisms import LaplaceMechanism
+from deniable.client.laplace import LaplaceMechanism
 
 from . import estimators as est
 from .errors import AnalysisError

@@ -17,7 +17,8 @@ from statistics import NormalDist
 import numpy as np
 
 from deniable.client import Question, Survey
-from deniable.client.mechanisms import LaplaceMechanism, Mechanism, UnaryMechanism
+from deniable.client.laplace import LaplaceMechanism
+from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
 from . import channels
 from .errors import AnalysisError

@@ -16,7 +16,8 @@ import pandas as pd
 from scipy import stats
 
 from deniable.client import Question, skiplogic
-from deniable.client.mechanisms import LaplaceMechanism, Mechanism, UnaryMechanism
+from deniable.client.laplace import LaplaceMechanism
+from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
 from . import channels, likelihood
 from . import estimators as est

@@ -4,10 +4,12 @@ Standard library only. Every mechanism is an exact channel (`fractions.Fraction`
 ε is computed from it. See docs/mechanisms.md.
 """
 
-from .errors import DeniableError
+from .errors import AnswerError, DeniableError, SpecError
 from .exact import EpsilonRequest
-from .mechanisms import ChannelMechanism, LaplaceMechanism, Mechanism, UnaryMechanism
+from .laplace import LaplaceMechanism
+from .mechanisms import ChannelMechanism, Mechanism, UnaryMechanism
 from .privacy import posterior_bound, privacy_statement
+from .questions import QUESTION_TYPES, Question
 from .reports import ReportError, grouping_question, validate_reports
 from .submit import (
     Flushed,
@@ -23,7 +25,7 @@ from .submit import (
     post_response,
     submit,
 )
-from .survey import QUESTION_TYPES, AnswerError, Question, SpecError, Survey
+from .survey import Survey
 
 __all__ = [
     "AnswerError",

@@ -20,3 +20,21 @@ class DeniableError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class AnswerError(DeniableError, ValueError):
+    """An answer the client refuses before randomizing anything: ``question`` names the question,
+    ``allowed`` says in words what it accepts."""
+
+    def __init__(self, question: str, reason: str, allowed: str):
+        super().__init__(f"answers.{question}: {reason}; allowed: {allowed}", f"answers.{question}")
+        self.question, self.reason, self.allowed = question, reason, allowed
+
+
+class SpecError(DeniableError, ValueError):
+    """A survey spec is malformed; the message names the question and field."""
+
+
+class ReportError(DeniableError, ValueError):
+    """A response (or a grouping of responses) the survey does not allow; ``field`` names the
+    place at fault (``reports.dodged``, ``by``)."""

@@ -10,26 +10,22 @@ Three shapes cover every design:
 
 * `ChannelMechanism`: a finite matrix written out (yes/no designs, k-ary RR, ordinal RR).
 * `UnaryMechanism`: one independent 2×2 channel per option of a multi-select question.
-* `LaplaceMechanism`: discrete Laplace noise on a bounded numeric grid, tails folded.
+* `LaplaceMechanism` (in `laplace`): discrete Laplace noise on a bounded numeric grid, tails folded.
 
-A randomness source is anything with ``randbelow(n) -> int`` uniform on ``range(n)``;
-the default is the `secrets` module. Tests may inject a seeded one; real use must not.
+`designs.build` makes one from a question's spec; `randomness` says what a source of randomness is.
 """
 
 from __future__ import annotations
 
 import bisect
-import difflib
 import itertools
 import math
-import os
 import secrets
-from array import array
 from fractions import Fraction
 from functools import cached_property
 
-from .exact import EpsilonRequest, epsilon_of, integer_root, json_number, parse_fraction
-from .privacy import MIN_EPSILON
+from .exact import epsilon_of
+from .randomness import WORD, WordPool
 
 YES_NO = ("yes", "no")
 
@@ -37,8 +33,6 @@ YES_NO = ("yes", "no")
 MAX_GRID_POINTS = 1001
 #: Cap on multi-select options: the answer alphabet has 2**options subsets.
 MAX_MULTI_SELECT_OPTIONS = 16
-#: Resolution of the searched base of the ordinal design's exponential weights.
-ORDINAL_BASE_BITS = 20
 
 
 def _worst_ratio(rows) -> Fraction | None:
@@ -52,52 +46,6 @@ def _worst_ratio(rows) -> Fraction | None:
             return None
         worst = max(worst, high / low)
     return worst
-
-
-_WORD = 1 << 32
-
-
-class WordPool:
-    """A `secrets`-grade source (``randbelow``) that reads the operating system's randomness in blocks of
-    ``words`` 32-bit words rather than once per draw: what `randomize_many` amortises. Rejection sampling
-    as `secrets.randbelow` does, so each draw is exactly uniform."""
-
-    def __init__(self, words: int = 4096):
-        self._size = max(64, words)
-        self._words = array("I")
-        self._next = 0
-        assert self._words.itemsize == 4
-
-    def word(self) -> int:
-        if self._next == len(self._words):
-            self._words = array("I", os.urandom(4 * self._size))
-            self._next = 0
-        word = self._words[self._next]
-        self._next += 1
-        return word
-
-    def below(self, limit: int) -> int:
-        """A uniform int in [0, limit) for 1 ≤ limit ≤ 2^32, from one word (rarely more: rejection)."""
-        ceiling = _WORD - _WORD % limit
-        word = self.word()
-        while word >= ceiling:
-            word = self.word()
-        return word % limit
-
-    def randbelow(self, n: int) -> int:
-        if n <= 0:
-            raise ValueError("randbelow needs n > 0")
-        if n <= _WORD:
-            return self.below(n)
-        words = (max(n - 1, 1).bit_length() + 31) // 32
-        excess = 32 * words - max(n - 1, 1).bit_length()
-        while True:
-            value = 0
-            for _ in range(words):
-                value = value << 32 | self.word()
-            value >>= excess
-            if value < n:
-                return value
 
 
 class Mechanism:
@@ -255,7 +203,7 @@ class ChannelMechanism(Mechanism):
         for answer in canonical:
             if answer not in samplers:
                 samplers[answer] = self._sampler(self._answer_index[answer])
-        if any(denominator > _WORD for denominator, _ in samplers.values()):
+        if any(denominator > WORD for denominator, _ in samplers.values()):
             return None
         below, reports, right = words.below, self._reports, bisect.bisect_right
         return [reports[right(thresholds, below(denominator))]
@@ -303,7 +251,7 @@ class SymmetricMechanism(ChannelMechanism):
         return None if low == 0 else high / low
 
     def _draw_many(self, canonical, words):
-        if self._denominator > _WORD:
+        if self._denominator > WORD:
             return None
         limit, keep, other = self._denominator, self._keep_width, self._other_width
         below, index, reports, out = words.below, self._answer_index, self._reports, []
@@ -463,376 +411,3 @@ class UnaryMechanism(Mechanism):
             if rng.randbelow(p_one.denominator) < p_one.numerator:
                 report.append(option)
         return report
-
-
-class LaplaceMechanism(Mechanism):
-    """Bounded numbers: discrete Laplace (two-sided geometric) noise on the ``step`` grid.
-
-    The answer must lie in [min, max] (anything else is refused, never clamped: 99 for a 0-20
-    question is a mistake, not a 20) and is snapped to the nearest grid point (index i of 0..N).
-    Noise K has P(K = k) ∝ α^|k|; the report index i + K is clamped to the window
-    −N..2N, i.e. values from ``min − range`` to ``max + range``, so the tails beyond are
-    folded onto the two ends. A clamped, finite alphabet lets the server validate every
-    report and gives the analysis an exact finite channel to invert; clamping is
-    post-processing and cannot raise ε. With α = 1/L, L ≤ e^(ε/N), every ratio is at most
-    α^-N ≤ e^ε.
-    """
-
-    def __init__(self, design: str, params: dict, minimum: Fraction, maximum: Fraction, step: Fraction,
-                 alpha: Fraction | None):
-        self.design = design
-        self.params = params
-        self.minimum, self.maximum, self.step = minimum, maximum, step
-        self.points = int((maximum - minimum) / step)  # N
-        self.alpha = alpha  # None: no noise (a public question)
-        low, high = (-self.points, 2 * self.points) if alpha is not None else (0, self.points)
-        self.report_range = (low, high)
-        # Exact arithmetic costs more than drawing the noise: answers seen and values written are
-        # remembered (a few per grid point at most, so a stream of odd answers cannot grow them).
-        self._indexes: dict = {}
-        self._values: dict = {}
-
-    def _channel_key(self):
-        return self.alpha
-
-    def _value(self, index: int):
-        value = self._values.get(index)
-        if value is None:
-            value = self._values[index] = json_number(self.minimum + index * self.step)
-        return value
-
-    @property
-    def answers(self):
-        return [self._value(i) for i in range(self.points + 1)]
-
-    @property
-    def reports(self):
-        low, high = self.report_range
-        return [self._value(i) for i in range(low, high + 1)]
-
-    def answer_index(self, answer) -> int:
-        """Snap to the nearest grid point (ties upward); ValueError outside [min, max]."""
-        if isinstance(answer, bool) or not isinstance(answer, (int, float, str)):
-            raise ValueError(f"answer must be a number, got {answer!r}")
-        key = (type(answer), answer)  # 1 and 1.0 and "1" parse alike but are kept apart all the same
-        index = self._indexes.get(key)
-        if index is None:
-            index = self._snap(answer)
-            if len(self._indexes) < 4 * (self.points + 1):
-                self._indexes[key] = index
-        return index
-
-    def _snap(self, answer) -> int:
-        value = parse_fraction(answer, "answer")
-        if not self.minimum <= value <= self.maximum:
-            raise ValueError(f"answer {answer!r} is outside {json_number(self.minimum)} to {json_number(self.maximum)}")
-        return math.floor((value - self.minimum) / self.step + Fraction(1, 2))
-
-    def report_index(self, report) -> int:
-        if isinstance(report, bool) or not isinstance(report, (int, float)):
-            raise ValueError(f"report must be a number, got {report!r}")
-        position = (parse_fraction(report, "report") - self.minimum) / self.step
-        low, high = self.report_range
-        if position.denominator != 1 or not low <= position <= high:
-            raise ValueError(
-                f"report {report!r} is not on the grid {self._value(low)}..{self._value(high)} step {json_number(self.step)}"
-            )
-        return int(position)
-
-    def validate_answer(self, answer):
-        return self._value(self.answer_index(answer))
-
-    def validate_report(self, report):
-        return self._value(self.report_index(report))
-
-    def _index_probability(self, r: int, a: int) -> Fraction:
-        if self.alpha is None:
-            return Fraction(int(r == a))
-        alpha, distance = self.alpha, abs(r - a)
-        low, high = self.report_range
-        if r in (low, high):  # a folded tail: Σ_{k ≥ d} c·α^k = α^d / (1 + α)
-            return alpha**distance / (1 + alpha)
-        return (1 - alpha) / (1 + alpha) * alpha**distance
-
-    def probability(self, report, answer) -> Fraction:
-        return self._index_probability(self.report_index(report), self.answer_index(answer))
-
-    @cached_property
-    def exp_epsilon(self):
-        # P(r|a) ∝ α^|r − a| within each row (the folded tails too). A row at or beyond an end
-        # of the grid has answers at distances d and d + N (N = points), an inner row a smaller
-        # spread: the worst ratio is α^−N exactly. Tests compare it with the matrix enumerated.
-        if self.alpha is None:
-            return None if self.points > 0 else Fraction(1)
-        return (1 / self.alpha) ** self.points
-
-    #: How far (relative) a float estimate must sit from a threshold to decide; 1000 times its error
-    #: bound at the smallest 1 − α a spec allows. Tests set it huge to take the exact path every time.
-    _float_margin = 1e-6
-
-    def randomize(self, answer, rng=None):
-        index = self.answer_index(answer)
-        if self.alpha is None:
-            return self._value(index)
-        rng = rng or secrets
-        low, high = self.report_range
-        draw = rng.randbelow(1 << 65)  # one read: 64 bits of U and the sign
-        magnitude = self._magnitude(rng, draw >> 1)
-        noisy = index - magnitude if draw & 1 else index + magnitude
-        return self._value(min(max(noisy, low), high))
-
-    @cached_property
-    def _logs(self) -> tuple[float, float]:
-        gap = float(1 - self.alpha)
-        return math.log1p(-gap), math.log1p(-gap / 2)  # ln α, ln((1 + α)/2)
-
-    def _magnitude(self, rng, prefix: int) -> int:
-        """|K| for noise K with P(K = k) ∝ α^|k|, by inversion of one uniform U: P(|K| ≥ m) = t(m) =
-        2α^m / (1 + α) for m ≥ 1, so |K| is the largest m with U < t(m) (capped at 2N: any larger
-        magnitude clamps to the same report). A float estimate decides when U's first 64 bits (``prefix``) put it
-        clearly between two thresholds; otherwise exact integer comparisons decide, reading more bits
-        of U as needed. Constant cost at any range (the twin of deniable.js's _magnitude)."""
-        cap = 2 * self.points  # U ∈ [prefix, prefix + 1) / 2^64
-        if prefix:
-            log_alpha, log_half = self._logs
-            most = (math.log(prefix) - _LOG_2_64 + log_half) / log_alpha  # U < t(m) ⇔ m < x(U)
-            least = (math.log(prefix + 1) - _LOG_2_64 + log_half) / log_alpha
-            margin = self._float_margin * (1 + abs(most))
-            if least - margin > cap:
-                return cap
-            first = math.ceil(most + margin) - 1
-            if first == math.ceil(least - margin) - 1:
-                return min(first, cap)
-            return self._exact_magnitude(rng, prefix, min(max(first, 0), cap), cap)
-        return self._exact_magnitude(rng, prefix, cap, cap)
-
-    def _exact_magnitude(self, rng, prefix: int, guess: int, cap: int) -> int:
-        a, b = self.alpha.numerator, self.alpha.denominator
-        bits, length = prefix, 64
-
-        def below(m: int) -> bool:  # U < t(m) = 2a^m / (b^(m−1)(a + b)), with as many bits of U as it takes
-            nonlocal bits, length
-            if m == 0:
-                return True
-            numerator, denominator = 2 * a**m, b ** (m - 1) * (a + b)
-            while True:
-                if (bits + 1) * denominator <= numerator << length:
-                    return True
-                if bits * denominator >= numerator << length:
-                    return False
-                bits, length = bits << 32 | rng.randbelow(1 << 32), length + 32
-
-        m = guess
-        while m < cap and below(m + 1):
-            m += 1
-        while m > 0 and not below(m):
-            m -= 1
-        return m
-
-
-_LOG_2_64 = 64 * math.log(2)
-
-
-# --- designs: each builds one of the shapes above from spec parameters -------------------------
-
-def _probability(params: dict, name: str, where: str) -> Fraction:
-    if name not in params:
-        raise ValueError(f"{where}.{name}: missing")
-    value = parse_fraction(params[name], f"{where}.{name}")
-    if not 0 <= value <= 1:
-        raise ValueError(f"{where}.{name}: must be between 0 and 1, got {params[name]!r}")
-    return value
-
-
-def _binary(design, params, yes_given_yes: Fraction, yes_given_no: Fraction):
-    if yes_given_yes == yes_given_no:
-        raise ValueError(f"privacy: this {design} design sends the same report whatever the answer; "
-                         "nothing about the population could be estimated")
-    columns = [[yes_given_yes, 1 - yes_given_yes], [yes_given_no, 1 - yes_given_no]]
-    return ChannelMechanism(design, params, YES_NO, YES_NO, columns)
-
-
-def forced_response(params: dict, where: str):
-    """With probability ``truth`` report the true answer, else report ``yes`` or ``no`` as forced.
-
-    Default: the coin-flip design (truth 1/2, yes 1/4, no 1/4), P(yes|yes) = 3/4,
-    P(yes|no) = 1/4, ε = ln 3.
-    """
-    truth, yes, no = (_probability(params, n, where) for n in ("truth", "yes", "no"))
-    if truth + yes + no != 1:
-        raise ValueError(f"{where}: truth + yes + no must be 1, got {truth} + {yes} + {no} = {truth + yes + no}")
-    if truth == 0:
-        raise ValueError(f"{where}.truth: must be greater than 0, or the report carries no information")
-    normalized = {"design": "forced_response", "truth": str(truth), "yes": str(yes), "no": str(no)}
-    return _binary("forced_response", normalized, truth + yes, yes)
-
-
-def warner(params: dict, where: str):
-    """Warner (1965): with probability ``p`` answer "Is the statement true of you?", else its negation."""
-    p = _probability(params, "p", where)
-    if p == Fraction(1, 2):
-        raise ValueError(f"{where}.p: 1/2 makes the report independent of the answer; choose p ≠ 1/2")
-    return _binary("warner", {"design": "warner", "p": str(p)}, p, 1 - p)
-
-
-def unrelated_question(params: dict, where: str):
-    """With probability ``p`` answer the sensitive question, else an innocuous one whose "yes"
-    prevalence ``innocuous_yes`` is known (e.g. "Were you born in April?")."""
-    p = _probability(params, "p", where)
-    innocuous = _probability(params, "innocuous_yes", where)
-    if p == 0:
-        raise ValueError(f"{where}.p: must be greater than 0, or the report carries no information")
-    normalized = {"design": "unrelated_question", "p": str(p), "innocuous_yes": str(innocuous)}
-    return _binary("unrelated_question", normalized, p + (1 - p) * innocuous, (1 - p) * innocuous)
-
-
-def _exp_bound(request: EpsilonRequest, where: str, divisor: int = 1) -> Fraction:
-    bound = request.exp_lower_bound(divisor)
-    if bound <= 1:
-        raise ValueError(f"{where}.epsilon: too small to give this question any signal ({divisor} part(s) of "
-                         f"{float(request):.3g} each round to no information); choose a larger epsilon")
-    return bound
-
-
-def _epsilon_or(params: dict, where: str, alternative: str | None = None) -> EpsilonRequest | None:
-    if "epsilon" in params and alternative and alternative in params:
-        raise ValueError(f"{where}: give either epsilon or {alternative}, not both")
-    if "epsilon" in params:
-        return EpsilonRequest.parse(params["epsilon"], f"{where}.epsilon")
-    if alternative and alternative in params:
-        return None
-    wanted = "epsilon" + (f" or {alternative}" if alternative else "")
-    raise ValueError(f"{where}: {wanted} is required")
-
-
-def k_rr(params: dict, where: str, options):
-    """Generalized (k-ary) randomized response: the true option with probability ``p_truth``,
-    each other option with (1 − p_truth)/(k − 1). Given ``epsilon``, p_truth = L/(L + k − 1)
-    with the largest grid rational L ≤ e^ε."""
-    k = len(options)
-    request = _epsilon_or(params, where, "p_truth")
-    if request is not None:
-        bound = _exp_bound(request, where)
-        p_truth = bound / (bound + k - 1)
-        normalized = {"design": "k_rr", "epsilon": request.canonical()}
-    else:
-        p_truth = _probability(params, "p_truth", where)
-        if p_truth <= Fraction(1, k):
-            raise ValueError(f"{where}.p_truth: must exceed 1/{k} (one over the number of options), got {params['p_truth']!r}")
-        normalized = {"design": "k_rr", "p_truth": str(p_truth)}
-    return SymmetricMechanism("k_rr", normalized, options, p_truth, (1 - p_truth) / (k - 1))
-
-
-def ordinal(params: dict, where: str, options):
-    """Ordinal randomized response for Likert scales: the exponential mechanism with utility
-    −|i − j|, P(j | i) ∝ w^|i−j|. Reports near the truth are likelier. Given ``epsilon``, the
-    base w = n/2^20 is the smallest on that grid whose exact channel has e^ε ≤ L ≤ e^ε
-    (w^−(k−1) ≤ L solved for n in integers, see `OrdinalMechanism`; the textbook w = e^(−ε/2Δ)
-    spends less of the budget than allowed)."""
-    request = _epsilon_or(params, where)
-    bound = _exp_bound(request, where)
-    degree, scale = len(options) - 1, 2**ORDINAL_BASE_BITS
-    # the smallest n with n^(k−1) · L ≥ scale^(k−1), L = bound as a fraction
-    target = -(-(scale**degree * bound.denominator) // bound.numerator)
-    root = integer_root(target, degree)
-    n = root if root**degree >= target else root + 1
-    normalized = {"design": "ordinal", "epsilon": request.canonical()}
-    return OrdinalMechanism("ordinal", normalized, options, Fraction(n, scale))
-
-
-def unary(params: dict, where: str, options):
-    """Unary encoding for multi-select: each option's bit is randomized on its own, with ε/m per
-    bit (m options; an answer may change every bit). ``variant: symmetric`` (default, basic
-    RAPPOR) keeps each bit with L/(1 + L); ``variant: optimized`` (OUE) reports a 1 as 1 with
-    probability 1/2 and a 0 as 1 with 1/(2L), which lowers the variance of rare options."""
-    variant = params.get("variant", "symmetric")
-    if variant not in ("symmetric", "optimized"):
-        raise ValueError(f"{where}.variant: must be 'symmetric' or 'optimized', got {variant!r}")
-    request = _epsilon_or(params, where)
-    bound = _exp_bound(request, where, len(options))
-    if variant == "symmetric":
-        keep_one = bound / (1 + bound)
-        flip_zero = 1 - keep_one
-    else:
-        keep_one, flip_zero = Fraction(1, 2), 1 / (2 * bound)
-    normalized = {"design": "unary", "epsilon": request.canonical(), "variant": variant}
-    return UnaryMechanism("unary", normalized, options, keep_one, flip_zero)
-
-
-def laplace(params: dict, where: str, minimum, maximum, step):
-    """Discrete Laplace on the grid; see `LaplaceMechanism`. α = 1/L, L ≤ e^(ε/N)."""
-    request = _epsilon_or(params, where)
-    points = int((maximum - minimum) / step)
-    alpha = 1 / _exp_bound(request, where, points)
-    normalized = {"design": "laplace", "epsilon": request.canonical()}
-    return LaplaceMechanism("laplace", normalized, minimum, maximum, step, alpha)
-
-
-def public(question_type: str, options=None, grid=None):
-    """``privacy: none``: the answer is sent as is (ε = ∞)."""
-    params = {"design": "none"}
-    if question_type == "yes_no":
-        return ChannelMechanism("none", params, YES_NO, YES_NO, [[1, 0], [0, 1]])
-    if question_type in ("choice", "ordinal"):
-        return SymmetricMechanism("none", params, options, Fraction(1), Fraction(0))
-    if question_type == "multi_select":
-        return UnaryMechanism("none", params, options, Fraction(1), Fraction(0))
-    return LaplaceMechanism("none", params, *grid, alpha=None)
-
-
-#: design name → (question types it serves, parameter names it accepts)
-DESIGNS = {
-    "forced_response": (("yes_no",), ("truth", "yes", "no")),
-    "warner": (("yes_no",), ("p",)),
-    "unrelated_question": (("yes_no",), ("p", "innocuous_yes")),
-    "k_rr": (("yes_no", "choice", "ordinal"), ("epsilon", "p_truth")),
-    "ordinal": (("ordinal",), ("epsilon",)),
-    "unary": (("multi_select",), ("epsilon", "variant")),
-    "laplace": (("number",), ("epsilon",)),
-}
-
-DEFAULT_PRIVACY = {"yes_no": {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}}
-
-
-def build(question_type: str, privacy, where: str, options=None, grid=None) -> Mechanism:
-    """The mechanism a question's ``privacy`` field asks for (raises ValueError naming the field)."""
-    if privacy == "none":
-        return public(question_type, options, grid)
-    if not isinstance(privacy, dict):
-        raise ValueError(f"{where}: expected 'none' or a mapping with a 'design', got {privacy!r}")
-    design = privacy.get("design")
-    if design is None:
-        # Usually a misspelt key ("desgin:"): name it rather than the design it failed to give.
-        others = sorted(set(privacy) - {"design"})
-        close = difflib.get_close_matches("design", others, n=1, cutoff=0.75)
-        hint = f"; is {close[0]!r} a misspelling of 'design'?" if close else \
-            (f" (keys given: {', '.join(map(repr, others))})" if others else "")
-        raise ValueError(f"{where}.design: missing{hint} Choose one of {', '.join(DESIGNS)} (or privacy: none)")
-    if not isinstance(design, str) or design not in DESIGNS:
-        raise ValueError(f"{where}.design: unknown design {design!r}; choose one of {', '.join(DESIGNS)} (or privacy: none)")
-    types, accepted = DESIGNS[design]
-    if question_type not in types:
-        raise ValueError(f"{where}.design: {design} does not apply to {question_type} questions (it serves {', '.join(types)})")
-    unknown = sorted(set(privacy) - {"design", *accepted})
-    if unknown:
-        raise ValueError(f"{where}: unknown field {unknown[0]!r} for design {design} (accepted: {', '.join(accepted)})")
-    if design == "forced_response":
-        mechanism = forced_response(privacy, where)
-    elif design == "warner":
-        mechanism = warner(privacy, where)
-    elif design == "unrelated_question":
-        mechanism = unrelated_question(privacy, where)
-    elif design == "k_rr":
-        mechanism = k_rr(privacy, where, list(YES_NO) if question_type == "yes_no" else options)
-    elif design == "ordinal":
-        mechanism = ordinal(privacy, where, options)
-    elif design == "unary":
-        mechanism = unary(privacy, where, options)
-    else:
-        mechanism = laplace(privacy, where, *grid)
-    # A requested ε is met from below (on a 2^-32 grid): 0.01 asked may come out a hair under 0.01.
-    if mechanism.exp_epsilon is not None and mechanism.epsilon < MIN_EPSILON * (1 - 1e-3):
-        raise ValueError(f"{where}: ε = {mechanism.epsilon:.3g} is so close to 0 that a report says next to nothing "
-                         f"about the answer; estimates would need millions of respondents. Use ε ≥ {MIN_EPSILON} "
-                         "(0.5 to 3 is usual)")
-    return mechanism

@@ -9,12 +9,7 @@ here, so each rule is written once.
 from __future__ import annotations
 
 from . import skiplogic
-from .errors import DeniableError
-
-
-class ReportError(DeniableError, ValueError):
-    """A response (or a grouping of responses) the survey does not allow; ``field`` names the
-    place at fault (``reports.dodged``, ``by``)."""
+from .errors import ReportError
 
 
 def validate_reports(survey, reports, answerable=None) -> dict:

@@ -1,8 +1,8 @@
 """XLSForm in and out: the spreadsheet questionnaires of ODK, KoBoToolbox, SurveyCTO and Safely Report.
 
 `read_xlsform` turns a form into a deniable spec (a dict for `Survey`), reporting every problem of
-the form at once with its sheet, row, column and value; `write_xlsform` writes a survey as a form
-that reads back to the same spec hash. docs/questionnaires.md has the mapping table.
+the form at once with its sheet, row, column and value; `write_xlsform` (in `xlsform_writer`)
+writes a survey as a form that reads back to the same spec hash. docs/questionnaires.md has the mapping table.
 """
 
 from __future__ import annotations
@@ -12,7 +12,11 @@ from fractions import Fraction
 from pathlib import Path
 
 from . import skiplogic
-from .survey import SpecError, Survey
+from .errors import SpecError
+from .survey import Survey
+from .xlsform_writer import write_xlsform
+
+__all__ = ["MAX_SHEET_ROWS", "MAX_WORKBOOK_BYTES", "read_xlsform", "write_xlsform"]
 
 #: Columns of the survey sheet this reader understands (besides label::, hint::, privacy:: ...).
 _SURVEY_COLUMNS = {"type", "name", "label", "hint", "required", "relevant", "constraint", "constraint_message"}
@@ -450,105 +454,3 @@ def _read_settings(sheet, problems: _Problems) -> dict:
             problems.add("settings", number, column, value, "this setting is not supported; remove it")
     settings["_languages"] = languages
     return settings
-
-
-# ---------------------------------------------------------------- export
-
-def write_xlsform(survey: Survey, path) -> None:
-    """Write `survey` as an XLSForm that `read_xlsform` reads back to the same spec hash."""
-    from openpyxl import Workbook
-
-    codes = survey.languages.codes if survey.languages.declared else []
-    suffixes = [f"::{code}" for code in codes] or [""]
-
-    def cells(text) -> list:
-        if isinstance(text, dict):
-            return [text.get(code) for code in codes]
-        if text is None:
-            return [None] * len(suffixes)
-        # A plain text in a form with languages is the default language's.
-        return [text if (not codes or code == survey.languages.default) else None for code in codes] or [text]
-
-    spec = survey.to_dict()
-    items = [(None, item) for item in spec.get("questions", [])]
-    if "sections" in spec:
-        items = [(section, item) for section in spec["sections"] for item in [None] + section["questions"] + ["end"]]
-    params = sorted({key for _, item in items if isinstance(item, dict) and isinstance(item.get("privacy"), dict)
-                     for key in item["privacy"] if key != "design"} | {"step"})
-    columns = ["type", "name", *[f"label{s}" for s in suffixes], *[f"hint{s}" for s in suffixes], "required",
-               "relevant", "constraint", *[f"constraint_message{s}" for s in suffixes], "privacy::design",
-               *[f"privacy::{p}" for p in params]]
-    book = Workbook()
-    sheet = book.active
-    sheet.title = "survey"
-    sheet.append(columns)
-    choices = [("list_name", "name", *[f"label{s}" for s in suffixes])]
-    yes_no_written = False
-    for section, item in items:
-        row = dict.fromkeys(columns)
-        if item is None:  # begin group
-            row.update(type="begin group", name=section["id"], relevant=_xlsform_expression(section.get("relevant")))
-            row.update(zip([f"label{s}" for s in suffixes], cells(section["title"])))
-            row.update(zip([f"hint{s}" for s in suffixes], cells(section.get("intro"))))
-        elif item == "end":
-            row.update(type="end group")
-        else:
-            row.update(name=item["id"], relevant=_xlsform_expression(item.get("relevant")))
-            row.update(zip([f"label{s}" for s in suffixes], cells(item["text"])))
-            row.update(zip([f"hint{s}" for s in suffixes], cells(item.get("hint"))))
-            qtype = item["type"]
-            if qtype == "note":
-                row["type"] = "note"
-            else:
-                required = item.get("required", False)
-                row["required"] = "yes" if required is True else None if required is False else _xlsform_expression(required)
-                row.update(zip([f"constraint_message{s}" for s in suffixes], cells(item.get("constraint_message"))))
-                privacy = item["privacy"]
-                row["privacy::design"] = "none" if privacy == "none" else privacy["design"]
-                if isinstance(privacy, dict):
-                    row.update({f"privacy::{k}": v for k, v in privacy.items() if k != "design"})
-                if qtype == "yes_no":
-                    row["type"] = "select_one yes_no"
-                    if not yes_no_written:
-                        from .catalogue import messages
-
-                        for value in ("yes", "no"):
-                            labels = [messages(code)[value] for code in codes] or [messages(None)[value]]
-                            choices.append(("yes_no", value, *labels))
-                        yes_no_written = True
-                elif qtype in ("choice", "ordinal", "multi_select"):
-                    row["type"] = f"{'select_multiple' if qtype == 'multi_select' else 'select_one'} {item['id']}"
-                    for option in item["options"]:
-                        if isinstance(option, dict):
-                            choices.append((item["id"], option["value"], *cells(option["label"])))
-                        else:
-                            choices.append((item["id"], option, *cells(option)))
-                else:
-                    whole = all(isinstance(item[k], int) for k in ("min", "max", "step"))
-                    row["type"] = "integer" if whole else "decimal"
-                    row["constraint"] = f". >= {item['min']} and . <= {item['max']}"
-                    if item["step"] != 1 or not whole:
-                        row["privacy::step"] = item["step"]
-        sheet.append([row[c] for c in columns])
-    choice_sheet = book.create_sheet("choices")
-    for line in choices:
-        choice_sheet.append(list(line))
-    settings = {"form_id": spec["id"]}
-    for key in ("title", "description"):
-        target = "form_title" if key == "title" else key
-        value = spec.get(key)
-        if isinstance(value, dict):
-            settings.update({f"{target}::{code}": text for code, text in value.items()})
-        elif value is not None:
-            settings[target] = value
-    for key in ("version", "layout", "default_language"):
-        if key in spec:
-            settings[key] = spec[key]
-    settings_sheet = book.create_sheet("settings")
-    settings_sheet.append(list(settings))
-    settings_sheet.append(list(settings.values()))
-    book.save(path)
-
-
-def _xlsform_expression(text):
-    return None if text is None else skiplogic.to_text(skiplogic.parse(text), xlsform=True)

@@ -102,7 +102,7 @@ def add_survey():
     """A new survey, or a new version of one, from a spec pasted or uploaded (YAML or JSON)."""
     session = current_session()
     from deniable.client import SpecError, Survey
-    from deniable.client.survey import MAX_SPEC_BYTES
+    from deniable.client.specfile import MAX_SPEC_BYTES
 
     upload = request.files.get("spec_file")
     text = request.form.get("spec", "")

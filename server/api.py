@@ -17,7 +17,7 @@ from deniable.client import SpecError, Survey
 from deniable.client.errors import DeniableError
 from deniable.client.exact import MAX_JSON_DEPTH, JsonShapeError, check_json_text
 from deniable.client.privacy import posterior_bound
-from deniable.client.survey import MAX_SPEC_BYTES
+from deniable.client.specfile import MAX_SPEC_BYTES
 
 from .auth import bearer_caller
 from .db import get_store

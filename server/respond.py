@@ -17,7 +17,7 @@ from flask import Blueprint, Response, abort, make_response, redirect, render_te
 from deniable import storage
 from deniable.client import catalogue
 from deniable.client.exact import json_number, parse_fraction
-from deniable.client.survey import is_right_to_left
+from deniable.client.questions import is_right_to_left
 
 from .auth import secrets_match
 from .db import get_store

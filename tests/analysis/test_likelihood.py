@@ -14,7 +14,8 @@ from deniable.analysis import channels, estimate, likelihood
 from deniable.analysis import estimators as est
 from deniable.analysis.results import _estimate
 from deniable.client import Survey
-from deniable.client.mechanisms import ChannelMechanism, LaplaceMechanism, UnaryMechanism
+from deniable.client.laplace import LaplaceMechanism
+from deniable.client.mechanisms import ChannelMechanism, UnaryMechanism
 
 DEMO_CASH = np.array([201, 114, 110, 76])  # the dashboard counts: Salary, Self-employed, Cash in hand, Other
 

@@ -9,7 +9,8 @@ import pytest
 from scipy import stats
 
 from deniable.client import SpecError, Survey, posterior_bound, privacy_statement
-from deniable.client.mechanisms import LaplaceMechanism, _worst_ratio
+from deniable.client.laplace import LaplaceMechanism
+from deniable.client.mechanisms import _worst_ratio
 from tests.conftest import ROOT
 from tests.vectors import generate
 
@@ -408,7 +409,7 @@ def test_randomize_many_checks_every_answer_before_drawing_any():
 
 @pytest.mark.parametrize("n", [1, 3, 2**32 - 5, 2**32, 2**32 + 7, 3 * 2**70 + 1])
 def test_the_word_pool_draws_uniformly_below_n(n):
-    from deniable.client.mechanisms import WordPool
+    from deniable.client.randomness import WordPool
 
     pool = WordPool(256)
     draws = [pool.randbelow(n) for _ in range(6000)]

@@ -132,7 +132,8 @@ def test_each_worst_case_answers_within_a_second(worst, case):
 
 def test_the_structured_channels_equal_their_matrices_enumerated():
     """The O(k) closed forms of ε (k-ary, ordinal, Laplace) against every ratio of the matrix."""
-    from deniable.client.mechanisms import _worst_ratio, build
+    from deniable.client.designs import build
+    from deniable.client.mechanisms import _worst_ratio
 
     cases = [("choice", {"design": "k_rr", "epsilon": e}, [f"o{i}" for i in range(k)], None)
              for k in (2, 3, 7, 12) for e in (0.1, 1, 4)]
@@ -153,8 +154,9 @@ def test_the_structured_channels_equal_their_matrices_enumerated():
 def test_the_ordinal_base_is_the_smallest_on_its_grid_that_meets_the_budget():
     from fractions import Fraction
 
+    from deniable.client.designs import ORDINAL_BASE_BITS, build
     from deniable.client.exact import EpsilonRequest
-    from deniable.client.mechanisms import ORDINAL_BASE_BITS, _worst_ratio, build
+    from deniable.client.mechanisms import _worst_ratio
 
     for k in (2, 5, 11, 40):
         for epsilon in (0.3, 1, 2.5):

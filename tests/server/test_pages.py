@@ -74,9 +74,8 @@ def test_closed_and_unknown_surveys_have_their_own_pages(client, survey, store):
 
 
 def test_the_page_serves_the_shipped_js_client(client):
-    from pathlib import Path
-
     import re
+    from pathlib import Path
 
     package = Path(__file__).resolve().parents[2] / "client/js"
     served = client.get("/js/deniable.js").data.decode()

@@ -18,7 +18,8 @@ from click.testing import CliRunner
 
 from deniable import storage
 from deniable.client import Survey
-from deniable.client.survey import _YAML_MARKS, MAX_OPTIONS, MAX_SPEC_BYTES, MAX_YAML_MARKS
+from deniable.client.questions import MAX_OPTIONS
+from deniable.client.specfile import _YAML_MARKS, MAX_SPEC_BYTES, MAX_YAML_MARKS
 from deniable.server import cli, create_app
 
 ADMIN = "worst-case-admin"

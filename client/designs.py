@@ -1,0 +1,222 @@
+"""Designs: each builds one of the mechanism shapes from a question's spec parameters.
+
+`build` is the one entry: the question type and its ``privacy`` mapping in, a `Mechanism` out, with
+every parameter checked and ε computed from the exact channel. Twin of the JS client's
+``src/designs.js``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from fractions import Fraction
+
+from .exact import EpsilonRequest, integer_root, parse_fraction
+from .laplace import LaplaceMechanism
+from .mechanisms import YES_NO, ChannelMechanism, Mechanism, OrdinalMechanism, SymmetricMechanism, UnaryMechanism
+from .privacy import MIN_EPSILON
+
+#: Resolution of the searched base of the ordinal design's exponential weights.
+ORDINAL_BASE_BITS = 20
+
+
+def _probability(params: dict, name: str, where: str) -> Fraction:
+    if name not in params:
+        raise ValueError(f"{where}.{name}: missing")
+    value = parse_fraction(params[name], f"{where}.{name}")
+    if not 0 <= value <= 1:
+        raise ValueError(f"{where}.{name}: must be between 0 and 1, got {params[name]!r}")
+    return value
+
+
+def _binary(design, params, yes_given_yes: Fraction, yes_given_no: Fraction):
+    if yes_given_yes == yes_given_no:
+        raise ValueError(f"privacy: this {design} design sends the same report whatever the answer; "
+                         "nothing about the population could be estimated")
+    columns = [[yes_given_yes, 1 - yes_given_yes], [yes_given_no, 1 - yes_given_no]]
+    return ChannelMechanism(design, params, YES_NO, YES_NO, columns)
+
+
+def forced_response(params: dict, where: str):
+    """With probability ``truth`` report the true answer, else report ``yes`` or ``no`` as forced.
+
+    Default: the coin-flip design (truth 1/2, yes 1/4, no 1/4), P(yes|yes) = 3/4,
+    P(yes|no) = 1/4, ε = ln 3.
+    """
+    truth, yes, no = (_probability(params, n, where) for n in ("truth", "yes", "no"))
+    if truth + yes + no != 1:
+        raise ValueError(f"{where}: truth + yes + no must be 1, got {truth} + {yes} + {no} = {truth + yes + no}")
+    if truth == 0:
+        raise ValueError(f"{where}.truth: must be greater than 0, or the report carries no information")
+    normalized = {"design": "forced_response", "truth": str(truth), "yes": str(yes), "no": str(no)}
+    return _binary("forced_response", normalized, truth + yes, yes)
+
+
+def warner(params: dict, where: str):
+    """Warner (1965): with probability ``p`` answer "Is the statement true of you?", else its negation."""
+    p = _probability(params, "p", where)
+    if p == Fraction(1, 2):
+        raise ValueError(f"{where}.p: 1/2 makes the report independent of the answer; choose p ≠ 1/2")
+    return _binary("warner", {"design": "warner", "p": str(p)}, p, 1 - p)
+
+
+def unrelated_question(params: dict, where: str):
+    """With probability ``p`` answer the sensitive question, else an innocuous one whose "yes"
+    prevalence ``innocuous_yes`` is known (e.g. "Were you born in April?")."""
+    p = _probability(params, "p", where)
+    innocuous = _probability(params, "innocuous_yes", where)
+    if p == 0:
+        raise ValueError(f"{where}.p: must be greater than 0, or the report carries no information")
+    normalized = {"design": "unrelated_question", "p": str(p), "innocuous_yes": str(innocuous)}
+    return _binary("unrelated_question", normalized, p + (1 - p) * innocuous, (1 - p) * innocuous)
+
+
+def _exp_bound(request: EpsilonRequest, where: str, divisor: int = 1) -> Fraction:
+    bound = request.exp_lower_bound(divisor)
+    if bound <= 1:
+        raise ValueError(f"{where}.epsilon: too small to give this question any signal ({divisor} part(s) of "
+                         f"{float(request):.3g} each round to no information); choose a larger epsilon")
+    return bound
+
+
+def _epsilon_or(params: dict, where: str, alternative: str | None = None) -> EpsilonRequest | None:
+    if "epsilon" in params and alternative and alternative in params:
+        raise ValueError(f"{where}: give either epsilon or {alternative}, not both")
+    if "epsilon" in params:
+        return EpsilonRequest.parse(params["epsilon"], f"{where}.epsilon")
+    if alternative and alternative in params:
+        return None
+    wanted = "epsilon" + (f" or {alternative}" if alternative else "")
+    raise ValueError(f"{where}: {wanted} is required")
+
+
+def k_rr(params: dict, where: str, options):
+    """Generalized (k-ary) randomized response: the true option with probability ``p_truth``,
+    each other option with (1 − p_truth)/(k − 1). Given ``epsilon``, p_truth = L/(L + k − 1)
+    with the largest grid rational L ≤ e^ε."""
+    k = len(options)
+    request = _epsilon_or(params, where, "p_truth")
+    if request is not None:
+        bound = _exp_bound(request, where)
+        p_truth = bound / (bound + k - 1)
+        normalized = {"design": "k_rr", "epsilon": request.canonical()}
+    else:
+        p_truth = _probability(params, "p_truth", where)
+        if p_truth <= Fraction(1, k):
+            raise ValueError(f"{where}.p_truth: must exceed 1/{k} (one over the number of options), got {params['p_truth']!r}")
+        normalized = {"design": "k_rr", "p_truth": str(p_truth)}
+    return SymmetricMechanism("k_rr", normalized, options, p_truth, (1 - p_truth) / (k - 1))
+
+
+def ordinal(params: dict, where: str, options):
+    """Ordinal randomized response for Likert scales: the exponential mechanism with utility
+    −|i − j|, P(j | i) ∝ w^|i−j|. Reports near the truth are likelier. Given ``epsilon``, the
+    base w = n/2^20 is the smallest on that grid whose exact channel has e^ε ≤ L ≤ e^ε
+    (w^−(k−1) ≤ L solved for n in integers, see `OrdinalMechanism`; the textbook w = e^(−ε/2Δ)
+    spends less of the budget than allowed)."""
+    request = _epsilon_or(params, where)
+    bound = _exp_bound(request, where)
+    degree, scale = len(options) - 1, 2**ORDINAL_BASE_BITS
+    # the smallest n with n^(k−1) · L ≥ scale^(k−1), L = bound as a fraction
+    target = -(-(scale**degree * bound.denominator) // bound.numerator)
+    root = integer_root(target, degree)
+    n = root if root**degree >= target else root + 1
+    normalized = {"design": "ordinal", "epsilon": request.canonical()}
+    return OrdinalMechanism("ordinal", normalized, options, Fraction(n, scale))
+
+
+def unary(params: dict, where: str, options):
+    """Unary encoding for multi-select: each option's bit is randomized on its own, with ε/m per
+    bit (m options; an answer may change every bit). ``variant: symmetric`` (default, basic
+    RAPPOR) keeps each bit with L/(1 + L); ``variant: optimized`` (OUE) reports a 1 as 1 with
+    probability 1/2 and a 0 as 1 with 1/(2L), which lowers the variance of rare options."""
+    variant = params.get("variant", "symmetric")
+    if variant not in ("symmetric", "optimized"):
+        raise ValueError(f"{where}.variant: must be 'symmetric' or 'optimized', got {variant!r}")
+    request = _epsilon_or(params, where)
+    bound = _exp_bound(request, where, len(options))
+    if variant == "symmetric":
+        keep_one = bound / (1 + bound)
+        flip_zero = 1 - keep_one
+    else:
+        keep_one, flip_zero = Fraction(1, 2), 1 / (2 * bound)
+    normalized = {"design": "unary", "epsilon": request.canonical(), "variant": variant}
+    return UnaryMechanism("unary", normalized, options, keep_one, flip_zero)
+
+
+def laplace(params: dict, where: str, minimum, maximum, step):
+    """Discrete Laplace on the grid; see `LaplaceMechanism`. α = 1/L, L ≤ e^(ε/N)."""
+    request = _epsilon_or(params, where)
+    points = int((maximum - minimum) / step)
+    alpha = 1 / _exp_bound(request, where, points)
+    normalized = {"design": "laplace", "epsilon": request.canonical()}
+    return LaplaceMechanism("laplace", normalized, minimum, maximum, step, alpha)
+
+
+def public(question_type: str, options=None, grid=None):
+    """``privacy: none``: the answer is sent as is (ε = ∞)."""
+    params = {"design": "none"}
+    if question_type == "yes_no":
+        return ChannelMechanism("none", params, YES_NO, YES_NO, [[1, 0], [0, 1]])
+    if question_type in ("choice", "ordinal"):
+        return SymmetricMechanism("none", params, options, Fraction(1), Fraction(0))
+    if question_type == "multi_select":
+        return UnaryMechanism("none", params, options, Fraction(1), Fraction(0))
+    return LaplaceMechanism("none", params, *grid, alpha=None)
+
+
+#: design name → (question types it serves, parameter names it accepts)
+DESIGNS = {
+    "forced_response": (("yes_no",), ("truth", "yes", "no")),
+    "warner": (("yes_no",), ("p",)),
+    "unrelated_question": (("yes_no",), ("p", "innocuous_yes")),
+    "k_rr": (("yes_no", "choice", "ordinal"), ("epsilon", "p_truth")),
+    "ordinal": (("ordinal",), ("epsilon",)),
+    "unary": (("multi_select",), ("epsilon", "variant")),
+    "laplace": (("number",), ("epsilon",)),
+}
+
+DEFAULT_PRIVACY = {"yes_no": {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}}
+
+
+def build(question_type: str, privacy, where: str, options=None, grid=None) -> Mechanism:
+    """The mechanism a question's ``privacy`` field asks for (raises ValueError naming the field)."""
+    if privacy == "none":
+        return public(question_type, options, grid)
+    if not isinstance(privacy, dict):
+        raise ValueError(f"{where}: expected 'none' or a mapping with a 'design', got {privacy!r}")
+    design = privacy.get("design")
+    if design is None:
+        # Usually a misspelt key ("desgin:"): name it rather than the design it failed to give.
+        others = sorted(set(privacy) - {"design"})
+        close = difflib.get_close_matches("design", others, n=1, cutoff=0.75)
+        hint = f"; is {close[0]!r} a misspelling of 'design'?" if close else \
+            (f" (keys given: {', '.join(map(repr, others))})" if others else "")
+        raise ValueError(f"{where}.design: missing{hint} Choose one of {', '.join(DESIGNS)} (or privacy: none)")
+    if not isinstance(design, str) or design not in DESIGNS:
+        raise ValueError(f"{where}.design: unknown design {design!r}; choose one of {', '.join(DESIGNS)} (or privacy: none)")
+    types, accepted = DESIGNS[design]
+    if question_type not in types:
+        raise ValueError(f"{where}.design: {design} does not apply to {question_type} questions (it serves {', '.join(types)})")
+    unknown = sorted(set(privacy) - {"design", *accepted})
+    if unknown:
+        raise ValueError(f"{where}: unknown field {unknown[0]!r} for design {design} (accepted: {', '.join(accepted)})")
+    if design == "forced_response":
+        mechanism = forced_response(privacy, where)
+    elif design == "warner":
+        mechanism = warner(privacy, where)
+    elif design == "unrelated_question":
+        mechanism = unrelated_question(privacy, where)
+    elif design == "k_rr":
+        mechanism = k_rr(privacy, where, list(YES_NO) if question_type == "yes_no" else options)
+    elif design == "ordinal":
+        mechanism = ordinal(privacy, where, options)
+    elif design == "unary":
+        mechanism = unary(privacy, where, options)
+    else:
+        mechanism = laplace(privacy, where, *grid)
+    # A requested ε is met from below (on a 2^-32 grid): 0.01 asked may come out a hair under 0.01.
+    if mechanism.exp_epsilon is not None and mechanism.epsilon < MIN_EPSILON * (1 - 1e-3):
+        raise ValueError(f"{where}: ε = {mechanism.epsilon:.3g} is so close to 0 that a report says next to nothing "
+                         f"about the answer; estimates would need millions of respondents. Use ε ≥ {MIN_EPSILON} "
+                         "(0.5 to 3 is usual)")
+    return mechanism

@@ -1,0 +1,371 @@
+"""The items of a survey: questions (each with its mechanism), notes, sections, and the languages
+their texts are written in. `Survey` (in `survey`) puts them together."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from . import designs, mechanisms, skiplogic
+from .errors import SpecError
+from .exact import json_number, parse_fraction
+from .mechanisms import Mechanism
+from .privacy import ONE_SIDED_STATEMENT, privacy_statement
+
+QUESTION_TYPES = ("yes_no", "choice", "ordinal", "multi_select", "number")
+ITEM_TYPES = QUESTION_TYPES + ("note",)
+LAYOUTS = ("auto", "paged", "single")
+#: Sizes beyond which a spec is refused at once (every check stays well under a second).
+MAX_ITEMS = 1000
+MAX_OPTIONS = 1000
+MAX_SECTIONS = 200
+MAX_TEXT_LENGTH = 5000
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
+_SURVEY_FIELDS = {"id", "title", "description", "version", "languages", "default_language", "layout",
+                  "questions", "sections"}
+_SECTION_FIELDS = {"id", "title", "intro", "relevant", "questions"}
+_QUESTION_FIELDS = {"id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required",
+                    "relevant", "constraint_message"}
+_NOTE_FIELDS = {"id", "type", "text", "hint", "relevant"}
+_OPTION_FIELDS = {"value", "label"}
+#: Languages written right to left (the page sets dir="rtl" for them).
+RIGHT_TO_LEFT = frozenset({"ar", "arc", "dv", "fa", "ha", "he", "khw", "ks", "ku", "ps", "sd", "ur", "yi"})
+
+
+def _identifier(value, where: str) -> str:
+    if not isinstance(value, str) or not _ID.match(value):
+        raise SpecError(f"{where}: must be 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit; got {value!r}")
+    return value
+
+
+def _plain_text(value, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SpecError(f"{where}: must be a non-empty string, got {value!r}")
+    if len(value) > MAX_TEXT_LENGTH:
+        raise SpecError(f"{where}: longer than {MAX_TEXT_LENGTH} characters")
+    return value
+
+
+def is_right_to_left(language: str | None) -> bool:
+    return bool(language) and language.split("-")[0].lower() in RIGHT_TO_LEFT
+
+
+class _Languages:
+    """The survey's languages: validates localized texts and records missing translations."""
+
+    def __init__(self, languages, default):
+        self.declared = languages is not None
+        if languages is None:
+            if default is not None:
+                raise SpecError("survey.default_language: needs a list of languages beside it")
+            self.codes, self.default = [], None
+        else:
+            if not isinstance(languages, list) or not languages:
+                raise SpecError(f"survey.languages: must be a non-empty list of language codes, got {languages!r}")
+            for i, code in enumerate(languages):
+                if not isinstance(code, str) or not _LANGUAGE.match(code):
+                    raise SpecError(f"survey.languages[{i}]: must be a language code such as 'en', 'es' or 'pt-BR', got {code!r}")
+            if len(set(languages)) != len(languages):
+                raise SpecError("survey.languages: a language appears more than once")
+            self.codes = list(languages)
+            self.default = languages[0] if default is None else default
+            if self.default not in self.codes:
+                raise SpecError(f"survey.default_language: {self.default!r} is not one of the languages ({', '.join(self.codes)})")
+        self.missing: list[tuple[str, str]] = []  # (where, language)
+
+    def text(self, value, where: str, required: bool = True):
+        """A string, or a map language → string that has at least the default language."""
+        if value is None and not required:
+            return None
+        if not isinstance(value, dict):
+            return _plain_text(value, where)
+        if not self.declared:
+            raise SpecError(f"{where}: a text in several languages needs 'languages' at the top of the survey")
+        unknown = sorted(set(value) - set(self.codes), key=str)
+        if unknown:
+            raise SpecError(f"{where}: language {unknown[0]!r} is not one of the survey's languages ({', '.join(self.codes)})")
+        if self.default not in value:
+            raise SpecError(f"{where}: needs the default language {self.default!r} (the text shown where a translation is missing)")
+        for code in self.codes:
+            if code in value:
+                _plain_text(value[code], f"{where}.{code}")
+            else:
+                self.missing.append((where, code))
+        return {code: value[code] for code in self.codes if code in value}
+
+
+def localize(text, language: str | None, default: str | None):
+    """A localized text in ``language``, falling back to the default language."""
+    if text is None or isinstance(text, str):
+        return text
+    return text.get(language) or text[default]
+
+
+class _Item:
+    """What questions and notes share: an id, a text, a hint, skip logic, their position."""
+
+    def __init__(self, spec: dict, position: int, languages: _Languages, allowed: set):
+        self.id = _identifier(spec.get("id"), f"questions[{position}].id")
+        self.where = where = f"question {self.id!r}"
+        unknown = sorted(set(spec) - allowed)
+        if unknown:
+            raise SpecError(f"{where}: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+        self.languages = languages
+        self.texts = languages.text(spec.get("text"), f"{where}.text")
+        self.hints = languages.text(spec.get("hint"), f"{where}.hint", required=False)
+        self.relevant = _expression(spec.get("relevant"), f"{where}.relevant")
+        self.section = None
+
+    @property
+    def text(self) -> str:
+        """The text in the default language (`text_in` for another)."""
+        return localize(self.texts, None, self.languages.default)
+
+    def text_in(self, language: str | None = None) -> str:
+        return localize(self.texts, language, self.languages.default)
+
+    def hint_in(self, language: str | None = None) -> str | None:
+        return localize(self.hints, language, self.languages.default)
+
+    def _common_dict(self) -> dict:
+        spec = {"id": self.id, "type": self.type, "text": self.texts}
+        if self.hints is not None:
+            spec["hint"] = self.hints
+        if self.relevant is not None:
+            spec["relevant"] = skiplogic.to_text(self.relevant)
+        return spec
+
+
+def _expression(value, where: str):
+    if value is None:
+        return None
+    try:
+        return skiplogic.parse(value)
+    except skiplogic.ExpressionError as error:
+        raise SpecError(f"{where}: {error}") from None
+
+
+class Note(_Item):
+    """Text shown to the respondent between questions; never answered, never reported."""
+
+    type = "note"
+    is_private = False
+
+    def __init__(self, spec: dict, position: int, languages: _Languages):
+        super().__init__(spec, position, languages, _NOTE_FIELDS)
+
+    def to_dict(self) -> dict:
+        return self._common_dict()
+
+    def __repr__(self) -> str:
+        return f"<Note {self.id}>"
+
+
+class Question(_Item):
+    """One question of a survey with the mechanism that randomizes its answers."""
+
+    def describe_answers(self) -> str:
+        """What the question accepts, in words (for error messages; the JS twin says the same)."""
+        if self.type == "number":
+            low, high, step = map(json_number, self.grid)
+            return f"a number from {low} to {high} in steps of {step}"
+        if self.type == "multi_select":
+            return "a list of some of " + ", ".join(map(repr, self.options))
+        return "one of " + ", ".join(map(repr, self.mechanism.answers))
+
+    def __init__(self, spec: dict, position: int, languages: _Languages | None = None):
+        if not isinstance(spec, dict):
+            raise SpecError(f"questions[{position}]: must be a mapping, got {spec!r}")
+        languages = languages or _Languages(None, None)
+        self.type = spec.get("type")
+        super().__init__(spec, position, languages, _QUESTION_FIELDS)
+        where = self.where
+        if self.type not in QUESTION_TYPES:
+            raise SpecError(f"{where}.type: must be one of {', '.join(ITEM_TYPES)}, got {self.type!r}")
+        required = spec.get("required", False)
+        if isinstance(required, str):
+            try:
+                required = skiplogic.parse(required)
+            except skiplogic.ExpressionError as error:
+                raise SpecError(f"{where}.required: must be true, false or a skip-logic expression; "
+                                f"{required!r} is none of them ({error})") from None
+        elif not isinstance(required, bool):
+            raise SpecError(f"{where}.required: must be true, false or a skip-logic expression, got {required!r}")
+        self.required = required
+        self.option_labels = {}
+        self.options = self._read_options(spec, where)
+        self.grid = self._read_grid(spec, where)
+        self.constraint_messages = languages.text(spec.get("constraint_message"), f"{where}.constraint_message",
+                                                  required=False)
+        if self.constraint_messages is not None and self.type != "number":
+            raise SpecError(f"{where}.constraint_message: only number questions have a range to explain")
+        privacy = spec.get("privacy")
+        if privacy is None:  # absent or null: the type's default, as in the JS twin
+            privacy = designs.DEFAULT_PRIVACY.get(self.type)
+        if privacy is None:
+            raise SpecError(f"{where}.privacy: required for {self.type} questions "
+                            f"(a design such as {self._suggestion()}, or 'none' for a public question)")
+        try:
+            self.mechanism: Mechanism = designs.build(self.type, privacy, f"{where}.privacy", self.options, self.grid)
+        except ValueError as error:
+            raise SpecError(str(error)) from None
+
+    def _suggestion(self) -> str:
+        return {"choice": "{design: k_rr, epsilon: ln 3}", "ordinal": "{design: ordinal, epsilon: 1}",
+                "multi_select": "{design: unary, epsilon: 2}", "number": "{design: laplace, epsilon: 1}"}[self.type]
+
+    def _read_options(self, spec, where):
+        needs = self.type in ("choice", "ordinal", "multi_select")
+        if not needs:
+            if "options" in spec:
+                raise SpecError(f"{where}.options: {self.type} questions take no options")
+            return None
+        options = spec.get("options")
+        if not isinstance(options, list) or len(options) < 2:
+            raise SpecError(f"{where}.options: {self.type} questions need a list of at least two options, got {options!r}")
+        if len(options) > MAX_OPTIONS:
+            raise SpecError(f"{where}.options: at most {MAX_OPTIONS} options, got {len(options)}")
+        values = []
+        for i, option in enumerate(options):
+            if isinstance(option, dict):  # {value: never, label: {en: Never, es: Nunca}}
+                unknown = sorted(set(option) - _OPTION_FIELDS)
+                if unknown:
+                    raise SpecError(f"{where}.options[{i}]: unknown field {unknown[0]!r} (allowed: label, value)")
+                value = _plain_text(option.get("value"), f"{where}.options[{i}].value")
+                self.option_labels[value] = self.languages.text(option.get("label"), f"{where}.options[{i}].label")
+            else:
+                value = _plain_text(option, f"{where}.options[{i}]")
+            values.append(value)
+        if len(set(values)) != len(values):
+            seen = set()
+            duplicate = next(v for v in values if v in seen or seen.add(v))
+            raise SpecError(f"{where}.options: {duplicate!r} appears more than once")
+        if self.type == "multi_select" and len(values) > mechanisms.MAX_MULTI_SELECT_OPTIONS:
+            raise SpecError(f"{where}.options: at most {mechanisms.MAX_MULTI_SELECT_OPTIONS} options for multi_select")
+        return values
+
+    def _read_grid(self, spec, where):
+        fields = [f for f in ("min", "max", "step") if f in spec]
+        if self.type != "number":
+            if fields:
+                raise SpecError(f"{where}.{fields[0]}: only number questions take min, max and step")
+            return None
+        values = {}
+        for field in ("min", "max", "step"):
+            raw = spec.get(field, 1 if field == "step" else None)
+            if raw is None:
+                raise SpecError(f"{where}.{field}: required for number questions")
+            if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+                raise SpecError(f"{where}.{field}: must be a number, got {raw!r}")
+            try:
+                values[field] = parse_fraction(raw, f"{where}.{field}")
+            except ValueError as error:
+                raise SpecError(str(error)) from None
+        low, high, step = values["min"], values["max"], values["step"]
+        if low >= high:
+            raise SpecError(f"{where}.min: must be less than max ({spec['min']!r} ≥ {spec['max']!r})")
+        if step <= 0:
+            raise SpecError(f"{where}.step: must be greater than 0, got {spec['step']!r}")
+        points = (high - low) / step
+        if points.denominator != 1:
+            raise SpecError(f"{where}.step: (max − min) must be a whole number of steps, got {points}")
+        if points + 1 > mechanisms.MAX_GRID_POINTS:
+            raise SpecError(f"{where}.step: at most {mechanisms.MAX_GRID_POINTS} grid points between min and max, "
+                            f"got {points + 1}; choose a coarser step")
+        return low, high, step
+
+    @property
+    def is_private(self) -> bool:
+        """Randomized on the device (any design but ``none``), even one whose ε is infinite."""
+        return self.mechanism.design != "none"
+
+    @property
+    def epsilon(self) -> float:
+        return self.mechanism.epsilon
+
+    def option_label(self, value: str, language: str | None = None) -> str:
+        """An option's label in ``language`` (its value when it has no label of its own)."""
+        return localize(self.option_labels.get(value, value), language, self.languages.default)
+
+    def constraint_message_in(self, language: str | None = None) -> str | None:
+        return localize(self.constraint_messages, language, self.languages.default)
+
+    def privacy_statement(self, prior: float = 0.02) -> str:
+        if self.is_private and math.isinf(self.epsilon):
+            return ONE_SIDED_STATEMENT
+        return privacy_statement(self.epsilon, prior)
+
+    def to_dict(self) -> dict:
+        """The canonical spec of this question (defaults filled in, fractions normalized).
+
+        Fields a plain question does not use are left out, so a spec written before they
+        existed keeps its hash."""
+        spec = self._common_dict()
+        spec["required"] = self.required if isinstance(self.required, bool) else skiplogic.to_text(self.required)
+        if self.options is not None:
+            spec["options"] = [{"value": o, "label": self.option_labels[o]} if o in self.option_labels else o
+                               for o in self.options]
+        if self.grid is not None:
+            spec.update(zip(("min", "max", "step"), map(json_number, self.grid)))
+        if self.constraint_messages is not None:
+            spec["constraint_message"] = self.constraint_messages
+        spec["privacy"] = "none" if self.mechanism.design == "none" else dict(self.mechanism.params)
+        return spec
+
+    def __repr__(self) -> str:
+        return f"<Question {self.id} {self.type} {self.mechanism.design} ε={self.epsilon:.4g}>"
+
+
+def _item(spec, position: int, languages: _Languages):
+    if not isinstance(spec, dict):
+        raise SpecError(f"questions[{position}]: must be a mapping, got {spec!r}")
+    if spec.get("type") == "note":
+        return Note(spec, position, languages)
+    return Question(spec, position, languages)
+
+
+class Section:
+    """A titled group of questions (one screen on a phone)."""
+
+    def __init__(self, spec, position: int, languages: _Languages, first_position: int):
+        if not isinstance(spec, dict):
+            raise SpecError(f"sections[{position}]: must be a mapping, got {spec!r}")
+        self.id = _identifier(spec.get("id"), f"sections[{position}].id")
+        where = f"section {self.id!r}"
+        unknown = sorted(set(spec) - _SECTION_FIELDS)
+        if unknown:
+            raise SpecError(f"{where}: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(_SECTION_FIELDS))})")
+        self.languages = languages
+        self.titles = languages.text(spec.get("title"), f"{where}.title")
+        self.intros = languages.text(spec.get("intro"), f"{where}.intro", required=False)
+        self.relevant = _expression(spec.get("relevant"), f"{where}.relevant")
+        items = spec.get("questions")
+        if not isinstance(items, list) or not items:
+            raise SpecError(f"{where}.questions: must be a non-empty list of questions")
+        self.items = [_item(item, first_position + i, languages) for i, item in enumerate(items)]
+        for item in self.items:
+            item.section = self
+
+    def title_in(self, language: str | None = None) -> str:
+        return localize(self.titles, language, self.languages.default)
+
+    def intro_in(self, language: str | None = None) -> str | None:
+        return localize(self.intros, language, self.languages.default)
+
+    def to_dict(self) -> dict:
+        spec = {"id": self.id, "title": self.titles}
+        if self.intros is not None:
+            spec["intro"] = self.intros
+        if self.relevant is not None:
+            spec["relevant"] = skiplogic.to_text(self.relevant)
+        spec["questions"] = [item.to_dict() for item in self.items]
+        return spec
+
+
+def leak_message(where: str, item_id: str, private_id: str) -> str:
+    decided = "must be answered" if where.endswith(".required") else "is shown"
+    return (f"{where}: refers to {private_id!r}, a private (randomized) question. Whether {item_id!r} {decided}, "
+            f"and so whether a report for it reaches the server, would reveal the true answer to {private_id!r}. "
+            f"Ask {item_id!r} of everyone instead, with an option such as 'does not apply' among its "
+            f"randomized answers.")

@@ -1,0 +1,57 @@
+"""Randomness for the samplers: the operating system's CSPRNG read in blocks, drawn exactly.
+
+A randomness source is anything with ``randbelow(n) -> int`` uniform on ``range(n)``; the default
+is the `secrets` module, and `WordPool` the block reader that batches use. Tests may inject a
+seeded one; real use must not. Twin of the JS client's ``src/randomness.js``.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+
+#: One word: 32 random bits.
+WORD = 1 << 32
+
+
+class WordPool:
+    """A `secrets`-grade source (``randbelow``) that reads the operating system's randomness in blocks of
+    ``words`` 32-bit words rather than once per draw: what `randomize_many` amortises. Rejection sampling
+    as `secrets.randbelow` does, so each draw is exactly uniform."""
+
+    def __init__(self, words: int = 4096):
+        self._size = max(64, words)
+        self._words = array("I")
+        self._next = 0
+        assert self._words.itemsize == 4
+
+    def word(self) -> int:
+        if self._next == len(self._words):
+            self._words = array("I", os.urandom(4 * self._size))
+            self._next = 0
+        word = self._words[self._next]
+        self._next += 1
+        return word
+
+    def below(self, limit: int) -> int:
+        """A uniform int in [0, limit) for 1 ≤ limit ≤ 2^32, from one word (rarely more: rejection)."""
+        ceiling = WORD - WORD % limit
+        word = self.word()
+        while word >= ceiling:
+            word = self.word()
+        return word % limit
+
+    def randbelow(self, n: int) -> int:
+        if n <= 0:
+            raise ValueError("randbelow needs n > 0")
+        if n <= WORD:
+            return self.below(n)
+        words = (max(n - 1, 1).bit_length() + 31) // 32
+        excess = 32 * words - max(n - 1, 1).bit_length()
+        while True:
+            value = 0
+            for _ in range(words):
+                value = value << 32 | self.word()
+            value >>= excess
+            if value < n:
+                return value

@@ -1,0 +1,90 @@
+"""Reading a spec's text: JSON, YAML 1.2 (where ``yes`` and ``no`` stay strings) or a file, with
+the size limits that keep a hostile spec from costing more than a glance."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from .errors import SpecError
+
+#: A spec file or body larger than this is refused before it is parsed (a 200-question bilingual
+#: survey is about 120 KB).
+MAX_SPEC_BYTES = 256 * 1024
+#: The pure-Python YAML 1.2 parser costs about 25 µs per token, whatever its length: a YAML spec
+#: with more structural marks (line breaks, commas, colons, dashes, brackets) than this is refused
+#: before it is parsed (a 200-question bilingual survey has about 7,500).
+MAX_YAML_MARKS = 15_000
+_YAML_MARKS = re.compile(r"[\n,:\-\[\]{}]")
+
+
+def from_json(text: str):
+    """The spec in a JSON text (a dict, unvalidated)."""
+    check_size(text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SpecError(f"survey: not valid JSON ({error})") from None
+    except RecursionError:
+        raise SpecError("survey: nested too deeply to be a survey spec") from None
+
+
+def from_yaml(text: str):
+    """The spec in a YAML text (a dict, unvalidated); JSON is YAML 1.2 too."""
+    check_size(text)
+    marks = len(_YAML_MARKS.findall(text))
+    if marks > MAX_YAML_MARKS:
+        raise SpecError(f"survey: {marks:,} YAML tokens, more than the {MAX_YAML_MARKS:,} a spec may have "
+                        f"(long option lists cost the most; JSON specs are read without this limit)")
+    return load_yaml(text)
+
+
+def read_text(path: Path) -> str:
+    """A spec file's text, refused before reading when larger than `MAX_SPEC_BYTES`."""
+    try:
+        if path.stat().st_size > MAX_SPEC_BYTES:
+            raise SpecError(f"{path}: larger than {MAX_SPEC_BYTES // 1024} KiB, the limit for a survey spec")
+        return path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise SpecError(f"{path}: cannot read ({error.strerror})") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not a text file (a spec is UTF-8 YAML or JSON; an XLSForm ends in .xlsx)") from None
+
+
+def check_size(text: str):
+    if len(text) > MAX_SPEC_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_SPEC_BYTES:
+        raise SpecError(f"survey: larger than {MAX_SPEC_BYTES // 1024} KiB, the limit for a survey spec")
+
+
+def load_yaml(text: str):
+    """Parse YAML 1.2, where ``yes``, ``no``, ``on`` and ``off`` are strings, not booleans.
+
+    PyYAML's YAML 1.1 rules would turn ``{yes: 1/4, no: 1/4}`` into boolean keys.
+    """
+    try:
+        from ruamel.yaml import YAML
+        from ruamel.yaml.error import YAMLError
+    except ImportError:  # the client itself needs only the standard library
+        raise SpecError("reading YAML specs needs ruamel.yaml: pip install 'deniable[yaml]' (or use JSON)") from None
+    try:
+        # pure: ruamel's C parser (libyaml) follows the YAML 1.1 grammar and refuses some 1.2
+        # plain scalars ("Which region do you live in?, …" in a flow mapping).
+        data = YAML(typ="safe", pure=True).load(text)
+    except YAMLError as error:
+        raise SpecError(f"survey: not valid YAML ({error})") from None
+    try:
+        return _plain(data)
+    except RecursionError:  # a recursive alias (a: &a [*a]) or absurd nesting
+        raise SpecError("survey: the YAML refers to itself (a recursive alias) or is nested too deeply") from None
+
+
+def _plain(value):
+    """ruamel's safe loader already yields dict/list/str/int/float/bool/None; dates become text."""
+    if isinstance(value, dict):
+        return {str(k) if not isinstance(k, (str, bool)) else k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    return str(value)
