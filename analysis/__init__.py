@@ -17,14 +17,15 @@ _HOMES = {
     "BINARY_METHODS": "estimators", "DEFAULT_BINARY_METHOD": "estimators", "ConfidenceInterval": "estimators",
     "Comparison": "groups", "compare": "groups", "subgroup_frame": "groups", "subgroups": "groups",
     "Certificate": "likelihood", "ConvergenceWarning": "likelihood",
-    "LoadedSurvey": "loading", "LoadError": "loading", "PoolingError": "loading", "Version": "loading", "load": "loading",
+    "LoadError": "errors", "PoolingError": "errors", "load": "loading",
     "QuestionPlan": "planning", "compare_designs": "planning", "describe_plan": "planning",
     "margin_of_error": "planning", "plan": "planning", "power": "planning", "sample_size": "planning",
     "unit_variance": "planning",
     "logistic": "regression",
     "EstimateTable": "tables", "estimate_table": "tables",
     "CATEGORICAL_METHODS": "results", "EstimateResult": "results", "MeanEstimate": "results", "Summary": "results",
-    "estimate": "results", "population": "results",
+    "estimate": "estimation", "population": "estimation", "AnalysisError": "errors",
+    "LoadedSurvey": "loaded", "Version": "loaded",
 }
 
 __all__ = sorted(_HOMES)

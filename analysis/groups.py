@@ -12,8 +12,9 @@ from deniable.client.laplace import LaplaceMechanism
 
 from . import estimators as est
 from .errors import AnalysisError
+from .estimation import _estimate
 from .planning import scores
-from .results import EstimateResult, _estimate
+from .results import EstimateResult
 
 
 def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: str | None = None,

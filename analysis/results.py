@@ -1,4 +1,4 @@
-"""`estimate()` and its result object: one estimator per question shape, one result type for all.
+"""The result of `estimate()`: one result type for every question shape, with its summary.
 
 The estimate of record (column ``estimate``, property `EstimateResult.estimate`, every surface) is the
 maximum-likelihood estimate on the parameter space, certified by its KKT conditions; the unbiased
@@ -13,17 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from deniable.client import Question, skiplogic
-from deniable.client.laplace import LaplaceMechanism
-from deniable.client.mechanisms import Mechanism, UnaryMechanism
+from deniable.client.mechanisms import Mechanism
 
-from . import channels, likelihood
 from . import estimators as est
-from .counting import count_reports
-from .errors import AnalysisError
-from .planning import scores
+from . import likelihood
 
 #: Columns of every estimate table, in order.
 COLUMNS = ["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"]
@@ -123,6 +117,8 @@ class EstimateResult:
         ``wald``; other designs ``likelihood`` (default) and ``wald``."""
         if level is None and method is None and simultaneous is None:
             return self.table[["ci_low", "ci_high"]].copy()
+        from .estimation import _estimate  # estimation builds results: imported when asked, not at load
+
         again = _estimate(self.mechanism, self.counts, level or self.level, method or self.method, self.question_id,
                           self.simultaneous if simultaneous is None else simultaneous, warn=False, scores=self.scores)
         return again.table[["ci_low", "ci_high"]]
@@ -214,228 +210,3 @@ class Summary:
         return self.as_text()
 
     __repr__ = __str__
-
-
-def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: str | None = None,
-             simultaneous: bool = False, language: str | None = None) -> EstimateResult:
-    """Estimates for one question: maximum likelihood on the parameter space, with intervals.
-
-    ``estimate(question_or_mechanism, reports)`` with a list, numpy array or pandas Series of report
-    values, or ``estimate(loaded_survey, "question_id")`` for data from `load`. ``level`` is each
-    interval's confidence unless ``simultaneous`` asks for all of a question's intervals to hold together
-    (Bonferroni). ``method``: see `EstimateResult.conf_int`. ``language`` adds a ``label`` column (each
-    answer's label in that language; the index keeps the stable option names) and the question's text.
-
-    A question that skip logic shows to some respondents only is estimated among them: the result
-    says whom (``population``, in `summary` and in ``to_frame().attrs``).
-    """
-    if not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise AnalysisError(f"level must be between 0 and 1, got {level!r}")
-    if hasattr(question_or_mechanism, "question_counts"):  # a LoadedSurvey
-        loaded, question_id = question_or_mechanism, reports
-        question = loaded.question(question_id)
-        result = _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
-                           simultaneous, scores=scores(question))
-        result.population = loaded.population(question_id)
-        result.versions = [v.label for v in loaded.versions_for(question_id)]
-        return _localize(result, question, language)
-    if isinstance(question_or_mechanism, Question):
-        mechanism, question_id = question_or_mechanism.mechanism, question_or_mechanism.id
-    elif isinstance(question_or_mechanism, Mechanism):
-        mechanism, question_id = question_or_mechanism, None
-    else:
-        raise TypeError("estimate() takes a Question, a Mechanism or a loaded survey")
-    if reports is None:
-        raise AnalysisError("reports: required (a list, numpy array or pandas Series of report values)")
-    result = _estimate(mechanism, count_reports(mechanism, reports), level, method, question_id, simultaneous,
-                       scores=scores(question_or_mechanism) if isinstance(question_or_mechanism, Question) else None)
-    return _localize(result, question_or_mechanism, language) if isinstance(question_or_mechanism, Question) else result
-
-
-def population(survey, question_id: str) -> str | None:
-    """Whom skip logic asks ``question_id`` of ("respondents with worked = 'yes'"); None: everyone."""
-    condition = survey.condition(question_id)
-    return None if condition is None else f"respondents with {skiplogic.to_text(condition)}"
-
-
-def _localize(result: EstimateResult, question: Question, language: str | None) -> EstimateResult:
-    result.text = question.text_in(language)
-    if language is not None and question.type in ("choice", "ordinal", "multi_select"):
-        result.table.insert(0, "label", [question.option_label(value, language) for value in result.table.index])
-    return result
-
-
-def _estimate(mechanism, counts, level, method, question_id, simultaneous=False, warn=True, scores=None) -> EstimateResult:
-    """``scores``: what the result's mean averages (`planning.scores`); a number's grid by default."""
-    counts = np.asarray(counts, dtype=np.int64)
-    if counts.sum() == 0:
-        raise AnalysisError(f"{question_id or 'question'}: no reports to estimate from")
-    if isinstance(mechanism, UnaryMechanism):
-        result = _multi_select(mechanism, counts, level, method, question_id, simultaneous)
-    elif isinstance(mechanism, LaplaceMechanism):
-        result = _grid(mechanism, counts, level, method, question_id, simultaneous, scores)
-    elif channels.is_binary(mechanism):
-        result = _binary(mechanism, counts, level, method, question_id)
-    else:
-        result = _grid(mechanism, counts, level, method, question_id, simultaneous, scores)
-    result.scores = None if result.mean is None else (
-        scores if scores is not None else np.array(mechanism.answers, dtype=float))
-    certificate = result.certificate
-    if not certificate.converged:
-        result.notes.insert(0, f"NOT CERTIFIED: the maximiser stopped with KKT residual {certificate.kkt_residual:.2e} "
-                               f"(tolerance {certificate.tolerance:.0e}); the estimate may not be the maximum")
-        if warn:
-            likelihood.warn_if_uncertified(certificate, question_id or mechanism.design, stacklevel=4)
-    if certificate.unique is False:
-        result.notes.append("the likelihood has more than one maximiser for these counts: other distributions fit the "
-                            "reports exactly as well, so the estimate is one of them (the intervals cover them all)")
-    return result
-
-
-def _check_method(method, methods, design):
-    if method not in methods:
-        raise AnalysisError(f"method must be one of {', '.join(methods)} for a {design} question, got {method!r}")
-
-
-def _binary_share(channel: channels.BinaryChannel, k: int, n: int, level: float, method: str):
-    """(estimate, se, interval, unbiased, unbiased se, certificate) of the share behind k "yes" of n."""
-    mle = est.binary_mle(channel, k, n)
-    interval, _ = est.binary_interval(channel, k, n, level, method)
-    unbiased = float(channel.prevalence(k / n))
-    q = np.array([[channel.p, channel.q], [1 - channel.p, 1 - channel.q]])
-    certificate = likelihood.certify(q, np.array([k, n - k]), np.array([mle, 1 - mle]))
-    return (mle, math.sqrt(channel.unit_variance(channel.rate(mle)) / n), interval, unbiased,
-            math.sqrt(channel.unit_variance(k / n) / n), certificate)
-
-
-def _binary(mechanism, counts, level, method, question_id):
-    """Two answers (yes/no, or a choice of two): the first answer's share from its binomial report count."""
-    method = method or est.DEFAULT_BINARY_METHOD
-    _check_method(method, est.BINARY_METHODS, "two-answer")
-    channel = channels.binary_channel(mechanism)
-    first, second = mechanism.answers
-    k, n = int(counts[0]), int(counts.sum())
-    value, se, (low, high), unbiased, unbiased_se, certificate = _binary_share(channel, k, n, level, method)
-    table = pd.DataFrame({"estimate": [value, 1 - value], "se": [se, se], "ci_low": [low, 1 - high],
-                          "ci_high": [high, 1 - low], "unbiased": [unbiased, 1 - unbiased],
-                          "unbiased_se": [unbiased_se, unbiased_se]}, index=pd.Index([first, second], name="answer"))
-    notes = [] if 0 <= unbiased <= 1 else [_outside_note([first], f"the observed rate of {first!r} reports is outside "
-                                                                   "what the design can produce")]
-    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
-                          covariance=np.array([[se**2, -se**2], [-se**2, se**2]]), notes=notes)
-
-
-def _outside_note(answers, why: str) -> str:
-    listed = ", ".join(map(str, answers))
-    return (f"the unbiased estimate of {listed} lies outside [0, 1] ({why}); the estimate is the maximum-likelihood "
-            "one on the parameter space and the interval is for it")
-
-
-def _multi_select(mechanism, counts, level, method, question_id, simultaneous):
-    method = method or est.DEFAULT_BINARY_METHOD
-    _check_method(method, est.BINARY_METHODS, "multi-select")
-    channel = channels.binary_channel(mechanism)
-    n = int(counts.sum())
-    options = mechanism.options
-    each = est.per_answer_level(level, len(options), simultaneous)
-    membership = np.array([[option in report for report in mechanism.reports] for option in options])
-    rows, certificates = [], []
-    for option, selected in zip(options, membership):
-        value, se, (low, high), unbiased, unbiased_se, certificate = _binary_share(
-            channel, int(counts[selected].sum()), n, each, method)
-        rows.append((value, se, low, high, unbiased, unbiased_se))
-        certificates.append(certificate)
-    table = pd.DataFrame(rows, columns=COLUMNS, index=pd.Index(options, name="option"))
-    notes = ["each row is the share selecting that option (options are not exclusive)"]
-    outside = [o for o, u in zip(options, table["unbiased"]) if not 0 <= u <= 1]
-    if outside:
-        notes.append(_outside_note(outside, "sampling noise at this n"))
-    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table,
-                          likelihood.Certificate.worst(certificates), simultaneous=simultaneous, notes=notes)
-
-
-def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=None):
-    """Single choice, ordinal, public choice and numeric grids: the simplex of answer shares."""
-    numeric = isinstance(mechanism, LaplaceMechanism)
-    q = channels.channel_matrix(mechanism)
-    marginal = None if numeric else channels.marginal_channel(q)
-    if marginal is not None:
-        method = method or est.DEFAULT_BINARY_METHOD
-        _check_method(method, MARGINAL_METHODS, mechanism.design)
-    else:
-        method = method or DEFAULT_CATEGORICAL_METHOD
-        _check_method(method, CATEGORICAL_METHODS, mechanism.design)
-    n = int(counts.sum())
-    pi, found = likelihood.maximise(q, counts)
-    checked = likelihood.certify(q, counts, pi)
-    certificate = likelihood.Certificate(checked.kkt_residual, checked.optimality_gap, found.iterations,
-                                         checked.tolerance, checked.unique)
-    covariance = channels.fitted_covariance(q, pi) / n
-    se = np.sqrt(np.clip(np.diag(covariance), 0, None))
-    unbiased, unbiased_covariance = est.unbiased(q, counts)
-    unbiased_se = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))
-    each = est.per_answer_level(level, len(pi), simultaneous)
-    notes = []
-    row_method = method
-    if marginal is not None and method == "clopper-pearson":
-        low, high = _clopper_pearson_shares(marginal, counts, n, each)
-        # The interval is for the answer's own binomial count; the estimate also uses the simplex, so it can sit a
-        # hair outside: widen to reach it (a superset covers at least as often).
-        low, high = np.minimum(low, pi), np.maximum(high, pi)
-    else:
-        if numeric and method == "likelihood" and len(pi) > PROFILE_GRID_LIMIT:
-            row_method = "wald"
-            notes.append(f"the {len(pi)} grid rows have Wald intervals (profile intervals for each of more than "
-                         f"{PROFILE_GRID_LIMIT} grid points would take seconds); the mean's interval is profile likelihood")
-        low, high = _share_intervals(q, counts, pi, se, each, row_method)
-    table = pd.DataFrame({"estimate": pi, "se": se, "ci_low": low, "ci_high": high, "unbiased": unbiased,
-                          "unbiased_se": unbiased_se},
-                         index=pd.Index(mechanism.answers, name="value" if numeric else "answer"))
-    outside = [a for a, u in zip(mechanism.answers, unbiased) if not -1e-12 <= u <= 1 + 1e-12]
-    if outside and not numeric:
-        notes.append(_outside_note(outside, "sampling noise at this n"))
-    mean = None
-    if numeric:
-        notes.append("rows are the estimated distribution on the grid; the mean is the grid average under it")
-        scores = np.array(mechanism.answers, dtype=float) if scores is None else scores
-    elif scores is not None:
-        notes.append(f"the mean is the average position on the scale (1 = {mechanism.answers[0]}, "
-                     f"{len(scores)} = {mechanism.answers[-1]}) under the estimated shares")
-    if scores is not None:
-        mean = _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, scores, level,
-                     "likelihood" if method == "clopper-pearson" else method)
-    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
-                          covariance, mean=mean, simultaneous=simultaneous, notes=notes)
-
-
-def _clopper_pearson_shares(channel, counts, n, level):
-    """`estimators.binary_interval` (Clopper–Pearson) for every answer's count at once: the quantiles are
-    computed in one vectorised call; the rare count whose mapped interval misses [0, 1] takes the scalar path."""
-    rate_low, rate_high = est.clopper_pearson_rates(counts, n, level)
-    low, high = np.sort(np.vstack([channel.prevalence(rate_low), channel.prevalence(rate_high)]), axis=0)
-    for j in np.flatnonzero((high <= 0) | (low >= 1)):
-        low[j], high[j] = est.binary_interval(channel, int(counts[j]), n, level, "clopper-pearson")[0]
-    return np.clip(low, 0, 1), np.clip(high, 0, 1)
-
-
-def _share_intervals(q, counts, pi, se, level, method):
-    if method == "wald":
-        z = stats.norm.isf((1 - level) / 2)
-        return np.clip(pi - z * se, 0, None), np.clip(pi + z * se, None, 1)
-    cut = likelihood.likelihood_cut(level)
-    ends = [likelihood.profile_interval(q, counts, pi, unit, cut) for unit in np.eye(len(pi))]
-    low, high = np.array(ends).T
-    return np.clip(low, 0, 1), np.clip(high, 0, 1)
-
-
-def _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, grid, level, method) -> MeanEstimate:
-    value = float(grid @ pi)
-    se = math.sqrt(max(float(grid @ covariance @ grid), 0.0))
-    if method == "wald":
-        z = stats.norm.isf((1 - level) / 2)
-        low, high = max(value - z * se, grid[0]), min(value + z * se, grid[-1])
-    else:
-        low, high = likelihood.profile_interval(q, counts, pi, grid, likelihood.likelihood_cut(level))
-    unbiased_se = math.sqrt(max(float(grid @ unbiased_covariance @ grid), 0.0))
-    return MeanEstimate(value, se, est.ConfidenceInterval(float(low), float(high)), level, method,
-                        float(grid @ unbiased), unbiased_se)

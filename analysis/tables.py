@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from .errors import PoolingError
 from .groups import subgroup_frame, subgroups
-from .loading import LoadedSurvey, PoolingError
+from .loaded import LoadedSurvey
 
 
 @dataclass

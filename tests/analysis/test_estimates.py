@@ -6,7 +6,8 @@ import pytest
 
 from deniable.analysis import DEFAULT_BINARY_METHOD, EstimateResult, channels, estimate, load
 from deniable.analysis import estimators as est
-from deniable.analysis.validation import (
+from deniable.client import Survey
+from scripts.validation import (
     GRID_EPSILON,
     GRID_N,
     GRID_PI,
@@ -15,7 +16,6 @@ from deniable.analysis.validation import (
     exact_coverage,
     simulation_study,
 )
-from deniable.client import Survey
 
 
 def question(**spec):
@@ -154,7 +154,7 @@ def test_simulated_coverage_of_profile_likelihood_intervals(cell):
 
 
 def test_vectorised_clopper_pearson_agrees_with_the_scalar_one():
-    from deniable.analysis.results import _clopper_pearson_shares
+    from deniable.analysis.estimation import _clopper_pearson_shares
 
     channel, rng = channels.BinaryChannel(0.5, 1 / 6), np.random.default_rng(2)
     for n in (1, 5, 50, 1000):

@@ -12,7 +12,7 @@ from scipy import optimize
 
 from deniable.analysis import channels, estimate, likelihood
 from deniable.analysis import estimators as est
-from deniable.analysis.results import _estimate
+from deniable.analysis.estimation import _estimate
 from deniable.client import Survey
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import ChannelMechanism, UnaryMechanism

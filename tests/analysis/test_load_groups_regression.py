@@ -7,10 +7,10 @@ import statsmodels.api as sm
 
 from deniable import storage
 from deniable.analysis import LoadError, compare, estimate, load, logistic, subgroup_frame, subgroups
-from deniable.analysis.validation import regression_study
 from deniable.client import Survey
 from deniable.server import create_app
 from deniable.server.demo import TRUTH
+from scripts.validation import regression_study
 from tests.conftest import EXAMPLES
 
 

@@ -141,7 +141,9 @@ CASES = [
 ]
 
 
-def timed(case: Case, context: Context) -> tuple[int, float]:
-    start = time.perf_counter()
+def timed(case: Case, context: Context, clock=time.perf_counter) -> tuple[int, float]:
+    """(status, seconds by ``clock``): wall time for the benchmark, the process's CPU time for tests,
+    which share a machine with other work (a wall-clock bound there measures the neighbours)."""
+    start = clock()
     status = case.run(context)
-    return status, time.perf_counter() - start
+    return status, clock() - start

@@ -1,0 +1,177 @@
+"""What `load` returns: a survey's versions with their reports, pooled question by question where
+the randomization is the same (`LoadedSurvey`), and the words for a change that forbids pooling."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from deniable.client import ReportError, Survey, grouping_question
+from deniable.client.versions import label as version_label
+
+from .counting import key as _key
+from .errors import LoadError, PoolingError
+
+
+@dataclass
+class Version:
+    """One stored version of a survey as loaded: its number (None for an export file), spec hash,
+    spec, response count, and how to count and frame its reports."""
+
+    number: int | None
+    spec_hash: str
+    survey: Survey
+    n: int
+    counter: Callable = field(repr=False)  # (question_id, by) -> {group_key_or_None: {report_key: count}}
+    framer: Callable = field(repr=False)  # question ids -> DataFrame, one row per response
+
+    @property
+    def label(self) -> str:
+        return version_label(self.number, self.spec_hash)
+
+
+class LoadedSurvey:
+    """One version of a survey with its reports, or several pooled (``load(..., all_versions=True)``).
+    Build with `load`.
+
+    Pooled, each question is estimated over the versions that ask it, provided its randomization
+    (design, answers, exact channel) and whom skip logic asks it of are the same in all of them: a
+    reworded question keeps its data, a changed design refuses with `PoolingError` naming the change.
+    """
+
+    def __init__(self, versions: list[Version], source: str):
+        self.versions = sorted(versions, key=lambda v: (v.number is None, v.number or 0))
+        newest = self.versions[-1]
+        self.survey = newest.survey  # the newest version: texts, order and conditions shown
+        self.spec_hash = newest.spec_hash
+        self.source = source
+        self.n = sum(v.n for v in self.versions)
+        self._cache = {}
+        self._pools = {}
+
+    @property
+    def pooled(self) -> bool:
+        return len(self.versions) > 1
+
+    def versions_for(self, question_id: str) -> list[Version]:
+        """The versions whose reports of ``question_id`` are counted together (all of them, unless
+        some do not ask it); `PoolingError` when its randomization differs between them."""
+        if question_id not in self._pools:
+            asking = [v for v in self.versions if question_id in v.survey.questions]
+            if not asking:
+                raise LoadError(f"no question {question_id!r} in survey {self.survey.id!r}", "question")
+            first = asking[0]
+            for other in asking[1:]:
+                difference = channel_difference(first.survey, other.survey, question_id)
+                if difference:
+                    raise PoolingError(f"{question_id}: cannot pool versions {first.label} and {other.label}: "
+                                       f"{difference}; estimate each version on its own")
+            self._pools[question_id] = asking
+        return self._pools[question_id]
+
+    def question(self, question_id: str):
+        """The question as the newest version that asks it has it."""
+        return self.versions_for(question_id)[-1].survey.questions[question_id]
+
+    def population(self, question_id: str) -> str | None:
+        from .estimation import population
+
+        return population(self.versions_for(question_id)[-1].survey, question_id)
+
+    def _raw_counts(self, question_id: str, by: str | None) -> dict:
+        if (question_id, by) not in self._cache:
+            wanted = self.versions_for(question_id)
+            if by is not None:
+                grouping = {v.spec_hash for v in self.versions_for(by)}
+                wanted = [v for v in wanted if v.spec_hash in grouping]
+            total: dict = {}
+            for version in wanted:
+                for group, counts in version.counter(question_id, by).items():
+                    into = total.setdefault(group, {})
+                    for report, count in counts.items():
+                        into[report] = into.get(report, 0) + count
+            self._cache[question_id, by] = total
+        return self._cache[question_id, by]
+
+    def question_counts(self, question_id: str, by: str | None = None, level=None) -> np.ndarray:
+        """Counts of each report value of a question, in the mechanism's report order (summed over
+        the pooled versions)."""
+        question = self.question(question_id)
+        raw = self._raw_counts(question_id, by).get(None if by is None else _key(level), {})
+        return np.array([raw.get(_key(r), 0) for r in question.mechanism.reports], dtype=np.int64)
+
+    def levels(self, by: str) -> list:
+        """The values of a public question present in the data, in the question's order."""
+        try:
+            question = grouping_question(self.versions_for(by)[-1].survey, by)
+        except ReportError as error:
+            raise LoadError(error.message, error.field) from None
+        present = self._raw_counts(by, by)
+        return [value for value in question.mechanism.reports if _key(value) in present]
+
+    def frame(self, question_ids=None) -> pd.DataFrame:
+        """One row per response, one column per question (reports as values); pooled, the rows of every
+        version (a question a version does not ask is empty there)."""
+        ids = list(question_ids or self.survey.questions)
+        asked = {qid: {v.spec_hash for v in self.versions_for(qid)} for qid in ids}
+        parts = []
+        for version in self.versions:
+            own = [qid for qid in ids if version.spec_hash in asked[qid]]
+            if own:
+                parts.append(version.framer(own).reindex(columns=ids))
+        return pd.concat(parts) if len(parts) != 1 else parts[0]
+
+    def estimate(self, question_id: str, level: float = 0.95, method: str | None = None, simultaneous: bool = False,
+                 language: str | None = None):
+        from .estimation import estimate
+
+        return estimate(self, question_id, level=level, method=method, simultaneous=simultaneous, language=language)
+
+    def estimate_all(self, level: float = 0.95, simultaneous: bool = False, language: str | None = None) -> dict:
+        """Every question with reports (each on its own n: skip logic asks some of some respondents only)."""
+        return {qid: self.estimate(qid, level, simultaneous=simultaneous, language=language)
+                for qid in self.survey.questions if self.question_counts(qid).sum() > 0}
+
+    def __repr__(self):
+        which = ("versions " + ", ".join(v.label for v in self.versions)) if self.pooled else \
+            f"version {self.versions[0].label}"
+        return f"<LoadedSurvey {self.survey.id} {which} n={self.n} from {self.source}>"
+
+
+def channel_difference(first: Survey, second: Survey, question_id: str) -> str | None:
+    """How ``question_id`` is randomized or asked differently in two versions (None: the same), in words."""
+    a, b = first.questions[question_id], second.questions[question_id]
+    m, n = a.mechanism, b.mechanism
+    if a.type != b.type:
+        return f"the question type changed from {a.type} to {b.type}"
+    if m.design != n.design:
+        return f"the design changed from {m.design} to {n.design}"
+    if m.answers != n.answers:
+        return f"the answers changed from {_listed(m.answers)} to {_listed(n.answers)}"
+    if m.reports != n.reports:
+        return f"the reports changed from {_listed(m.reports)} to {_listed(n.reports)}"
+    if m.exp_epsilon != n.exp_epsilon:
+        return f"ε changed from {m.epsilon:.4g} to {n.epsilon:.4g}"
+    if not m.same_channel(n):
+        return f"the randomization probabilities changed ({_params(m)} to {_params(n)})"
+    before, after = first.condition(question_id), second.condition(question_id)
+    if before != after:
+        from deniable.client import skiplogic
+
+        def whom(condition):
+            return "everyone" if condition is None else f"respondents with {skiplogic.to_text(condition)}"
+
+        return f"it was asked of {whom(before)}, then of {whom(after)}"
+    return None
+
+
+def _listed(values) -> str:
+    shown = ", ".join(map(str, values[:6])) + (", …" if len(values) > 6 else "")
+    return f"[{shown}]"
+
+
+def _params(mechanism) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in mechanism.params.items() if k != "design") or "defaults"
