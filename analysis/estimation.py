@@ -95,6 +95,8 @@ def _estimate(mechanism, counts, level, method, question_id, simultaneous=False,
         result = _grid(mechanism, counts, level, method, question_id, simultaneous, scores)
     result.scores = None if result.mean is None else (
         scores if scores is not None else np.array(mechanism.answers, dtype=float))
+    result.refit = lambda level, method, simultaneous: _estimate(mechanism, counts, level, method, question_id,
+                                                                  simultaneous, warn=False, scores=result.scores)
     certificate = result.certificate
     if not certificate.converged:
         result.notes.insert(0, f"NOT CERTIFIED: the maximiser stopped with KKT residual {certificate.kkt_residual:.2e} "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -83,6 +84,9 @@ class EstimateResult:
     #: The stored versions whose reports were counted ("2 abc123def456"), pooled when more than one
     #: (their randomization of this question is identical); None for reports given directly.
     versions: list | None = None
+    #: How to estimate these counts again at another level or method (set by `estimate`, which builds
+    #: every result): `conf_int` asks it rather than import the estimators the results sit beneath.
+    refit: Callable | None = field(repr=False, default=None, compare=False)
 
     @property
     def n(self) -> int:
@@ -117,10 +121,8 @@ class EstimateResult:
         ``wald``; other designs ``likelihood`` (default) and ``wald``."""
         if level is None and method is None and simultaneous is None:
             return self.table[["ci_low", "ci_high"]].copy()
-        from .estimation import _estimate  # estimation builds results: imported when asked, not at load
-
-        again = _estimate(self.mechanism, self.counts, level or self.level, method or self.method, self.question_id,
-                          self.simultaneous if simultaneous is None else simultaneous, warn=False, scores=self.scores)
+        again = self.refit(level or self.level, method or self.method,
+                           self.simultaneous if simultaneous is None else simultaneous)
         return again.table[["ci_low", "ci_high"]]
 
     def to_frame(self) -> pd.DataFrame:
