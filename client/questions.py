@@ -33,6 +33,13 @@ _OPTION_FIELDS = {"value", "label"}
 RIGHT_TO_LEFT = frozenset({"ar", "arc", "dv", "fa", "ha", "he", "khw", "ks", "ku", "ps", "sd", "ur", "yi"})
 
 
+def refuse_unknown_fields(spec: dict, allowed: set, where: str):
+    """SpecError naming the first field of ``spec`` that ``allowed`` does not list, and what is allowed."""
+    unknown = sorted(set(spec) - allowed, key=str)
+    if unknown:
+        raise SpecError(f"{where}: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+
+
 def _identifier(value, where: str) -> str:
     if not isinstance(value, str) or not _ID.match(value):
         raise SpecError(f"{where}: must be 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit; got {value!r}")
@@ -108,9 +115,7 @@ class _Item:
     def __init__(self, spec: dict, position: int, languages: _Languages, allowed: set):
         self.id = _identifier(spec.get("id"), f"questions[{position}].id")
         self.where = where = f"question {self.id!r}"
-        unknown = sorted(set(spec) - allowed)
-        if unknown:
-            raise SpecError(f"{where}: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+        refuse_unknown_fields(spec, allowed, where)
         self.languages = languages
         self.texts = languages.text(spec.get("text"), f"{where}.text")
         self.hints = languages.text(spec.get("hint"), f"{where}.hint", required=False)
@@ -229,9 +234,7 @@ class Question(_Item):
         values = []
         for i, option in enumerate(options):
             if isinstance(option, dict):  # {value: never, label: {en: Never, es: Nunca}}
-                unknown = sorted(set(option) - _OPTION_FIELDS)
-                if unknown:
-                    raise SpecError(f"{where}.options[{i}]: unknown field {unknown[0]!r} (allowed: label, value)")
+                refuse_unknown_fields(option, _OPTION_FIELDS, f"{where}.options[{i}]")
                 value = _plain_text(option.get("value"), f"{where}.options[{i}].value")
                 self.option_labels[value] = self.languages.text(option.get("label"), f"{where}.options[{i}].label")
             else:
@@ -333,9 +336,7 @@ class Section:
             raise SpecError(f"sections[{position}]: must be a mapping, got {spec!r}")
         self.id = _identifier(spec.get("id"), f"sections[{position}].id")
         where = f"section {self.id!r}"
-        unknown = sorted(set(spec) - _SECTION_FIELDS)
-        if unknown:
-            raise SpecError(f"{where}: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(_SECTION_FIELDS))})")
+        refuse_unknown_fields(spec, _SECTION_FIELDS, where)
         self.languages = languages
         self.titles = languages.text(spec.get("title"), f"{where}.title")
         self.intros = languages.text(spec.get("intro"), f"{where}.intro", required=False)

@@ -43,6 +43,7 @@ from .questions import (
     _plain_text,
     leak_message,
     localize,
+    refuse_unknown_fields,
 )
 
 
@@ -56,9 +57,7 @@ class Survey:
             check_json_text(spec, "survey")
         except ValueError as error:
             raise SpecError(str(error)) from None
-        unknown = sorted(set(spec) - _SURVEY_FIELDS, key=str)
-        if unknown:
-            raise SpecError(f"survey: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(_SURVEY_FIELDS))})")
+        refuse_unknown_fields(spec, _SURVEY_FIELDS, "survey")
         self.id = _identifier(spec.get("id"), "survey.id")
         self.languages = _Languages(spec.get("languages"), spec.get("default_language"))
         self.titles = self.languages.text(spec.get("title"), "survey.title")
