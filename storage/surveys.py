@@ -61,6 +61,9 @@ class Surveys:
         """
         if access not in (None, "open", "token"):
             raise Invalid(f"access must be 'open' or 'token', got {access!r}", "access")
+        # The stored text reads back to this very survey: remember it, so the record below does not
+        # parse and build every mechanism of the spec a second time.
+        _SPEC_CACHE.setdefault(survey.canonical_json(), survey)
         with self.transaction():
             row = self._survey_row(survey.id)
             if row is not None and row["current_hash"] == survey.hash:
