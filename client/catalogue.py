@@ -48,6 +48,31 @@ MESSAGES = {
                             "sees the data sees your answer.",
         "one_sided_statement": "Your answer is randomized on your device before it is sent, but only one way: one "
                                "of the reports is only ever sent for one particular true answer, and then reveals it.",
+        "respondent_combined": "You give one combined answer to this question and a second one",
+        "respondent_instruction": "You follow the instruction yourself",
+        "respondent_companion_fact": "your answer to the second question",
+        "respondent_draw_fact": "the outcome of the instruction's draw (such as a birthday)",
+        "respondent_statement": "{how}, so this device never sees your true answer and sends only what you choose. "
+                                "Whatever anyone believed about you beforehand, what you send can change the odds by "
+                                "a factor of at most {factor} (ε = {epsilon}): someone {prior} sure would become at "
+                                "most {posterior} sure. This holds as long as the researcher cannot know {fact}, and "
+                                "it has nothing to do with your answer to this question.",
+        "respondent_one_sided_statement": "{how}, so this device never sees your true answer and sends only what you "
+                                          "choose. One choice is only ever made by someone whose true answer is no, so "
+                                          "choosing it reveals that answer; the other hides your answer among everyone "
+                                          "who made it. This holds as long as the researcher cannot know {fact}, and it "
+                                          "has nothing to do with your answer to this question.",
+        "crosswise_prompt": "Do not tell us your answer to the question above. Think of it and of your answer to a "
+                            "second question: “{companion}” Are your two answers the same (both yes or both no), or "
+                            "different? Choose only that.",
+        "triangular_prompt": "Do not tell us your answer to the question above. Think of it and of your answer to a "
+                             "second question: “{companion}” Choose A if both answers are no; otherwise choose B.",
+        "randomizer_prompt": "Before you answer, follow this instruction, without anyone seeing: {instruction} "
+                             "Then choose the answer it gives you.",
+        "same": "The same (both yes or both no)",
+        "different": "Different (one yes, one no)",
+        "no_to_both": "A: no to both",
+        "other": "B: any other combination",
         "public_warning": "Some answers are sent as given, with no privacy guarantee: {questions}.",
         "open_warning": "This survey accepts answers without an invitation link. If you answer it more than "
                         "once, each extra answer tells a little more about you: please answer once.",
@@ -142,6 +167,33 @@ MESSAGES = {
         "one_sided_statement": "Su respuesta se aleatoriza en su dispositivo antes de enviarse, pero solo en un "
                                "sentido: uno de los informes solo se envía para una respuesta verdadera concreta, y "
                                "entonces la revela.",
+        "respondent_combined": "Usted da una sola respuesta combinada a esta pregunta y a una segunda",
+        "respondent_instruction": "Usted sigue la instrucción por su cuenta",
+        "respondent_companion_fact": "su respuesta a la segunda pregunta",
+        "respondent_draw_fact": "el resultado del sorteo que pide la instrucción (como una fecha de cumpleaños)",
+        "respondent_statement": "{how}, así que este dispositivo nunca ve su respuesta verdadera y solo envía lo que "
+                                "usted elige. Crea lo que crea alguien sobre usted de antemano, lo que envía puede "
+                                "cambiar las probabilidades como mucho en un factor de {factor} (ε = {epsilon}): "
+                                "alguien seguro al {prior} pasaría a estar seguro como mucho al {posterior}. Esto vale "
+                                "mientras quien investiga no pueda conocer {fact}, y no tenga nada que ver con su "
+                                "respuesta a esta pregunta.",
+        "respondent_one_sided_statement": "{how}, así que este dispositivo nunca ve su respuesta verdadera y solo "
+                                          "envía lo que usted elige. Una de las opciones solo la elige quien responde "
+                                          "no de verdad, así que elegirla revela esa respuesta; la otra oculta su "
+                                          "respuesta entre todas las personas que la eligen. Esto vale mientras quien "
+                                          "investiga no pueda conocer {fact}, y no tenga nada que ver con su respuesta "
+                                          "a esta pregunta.",
+        "crosswise_prompt": "No nos diga su respuesta a la pregunta de arriba. Piense en ella y en su respuesta a una "
+                            "segunda pregunta: «{companion}» ¿Son sus dos respuestas iguales (las dos sí o las dos "
+                            "no) o distintas? Elija solo eso.",
+        "triangular_prompt": "No nos diga su respuesta a la pregunta de arriba. Piense en ella y en su respuesta a una "
+                             "segunda pregunta: «{companion}» Elija A si las dos respuestas son no; si no, elija B.",
+        "randomizer_prompt": "Antes de responder, siga esta instrucción sin que nadie le vea: {instruction} Luego "
+                             "elija la respuesta que le indique.",
+        "same": "Iguales (las dos sí o las dos no)",
+        "different": "Distintas (una sí y otra no)",
+        "no_to_both": "A: no a las dos",
+        "other": "B: cualquier otra combinación",
         "public_warning": "Algunas respuestas se envían tal cual, sin garantía de privacidad: {questions}.",
         "open_warning": "Esta encuesta acepta respuestas sin enlace de invitación. Si la responde más de una vez, "
                         "cada respuesta adicional dice un poco más sobre usted: responda una sola vez.",
@@ -214,9 +266,26 @@ def _number(value: float, digits: int) -> str:
     return f"{value:.{digits}g}"
 
 
-def privacy_statement(epsilon: float, language: str | None, prior: float = 0.02, randomized: bool = False) -> str:
-    """`deniable.client.Question.privacy_statement` in the page's language."""
+#: Per respondent-side design: the catalogue words for how the respondent randomizes and for the fact
+#: the guarantee assumes the researcher cannot know.
+RESPONDENT_WORDS = {"crosswise": ("respondent_combined", "respondent_companion_fact"),
+                    "triangular": ("respondent_combined", "respondent_companion_fact"),
+                    "forced_response": ("respondent_instruction", "respondent_draw_fact")}
+
+
+def privacy_statement(epsilon: float, language: str | None, prior: float = 0.02, randomized: bool = False,
+                      respondent: str | None = None) -> str:
+    """`deniable.client.Question.privacy_statement` in the page's language. ``respondent``: the design, when
+    the respondent randomizes (crosswise, triangular, a natural randomizer): the statement then says the
+    device never sees the answer and names the assumption the guarantee rests on."""
     words = messages(language)
+    if respondent is not None:
+        how, fact = (words[key] for key in RESPONDENT_WORDS[respondent])
+        if math.isinf(epsilon):
+            return words["respondent_one_sided_statement"].format(how=how, fact=fact)
+        return words["respondent_statement"].format(
+            how=how, fact=fact, factor=_number(math.exp(epsilon), 3), epsilon=_number(epsilon, 3), prior=f"{prior:.0%}",
+            posterior=f"{posterior_bound(prior, epsilon):.1%}")
     if math.isinf(epsilon):
         return words["one_sided_statement" if randomized else "public_statement"]
     return words["private_statement"].format(

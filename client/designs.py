@@ -36,11 +36,13 @@ def _binary(design, params, yes_given_yes: Fraction, yes_given_no: Fraction):
     return ChannelMechanism(design, params, YES_NO, YES_NO, columns)
 
 
-def forced_response(params: dict, where: str):
+def forced_response(params: dict, where: str, text=None):
     """With probability ``truth`` report the true answer, else report ``yes`` or ``no`` as forced.
 
     Default: the coin-flip design (truth 1/2, yes 1/4, no 1/4), P(yes|yes) = 3/4,
-    P(yes|no) = 1/4, ε = ln 3.
+    P(yes|no) = 1/4, ε = ln 3. With ``randomizer: {text: …}`` the respondent draws, not the device,
+    by a natural randomizer with the stated probabilities ("if your mother's birthday is in January or
+    February, answer yes; …"), and the page takes the answer already randomized.
     """
     truth, yes, no = (_probability(params, n, where) for n in ("truth", "yes", "no"))
     if truth + yes + no != 1:
@@ -48,7 +50,16 @@ def forced_response(params: dict, where: str):
     if truth == 0:
         raise ValueError(f"{where}.truth: must be greater than 0, or the report carries no information")
     normalized = {"design": "forced_response", "truth": str(truth), "yes": str(yes), "no": str(no)}
-    return _binary("forced_response", normalized, truth + yes, yes)
+    randomizer = params.get("randomizer")
+    if randomizer is not None:
+        if not isinstance(randomizer, dict) or set(randomizer) != {"text"}:
+            raise ValueError(f"{where}.randomizer: a mapping with the one key 'text' (the instruction the respondent "
+                             f"follows, e.g. 'If your mother's birthday is in January or February, answer yes; …'), "
+                             f"got {randomizer!r}")
+        normalized["randomizer"] = {"text": _instruction(randomizer["text"], f"{where}.randomizer.text", text)}
+    mechanism = _binary("forced_response", normalized, truth + yes, yes)
+    mechanism.respondent_randomizes = randomizer is not None
+    return mechanism
 
 
 def warner(params: dict, where: str):
@@ -68,6 +79,59 @@ def unrelated_question(params: dict, where: str):
         raise ValueError(f"{where}.p: must be greater than 0, or the report carries no information")
     normalized = {"design": "unrelated_question", "p": str(p), "innocuous_yes": str(innocuous)}
     return _binary("unrelated_question", normalized, p + (1 - p) * innocuous, (1 - p) * innocuous)
+
+
+#: The reports of the respondent-side designs: what the respondent chooses, already randomized.
+CROSSWISE_REPORTS = ("same", "different")
+TRIANGULAR_REPORTS = ("no_to_both", "other")
+
+
+def _instruction(value, where: str, text=None):
+    """A text the respondent reads to randomize (a companion question, a randomizer's instruction):
+    a string, or a map of languages when the survey declares them (``text`` checks those)."""
+    if text is not None:
+        return text(value, where)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{where}: required, the text the respondent reads (a non-empty string), got {value!r}")
+    return value
+
+
+def _companion_share(params: dict, where: str) -> Fraction:
+    p = _probability(params, "p", where)
+    if not 0 < p < 1:
+        raise ValueError(f"{where}.p: must be strictly between 0 and 1 (the known share of 'yes' to the companion "
+                         f"question), got {params['p']!r}")
+    return p
+
+
+def crosswise(params: dict, where: str, text=None):
+    """Crosswise (Yu, Tian & Tang 2008): the respondent answers one combined question, whether their
+    answers to the sensitive question and to a companion question whose "yes" share ``p`` is known
+    (e.g. "Is your mother's birthday in January, February or March?", p = 1/4) are the same or
+    different. P(same | yes) = p, P(same | no) = 1 − p; ε = |ln(p / (1 − p))|. Nothing true is typed."""
+    p = _companion_share(params, where)
+    if p == Fraction(1, 2):
+        raise ValueError(f"{where}.p: 1/2 makes 'same' and 'different' equally likely whatever the answer, so the "
+                         "report says nothing; choose a companion question whose 'yes' share is known and not 1/2")
+    companion = _instruction(params.get("companion"), f"{where}.companion", text)
+    normalized = {"design": "crosswise", "companion": companion, "p": str(p)}
+    mechanism = ChannelMechanism("crosswise", normalized, YES_NO, list(CROSSWISE_REPORTS), [[p, 1 - p], [1 - p, p]])
+    mechanism.respondent_randomizes = True
+    return mechanism
+
+
+def triangular(params: dict, where: str, text=None):
+    """Triangular (Yu, Tian & Tang 2008): the respondent chooses "A: no to both questions" or "B: any other
+    combination" of the sensitive question and a companion question with known "yes" share ``p``.
+    P(B | yes) = 1, P(B | no) = p: one-sided, A is only ever chosen by a "no" (ε = ∞; crosswise is
+    the two-sided alternative)."""
+    p = _companion_share(params, where)
+    companion = _instruction(params.get("companion"), f"{where}.companion", text)
+    normalized = {"design": "triangular", "companion": companion, "p": str(p)}
+    mechanism = ChannelMechanism("triangular", normalized, YES_NO, list(TRIANGULAR_REPORTS),
+                                 [[Fraction(0), Fraction(1)], [1 - p, p]])
+    mechanism.respondent_randomizes = True
+    return mechanism
 
 
 def _exp_bound(request: EpsilonRequest, where: str, divisor: int = 1) -> Fraction:
@@ -166,7 +230,9 @@ def public(question_type: str, options=None, grid=None):
 
 #: design name → (question types it serves, parameter names it accepts)
 DESIGNS = {
-    "forced_response": (("yes_no",), ("truth", "yes", "no")),
+    "forced_response": (("yes_no",), ("truth", "yes", "no", "randomizer")),
+    "crosswise": (("yes_no",), ("companion", "p")),
+    "triangular": (("yes_no",), ("companion", "p")),
     "warner": (("yes_no",), ("p",)),
     "unrelated_question": (("yes_no",), ("p", "innocuous_yes")),
     "k_rr": (("yes_no", "choice", "ordinal"), ("epsilon", "p_truth")),
@@ -178,8 +244,10 @@ DESIGNS = {
 DEFAULT_PRIVACY = {"yes_no": {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}}
 
 
-def build(question_type: str, privacy, where: str, options=None, grid=None) -> Mechanism:
-    """The mechanism a question's ``privacy`` field asks for (raises ValueError naming the field)."""
+def build(question_type: str, privacy, where: str, options=None, grid=None, text=None) -> Mechanism:
+    """The mechanism a question's ``privacy`` field asks for (raises ValueError naming the field).
+    ``text(value, where)`` checks a text the respondent reads (a companion question, a randomizer's
+    instruction) in the survey's languages; without it a plain string is required."""
     if privacy == "none":
         return public(question_type, options, grid)
     if not isinstance(privacy, dict):
@@ -201,7 +269,11 @@ def build(question_type: str, privacy, where: str, options=None, grid=None) -> M
     if unknown:
         raise ValueError(f"{where}: unknown field {unknown[0]!r} for design {design} (accepted: {', '.join(accepted)})")
     if design == "forced_response":
-        mechanism = forced_response(privacy, where)
+        mechanism = forced_response(privacy, where, text)
+    elif design == "crosswise":
+        mechanism = crosswise(privacy, where, text)
+    elif design == "triangular":
+        mechanism = triangular(privacy, where, text)
     elif design == "warner":
         mechanism = warner(privacy, where)
     elif design == "unrelated_question":

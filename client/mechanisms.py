@@ -53,6 +53,10 @@ class Mechanism:
 
     design: str
     params: dict
+    #: True for designs in which the respondent randomizes (crosswise, triangular, a natural
+    #: randomizer): the page takes what the respondent chose, already a report, and never sees the
+    #: true answer. The channel is the same kind of object; `randomize` then simulates a respondent.
+    respondent_randomizes: bool = False
 
     @property
     def answers(self) -> list:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from . import designs, mechanisms, skiplogic
+from . import catalogue, designs, mechanisms, skiplogic
 from .errors import SpecError
 from .exact import json_number, parse_fraction
 from .mechanisms import Mechanism
@@ -177,6 +177,8 @@ class Question(_Item):
             return f"a number from {low} to {high} in steps of {step}"
         if self.type == "multi_select":
             return "a list of some of " + ", ".join(map(repr, self.options))
+        if self.mechanism.respondent_randomizes:
+            return "the respondent's own randomized report, one of " + ", ".join(map(repr, self.mechanism.reports))
         return "one of " + ", ".join(map(repr, self.mechanism.answers))
 
     def __init__(self, spec: dict, position: int, languages: _Languages | None = None):
@@ -212,7 +214,8 @@ class Question(_Item):
             raise SpecError(f"{where}.privacy: required for {self.type} questions "
                             f"(a design such as {self._suggestion()}, or 'none' for a public question)")
         try:
-            self.mechanism: Mechanism = designs.build(self.type, privacy, f"{where}.privacy", self.options, self.grid)
+            self.mechanism: Mechanism = designs.build(self.type, privacy, f"{where}.privacy", self.options, self.grid,
+                                                      text=languages.text)
         except ValueError as error:
             raise SpecError(str(error)) from None
 
@@ -295,6 +298,8 @@ class Question(_Item):
         return localize(self.constraint_messages, language, self.languages.default)
 
     def privacy_statement(self, prior: float = 0.02) -> str:
+        if self.mechanism.respondent_randomizes:
+            return catalogue.privacy_statement(self.epsilon, None, prior, respondent=self.mechanism.design)
         if self.is_private and math.isinf(self.epsilon):
             return ONE_SIDED_STATEMENT
         return privacy_statement(self.epsilon, prior)

@@ -191,10 +191,12 @@ class Survey:
                                 f"an answer beforehand can be {posterior_bound(0.02, q.epsilon):.0%} sure after one report "
                                 f"(flagged above ε = ln 49 ≈ {WEAK_EPSILON:.2f}, where 2% can pass 50%)")
             if math.isinf(q.epsilon):  # randomized, yet one report value pins the answer
+                two_sided = ("{design: crosswise, companion: …, p: 1/4} (ε = ln 3): the same companion question, "
+                             "and neither choice reveals the answer" if q.mechanism.design == "triangular" else
+                             "{design: forced_response, truth: 1/2, yes: 1/4, no: 1/4} (ε = ln 3)")
                 warnings.append(f"question {q.id!r}: ε is infinite: some report is only ever sent by respondents with "
                                 f"one particular true answer, so it reveals that answer (one-sided garbling protects "
-                                f"one answer only). A two-sided design has a finite ε, e.g. "
-                                f"{{design: forced_response, truth: 1/2, yes: 1/4, no: 1/4}} (ε = ln 3)")
+                                f"one answer only). A two-sided design has a finite ε, e.g. {two_sided}")
         return warnings
 
     # ------------------------------------------------------------------ skip logic
@@ -315,29 +317,51 @@ class Survey:
 
     def randomize(self, answers: dict, rng=None) -> dict:
         """Reports for the shown, answered questions; unanswered (absent or None) ones and the
-        answers to questions that skip logic hides are left out."""
+        answers to questions that skip logic hides are left out. A question in which the respondent
+        randomizes (crosswise, triangular, a natural randomizer) takes the respondent's report as it
+        is: the device has no true answer to randomize."""
+        return self._reports(answers, rng, simulate=False)
+
+    def simulate(self, answers: dict, rng=None) -> dict:
+        """What respondents with these true answers would send: `randomize`, except that a question
+        in which the respondent randomizes draws their report through its channel as they would (for
+        demos, tests and planning; a real page never holds those true answers)."""
+        return self._reports(answers, rng, simulate=True)
+
+    def _reports(self, answers: dict, rng, simulate: bool) -> dict:
         if not isinstance(answers, dict):
             raise ValueError("answers must be a mapping of question id to answer")
         unknown = sorted(set(answers) - set(self.questions))
         if unknown:
             raise AnswerError(unknown[0], "no such question in this survey", ", ".join(self.questions))
-        for qid, answer in answers.items():  # every answer checked before any is randomized
-            if answer is not None:
-                question = self.questions[qid]
-                try:
-                    question.mechanism.validate_answer(answer)
-                except ValueError as error:
-                    raise AnswerError(qid, str(error), question.describe_answers()) from None
-        shown = set(self.shown(answers))
-        return {qid: q.mechanism.randomize(answers[qid], rng)
-                for qid, q in self.questions.items() if qid in shown and answers.get(qid) is not None}
+        given = {}  # every answer checked before any is randomized
+        for qid, answer in answers.items():
+            if answer is None:
+                continue
+            question = self.questions[qid]
+            mechanism = question.mechanism
+            try:
+                if mechanism.respondent_randomizes and not simulate:
+                    given[qid] = mechanism.validate_report(answer)
+                else:
+                    mechanism.validate_answer(answer)
+                    given[qid] = answer
+            except ValueError as error:
+                raise AnswerError(qid, str(error), question.describe_answers()) from None
+        # Skip logic reads public answers only, and a public question's report is its answer.
+        shown = set(self.shown(given))
+        return {qid: (value if self.questions[qid].mechanism.respondent_randomizes and not simulate
+                      else self.questions[qid].mechanism.randomize(value, rng))
+                for qid, value in given.items() if qid in shown}
 
     def privacy_summary(self, prior: float = 0.02) -> str:
         lines = [f"Survey {self.id!r}: {self.title}", f"version {self.hash[:12]}", ""]
         for q in self.questions.values():
             if q.is_private:
+                who = "   randomized by the respondent (the device never sees the answer)" \
+                    if q.mechanism.respondent_randomizes else ""
                 lines.append(f"  {q.id:<20} {q.mechanism.design:<20} ε = {q.epsilon:.4f}   "
-                             f"prior {prior:.0%} → at most {posterior_bound(prior, q.epsilon):.1%}")
+                             f"prior {prior:.0%} → at most {posterior_bound(prior, q.epsilon):.1%}{who}")
             else:
                 lines.append(f"  {q.id:<20} {'none (PUBLIC)':<20} ε = ∞        sent as is")
         lines += ["", f"Total ε per respondent (private questions): {self.epsilon:.4f}"

@@ -371,7 +371,39 @@ def _privacy(number: int, record: dict, problems: _Problems):
         if params:
             problems.add("survey", number, "privacy::design", design, "a public question takes no privacy parameters")
         return "none"
+    _respondent_texts(number, params, problems)
     return {"design": design, **{key: value if not isinstance(value, str) else value.strip() for key, value in params.items()}}
+
+
+#: Privacy parameters that are texts the respondent reads, by column prefix: privacy::companion (crosswise,
+#: triangular) and privacy::randomizer::text (a natural randomizer), each optionally ::<language>.
+_RESPONDENT_TEXTS = {"companion": "companion", "randomizer::text": "randomizer"}
+
+
+def _respondent_texts(number: int, params: dict, problems: _Problems):
+    """Gather ``privacy::companion[::language]`` and ``privacy::randomizer::text[::language]`` into the
+    spec's ``companion`` text and ``randomizer: {text: …}``, localized when the columns name languages."""
+    for prefix, name in _RESPONDENT_TEXTS.items():
+        columns = [key for key in params if key == prefix or key.startswith(prefix + "::")]
+        if not columns:
+            continue
+        plain, localized = None, {}
+        for column in columns:
+            value = params.pop(column)
+            if value is None:
+                continue
+            suffix = column[len(prefix) + 2:]
+            if not suffix:
+                plain = _cell_text(value)
+                continue
+            code = _language(suffix, "survey", number, f"privacy::{column}", problems)
+            if code is not None:
+                localized[code] = _cell_text(value)
+        if plain is not None and localized:
+            problems.add("survey", number, f"privacy::{prefix}", plain,
+                         f"give privacy::{prefix} or privacy::{prefix}::<language> columns, not both")
+        text = localized or plain
+        params[name] = text if name == "companion" else {"text": text}
 
 
 def _complement(rate_text: str) -> str:

@@ -27,9 +27,13 @@ def write_xlsform(survey: Survey, path) -> None:
         items = [(section, item) for section in spec["sections"] for item in [None] + section["questions"] + ["end"]]
     params = sorted({key for _, item in items if isinstance(item, dict) and isinstance(item.get("privacy"), dict)
                      for key in item["privacy"] if key != "design"} | {"step"})
+    # Texts the respondent reads (a companion question, a randomizer's instruction) get a column per language.
+    text_columns = {"companion": "companion", "randomizer": "randomizer::text"}
+    privacy_columns = [f"privacy::{text_columns[p]}{s}" for p in params if p in text_columns for s in suffixes] + \
+                      [f"privacy::{p}" for p in params if p not in text_columns]
     columns = ["type", "name", *[f"label{s}" for s in suffixes], *[f"hint{s}" for s in suffixes], "required",
                "relevant", "constraint", *[f"constraint_message{s}" for s in suffixes], "privacy::design",
-               *[f"privacy::{p}" for p in params]]
+               *privacy_columns]
     book = Workbook()
     sheet = book.active
     sheet.title = "survey"
@@ -58,7 +62,12 @@ def write_xlsform(survey: Survey, path) -> None:
                 privacy = item["privacy"]
                 row["privacy::design"] = "none" if privacy == "none" else privacy["design"]
                 if isinstance(privacy, dict):
-                    row.update({f"privacy::{k}": v for k, v in privacy.items() if k != "design"})
+                    for key, value in privacy.items():
+                        if key in text_columns:
+                            text = value["text"] if key == "randomizer" else value
+                            row.update(zip([f"privacy::{text_columns[key]}{s}" for s in suffixes], cells(text)))
+                        elif key != "design":
+                            row[f"privacy::{key}"] = value
                 if qtype == "yes_no":
                     row["type"] = "select_one yes_no"
                     if not yes_no_written:

@@ -60,6 +60,6 @@ def simulate(store: Store, survey: Survey, count: int, rng=secrets) -> int:
     record = store.get_survey(survey.id)
     with store.transaction():  # one commit for the lot
         for _ in range(count):
-            reports = survey.randomize(simulated_answers(rng), rng)
+            reports = survey.simulate(simulated_answers(rng), rng)
             store.submit(survey.id, record.hash, secrets.token_hex(16), reports)
     return count

@@ -17,7 +17,7 @@ from flask import Blueprint, Response, abort, make_response, redirect, render_te
 from deniable import storage
 from deniable.client import catalogue
 from deniable.client.exact import json_number, parse_fraction
-from deniable.client.questions import is_right_to_left
+from deniable.client.questions import is_right_to_left, localize
 
 from .auth import secrets_match
 from .db import get_store
@@ -85,9 +85,24 @@ def client_module(module: str | None = None):
 
 def offline_form_question(question) -> dict:
     """How a question can be answered without JavaScript: public ones as they are, coin-flip
-    yes/no ones by the physical coin procedure; every other design needs the browser."""
+    yes/no ones by the physical coin procedure, and those the respondent randomizes (crosswise,
+    triangular, a natural randomizer) as they are everywhere; every other design needs the browser."""
     coin = question.type == "yes_no" and question.mechanism.params == COIN_FLIP
-    return {"offline": coin or not question.is_private, "coin": coin}
+    offline = coin or not question.is_private or question.mechanism.respondent_randomizes
+    return {"offline": offline, "coin": coin}
+
+
+def respondent_prompt(question, language: str, words: dict) -> str | None:
+    """What a respondent who randomizes reads beside the question: the companion question and how to
+    combine the answers, or the instruction to follow; None for every other design."""
+    mechanism = question.mechanism
+    if not mechanism.respondent_randomizes:
+        return None
+    default = question.languages.default
+    if mechanism.design in ("crosswise", "triangular"):
+        companion = localize(mechanism.params["companion"], language, default)
+        return words[f"{mechanism.design}_prompt"].format(companion=companion)
+    return words["randomizer_prompt"].format(instruction=localize(mechanism.params["randomizer"]["text"], language, default))
 
 
 def _item_view(survey, item, language: str, words: dict) -> dict:
@@ -98,11 +113,16 @@ def _item_view(survey, item, language: str, words: dict) -> dict:
     if item.type == "note":
         return view
     required = item.required
+    respondent = item.mechanism.design if item.mechanism.respondent_randomizes else None
     view.update(required=required is True, conditionally_required=not isinstance(required, bool),
-                is_private=item.is_private, statement=catalogue.privacy_statement(item.epsilon, language, randomized=item.is_private),
+                is_private=item.is_private, respondent=respondent_prompt(item, language, words),
+                statement=catalogue.privacy_statement(item.epsilon, language, randomized=item.is_private,
+                                                      respondent=respondent),
                 **offline_form_question(item))
     if item.type == "yes_no":
-        view["options"] = [("yes", words["yes"]), ("no", words["no"])]
+        # What the respondent chooses is what is sent: the reports of a design they randomize themselves.
+        choices = item.mechanism.reports if respondent else ("yes", "no")
+        view["options"] = [(value, words[value]) for value in choices]
     elif item.options:
         view["options"] = [(value, item.option_label(value, language)) for value in item.options]
     if item.grid:

@@ -88,6 +88,9 @@ declare abstract class Mechanism {
   readonly isPrivate: boolean;
   /** Exact e^ε, or null when unbounded. */
   readonly expEpsilon: Fraction | null;
+  /** True when the respondent randomizes (crosswise, triangular, a natural randomizer): the page takes their
+   * choice, already a report, and `randomize` simulates a respondent. */
+  readonly respondentRandomizes: boolean;
   readonly answers: Answer[];
   readonly reports: Answer[];
   /** The full matrix Q[r][a] in the order of reports and answers. */
@@ -142,11 +145,15 @@ export class LaplaceMechanism extends Mechanism {
 }
 
 export const YES_NO: ["yes", "no"];
+/** What a respondent chooses in the crosswise and the triangular design. */
+export const CROSSWISE_REPORTS: ["same", "different"];
+export const TRIANGULAR_REPORTS: ["no_to_both", "other"];
 /** Each design: the question types it fits and the parameters it takes. */
 export const DESIGNS: Record<string, [string[], string[]]>;
 /** The mechanism a question's privacy field asks for. */
 export function buildMechanism(type: string, privacy: "none" | Record<string, unknown>, where: string,
-                               options?: string[] | null, grid?: [Fraction, Fraction, Fraction] | null): Mechanism;
+                               options?: string[] | null, grid?: [Fraction, Fraction, Fraction] | null,
+                               text?: ((value: unknown, where: string) => unknown) | null): Mechanism;
 
 /** Below this ε a spec is refused: the answer would carry nothing. */
 export const MIN_EPSILON: number;
@@ -156,6 +163,11 @@ export const WEAK_EPSILON: number;
 export function posteriorBound(prior: number, epsilon: number): number;
 /** Plain-language privacy note for one question. */
 export function privacyStatement(epsilon: number, prior?: number): string;
+/** The note of a one-sided randomized design (ε = ∞). */
+export const ONE_SIDED_STATEMENT: string;
+/** The note of a design in which the respondent randomizes: the device never sees the answer, and the
+ * assumption the guarantee rests on, in words. */
+export function respondentStatement(epsilon: number, design: "crosswise" | "triangular" | "forced_response", prior?: number): string;
 
 // ---------------------------------------------------------------- skip logic
 
@@ -260,8 +272,12 @@ export class Survey {
   shown(answers: Answers): string[];
   /** Ids of the questions that must be answered now. */
   requiredNow(answers: Answers, shown?: string[]): string[];
-  /** Randomize the shown, answered questions on this device; throws AnswerError for an answer it refuses. */
+  /** Randomize the shown, answered questions on this device; throws AnswerError for an answer it refuses. A
+   * question the respondent randomizes takes their choice (a report) as it is. */
   randomize(answers: Answers, source?: RandomSource): Reports;
+  /** What respondents with these true answers would send (demos, tests): questions the respondent randomizes
+   * are drawn through their channel. */
+  simulate(answers: Answers, source?: RandomSource): Reports;
 }
 
 // ---------------------------------------------------------------- sending reports

@@ -201,3 +201,28 @@ def test_the_cli_imports_and_exports_and_refuses_cleanly(tmp_path, runner, db_pa
     assert refused.exit_code == 1 and "not an XLSForm workbook" in refused.output and "Traceback" not in refused.output
     missing = runner.invoke(main, ["survey", "export", "health", "--format", "xlsform", "--db", db_path])
     assert missing.exit_code == 1 and "--output FILE.xlsx is required" in missing.output
+
+
+def test_designs_the_respondent_randomizes_read_from_and_write_to_a_form(tmp_path):
+    columns = SURVEY_COLUMNS + ["privacy::p", "privacy::truth", "privacy::yes", "privacy::no",
+                                "privacy::companion::English (en)", "privacy::companion::Español (es)",
+                                "privacy::randomizer::text::English (en)", "privacy::randomizer::text::Español (es)"]
+    rows = [row("select_one yn", "took", "Have you taken supplies home?", "¿Se ha llevado material a casa?",
+                privacy__design="crosswise", privacy__p="1/4",
+                **{"privacy::companion::English (en)": "Is your mother's birthday in January, February or March?",
+                   "privacy::companion::Español (es)": "¿Nació su madre en enero, febrero o marzo?"}),
+            row("select_one yn", "lied", "Have you lied on a timesheet?", "¿Ha mentido en un parte de horas?",
+                privacy__design="forced_response", privacy__truth="3/4", privacy__yes="1/6", privacy__no="1/12",
+                **{"privacy::randomizer::text::English (en)": "If your mother's birthday is in January or February, answer yes.",
+                   "privacy::randomizer::text::Español (es)": "Si su madre nació en enero o febrero, responda sí."})]
+    spec = read_xlsform(form(tmp_path / "conduct.xlsx", rows, CHOICES, columns=columns))
+    survey = Survey.from_dict(spec)
+    took, lied = survey.questions["took"].mechanism, survey.questions["lied"].mechanism
+    assert took.design == "crosswise" and took.respondent_randomizes and took.exp_epsilon == 3
+    assert took.params["companion"]["es"] == "¿Nació su madre en enero, febrero o marzo?"
+    assert lied.params["randomizer"]["text"]["en"].startswith("If your mother's birthday")
+    write_xlsform(survey, tmp_path / "out.xlsx")
+    assert Survey.from_dict(read_xlsform(tmp_path / "out.xlsx")).hash == survey.hash
+    both = [dict(rows[0], **{"privacy::companion": "Plain?"})]
+    with pytest.raises(SpecError, match=r"privacy::companion.*not both"):
+        read_xlsform(form(tmp_path / "both.xlsx", both, CHOICES, columns=columns + ["privacy::companion"]))

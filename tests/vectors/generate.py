@@ -31,6 +31,19 @@ SPECS = [
         _question("krr2", "yes_no", {"design": "k_rr", "epsilon": 1}),
         _question("public", "yes_no", "none"),
     ]},
+    {"id": "respondent", "title": "Designs in which the respondent randomizes", "questions": [
+        _question("crosswise", "yes_no", {"design": "crosswise", "p": "1/4",
+                                          "companion": "Is your mother's birthday in January, February or March?"}),
+        _question("crosswise_sixth", "yes_no", {"design": "crosswise", "p": "1/6",
+                                                "companion": "Were you born on a Sunday?"}),
+        _question("crosswise_high", "yes_no", {"design": "crosswise", "p": 0.8, "companion": "Is your birthday after 12 March?"}),
+        _question("triangular", "yes_no", {"design": "triangular", "p": "1/4",
+                                           "companion": "Is your mother's birthday in January, February or March?"}),
+        _question("natural", "yes_no", {"design": "forced_response", "truth": "3/4", "yes": "1/6", "no": "1/12",
+                                        "randomizer": {"text": "If your mother's birthday is in January or February, "
+                                                               "answer yes; if it is in December, answer no; otherwise "
+                                                               "answer truthfully."}}),
+    ]},
     {"id": "categorical", "title": "Categorical designs", "questions": [
         _question("krr_ln3", "choice", {"design": "k_rr", "epsilon": "ln 3"}, options=COLOURS),
         _question("krr_half", "choice", {"design": "k_rr", "epsilon": 0.5}, options=COLOURS + ["black"]),
@@ -77,8 +90,11 @@ def vectors() -> list[dict]:
                 "channel": [[str(p) for p in row] for row in mechanism.channel()],
                 "exp_epsilon": _ratio(mechanism.exp_epsilon),
                 "epsilon": None if not mechanism.is_private else mechanism.epsilon,
+                "respondent_randomizes": mechanism.respondent_randomizes,
             }
-        cases.append({"spec": clean, "epsilon": survey.epsilon, "questions": questions})
+        # JSON has no infinity: a survey with a one-sided question (ε = ∞) writes null.
+        total = survey.epsilon if survey.epsilon != float("inf") else None
+        cases.append({"spec": clean, "epsilon": total, "questions": questions})
     return cases
 
 

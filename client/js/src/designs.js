@@ -40,14 +40,65 @@ function epsilonOr(params, where, alternative = null) {
   throw new SpecError(`${where}: epsilon${alternative ? ` or ${alternative}` : ""} is required`);
 }
 
+/** The reports of the respondent-side designs: what the respondent chooses, already randomized. */
+export const CROSSWISE_REPORTS = ["same", "different"];
+export const TRIANGULAR_REPORTS = ["no_to_both", "other"];
+
+/** A text the respondent reads to randomize (a companion question, a randomizer's instruction). */
+function instruction(value, where, text) {
+  if (text) return text(value, where);
+  if (typeof value !== "string" || !value.trim()) {
+    throw new SpecError(`${where}: required, the text the respondent reads (a non-empty string), got ${show(value)}`);
+  }
+  return value;
+}
+
+function companionShare(params, where) {
+  const p = probabilityParam(params, "p", where);
+  if (p.isZero() || p.cmp(ONE) === 0) {
+    throw new SpecError(`${where}.p: must be strictly between 0 and 1 (the known share of 'yes' to the companion question), got ${show(params.p)}`);
+  }
+  return p;
+}
+
+function byRespondent(mechanism) {
+  mechanism.respondentRandomizes = true;
+  return mechanism;
+}
+
 const designBuilders = {
-  forced_response(params, where) {
+  forced_response(params, where, _options, _grid, text) {
     const [truth, yes, no] = ["truth", "yes", "no"].map((n) => probabilityParam(params, n, where));
     const total = truth.add(yes).add(no);
     if (total.cmp(ONE) !== 0) throw new SpecError(`${where}: truth + yes + no must be 1, got ${truth} + ${yes} + ${no} = ${total}`);
     if (truth.isZero()) throw new SpecError(`${where}.truth: must be greater than 0, or the report carries no information`);
     const normalized = { design: "forced_response", truth: `${truth}`, yes: `${yes}`, no: `${no}` };
-    return binary("forced_response", normalized, truth.add(yes), yes);
+    const randomizer = params.randomizer;
+    if (randomizer === undefined || randomizer === null) return binary("forced_response", normalized, truth.add(yes), yes);
+    if (typeof randomizer !== "object" || Array.isArray(randomizer) || Object.keys(randomizer).join() !== "text") {
+      throw new SpecError(`${where}.randomizer: a mapping with the one key 'text' (the instruction the respondent follows, ` +
+        `e.g. 'If your mother's birthday is in January or February, answer yes; …'), got ${show(randomizer)}`);
+    }
+    normalized.randomizer = { text: instruction(randomizer.text, `${where}.randomizer.text`, text) };
+    return byRespondent(binary("forced_response", normalized, truth.add(yes), yes));
+  },
+  crosswise(params, where, _options, _grid, text) {
+    const p = companionShare(params, where);
+    if (p.cmp(frac(1n, 2n)) === 0) {
+      throw new SpecError(`${where}.p: 1/2 makes 'same' and 'different' equally likely whatever the answer, so the report says ` +
+        "nothing; choose a companion question whose 'yes' share is known and not 1/2");
+    }
+    const companion = instruction(params.companion, `${where}.companion`, text);
+    const normalized = { design: "crosswise", companion, p: `${p}` };
+    return byRespondent(new ChannelMechanism("crosswise", normalized, YES_NO, [...CROSSWISE_REPORTS],
+      [[p, ONE.sub(p)], [ONE.sub(p), p]]));
+  },
+  triangular(params, where, _options, _grid, text) {
+    const p = companionShare(params, where);
+    const companion = instruction(params.companion, `${where}.companion`, text);
+    const normalized = { design: "triangular", companion, p: `${p}` };
+    return byRespondent(new ChannelMechanism("triangular", normalized, YES_NO, [...TRIANGULAR_REPORTS],
+      [[ZERO, ONE], [ONE.sub(p), p]]));
   },
   warner(params, where) {
     const p = probabilityParam(params, "p", where);
@@ -123,7 +174,9 @@ const designBuilders = {
 
 /** design name -> [question types it serves, parameter names it accepts] */
 export const DESIGNS = {
-  forced_response: [["yes_no"], ["truth", "yes", "no"]],
+  forced_response: [["yes_no"], ["truth", "yes", "no", "randomizer"]],
+  crosswise: [["yes_no"], ["companion", "p"]],
+  triangular: [["yes_no"], ["companion", "p"]],
   warner: [["yes_no"], ["p"]],
   unrelated_question: [["yes_no"], ["p", "innocuous_yes"]],
   k_rr: [["yes_no", "choice", "ordinal"], ["epsilon", "p_truth"]],
@@ -145,7 +198,9 @@ function publicMechanism(type, options, grid) {
 }
 
 /** The mechanism a question's privacy field asks for. */
-export function buildMechanism(type, privacy, where, options = null, grid = null) {
+/** The mechanism a question's privacy field asks for; `text(value, where)` checks a text the respondent
+ * reads (a companion question, a randomizer's instruction) in the survey's languages. */
+export function buildMechanism(type, privacy, where, options = null, grid = null, text = null) {
   if (privacy === "none") return publicMechanism(type, options, grid);
   if (privacy === null || typeof privacy !== "object" || Array.isArray(privacy)) {
     throw new SpecError(`${where}: expected 'none' or a mapping with a 'design', got ${show(privacy)}`);
@@ -170,7 +225,7 @@ export function buildMechanism(type, privacy, where, options = null, grid = null
   }
   const unknown = Object.keys(privacy).filter((key) => key !== "design" && !accepted.includes(key)).sort();
   if (unknown.length) throw new SpecError(`${where}: unknown field '${unknown[0]}' for design ${design} (accepted: ${accepted.join(", ")})`);
-  const mechanism = designBuilders[design](privacy, where, type === "yes_no" ? YES_NO : options, grid);
+  const mechanism = designBuilders[design](privacy, where, type === "yes_no" ? YES_NO : options, grid, text);
   // A requested ε is met from below (on a 2^-32 grid): 0.01 asked may come out a hair under 0.01.
   if (mechanism.expEpsilon !== null && mechanism.epsilon < MIN_EPSILON * (1 - 1e-3)) {
     throw new SpecError(`${where}: ε = ${Number(mechanism.epsilon.toPrecision(3))} is so close to 0 that a report says next to ` +

@@ -18,6 +18,9 @@ function worstRatio(rows) {
 }
 
 class Mechanism {
+  /** True when the respondent randomizes (crosswise, triangular, a natural randomizer): the page takes
+   * their choice, already a report; `randomize` then simulates a respondent. */
+  respondentRandomizes = false;
   get epsilon() { return epsilonOf(this.expEpsilon); }
   get isPrivate() { return this.expEpsilon !== null; }
   /** The full matrix Q[r][a] as Fractions, in the order of reports and answers. */

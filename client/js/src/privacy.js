@@ -28,3 +28,29 @@ export function privacyStatement(epsilon, prior = 0.02) {
     `${percent(posteriorBound(prior, epsilon), 1)} sure.`
   );
 }
+
+/** For a randomized answer whose epsilon is infinite (one-sided designs such as Safely Report's garbling). */
+export const ONE_SIDED_STATEMENT = "Your answer is randomized on your device before it is sent, but only one way: one of the " +
+  "reports is only ever sent for one particular true answer, and then reveals it.";
+
+/** Per respondent-side design: how the respondent randomizes, and the fact the guarantee assumes unknown. */
+const BY_RESPONDENT = {
+  crosswise: ["You give one combined answer to this question and a second one", "your answer to the second question"],
+  triangular: ["You give one combined answer to this question and a second one", "your answer to the second question"],
+  forced_response: ["You follow the instruction yourself", "the outcome of the instruction's draw (such as a birthday)"],
+};
+
+/** The privacy note of a design in which the respondent randomizes: the device never sees the true answer,
+ * and the guarantee rests on one assumption, said in words (twin of Python's respondent_statement). */
+export function respondentStatement(epsilon, design, prior = 0.02) {
+  const [how, fact] = BY_RESPONDENT[design];
+  const opening = `${how}, so this device never sees your true answer and sends only what you choose. `;
+  const assumption = ` This holds as long as the researcher cannot know ${fact}, and it has nothing to do with your answer to this question.`;
+  if (epsilon === Infinity) {
+    return opening + "One choice is only ever made by someone whose true answer is no, so choosing it reveals that answer; " +
+      "the other hides your answer among everyone who made it." + assumption;
+  }
+  return opening + `Whatever anyone believed about you beforehand, what you send can change the odds by a factor of at most ` +
+    `${Number(Math.exp(epsilon).toPrecision(3))} (ε = ${Number(epsilon.toPrecision(3))}): someone ${percent(prior, 0)} sure ` +
+    `would become at most ${percent(posteriorBound(prior, epsilon), 1)} sure.` + assumption;
+}

@@ -5,7 +5,7 @@ import { AnswerError, SpecError, show } from "./errors.js";
 import { MAX_GRID_POINTS, MAX_MULTI_SELECT_OPTIONS, ZERO, jsonNumber, parseFraction } from "./exact.js";
 import { defaultSource } from "./randomness.js";
 import { DEFAULT_PRIVACY, buildMechanism } from "./designs.js";
-import { privacyStatement } from "./privacy.js";
+import { ONE_SIDED_STATEMENT, privacyStatement, respondentStatement } from "./privacy.js";
 import { ExpressionError, ORDERINGS, evaluateExpression, expressionLeaves, parseExpression, reprText } from "./skiplogic.js";
 
 export const QUESTION_TYPES = ["yes_no", "choice", "ordinal", "multi_select", "number"];
@@ -151,7 +151,8 @@ export class Question extends Item {
     if (privacy === undefined) {
       throw new SpecError(`${where}.privacy: required for ${this.type} questions (a design such as ${SUGGESTIONS[this.type]}, or 'none' for a public question)`);
     }
-    this.mechanism = buildMechanism(this.type, privacy, `${where}.privacy`, this.options, this.grid);
+    this.mechanism = buildMechanism(this.type, privacy, `${where}.privacy`, this.options, this.grid,
+      (value, at) => languages.text(value, at));
   }
   /** What the question accepts, in words (the Python twin says the same). */
   describeAnswers() {
@@ -160,6 +161,9 @@ export class Question extends Item {
       return `a number from ${low} to ${high} in steps of ${step}`;
     }
     if (this.type === "multi_select") return `a list of some of ${this.options.map(show).join(", ")}`;
+    if (this.mechanism.respondentRandomizes) {
+      return `the respondent's own randomized report, one of ${this.mechanism.reports.map(show).join(", ")}`;
+    }
     return `one of ${this.mechanism.answers.map(show).join(", ")}`;
   }
   _readOptions(spec, where) {
@@ -217,7 +221,11 @@ export class Question extends Item {
   /** An option's label in `language` (its value when it has no label of its own). */
   optionLabel(value, language) { return localize(this.optionLabels[value] ?? value, language, this.languages.default); }
   constraintMessageIn(language) { return localize(this.constraintMessages, language, this.languages.default); }
-  privacyStatement(prior = 0.02) { return privacyStatement(this.epsilon, prior); }
+  privacyStatement(prior = 0.02) {
+    if (this.mechanism.respondentRandomizes) return respondentStatement(this.epsilon, this.mechanism.design, prior);
+    if (this.isPrivate && this.epsilon === Infinity) return ONE_SIDED_STATEMENT;
+    return privacyStatement(this.epsilon, prior);
+  }
 }
 
 function readItem(spec, position, languages) {
@@ -371,25 +379,38 @@ export class Survey {
       return typeof question.required === "boolean" ? question.required : evaluateExpression(question.required, visible);
     });
   }
-  /** Reports for the shown, answered questions; answers to hidden questions are left out. */
-  randomize(answers, source = defaultSource) {
+  /** Reports for the shown, answered questions; answers to hidden questions are left out. A question in
+   * which the respondent randomizes (crosswise, triangular, a natural randomizer) takes their report as it is. */
+  randomize(answers, source = defaultSource) { return this._reports(answers, source, false); }
+  /** What respondents with these true answers would send (for demos and tests): `randomize`, except that a
+   * question in which the respondent randomizes draws their report through its channel. */
+  simulate(answers, source = defaultSource) { return this._reports(answers, source, true); }
+  _reports(answers, source, simulate) {
     if (!isMapping(answers)) throw new TypeError("answers must be an object of question id to answer");
     const unknown = Object.keys(answers).filter((id) => !Object.hasOwn(this.questions, id)).sort();
     if (unknown.length) throw new AnswerError(unknown[0], "no such question in this survey", Object.keys(this.questions).join(", "));
-    for (const [id, answer] of Object.entries(answers)) { // every answer checked before any is randomized
+    const given = {}; // every answer checked before any is randomized
+    for (const [id, answer] of Object.entries(answers)) {
       if (answer === undefined || answer === null) continue;
       const question = this.questions[id];
+      const { mechanism } = question;
       try {
-        question.mechanism.validateAnswer(answer);
+        if (mechanism.respondentRandomizes && !simulate) given[id] = mechanism.validateReport(answer);
+        else {
+          mechanism.validateAnswer(answer);
+          given[id] = answer;
+        }
       } catch (error) {
         if (!(error instanceof RangeError || error instanceof SpecError || error instanceof TypeError)) throw error;
         throw new AnswerError(id, error.message, question.describeAnswers());
       }
     }
-    const shown = new Set(this.shown(answers));
+    const shown = new Set(this.shown(given));
     const reports = {};
     for (const [id, question] of Object.entries(this.questions)) {
-      if (shown.has(id) && answers[id] !== undefined && answers[id] !== null) reports[id] = question.mechanism.randomize(answers[id], source);
+      if (!shown.has(id) || !Object.hasOwn(given, id)) continue;
+      const { mechanism } = question;
+      reports[id] = mechanism.respondentRandomizes && !simulate ? given[id] : mechanism.randomize(given[id], source);
     }
     return reports;
   }

@@ -15,6 +15,7 @@ for (const vector of cases) {
       const mechanism = survey.questions[id].mechanism;
       assert.equal(mechanism.design, expected.design, id);
       assert.deepEqual(mechanism.params, expected.params, id);
+      assert.equal(mechanism.respondentRandomizes, expected.respondent_randomizes, `${id}: who randomizes`);
       assert.deepEqual(mechanism.answers, expected.answers, id);
       assert.deepEqual(mechanism.reports, expected.reports, id);
       const channel = expected.reports.map((r) => expected.answers.map((a) => text(mechanism.probability(r, a))));
@@ -24,6 +25,7 @@ for (const vector of cases) {
       if (expected.epsilon === null) assert.equal(mechanism.epsilon, Infinity);
       else assert.ok(Math.abs(mechanism.epsilon - expected.epsilon) <= 1e-12 * Math.max(1, expected.epsilon), id);
     }
-    assert.ok(Math.abs(survey.epsilon - vector.epsilon) <= 1e-12 * Math.max(1, vector.epsilon));
+    if (vector.epsilon === null) assert.equal(survey.epsilon, Infinity);
+    else assert.ok(Math.abs(survey.epsilon - vector.epsilon) <= 1e-12 * Math.max(1, vector.epsilon));
   });
 }
