@@ -15,7 +15,10 @@ def channel_matrix(mechanism: Mechanism) -> np.ndarray:
     """Q[r, a] as floats (reports × answers). The shapes with a formula are built from it with numpy
     (a 1000-option k-ary channel, a 1001-point number grid: milliseconds, where converting a million
     exact fractions takes seconds); any other channel is converted entry by entry from its exact form.
-    Tests compare both routes entry by entry."""
+    Tests compare both routes entry by entry. A design that measures compliance is analysed over its
+    latent classes of respondents (cheaters, lying carriers as classes of their own): its columns are those."""
+    if hasattr(mechanism, "latent_classes"):
+        return np.array([[float(p) for p in column] for _, column in mechanism.latent_classes]).T
     if isinstance(mechanism, SymmetricMechanism):
         matrix = np.full((len(mechanism.answers),) * 2, float(mechanism.other))
         np.fill_diagonal(matrix, float(mechanism.keep))

@@ -61,12 +61,15 @@ def _tally(reports):
         reports = list(reports)
     try:
         counter = collections.Counter(reports)
-        unhashable = False
-    except TypeError:  # multi-select reports are lists: count them as tuples
-        counter = collections.Counter(tuple(v) if isinstance(v, list) else v for v in reports)
-        unhashable = True
-    return [(list(v) if unhashable and isinstance(v, tuple) else v, c) for v, c in counter.items()
-            if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    except TypeError:  # multi-select reports are lists, grouped ones mappings: count them by canonical text
+        counter, first = collections.Counter(), {}
+        for value in reports:
+            tally = ("json", key(value)) if isinstance(value, (list, dict)) else value
+            counter[tally] += 1
+            first.setdefault(tally, value)
+        return [(first[v], c) for v, c in counter.items()
+                if first[v] is not None and not (isinstance(first[v], float) and math.isnan(first[v]))]
+    return [(v, c) for v, c in counter.items() if v is not None and not (isinstance(v, float) and math.isnan(v))]
 
 
 def _may_hide_booleans(mechanism, counts) -> bool:

@@ -12,10 +12,11 @@ import pandas as pd
 from scipy import stats
 
 from deniable.client import Question, skiplogic
+from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
-from . import channels, likelihood
+from . import channels, compliance, likelihood
 from . import estimators as est
 from .counting import count_reports
 from .errors import AnalysisError
@@ -85,7 +86,9 @@ def _estimate(mechanism, counts, level, method, question_id, simultaneous=False,
     counts = np.asarray(counts, dtype=np.int64)
     if counts.sum() == 0:
         raise AnalysisError(f"{question_id or 'question'}: no reports to estimate from")
-    if isinstance(mechanism, UnaryMechanism):
+    if isinstance(mechanism, GroupedMechanism):
+        result = _compliance(mechanism, counts, level, method, question_id)
+    elif isinstance(mechanism, UnaryMechanism):
         result = _multi_select(mechanism, counts, level, method, question_id, simultaneous)
     elif isinstance(mechanism, LaplaceMechanism):
         result = _grid(mechanism, counts, level, method, question_id, simultaneous, scores)
@@ -107,6 +110,14 @@ def _estimate(mechanism, counts, level, method, question_id, simultaneous=False,
         result.notes.append("the likelihood has more than one maximiser for these counts: other distributions fit the "
                             "reports exactly as well, so the estimate is one of them (the intervals cover them all)")
     return result
+
+
+def _compliance(mechanism, counts, level, method, question_id):
+    """Cheating detection and the stochastic lie detector: latent classes of respondents (`compliance`)."""
+    table, certificate, covariance, notes, test = compliance.estimate_compliance(mechanism, counts, level, method,
+                                                                                 question_id)
+    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method or "likelihood", table,
+                          certificate, covariance, notes=notes, compliance_test=test)
 
 
 def _check_method(method, methods, design):

@@ -236,6 +236,8 @@ def _from_csv_row(question, row: dict):
     text = row.get(question.id, "")
     if text == "":
         return None
+    if hasattr(question.mechanism, "groups"):  # cheating detection, lie detector: the group shown, then the answer
+        return {"group": row.get(f"{question.id}.group", ""), "report": text}
     if question.type == "multi_select":
         return json.loads(text)
     if question.type == "number":

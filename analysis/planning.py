@@ -48,7 +48,8 @@ def unit_variance(question_or_mechanism, distribution=None) -> np.ndarray:
             np.asarray(distribution, dtype=float), (len(mechanism.options),))
         channel = channels.binary_channel(mechanism)
         return channel.unit_variance(channel.rate(shares))
-    answers = mechanism.answers
+    # a design that measures compliance is planned over its latent classes, as it is estimated
+    answers = [label for label, _ in mechanism.latent_classes] if hasattr(mechanism, "latent_classes") else mechanism.answers
     if distribution is None:
         pi = np.full(len(answers), 1 / len(answers))
     elif np.isscalar(distribution) and answers == ["yes", "no"]:

@@ -87,6 +87,9 @@ class EstimateResult:
     #: How to estimate these counts again at another level or method (set by `estimate`, which builds
     #: every result): `conf_int` asks it rather than import the estimators the results sit beneath.
     refit: Callable | None = field(repr=False, default=None, compare=False)
+    #: For the designs that measure compliance: the likelihood-ratio test that everyone complied
+    #: (`compliance.ComplianceTest`: no cheaters, or every carrier truthful); None for other designs.
+    compliance_test: object | None = None
 
     @property
     def n(self) -> int:

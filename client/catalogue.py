@@ -69,6 +69,7 @@ MESSAGES = {
                              "second question: “{companion}” Choose A if both answers are no; otherwise choose B.",
         "randomizer_prompt": "Before you answer, follow this instruction, without anyone seeing: {instruction} "
                              "Then choose the answer it gives you.",
+        "group_report": "{report} (group {group})",
         "same": "The same (both yes or both no)",
         "different": "Different (one yes, one no)",
         "no_to_both": "A: no to both",
@@ -190,6 +191,7 @@ MESSAGES = {
                              "segunda pregunta: «{companion}» Elija A si las dos respuestas son no; si no, elija B.",
         "randomizer_prompt": "Antes de responder, siga esta instrucción sin que nadie le vea: {instruction} Luego "
                              "elija la respuesta que le indique.",
+        "group_report": "{report} (grupo {group})",
         "same": "Iguales (las dos sí o las dos no)",
         "different": "Distintas (una sí y otra no)",
         "no_to_both": "A: no a las dos",
@@ -270,7 +272,9 @@ def _number(value: float, digits: int) -> str:
 #: the guarantee assumes the researcher cannot know.
 RESPONDENT_WORDS = {"crosswise": ("respondent_combined", "respondent_companion_fact"),
                     "triangular": ("respondent_combined", "respondent_companion_fact"),
-                    "forced_response": ("respondent_instruction", "respondent_draw_fact")}
+                    "forced_response": ("respondent_instruction", "respondent_draw_fact"),
+                    "cheating_detection": ("respondent_instruction", "respondent_draw_fact"),
+                    "stochastic_lie_detector": ("respondent_instruction", "respondent_draw_fact")}
 
 
 def privacy_statement(epsilon: float, language: str | None, prior: float = 0.02, randomized: bool = False,

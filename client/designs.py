@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 from fractions import Fraction
 
+from . import compliance
 from .exact import EpsilonRequest, integer_root, parse_fraction
 from .laplace import LaplaceMechanism
 from .mechanisms import YES_NO, ChannelMechanism, Mechanism, OrdinalMechanism, SymmetricMechanism, UnaryMechanism
@@ -232,6 +233,8 @@ def public(question_type: str, options=None, grid=None):
 DESIGNS = {
     "forced_response": (("yes_no",), ("truth", "yes", "no", "randomizer")),
     "crosswise": (("yes_no",), ("companion", "p")),
+    "cheating_detection": (("yes_no",), ("groups",)),
+    "stochastic_lie_detector": (("yes_no",), ("groups",)),
     "triangular": (("yes_no",), ("companion", "p")),
     "warner": (("yes_no",), ("p",)),
     "unrelated_question": (("yes_no",), ("p", "innocuous_yes")),
@@ -274,6 +277,10 @@ def build(question_type: str, privacy, where: str, options=None, grid=None, text
         mechanism = crosswise(privacy, where, text)
     elif design == "triangular":
         mechanism = triangular(privacy, where, text)
+    elif design == "cheating_detection":
+        mechanism = compliance.cheating_detection(privacy, where, text)
+    elif design == "stochastic_lie_detector":
+        mechanism = compliance.stochastic_lie_detector(privacy, where, text)
     elif design == "warner":
         mechanism = warner(privacy, where)
     elif design == "unrelated_question":

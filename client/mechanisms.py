@@ -167,8 +167,13 @@ class ChannelMechanism(Mechanism):
             if len(column) != len(self._reports) or sum(column) != 1 or min(column) < 0:
                 raise ValueError(f"column for answer {answer!r} is not a probability distribution")
         self._answer_index = {a: i for i, a in enumerate(self._answers)}
-        self._report_index = {r: i for i, r in enumerate(self._reports)}
+        self._report_index = {self._report_key(r): i for i, r in enumerate(self._reports)}
         self._samplers = {}
+
+    @staticmethod
+    def _report_key(report):
+        """How a report is looked up (a report carrying a group marker is a mapping: its key is a tuple)."""
+        return report
 
     @property
     def answers(self):
@@ -180,7 +185,7 @@ class ChannelMechanism(Mechanism):
 
     def probability(self, report, answer) -> Fraction:
         a = self._answer_index[self.validate_answer(answer)]
-        r = self._report_index[self.validate_report(report)]
+        r = self._report_index[self._report_key(self.validate_report(report))]
         return self._columns[a][r]
 
     def channel(self):

@@ -9,6 +9,7 @@ import re
 from . import catalogue, designs, mechanisms, skiplogic
 from .errors import SpecError
 from .exact import json_number, parse_fraction
+from .identifiers import identifier
 from .mechanisms import Mechanism
 from .privacy import ONE_SIDED_STATEMENT, privacy_statement
 
@@ -20,8 +21,7 @@ MAX_ITEMS = 1000
 MAX_OPTIONS = 1000
 MAX_SECTIONS = 200
 MAX_TEXT_LENGTH = 5000
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
+_LANGUAGE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}")
 _SURVEY_FIELDS = {"id", "title", "description", "version", "languages", "default_language", "layout",
                   "questions", "sections"}
 _SECTION_FIELDS = {"id", "title", "intro", "relevant", "questions"}
@@ -38,12 +38,6 @@ def refuse_unknown_fields(spec: dict, allowed: set, where: str):
     unknown = sorted(set(spec) - allowed, key=str)
     if unknown:
         raise SpecError(f"{where}: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
-
-
-def _identifier(value, where: str) -> str:
-    if not isinstance(value, str) or not _ID.match(value):
-        raise SpecError(f"{where}: must be 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit; got {value!r}")
-    return value
 
 
 def _plain_text(value, where: str) -> str:
@@ -71,7 +65,7 @@ class _Languages:
             if not isinstance(languages, list) or not languages:
                 raise SpecError(f"survey.languages: must be a non-empty list of language codes, got {languages!r}")
             for i, code in enumerate(languages):
-                if not isinstance(code, str) or not _LANGUAGE.match(code):
+                if not isinstance(code, str) or not _LANGUAGE.fullmatch(code):
                     raise SpecError(f"survey.languages[{i}]: must be a language code such as 'en', 'es' or 'pt-BR', got {code!r}")
             if len(set(languages)) != len(languages):
                 raise SpecError("survey.languages: a language appears more than once")
@@ -113,7 +107,7 @@ class _Item:
     """What questions and notes share: an id, a text, a hint, skip logic, their position."""
 
     def __init__(self, spec: dict, position: int, languages: _Languages, allowed: set):
-        self.id = _identifier(spec.get("id"), f"questions[{position}].id")
+        self.id = identifier(spec.get("id"), f"questions[{position}].id")
         self.where = where = f"question {self.id!r}"
         refuse_unknown_fields(spec, allowed, where)
         self.languages = languages
@@ -339,7 +333,7 @@ class Section:
     def __init__(self, spec, position: int, languages: _Languages, first_position: int):
         if not isinstance(spec, dict):
             raise SpecError(f"sections[{position}]: must be a mapping, got {spec!r}")
-        self.id = _identifier(spec.get("id"), f"sections[{position}].id")
+        self.id = identifier(spec.get("id"), f"sections[{position}].id")
         where = f"section {self.id!r}"
         refuse_unknown_fields(spec, _SECTION_FIELDS, where)
         self.languages = languages

@@ -30,6 +30,7 @@ from fractions import Fraction
 
 from .errors import DeniableError
 from .exact import parse_fraction
+from .identifiers import ID
 
 KEYWORDS = frozenset({"and", "or", "not", "selected"})
 COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
@@ -40,7 +41,7 @@ MAX_NUMBER_LENGTH = 30
 
 _TOKEN = re.compile(r"""\s*(?:(?P<text>'[^']*'|"[^"]*")|(?P<op><=|>=|!=|=|<|>)|(?P<punct>[(),])|(?P<word>[A-Za-z0-9_.\-]+))""")
 _NUMBER = re.compile(r"^-?[0-9]+(?:\.[0-9]+)?$")
-_QUESTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_QUESTION = ID
 
 
 class ExpressionError(DeniableError, ValueError):
@@ -159,7 +160,7 @@ class _Parser:
     @staticmethod
     def question(token) -> str:
         kind, value, _ = token
-        if kind != "word" or value in KEYWORDS or not _QUESTION.match(value):
+        if kind != "word" or value in KEYWORDS or not _QUESTION.fullmatch(value):
             raise ExpressionError(f"expected a question id, found {_describe(token)}")
         return value
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from . import skiplogic, specfile
 from .errors import AnswerError, SpecError
 from .exact import canonical_json, check_json_text
+from .identifiers import identifier
 from .privacy import WEAK_EPSILON, posterior_bound
 from .questions import (
     _SURVEY_FIELDS,
@@ -37,7 +38,6 @@ from .questions import (
     MAX_SECTIONS,
     Question,
     Section,
-    _identifier,
     _item,
     _Languages,
     _plain_text,
@@ -58,7 +58,7 @@ class Survey:
         except ValueError as error:
             raise SpecError(str(error)) from None
         refuse_unknown_fields(spec, _SURVEY_FIELDS, "survey")
-        self.id = _identifier(spec.get("id"), "survey.id")
+        self.id = identifier(spec.get("id"), "survey.id")
         self.languages = _Languages(spec.get("languages"), spec.get("default_language"))
         self.titles = self.languages.text(spec.get("title"), "survey.title")
         self.descriptions = self.languages.text(spec.get("description"), "survey.description", required=False)
@@ -191,9 +191,14 @@ class Survey:
                                 f"an answer beforehand can be {posterior_bound(0.02, q.epsilon):.0%} sure after one report "
                                 f"(flagged above ε = ln 49 ≈ {WEAK_EPSILON:.2f}, where 2% can pass 50%)")
             if math.isinf(q.epsilon):  # randomized, yet one report value pins the answer
-                two_sided = ("{design: crosswise, companion: …, p: 1/4} (ε = ln 3): the same companion question, "
-                             "and neither choice reveals the answer" if q.mechanism.design == "triangular" else
-                             "{design: forced_response, truth: 1/2, yes: 1/4, no: 1/4} (ε = ln 3)")
+                two_sided = {
+                    "triangular": "{design: crosswise, companion: …, p: 1/4} (ε = ln 3): the same companion question, "
+                                  "and neither choice reveals the answer",
+                    "cheating_detection": "the symmetric variant: give each group a 'no' share beside its 'yes' "
+                                          "(e.g. a: {yes: 1/3, no: 1/6}, b: {yes: 1/6, no: 1/3})",
+                    "stochastic_lie_detector": "crosswise, which measures no lying; the lie detector is one-sided "
+                                               "by construction (an honest 'no' is only ever sent by a non-carrier)",
+                }.get(q.mechanism.design, "{design: forced_response, truth: 1/2, yes: 1/4, no: 1/4} (ε = ln 3)")
                 warnings.append(f"question {q.id!r}: ε is infinite: some report is only ever sent by respondents with "
                                 f"one particular true answer, so it reveals that answer (one-sided garbling protects "
                                 f"one answer only). A two-sided design has a finite ε, e.g. {two_sided}")

@@ -33,11 +33,22 @@ def option_column(question_id: str, option: str) -> str:
     return f"{question_id}.{option}"
 
 
+def group_column(question_id: str) -> str:
+    """The CSV column of the public group a respondent was shown (cheating detection, lie detector)."""
+    return f"{question_id}.group"
+
+
+def _grouped(question: Question) -> bool:
+    return hasattr(question.mechanism, "groups")
+
+
 def _columns(record) -> list[str]:
     columns = ["id", "spec_hash", "received_on"]
     for qid, question in record.survey.questions.items():
         if question.type == "multi_select":
             columns += [option_column(qid, option) for option in question.options]
+        elif _grouped(question):
+            columns += [group_column(qid), qid]
         else:
             columns.append(qid)
     return columns
@@ -61,6 +72,8 @@ def export_csv(record, rows):
             if question.type == "multi_select":
                 values += [""] * len(question.options) if value is None else \
                     [int(option in value) for option in question.options]
+            elif _grouped(question):
+                values += ["", ""] if value is None else [value["group"], value["report"]]
             else:
                 values.append("" if value is None else value)
         writer.writerow(values)
@@ -100,10 +113,17 @@ def _name(wanted: str, taken: set) -> str:
 
 
 def _codes(question: Question) -> dict:
-    """Numeric code of each report of a question with named answers: yes 1, no 0; options 1..k."""
-    if question.type == "yes_no":
+    """Numeric code of each report of a question with named answers: yes 1, no 0 (also the report typed in a
+    group); options 1..k; the choices of a design the respondent randomizes (same, different; …) 1..k."""
+    if question.type == "yes_no" and (_grouped(question) or question.mechanism.reports == ["yes", "no"]):
         return {"yes": 1, "no": 0}
+    if question.type == "yes_no":
+        return {report: position for position, report in enumerate(question.mechanism.reports, start=1)}
     return {option: position for position, option in enumerate(question.options, start=1)}
+
+
+def _group_codes(question: Question) -> dict:
+    return {group: position for position, group in enumerate(question.mechanism.groups, start=1)}
 
 
 def variables(record) -> list[Variable]:
@@ -125,6 +145,15 @@ def variables(record) -> list[Variable]:
         elif question.type == "number":
             found.append(Variable(_name(qid, taken), f"{mark}{text}"[:256], None,
                                   lambda row, qid=qid: row["reports"].get(qid), question))
+        elif _grouped(question):
+            groups, codes = _group_codes(question), _codes(question)
+            found.append(Variable(_name(f"{qid}_group", taken), f"Group shown for: {text}"[:256],
+                                  {code: group for group, code in groups.items()},
+                                  lambda row, qid=qid, groups=groups: None if row["reports"].get(qid) is None
+                                  else groups[row["reports"][qid]["group"]], question))
+            found.append(Variable(_name(qid, taken), f"{mark}{text}"[:256], {code: v for v, code in codes.items()},
+                                  lambda row, qid=qid, codes=codes: None if row["reports"].get(qid) is None
+                                  else codes[row["reports"][qid]["report"]], question))
         else:
             codes = _codes(question)
             labels = {code: (question.option_label(value) if question.type != "yes_no" else value)
@@ -194,7 +223,12 @@ def _alphabet(question: Question) -> str:
                    else "sent as given)"))
     if question.type == "multi_select":
         return "0 or 1 per option: whether the (randomized) report includes it"
-    return ", ".join(f"{code} = {value}" for value, code in _codes(question).items())
+    typed = ", ".join(f"{code} = {value}" for value, code in _codes(question).items())
+    if _grouped(question):
+        groups = ", ".join(f"{code} = {group}" for group, code in _group_codes(question).items())
+        return (f"the group shown ({groups}; CSV column `{group_column(question.id)}`), and the answer typed after "
+                f"following that group's instruction ({typed})")
+    return typed
 
 
 def codebook(record, rows=()) -> Iterable[str]:
@@ -208,9 +242,11 @@ def codebook(record, rows=()) -> Iterable[str]:
     taken = {"id", "spec_hash", "received_on"}
     for qid, question in survey.questions.items():
         private = question.is_private
-        privacy = (f"randomized on the respondent's device: {question.mechanism.design}, ε = {question.epsilon:.4g}"
+        who = "by the respondent" if question.mechanism.respondent_randomizes else "on the respondent's device"
+        privacy = (f"randomized {who}: {question.mechanism.design}, ε = {question.epsilon:.4g}"
                    if private else "public: sent as given, not randomized")
         names = ([_name(f"{qid}_{o}", taken) for o in question.options] if question.type == "multi_select"
+                 else [_name(f"{qid}_group", taken), _name(qid, taken)] if _grouped(question)
                  else [_name(qid, taken)])
         yield (f"## `{qid}`{' [randomized]' if private else ''}\n\n"
                f"- Text: {question.text}\n- Type: {question.type}\n- Privacy: {privacy}\n"

@@ -99,6 +99,8 @@ def respondent_prompt(question, language: str, words: dict) -> str | None:
     if not mechanism.respondent_randomizes:
         return None
     default = question.languages.default
+    if hasattr(mechanism, "groups"):  # one instruction per group; the page shows the respondent's group's
+        return None
     if mechanism.design in ("crosswise", "triangular"):
         companion = localize(mechanism.params["companion"], language, default)
         return words[f"{mechanism.design}_prompt"].format(companion=companion)
@@ -119,7 +121,15 @@ def _item_view(survey, item, language: str, words: dict) -> dict:
                 statement=catalogue.privacy_statement(item.epsilon, language, randomized=item.is_private,
                                                       respondent=respondent),
                 **offline_form_question(item))
-    if item.type == "yes_no":
+    if hasattr(item.mechanism, "groups"):
+        # Cheating detection, lie detector: every group's instruction is on the page; the page script shows
+        # the one of the group it draws (the no-JavaScript form: the one the server drew, in a hidden field).
+        view["groups"] = [(group, words["randomizer_prompt"].format(
+            instruction=localize(item.mechanism.instruction(group), language, item.languages.default)))
+            for group in item.mechanism.groups]
+        view["form_group"] = item.mechanism.assign_group()
+        view["options"] = [("yes", words["yes"]), ("no", words["no"])]
+    elif item.type == "yes_no":
         # What the respondent chooses is what is sent: the reports of a design they randomize themselves.
         choices = item.mechanism.reports if respondent else ("yes", "no")
         view["options"] = [(value, words[value]) for value in choices]
@@ -209,7 +219,8 @@ def submit_form(survey_id):
     if not secrets_match(presented, expected):
         return _message(403, words["check_heading"], words["form_expired"], back, language)
     offline = {q.id for q in survey.questions.values() if offline_form_question(q)["offline"]}
-    unknown = sorted(set(request.form) - offline - {"spec_hash", "idempotency_key", "token", "lang", "form_key"})
+    grouped = {f"{qid}.group" for qid in offline if hasattr(survey.questions[qid].mechanism, "groups")}
+    unknown = sorted(set(request.form) - offline - grouped - {"spec_hash", "idempotency_key", "token", "lang", "form_key"})
     if unknown:
         return _message(422, words["check_heading"], words["cannot_accept"], language=language)
     reports = {}
@@ -218,6 +229,10 @@ def submit_form(survey_id):
             continue
         if question.type == "multi_select":
             reports[question.id] = request.form.getlist(question.id)  # none ticked: the empty selection
+        elif hasattr(question.mechanism, "groups"):
+            if request.form.get(question.id, "") != "":
+                reports[question.id] = {"group": request.form.get(f"{question.id}.group", ""),
+                                        "report": request.form[question.id]}
         elif question.id in request.form and request.form[question.id] != "":
             value = request.form[question.id]
             if question.type == "number":

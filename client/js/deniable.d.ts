@@ -144,6 +144,17 @@ export class LaplaceMechanism extends Mechanism {
   randomize(answer: number | string, source?: RandomSource): number;
 }
 
+/** Cheating detection and the stochastic lie detector: reports carry the respondent's public group. */
+export class GroupedMechanism extends Mechanism {
+  readonly groups: string[];
+  /** The analysis channel's columns: each latent class (e.g. "cheater") and P(report | class). */
+  readonly latentClasses: [string, Fraction[]][];
+  /** The group a new respondent is shown: uniform over the groups, from crypto.getRandomValues. */
+  assignGroup(source?: RandomSource): string;
+  /** The instruction a respondent of `group` follows. */
+  instruction(group: string): string | Record<string, string>;
+}
+
 export const YES_NO: ["yes", "no"];
 /** What a respondent chooses in the crosswise and the triangular design. */
 export const CROSSWISE_REPORTS: ["same", "different"];

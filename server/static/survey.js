@@ -62,8 +62,28 @@ function readAnswer(fieldset) {
       const text = inputs[0].value.trim();
       return text === "" ? null : text;
     }
-    default:
-      return inputs.find((i) => i.checked)?.value ?? null;
+    default: {
+      const value = inputs.find((i) => i.checked)?.value ?? null;
+      // Cheating detection, lie detector: the report carries the group whose instruction was shown.
+      return value !== null && fieldset.dataset.group ? { group: fieldset.dataset.group, report: value } : value;
+    }
+  }
+}
+
+/** Each question with groups: draw the respondent's group (crypto.getRandomValues, public, independent
+ * of every answer) and show that group's instruction only. */
+function assignGroups() {
+  for (const fieldset of form.querySelectorAll("fieldset.question")) {
+    const mechanism = survey.questions[fieldset.dataset.question].mechanism;
+    if (!mechanism.groups) continue;
+    const group = mechanism.assignGroup();
+    fieldset.dataset.group = group;
+    for (const prompt of fieldset.querySelectorAll(".respondent-prompt[data-group]")) prompt.hidden = prompt.dataset.group !== group;
+    const shown = fieldset.querySelector(`.respondent-prompt[data-group="${group}"]`);
+    for (const input of fieldset.querySelectorAll("input")) {
+      const described = (input.getAttribute("aria-describedby") ?? "").split(" ").filter(Boolean);
+      input.setAttribute("aria-describedby", [shown.id, ...described].join(" "));
+    }
   }
 }
 
@@ -171,6 +191,9 @@ backButton.addEventListener("click", () => {
 
 function describe(question, report) {
   const label = (value) => (question.type === "yes_no" ? words[value] : question.optionLabel(value, data.lang));
+  if (report !== null && typeof report === "object" && !Array.isArray(report)) {
+    return format(words.group_report, { report: label(report.report), group: report.group });
+  }
   if (Array.isArray(report)) return report.length ? report.map(label).join(", ") : words.none_selected;
   if (question.type !== "number") return label(report);
   const [low, high] = question.grid;
@@ -299,5 +322,6 @@ if (outbox?.entries().some((entry) => entry.surveyId === survey.id)) {
 window.addEventListener("online", deliverSaved);
 deliverSaved();
 
+assignGroups();
 applySkipLogic();
 showPage();

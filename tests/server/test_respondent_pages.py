@@ -35,18 +35,26 @@ def test_each_design_is_one_question_and_what_is_chosen_is_what_is_sent(browser,
     assert "A: no to both" in page.text_content("#q-sick") and "B: any other combination" in page.text_content("#q-sick")
     assert "If your mother's birthday is in January or February" in prompt
     no_violations(page, "phone: respondent-side designs")
-    for qid, value in CHOICES.items():
+    # cheating detection: the page drew a group and shows that group's instruction, and only it
+    group = page.get_attribute("#q-cheated", "data-group")
+    assert group in ("a", "b")
+    shown = [p.get_attribute("data-group") for p in page.query_selector_all("#q-cheated .respondent-prompt") if p.is_visible()]
+    assert shown == [group]
+    assert ("January to April" if group == "a" else "January to August") in page.text_content(f"#prompt-cheated-{group}")
+    for qid, value in {**CHOICES, "cheated": "no"}.items():
         page.check(f"#q-{qid} input[value='{value}']")
     page.click("#send")
     page.wait_for_selector("#sent:not([hidden])")
     [post] = [r for r in recorder.posts() if "/responses" in r["url"]]
     sent = json.loads(post["body"])["reports"]
-    assert sent == CHOICES  # nothing the page drew: the respondent's choices go as they are
+    # nothing the page drew but the public group: the respondent's choices go as they are
+    assert sent == {**CHOICES, "cheated": {"group": group, "report": "no"}}
     shown = page.text_content("#sent-reports")
     assert "Different (one yes, one no)" in shown and "A: no to both" in shown
     no_violations(page, "phone: sent panel of respondent-side designs")
+    assert f"No (group {group})" in page.text_content("#sent-reports")
     [row] = list(store.export("conduct"))
-    assert row["reports"] == CHOICES
+    assert row["reports"] == {**CHOICES, "cheated": {"group": group, "report": "no"}}
     assert not recorder.errors
     context.close()
 
@@ -58,13 +66,14 @@ def test_without_javascript_the_same_questions_are_answered_as_they_are(browser,
     page.goto(f"{live_server}/s/conduct")
     form = page.locator("#coin-form")
     assert form.is_visible()
-    assert form.locator(".respondent-prompt").count() == 3
+    assert form.locator(".respondent-prompt").count() == 4  # one instruction for the group the server drew
+    group = form.locator("input[name='cheated.group']").get_attribute("value")
     assert form.locator("input[name=took][value=same]").count() == 1
     no_violations(page, "phone: no-JavaScript form of respondent-side designs")
-    for qid, value in CHOICES.items():
+    for qid, value in {**CHOICES, "cheated": "yes"}.items():
         page.check(f"#coin-form input[name={qid}][value={value}]")
     page.click("#coin-form button[type=submit]")
     page.wait_for_url("**/s/conduct/thanks?sent=form")
     [row] = list(store.export("conduct"))
-    assert row["reports"] == CHOICES
+    assert row["reports"] == {**CHOICES, "cheated": {"group": group, "report": "yes"}}
     context.close()

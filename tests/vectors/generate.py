@@ -44,6 +44,17 @@ SPECS = [
                                                                "answer yes; if it is in December, answer no; otherwise "
                                                                "answer truthfully."}}),
     ]},
+    {"id": "compliance", "title": "Designs that measure compliance", "questions": [
+        _question("cdm", "yes_no", {"design": "cheating_detection", "groups": {
+            "a": {"yes": "1/3", "randomizer": "If your birthday is in January to April, answer yes; otherwise answer truthfully."},
+            "b": {"yes": "2/3", "randomizer": "If your birthday is in January to August, answer yes; otherwise answer truthfully."}}}),
+        _question("cdm_symmetric", "yes_no", {"design": "cheating_detection", "groups": {
+            "a": {"yes": "1/3", "no": "1/6", "randomizer": "January to April: yes; May and June: no; otherwise the truth."},
+            "b": {"yes": "1/6", "no": "1/3", "randomizer": "January and February: yes; March to June: no; otherwise the truth."}}}),
+        _question("sld", "yes_no", {"design": "stochastic_lie_detector", "groups": {
+            "a": {"p": "2/12", "randomizer": "If your birthday is in January or February, answer no; otherwise yes."},
+            "b": {"p": "10/12", "randomizer": "If your birthday is in January to October, answer no; otherwise yes."}}}),
+    ]},
     {"id": "categorical", "title": "Categorical designs", "questions": [
         _question("krr_ln3", "choice", {"design": "k_rr", "epsilon": "ln 3"}, options=COLOURS),
         _question("krr_half", "choice", {"design": "k_rr", "epsilon": 0.5}, options=COLOURS + ["black"]),
@@ -92,6 +103,9 @@ def vectors() -> list[dict]:
                 "epsilon": None if not mechanism.is_private else mechanism.epsilon,
                 "respondent_randomizes": mechanism.respondent_randomizes,
             }
+            if hasattr(mechanism, "latent_classes"):  # the analysis channel's columns, exact
+                questions[qid]["latent_classes"] = [[label, [str(p) for p in column]]
+                                                    for label, column in mechanism.latent_classes]
         # JSON has no infinity: a survey with a one-sided question (ε = ∞) writes null.
         total = survey.epsilon if survey.epsilon != float("inf") else None
         cases.append({"spec": clean, "epsilon": total, "questions": questions})

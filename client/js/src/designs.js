@@ -1,6 +1,7 @@
 // Designs: each builds a mechanism from a spec's privacy parameters (Python: designs.py).
 // Part of deniable.js; no dependencies.
 
+import { cheatingDetection, stochasticLieDetector } from "./compliance.js";
 import { SpecError, show } from "./errors.js";
 import { EpsilonRequest, ONE, ORDINAL_BASE_BITS, ZERO, frac, integerRoot, parseFraction } from "./exact.js";
 import { ChannelMechanism, LaplaceMechanism, OrdinalMechanism, SymmetricMechanism, UnaryMechanism } from "./mechanisms.js";
@@ -93,6 +94,8 @@ const designBuilders = {
     return byRespondent(new ChannelMechanism("crosswise", normalized, YES_NO, [...CROSSWISE_REPORTS],
       [[p, ONE.sub(p)], [ONE.sub(p), p]]));
   },
+  cheating_detection(params, where, _options, _grid, text) { return cheatingDetection(params, where, text); },
+  stochastic_lie_detector(params, where, _options, _grid, text) { return stochasticLieDetector(params, where, text); },
   triangular(params, where, _options, _grid, text) {
     const p = companionShare(params, where);
     const companion = instruction(params.companion, `${where}.companion`, text);
@@ -176,6 +179,8 @@ const designBuilders = {
 export const DESIGNS = {
   forced_response: [["yes_no"], ["truth", "yes", "no", "randomizer"]],
   crosswise: [["yes_no"], ["companion", "p"]],
+  cheating_detection: [["yes_no"], ["groups"]],
+  stochastic_lie_detector: [["yes_no"], ["groups"]],
   triangular: [["yes_no"], ["companion", "p"]],
   warner: [["yes_no"], ["p"]],
   unrelated_question: [["yes_no"], ["p", "innocuous_yes"]],

@@ -38,6 +38,8 @@ const BY_RESPONDENT = {
   crosswise: ["You give one combined answer to this question and a second one", "your answer to the second question"],
   triangular: ["You give one combined answer to this question and a second one", "your answer to the second question"],
   forced_response: ["You follow the instruction yourself", "the outcome of the instruction's draw (such as a birthday)"],
+  cheating_detection: ["You follow the instruction yourself", "the outcome of the instruction's draw (such as a birthday)"],
+  stochastic_lie_detector: ["You follow the instruction yourself", "the outcome of the instruction's draw (such as a birthday)"],
 };
 
 /** The privacy note of a design in which the respondent randomizes: the device never sees the true answer,

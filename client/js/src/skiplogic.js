@@ -2,6 +2,7 @@
 // Part of deniable.js; no dependencies.
 
 import { show } from "./errors.js";
+import { ID } from "./identifiers.js";
 import { parseFraction } from "./exact.js";
 
 // The expression language of `relevant` (and conditional `required`), the twin of
@@ -21,7 +22,6 @@ const MAX_EXPRESSION_DEPTH = 40;
 const MAX_NUMBER_LENGTH = 30;
 const TOKEN = /\s*(?:('[^']*'|"[^"]*")|(<=|>=|!=|=|<|>)|([(),])|([A-Za-z0-9_.\-]+))/y;
 const NUMBER = /^-?[0-9]+(?:\.[0-9]+)?$/;
-const QUESTION_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 export function reprText(value) {
   // Python's repr of a string, so that both twins word their errors alike.
@@ -129,7 +129,7 @@ class ExpressionParser {
 
 function questionToken(token) {
   const [kind, value] = token;
-  if (kind !== "word" || KEYWORDS.has(value) || !QUESTION_ID.test(value)) throw new ExpressionError(`expected a question id, found ${describeToken(token)}`);
+  if (kind !== "word" || KEYWORDS.has(value) || !ID.test(value)) throw new ExpressionError(`expected a question id, found ${describeToken(token)}`);
   return value;
 }
 

@@ -5,6 +5,7 @@ import { AnswerError, SpecError, show } from "./errors.js";
 import { MAX_GRID_POINTS, MAX_MULTI_SELECT_OPTIONS, ZERO, jsonNumber, parseFraction } from "./exact.js";
 import { defaultSource } from "./randomness.js";
 import { DEFAULT_PRIVACY, buildMechanism } from "./designs.js";
+import { requireId } from "./identifiers.js";
 import { ONE_SIDED_STATEMENT, privacyStatement, respondentStatement } from "./privacy.js";
 import { ExpressionError, ORDERINGS, evaluateExpression, expressionLeaves, parseExpression, reprText } from "./skiplogic.js";
 
@@ -15,7 +16,6 @@ export const MAX_ITEMS = 1000;
 export const MAX_OPTIONS = 1000;
 export const MAX_SECTIONS = 200;
 const MAX_TEXT_LENGTH = 5000;
-const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
 const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections"];
 const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions"];
@@ -35,13 +35,6 @@ export const isRightToLeft = (language) => Boolean(language) && RIGHT_TO_LEFT.ha
 function requireText(value, where) {
   if (typeof value !== "string" || !value.trim()) throw new SpecError(`${where}: must be a non-empty string, got ${show(value)}`);
   if (value.length > MAX_TEXT_LENGTH) throw new SpecError(`${where}: longer than ${MAX_TEXT_LENGTH} characters`);
-  return value;
-}
-
-function requireId(value, where) {
-  if (typeof value !== "string" || !ID.test(value)) {
-    throw new SpecError(`${where}: must be 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit; got ${show(value)}`);
-  }
   return value;
 }
 

@@ -16,6 +16,9 @@ for (const vector of cases) {
       assert.equal(mechanism.design, expected.design, id);
       assert.deepEqual(mechanism.params, expected.params, id);
       assert.equal(mechanism.respondentRandomizes, expected.respondent_randomizes, `${id}: who randomizes`);
+      if (expected.latent_classes) {
+        assert.deepEqual(mechanism.latentClasses.map(([label, column]) => [label, column.map(String)]), expected.latent_classes, `${id}: latent classes`);
+      }
       assert.deepEqual(mechanism.answers, expected.answers, id);
       assert.deepEqual(mechanism.reports, expected.reports, id);
       const channel = expected.reports.map((r) => expected.answers.map((a) => text(mechanism.probability(r, a))));

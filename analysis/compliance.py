@@ -1,0 +1,135 @@
+"""Estimates for the designs that measure compliance (cheating detection, the stochastic lie detector).
+
+Their reports carry a public group. The analysis channel has one column per latent class of respondent
+(`GroupedMechanism.latent_classes`): for cheating detection honest "yes" (π), honest "no" (β) and
+cheaters who say "no" whatever they are told (γ); for the stochastic lie detector truthful carriers (πt),
+lying carriers (π(1 − t)) and non-carriers (1 − π). The class shares are the certified maximum-likelihood
+estimate on the simplex, like every other design's; the rows a researcher reads are linear in them
+(π, 1 − π) or, for the lie detector's ``truthful`` row, a ratio (t). Intervals are profile-likelihood
+intervals of each row, so they lie in [0, 1] and contain the estimate; a likelihood-ratio test says
+whether anyone failed to comply (γ = 0, or t = 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from . import channels, likelihood
+from . import estimators as est
+from .errors import AnalysisError
+
+METHODS = ("likelihood", "wald")
+
+
+@dataclass(frozen=True)
+class ComplianceTest:
+    """A likelihood-ratio test that everyone complied (γ = 0 for cheating detection, t = 1 for the lie
+    detector). The null sits on the boundary of the parameter space, so the statistic's null distribution
+    is the 50:50 mixture of χ²₀ and χ²₁ (Self & Liang 1987): p = P(χ²₁ ≥ LR) / 2."""
+
+    hypothesis: str
+    statistic: float
+    p_value: float
+
+    def __str__(self) -> str:
+        return f"test of {self.hypothesis}: likelihood ratio {self.statistic:.3g}, p = {self.p_value:.3g}"
+
+
+def class_matrix(mechanism) -> np.ndarray:
+    """Q[r, c]: reports × latent classes, as floats (the analysis channel of `channels.channel_matrix`)."""
+    return channels.channel_matrix(mechanism)
+
+
+def estimate_compliance(mechanism, counts: np.ndarray, level: float, method: str | None, question_id):
+    """(table, certificate, row covariance, notes, test) for a cheating-detection or lie-detector question."""
+    method = method or "likelihood"
+    if method not in METHODS:
+        raise AnalysisError(f"method must be one of {', '.join(METHODS)} for a {mechanism.design} question, got {method!r}")
+    q = class_matrix(mechanism)
+    n = int(counts.sum())
+    theta, found = likelihood.maximise(q, counts)
+    checked = likelihood.certify(q, counts, theta)
+    certificate = likelihood.Certificate(checked.kkt_residual, checked.optimality_gap, found.iterations,
+                                         checked.tolerance, checked.unique)
+    theta_covariance = channels.fitted_covariance(q, theta) / n
+    unbiased_theta, unbiased_covariance = est.unbiased(q, counts)
+    cut = likelihood.likelihood_cut(level)
+    z = stats.norm.isf((1 - level) / 2)
+    peak = likelihood.loglikelihood(q, counts, theta)
+    rows, notes = [], []
+    for label, functional in _linear_rows(mechanism):
+        estimate = float(functional @ theta)
+        se = float(np.sqrt(max(functional @ theta_covariance @ functional, 0.0)))
+        if method == "likelihood":
+            low, high = likelihood.profile_interval(q, counts, theta, functional, cut)
+        else:
+            low, high = estimate - z * se, estimate + z * se
+        rows.append((label, estimate, se, low, high, float(functional @ unbiased_theta),
+                     float(np.sqrt(max(functional @ unbiased_covariance @ functional, 0.0)))))
+    if mechanism.design == "stochastic_lie_detector":
+        rows.append(("truthful", *_truthful_row(q, counts, theta, theta_covariance, unbiased_theta,
+                                               unbiased_covariance, peak, cut, z, method, notes)))
+    labels = [row[0] for row in rows]
+    table = pd.DataFrame([row[1:] for row in rows], index=pd.Index(labels, name="answer"),
+                         columns=["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"])
+    table["ci_low"] = np.minimum(np.clip(table["ci_low"], 0, 1), table["estimate"])
+    table["ci_high"] = np.maximum(np.clip(table["ci_high"], 0, 1), table["estimate"])
+    jacobian = np.array([functional for _, functional in _linear_rows(mechanism)])
+    covariance = jacobian @ theta_covariance @ jacobian.T
+    test = _compliance_test(mechanism, q, counts, peak)
+    notes.append(str(test))
+    notes.append("the group each respondent was shown is part of the report; shares are for the whole population, "
+                 "with non-compliance a class of its own")
+    return table, certificate, covariance, notes, test
+
+
+def _linear_rows(mechanism) -> list[tuple[str, np.ndarray]]:
+    """The rows that are linear in the class shares: each class for cheating detection; yes (carriers, πt +
+    π(1 − t)) and no (non-carriers) for the lie detector."""
+    if mechanism.design == "cheating_detection":
+        return [(label, row) for (label, _), row in zip(mechanism.latent_classes, np.eye(3))]
+    return [("yes", np.array([1.0, 1.0, 0.0])), ("no", np.array([0.0, 0.0, 1.0]))]
+
+
+def _truthful_row(q, counts, theta, covariance, unbiased, unbiased_covariance, peak, cut, z, method, notes):
+    """t = θ₀ / (θ₀ + θ₁), the share of carriers who answered truthfully: delta-method SE, and a
+    profile-likelihood interval over t (for each t the model is a two-class mixture: carriers answering
+    with t, and non-carriers)."""
+    carriers = theta[0] + theta[1]
+    if carriers <= 1e-9:
+        notes.append("no carriers are estimated, so their truthfulness is not identified: its interval is [0, 1]")
+        return np.nan, np.nan, 0.0, 1.0, np.nan, np.nan
+    t = float(theta[0] / carriers)
+    gradient = np.array([theta[1], -theta[0], 0.0]) / carriers**2
+    se = float(np.sqrt(max(gradient @ covariance @ gradient, 0.0)))
+    unbiased_carriers = unbiased[0] + unbiased[1]
+    unbiased_t = float(unbiased[0] / unbiased_carriers) if abs(unbiased_carriers) > 1e-12 else np.nan
+    unbiased_gradient = np.array([unbiased[1], -unbiased[0], 0.0]) / unbiased_carriers**2 \
+        if abs(unbiased_carriers) > 1e-12 else np.full(3, np.nan)
+    unbiased_se = float(np.sqrt(max(unbiased_gradient @ unbiased_covariance @ unbiased_gradient, 0.0)))
+    if method == "wald":
+        return t, se, t - z * se, t + z * se, unbiased_t, unbiased_se
+
+    def profile(value: float) -> float:  # max log-likelihood with the carriers' truthfulness fixed at value
+        mixed = np.column_stack([value * q[:, 0] + (1 - value) * q[:, 1], q[:, 2]])
+        shares, _ = likelihood.maximise(mixed, counts)
+        return likelihood.loglikelihood(mixed, counts, shares) - (peak - cut)
+
+    low = 0.0 if t <= 0 or profile(0.0) >= 0 else optimize.brentq(profile, 0.0, t, xtol=1e-10)
+    high = 1.0 if t >= 1 or profile(1.0) >= 0 else optimize.brentq(profile, t, 1.0, xtol=1e-10)
+    return t, se, min(low, t), max(high, t), unbiased_t, unbiased_se
+
+
+def _compliance_test(mechanism, q, counts, peak) -> ComplianceTest:
+    """Everyone complied: no cheaters (cheating detection), every carrier truthful (lie detector)."""
+    if mechanism.design == "cheating_detection":
+        restricted, hypothesis = q[:, :2], "no cheating (γ = 0)"
+    else:
+        restricted, hypothesis = q[:, [0, 2]], "no lying (t = 1)"
+    shares, _ = likelihood.maximise(restricted, counts)
+    statistic = max(2 * (peak - likelihood.loglikelihood(restricted, counts, shares)), 0.0)
+    return ComplianceTest(hypothesis, float(statistic), float(stats.chi2.sf(statistic, 1) / 2))
