@@ -278,7 +278,7 @@ PLOT_LEFT, PLOT_WIDTH, ROW_HEIGHT = 6, 328, 44
 
 def _bars(table) -> list[dict]:
     rows = []
-    for position, (answer, row) in enumerate(table.iterrows()):
+    for position, (answer, row) in enumerate(table.dropna(subset=["estimate"]).iterrows()):
         clamp = lambda v: min(max(float(v), 0.0), 1.0)  # noqa: E731 - the axis is [0, 1]
         rows.append({
             "label": ", ".join(answer) if isinstance(answer, (list, tuple)) else str(answer),
