@@ -85,14 +85,19 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = N
     y = pd.Series(list(reports), index=covariates.index if len(covariates) == len(list(reports)) else None)
     if len(y) != len(covariates):
         raise AnalysisError(f"reports ({len(y)}) and covariates ({len(covariates)}) differ in length")
-    if not set(y.dropna()) <= {"yes", "no"}:
-        raise AnalysisError("reports must be 'yes' or 'no'")
+    # The model is for the first report (yes; same for crosswise; no_to_both for triangular), through the channel.
+    first = mechanism.reports[0]
+    if isinstance(first, dict):
+        raise AnalysisError("logistic() with a design whose reports carry a group (cheating detection, the lie "
+                            "detector) is not supported yet: estimate its shares with estimate()")
+    if not set(y.dropna()) <= set(mechanism.reports):
+        raise AnalysisError(f"reports must be {' or '.join(map(repr, mechanism.reports))}")
     design = covariates.astype(float)
     if intercept:
         design = design.copy()
         design.insert(0, "Intercept", 1.0)
     keep = y.notna().to_numpy() & design.notna().all(axis=1).to_numpy()
-    endog = pd.Series((y[keep] == "yes").astype(float).to_numpy(), index=design.index[keep], name="report_yes")
+    endog = pd.Series((y[keep] == first).astype(float).to_numpy(), index=design.index[keep], name="report_yes")
     exog = design[keep]
     model = RandomizedLogit(endog, exog, channel.p, channel.q)
     fit_kwargs.setdefault("method", "newton")

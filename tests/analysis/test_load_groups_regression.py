@@ -241,3 +241,26 @@ def test_a_formula_recovers_known_coefficients_through_the_coin_flip(tmp_path):
         logistic("smoking ~ age", data)
     with pytest.raises(ValueError, match="outcome ~ covariates"):
         logistic("drugs + age", data)
+
+
+def test_logistic_through_a_crosswise_outcome_recovers_known_coefficients():
+    """The respondent randomized: the model of the 'same' report goes through the crosswise channel."""
+    crosswise = Survey.from_dict({"id": "s", "title": "t", "questions": [
+        {"id": "q", "type": "yes_no", "text": "?", "privacy": {"design": "crosswise", "companion": "Born in Jan-Mar?", "p": "1/6"}}]
+    }).questions["q"]
+    rng = np.random.default_rng(8)
+    beta = np.array([-0.5, 0.8])
+    estimates, ses = [], []
+    for _ in range(30):
+        x = pd.DataFrame({"age": rng.normal(size=3000)})
+        truth = rng.random(3000) < 1 / (1 + np.exp(-(beta[0] + beta[1] * x["age"])))
+        companion = rng.random(3000) < 1 / 6
+        reports = np.where(truth == companion, "same", "different")
+        fit = logistic(crosswise, reports, x)
+        estimates.append(fit.params.to_numpy())
+        ses.append(fit.bse.to_numpy())
+    mean, sd = np.mean(estimates, axis=0), np.std(estimates, axis=0)
+    assert np.all(np.abs(mean - beta) < 4 * sd / np.sqrt(30) + 0.02), (mean, beta)
+    assert np.all((np.mean(ses, axis=0) / sd > 0.7) & (np.mean(ses, axis=0) / sd < 1.4))
+    with pytest.raises(ValueError, match="'same' or 'different'"):
+        logistic(crosswise, ["same", "yes"], pd.DataFrame({"a": [1.0, 2.0]}))
