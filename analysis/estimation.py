@@ -54,6 +54,7 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
                            simultaneous, scores=scores(question))
         result.population = loaded.population(question_id)
         result.versions = [v.label for v in loaded.versions_for(question_id)]
+        _check_control(result, question)
         return _localize(result, question, language)
     if isinstance(question_or_mechanism, Question):
         mechanism, question_id = question_or_mechanism.mechanism, question_or_mechanism.id
@@ -65,7 +66,30 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         raise AnalysisError("reports: required (a list, numpy array or pandas Series of report values)")
     result = _estimate(mechanism, count_reports(mechanism, reports), level, method, question_id, simultaneous,
                        scores=scores(question_or_mechanism) if isinstance(question_or_mechanism, Question) else None)
-    return _localize(result, question_or_mechanism, language) if isinstance(question_or_mechanism, Question) else result
+    if not isinstance(question_or_mechanism, Question):
+        return result
+    _check_control(result, question_or_mechanism)
+    return _localize(result, question_or_mechanism, language)
+
+
+def _check_control(result: EstimateResult, question: Question):
+    """A known-share control (``control: {share: 0}``): did the design recover the known "yes" share? Its
+    interval, and a likelihood-ratio test of the share (p), go on the result and in its notes."""
+    if getattr(question, "control", None) is None:
+        return
+    share = float(question.control)
+    low, high = result.table.loc["yes", ["ci_low", "ci_high"]]
+    q = channels.channel_matrix(result.mechanism)
+    peak = likelihood.loglikelihood(q, result.counts, likelihood.maximise(q, result.counts)[0])
+    statistic = max(2 * (peak - likelihood.profile_loglikelihood(q, result.counts, 0, share)), 0.0)
+    p_value = float(stats.chi2.sf(statistic, 1))
+    recovered = bool(low - 1e-9 <= share <= high + 1e-9)
+    result.control = {"share": share, "recovered": recovered, "p_value": p_value}
+    where = f"the {result.level:.0%} interval [{low:.3g}, {high:.3g}] (likelihood-ratio p = {p_value:.3g})"
+    result.notes.insert(0, f"control question: its known share {share:g} is inside {where}: the design recovered it"
+                        if recovered else
+                        f"CONTROL FAILED: the known share {share:g} is outside {where}: respondents may not have "
+                        "followed the instructions, and the other estimates deserve the same doubt")
 
 
 def population(survey, question_id: str) -> str | None:

@@ -90,6 +90,8 @@ class EstimateResult:
     #: For the designs that measure compliance: the likelihood-ratio test that everyone complied
     #: (`compliance.ComplianceTest`: no cheaters, or every carrier truthful); None for other designs.
     compliance_test: object | None = None
+    #: For a known-share control question: {share, recovered, p_value}; None for other questions.
+    control: dict | None = None
 
     @property
     def n(self) -> int:

@@ -26,7 +26,7 @@ _SURVEY_FIELDS = {"id", "title", "description", "version", "languages", "default
                   "questions", "sections"}
 _SECTION_FIELDS = {"id", "title", "intro", "relevant", "questions"}
 _QUESTION_FIELDS = {"id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required",
-                    "relevant", "constraint_message"}
+                    "relevant", "constraint_message", "control"}
 _NOTE_FIELDS = {"id", "type", "text", "hint", "relevant"}
 _OPTION_FIELDS = {"value", "label"}
 #: Languages written right to left (the page sets dir="rtl" for them).
@@ -212,6 +212,21 @@ class Question(_Item):
                                                       text=languages.text)
         except ValueError as error:
             raise SpecError(str(error)) from None
+        self.control = self._read_control(spec.get("control"), f"{where}.control")
+
+    def _read_control(self, control, where: str):
+        """``control: {share: 0}``: an item whose true "yes" share is known (a fictitious country nobody can
+        have visited), so the analysis can check the design recovered it. None when not a control."""
+        if control is None:
+            return None
+        if self.type != "yes_no":
+            raise SpecError(f"{where}: only yes/no questions can be known-share controls")
+        if not isinstance(control, dict) or set(control) != {"share"}:
+            raise SpecError(f"{where}: a mapping with the one key 'share' (the known share of 'yes', e.g. 0), got {control!r}")
+        share = parse_fraction(control["share"], f"{where}.share")
+        if not 0 <= share <= 1:
+            raise SpecError(f"{where}.share: must be between 0 and 1, got {control['share']!r}")
+        return share
 
     def _suggestion(self) -> str:
         return {"choice": "{design: k_rr, epsilon: ln 3}", "ordinal": "{design: ordinal, epsilon: 1}",
@@ -313,6 +328,8 @@ class Question(_Item):
         if self.constraint_messages is not None:
             spec["constraint_message"] = self.constraint_messages
         spec["privacy"] = "none" if self.mechanism.design == "none" else dict(self.mechanism.params)
+        if self.control is not None:
+            spec["control"] = {"share": str(self.control)}
         return spec
 
     def __repr__(self) -> str:

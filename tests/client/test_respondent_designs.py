@@ -144,3 +144,24 @@ def test_build_without_a_survey_checks_plain_texts():
     assert mechanism.params == {"design": "crosswise", "companion": COMPANION, "p": "1/4"}
     with pytest.raises(ValueError, match="q.companion: required"):
         build("yes_no", {"design": "triangular", "companion": 3, "p": "1/4"}, "q")
+
+
+def test_a_known_share_control_says_whether_the_design_recovered_it():
+    from deniable.analysis import estimate
+
+    survey = Survey.from_dict({"id": "s", "title": "S", "questions": [
+        {"id": "atlantis", "type": "yes_no", "text": "Have you ever visited the country of Freedonia?", "control": {"share": 0},
+         "privacy": {"design": "crosswise", "companion": COMPANION, "p": "1/4"}}]})
+    question = survey.questions["atlantis"]
+    assert question.control == 0 and survey.to_dict()["questions"][0]["control"] == {"share": "0"}
+    rng = Seeded(3)
+    honest = estimate(question, [question.mechanism.randomize("no", rng) for _ in range(2000)])
+    assert honest.control["recovered"] and honest.notes[0].startswith("control question: its known share 0 is inside")
+    # respondents who say "yes" regardless: the control catches it
+    careless = estimate(question, [question.mechanism.randomize("yes" if i % 5 == 0 else "no", rng) for i in range(2000)])
+    assert not careless.control["recovered"] and careless.control["p_value"] < 0.001
+    assert careless.notes[0].startswith("CONTROL FAILED") and "CONTROL FAILED" in careless.summary().as_text()
+    for bad, message in (({"share": 2}, "control.share: must be between 0 and 1"), ({"rate": 0}, "the one key 'share'")):
+        with pytest.raises(SpecError, match=message):
+            Survey.from_dict(
+                {"id": "s", "title": "S", "questions": [{"id": "q", "type": "yes_no", "text": "?", "control": bad}]})

@@ -2,7 +2,7 @@
 // Part of deniable.js; no dependencies.
 
 import { AnswerError, SpecError, show } from "./errors.js";
-import { MAX_GRID_POINTS, MAX_MULTI_SELECT_OPTIONS, ZERO, jsonNumber, parseFraction } from "./exact.js";
+import { MAX_GRID_POINTS, MAX_MULTI_SELECT_OPTIONS, ZERO, frac, jsonNumber, parseFraction } from "./exact.js";
 import { defaultSource } from "./randomness.js";
 import { DEFAULT_PRIVACY, buildMechanism } from "./designs.js";
 import { requireId } from "./identifiers.js";
@@ -19,7 +19,7 @@ const MAX_TEXT_LENGTH = 5000;
 const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
 const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections"];
 const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions"];
-const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message"];
+const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control"];
 const NOTE_FIELDS = ["id", "type", "text", "hint", "relevant"];
 const RIGHT_TO_LEFT = new Set(["ar", "arc", "dv", "fa", "ha", "he", "khw", "ks", "ku", "ps", "sd", "ur", "yi"]);
 const SUGGESTIONS = {
@@ -146,6 +146,18 @@ export class Question extends Item {
     }
     this.mechanism = buildMechanism(this.type, privacy, `${where}.privacy`, this.options, this.grid,
       (value, at) => languages.text(value, at));
+    this.control = this._readControl(spec.control, `${where}.control`);
+  }
+  /** control: {share: 0}: an item whose true "yes" share is known, so the analysis can check the design recovered it. */
+  _readControl(control, where) {
+    if (control === undefined || control === null) return null;
+    if (this.type !== "yes_no") throw new SpecError(`${where}: only yes/no questions can be known-share controls`);
+    if (!isMapping(control) || Object.keys(control).join() !== "share") {
+      throw new SpecError(`${where}: a mapping with the one key 'share' (the known share of 'yes', e.g. 0), got ${show(control)}`);
+    }
+    const share = parseFraction(control.share, `${where}.share`);
+    if (share.cmp(ZERO) < 0 || share.cmp(frac(1n)) > 0) throw new SpecError(`${where}.share: must be between 0 and 1, got ${show(control.share)}`);
+    return share;
   }
   /** What the question accepts, in words (the Python twin says the same). */
   describeAnswers() {
