@@ -335,8 +335,11 @@ def _profile_end(q, counts, mle, functional, side, threshold, centre, peak, xtol
     if side * centre >= extreme - 1e-15 * max(abs(extreme), 1.0):
         return centre
     face = np.flatnonzero(oriented >= extreme - 1e-12 * max(abs(extreme), 1.0))
-    # The best the likelihood can do at the edge of the parameter space in this direction.
-    if len(face) == 1:
+    # The best the likelihood can do at the edge of the parameter space in this direction (none at all
+    # when the answers of that edge cannot produce a report that was observed: a public question's).
+    if (counts[q[:, face].sum(axis=1) <= 0] > 0).any():
+        best_on_face = -math.inf
+    elif len(face) == 1:
         best_on_face = loglikelihood(q, counts, np.eye(len(mle))[face[0]])
     else:
         sub, _ = maximise(q[:, face], counts)

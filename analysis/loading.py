@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from deniable.client import Survey
+from deniable.client.exact import from_spreadsheet
 from deniable.client.versions import VersionError, resolve_version
 
 from .counting import count_reports
@@ -228,6 +229,7 @@ def _count_dict(mechanism, series) -> dict:
 def _from_csv_row(question, row: dict):
     """A question's report from a CSV export row: a multi-select one from its 0/1 option columns
     (``question.option``; older exports held the list as JSON text in one column)."""
+    row = {from_spreadsheet(key): from_spreadsheet(value) for key, value in row.items()}
     if question.type == "multi_select" and question.id not in row:
         bits = [row.get(f"{question.id}.{option}", "") for option in question.options]
         if all(bit == "" for bit in bits):

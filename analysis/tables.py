@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from deniable.client.exact import spreadsheet_safe
+
 from .errors import PoolingError
 from .groups import subgroup_frame, subgroups
 from .loaded import LoadedSurvey
@@ -32,7 +34,8 @@ class EstimateTable:
         return json.dumps(self.records(), ensure_ascii=False, indent=1, default=lambda value: value.item())
 
     def to_csv(self) -> str:
-        return self.frame.to_csv(index=False)
+        """The table as CSV; a cell a spreadsheet would run as a formula is kept as text (an apostrophe first)."""
+        return self.frame.map(spreadsheet_safe).to_csv(index=False)
 
 
 def question_ids(data: LoadedSurvey) -> list[str]:

@@ -175,11 +175,12 @@ def check_json_text(value, field: str, max_depth: int = MAX_JSON_DEPTH, text: bo
     """`JsonShapeError` (a ValueError) naming the first place where ``value`` (parsed JSON or YAML) nests deeper than
     ``max_depth`` or holds a string, key included, that is not valid Unicode text (a lone
     surrogate such as ``"\\ud800"``, which JSON's escapes allow but no database or UTF-8
-    encoder accepts). Iterative, so no input can exhaust the stack. ``text=False`` checks depth only."""
+    encoder accepts), or a NUL character (which PostgreSQL's text refuses). Iterative, so no input can
+    exhaust the stack. ``text=False`` checks depth only."""
     if text:
-        try:  # the common case at C speed: no lone surrogate anywhere, keys included
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
-            text = False
+        try:  # the common case at C speed: no lone surrogate and no NUL anywhere, keys included
+            if "\\u0000" not in json.dumps(value, ensure_ascii=False).encode("utf-8").decode("utf-8"):
+                text = False
         except (UnicodeEncodeError, RecursionError, TypeError, ValueError):
             pass  # find where, below
     stack = [(value, field, 0)]
@@ -188,6 +189,8 @@ def check_json_text(value, field: str, max_depth: int = MAX_JSON_DEPTH, text: bo
         if isinstance(item, str):
             if _SURROGATE.search(item):
                 raise JsonShapeError(printable_path(path), "not valid Unicode text (a lone surrogate)")
+            if "\x00" in item:
+                raise JsonShapeError(printable_path(path), "text with a NUL character, which no text field may hold")
             continue
         if depth >= max_depth:
             raise JsonShapeError(printable_path(path), f"nested deeper than {max_depth} levels")
@@ -197,6 +200,8 @@ def check_json_text(value, field: str, max_depth: int = MAX_JSON_DEPTH, text: bo
                 child_path = f"{path}.{key}" if path else key
                 if text and _SURROGATE.search(key):
                     raise JsonShapeError(printable_path(child_path), "not valid Unicode text (a lone surrogate)")
+                if text and "\x00" in key:
+                    raise JsonShapeError(printable_path(child_path), "text with a NUL character, which no text field may hold")
             else:
                 child_path = f"{path}[{key}]"
             # only containers, and strings while a surrogate is still to be found, are visited
@@ -215,3 +220,23 @@ def canonical_json(value) -> str:
     """The one JSON text of a value (sorted keys, no spaces): spec hashes, stored report values,
     and the keys the analysis counts by all use it, so equal values always compare equal."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+#: A spreadsheet reads a cell starting with one of these as a formula (OWASP's CSV injection rule).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def spreadsheet_safe(value):
+    """A CSV cell no spreadsheet runs as a formula: text starting with = + - @, a tab or a carriage return
+    gets a leading apostrophe (numbers such as -3 stay numbers). `from_spreadsheet` undoes it."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def from_spreadsheet(text: str) -> str:
+    """The value a `spreadsheet_safe` cell stands for."""
+    if text.startswith("'") and text[1:].startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text[1:]):
+        return text[1:]
+    return text

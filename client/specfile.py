@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from .errors import SpecError
+from .exact import MAX_JSON_DEPTH
 
 #: A spec file or body larger than this is refused before it is parsed (a 200-question bilingual
 #: survey is about 120 KB).
@@ -22,12 +23,15 @@ _YAML_MARKS = re.compile(r"[\n,:\-\[\]{}]")
 def from_json(text: str):
     """The spec in a JSON text (a dict, unvalidated)."""
     check_size(text)
+    _check_nesting(text)
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise SpecError(f"survey: not valid JSON ({error})") from None
     except RecursionError:
         raise SpecError("survey: nested too deeply to be a survey spec") from None
+    except ValueError as error:  # an integer past Python's digit limit (4300)
+        raise SpecError(f"survey: {error}") from None
 
 
 def from_yaml(text: str):
@@ -37,7 +41,27 @@ def from_yaml(text: str):
     if marks > MAX_YAML_MARKS:
         raise SpecError(f"survey: {marks:,} YAML tokens, more than the {MAX_YAML_MARKS:,} a spec may have "
                         f"(long option lists cost the most; JSON specs are read without this limit)")
+    _check_nesting(text)
     return load_yaml(text)
+
+
+def _check_nesting(text: str):
+    """Refuse flow collections ({ [) nested deeper than any spec needs, before a parser recurses into them
+    (5,000 '{' took a YAML parser 5 to 16 s to fail). Quoted text is skipped."""
+    depth, deepest, quote = 0, 0, None
+    for char in text:
+        if quote:
+            if char == quote:
+                quote = None
+        elif char in "\"'":
+            quote = char
+        elif char in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_JSON_DEPTH:
+                raise SpecError(f"survey: nested deeper than {MAX_JSON_DEPTH} levels, more than any survey spec needs")
+        elif char in "}]":
+            depth = max(depth - 1, 0)
 
 
 def read_text(path: Path) -> str:
@@ -73,6 +97,10 @@ def load_yaml(text: str):
         data = YAML(typ="safe", pure=True).load(text)
     except YAMLError as error:
         raise SpecError(f"survey: not valid YAML ({error})") from None
+    except RecursionError:  # block nesting deep enough to exhaust the parser
+        raise SpecError("survey: nested too deeply to be a survey spec") from None
+    except ValueError as error:  # an integer past Python's digit limit (4300)
+        raise SpecError(f"survey: {error}") from None
     try:
         return _plain(data)
     except RecursionError:  # a recursive alias (a: &a [*a]) or absurd nesting

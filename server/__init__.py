@@ -61,6 +61,23 @@ def create_app(config: dict | None = None):
 
     db.init_app(app)
 
+    @app.before_request
+    def refuse_nul():
+        # No text that enters may hold a NUL: PostgreSQL refuses it mid-request (a 500), SQLite stores it.
+        # JSON bodies are checked with the rest of their shape (exact.check_json_text); here the rest.
+        from flask import request
+        from werkzeug.exceptions import BadRequest
+
+        entered = [(f"path.{k}", v) for k, v in (request.view_args or {}).items()]
+        entered += [(f"query.{k}", v) for k, v in request.args.items(multi=True)]
+        if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+            entered += [(k, v) for k, v in request.form.items(multi=True)]
+        for field, value in entered:
+            if isinstance(value, str) and "\x00" in value or "\x00" in field:
+                refused = BadRequest(f"{field.replace(chr(0), '?')}: text with a NUL character is refused")
+                refused.field = field.replace("\x00", "?")
+                raise refused
+
     @app.after_request
     def security_headers(response):
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
@@ -83,7 +100,7 @@ def create_app(config: dict | None = None):
         from flask import render_template, request
 
         if request.path.startswith("/api/"):
-            return api.error_body(error.code, error.description), error.code
+            return api.error_body(error.code, error.description, getattr(error, "field", None)), error.code
         return render_template("message.html", heading=error.name, message=error.description, error=True), error.code
 
     @app.get("/healthz")

@@ -48,7 +48,7 @@ def _refused(error: DeniableError):
 
 @blueprint.errorhandler(HTTPException)
 def _http_error(error: HTTPException):
-    field = "body" if error.code == 413 else None
+    field = getattr(error, "field", None) or ("body" if error.code == 413 else None)
     return error_body(error.code, error.description, field), error.code
 
 

@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 
 from deniable.client import Question
 from deniable.client.errors import DeniableError
-from deniable.client.exact import json_number
+from deniable.client.exact import json_number, spreadsheet_safe
 
 #: What each labelled file and the codebook say about private columns.
 RANDOMIZED_NOTE = ("Columns marked [randomized] hold each respondent's randomized report, not their answer: "
@@ -64,7 +64,7 @@ def export_csv(record, rows):
     question was not answered)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(_columns(record))
+    writer.writerow([spreadsheet_safe(column) for column in _columns(record)])
     for row in rows:
         values = [row["id"], row["spec_hash"], row["received_on"]]
         for qid, question in record.survey.questions.items():
@@ -76,7 +76,7 @@ def export_csv(record, rows):
                 values += ["", ""] if value is None else [value["group"], value["report"]]
             else:
                 values.append("" if value is None else value)
-        writer.writerow(values)
+        writer.writerow([spreadsheet_safe(value) for value in values])
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()

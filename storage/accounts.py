@@ -48,27 +48,39 @@ class Accounts:
         return [{"name": n, "added_on": d, "locked_until": locked} for n, d, locked in cursor.fetchall()]
 
     def check_password(self, name: str, password: str) -> bool:
-        """True for the right password. Every failure counts; after `SIGN_IN_FAILURES` in a row the
-        account is locked for `SIGN_IN_LOCK` (across every server process: it is in the database)."""
+        """True for the right password. A guess is counted before its password is checked, in one atomic
+        increment-and-test: however many arrive at once, from however many processes, at most
+        `SIGN_IN_FAILURES` in a row are ever checked; the last of them, if wrong, locks the account for
+        `SIGN_IN_LOCK` (in the database, so for every server process). Every name costs one password hash,
+        known or unknown, locked or not, so the time of an answer says nothing about which names exist."""
         from werkzeug.security import check_password_hash
 
-        row = self._one("SELECT password_hash, failed_sign_ins, locked_until FROM admins WHERE name = ?", [name])
-        if row is None:
-            check_password_hash(_DUMMY_HASH, password)  # the same time for an unknown name
-            return False
         now = utc_now()
-        if row["locked_until"] and row["locked_until"] > now.isoformat():
+        # fetchall: the statement must finish (and SQLite's write lock go) before the slow hash below
+        rows = self.execute("UPDATE admins SET failed_sign_ins = failed_sign_ins + 1 "
+                            "WHERE name = ? AND (locked_until IS NULL OR locked_until <= ?) "
+                            "RETURNING password_hash, failed_sign_ins", [name, now.isoformat()]).fetchall()
+        counted = {"password_hash": rows[0][0], "failed_sign_ins": rows[0][1]} if rows else None
+        if counted is None or counted["failed_sign_ins"] > SIGN_IN_FAILURES:
+            check_password_hash(_DUMMY_HASH, password)  # unknown, locked, or over the count: the same work
+            if counted is not None:
+                self._lock(name, now)
             return False
-        if check_password_hash(row["password_hash"], password):
+        if check_password_hash(counted["password_hash"], password):
             self.execute("UPDATE admins SET failed_sign_ins = 0, locked_until = NULL WHERE name = ?", [name])
             return True
-        failures = row["failed_sign_ins"] + 1
-        locked = (now + SIGN_IN_LOCK).isoformat() if failures >= SIGN_IN_FAILURES else None
-        self.execute("UPDATE admins SET failed_sign_ins = ?, locked_until = ? WHERE name = ?",
-                     [0 if locked else failures, locked, name])
-        if locked:
-            self.audit(name, "account locked", detail=f"{SIGN_IN_FAILURES} failed sign-ins")
+        if counted["failed_sign_ins"] == SIGN_IN_FAILURES:
+            self._lock(name, now)
         return False
+
+    def _lock(self, name: str, now):
+        """Lock an account that reached `SIGN_IN_FAILURES` guesses; its count starts again when the lock ends."""
+        with self.transaction():
+            locked = self.execute("UPDATE admins SET failed_sign_ins = 0, locked_until = ? WHERE name = ? "
+                                  "AND (locked_until IS NULL OR locked_until <= ?)",
+                                  [(now + SIGN_IN_LOCK).isoformat(), name, now.isoformat()]).rowcount
+            if locked:
+                self.audit(name, "account locked", detail=f"{SIGN_IN_FAILURES} failed sign-ins")
 
     def start_session(self, admin: str) -> tuple[str, str]:
         """A new session (a fresh id at every sign-in: no fixation); returns (id, CSRF secret).

@@ -161,3 +161,65 @@ def test_a_survey_is_added_from_the_dashboard_with_its_csrf(client, demo):
     assert uploaded.headers["Location"].endswith("added=unchanged")
     audit = client.get("/admin/audit").get_data(as_text=True)
     assert "survey created" in audit
+
+
+def test_a_flood_of_concurrent_guesses_checks_at_most_five_and_locks(db_path, store, survey, monkeypatch):
+    """30 wrong passwords at once (a PostgreSQL pool holds 32 connections), each on its own connection: the
+    count is an atomic increment made
+    before any password is checked, so no more than SIGN_IN_FAILURES are ever checked, the account ends
+    locked, and the right password is refused afterwards."""
+    import threading
+
+    import werkzeug.security
+
+    from deniable.storage.accounts import _DUMMY_HASH
+
+    store.add_admin("ana", PASSWORD)
+    checked = []
+    real = werkzeug.security.check_password_hash
+
+    def counting(stored_hash, password):
+        if stored_hash != _DUMMY_HASH:
+            checked.append(password)
+        return real(stored_hash, password)
+
+    monkeypatch.setattr(werkzeug.security, "check_password_hash", counting)
+    guesses = 30
+    barrier = threading.Barrier(guesses, timeout=60)
+    results = []
+
+    def guess(i):
+        with storage.Store(db_path, migrate=False) as own:
+            barrier.wait()
+            results.append(own.check_password("ana", f"wrong guess {i}"))
+
+    threads = [threading.Thread(target=guess, args=(i,)) for i in range(guesses)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads)
+    assert results == [False] * guesses
+    assert len(checked) <= storage.SIGN_IN_FAILURES, len(checked)
+    assert store.admins()[0]["locked_until"] is not None
+    assert store.check_password("ana", PASSWORD) is False  # locked: not even checked
+    assert len(checked) <= storage.SIGN_IN_FAILURES
+
+
+def test_every_name_costs_the_same_work(store, survey):
+    """Unknown, locked and existing names each cost one password hash: CPU time of each within a factor of 2."""
+    import time
+
+    store.add_admin("ana", PASSWORD)
+    store.add_admin("bob", PASSWORD)
+    for _ in range(storage.SIGN_IN_FAILURES):
+        store.check_password("bob", "wrong")
+
+    def cost(name):
+        start = time.process_time()
+        for _ in range(3):
+            store.check_password(name, "wrong password")
+        return time.process_time() - start
+
+    unknown, locked, existing = cost("nobody"), cost("bob"), cost("ana")
+    assert 0.5 < unknown / existing < 2 and 0.5 < locked / existing < 2, (unknown, locked, existing)

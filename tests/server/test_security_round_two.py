@@ -1,0 +1,79 @@
+"""Security and faults, second round (issue 22): NUL characters, malformed specs, ids with a newline,
+formula injection in CSV. On both engines where it concerns storage; cost bounded by CPU time."""
+
+import json
+import secrets
+import time
+
+import pytest
+
+from deniable.analysis import estimate, load
+from deniable.client import Survey
+from deniable.server.cli import main
+from tests.server.conftest import form_key, sign_in
+
+pytestmark = pytest.mark.both_engines
+
+
+def test_a_nul_character_is_refused_where_text_enters_and_nothing_is_stored(client, survey, store):
+    body = {"spec_hash": survey.hash, "idempotency_key": secrets.token_hex(8), "reports": {"dodged": "yes"}}
+    for field, changed in (("spec_hash", {"spec_hash": survey.hash + "\u0000"}),
+                           ("idempotency_key", {"idempotency_key": "abc\u0000defgh"}),
+                           ("reports.dodged", {"reports": {"dodged": "y\u0000es"}})):
+        response = client.post("/api/v1/surveys/tax/responses", json={**body, **changed})
+        assert response.status_code == 422 and response.json["error"]["field"] == field, response.json
+    for path, field in (("/api/v1/surveys/%00", "path.survey_id"), ("/api/v1/surveys/tax?x=%00", "query.x")):
+        response = client.get(path)
+        assert response.status_code == 400 and response.json["error"]["field"] == field
+    assert client.get("/s/%00").status_code == 400 and client.get("/s/tax?lang=%00").status_code == 400
+    page = client.get("/admin/login").get_data(as_text=True)
+    csrf = page.split('name="csrf" value="')[1].split('"')[0]
+    assert client.post("/admin/login", data={"csrf": csrf, "name": "ana\u0000", "password": "x" * 12}).status_code == 400
+    key = form_key(client, "tax")
+    assert client.post("/s/tax/submit", data={"form_key": key, "spec_hash": survey.hash, "idempotency_key": "k" * 16,
+                                              "dodged": "yes\u0000"}).status_code == 400
+    assert store.response_count("tax") == 0
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize("text", ["{" * 5000, "id: t\ntitle: t\nquestions: []\nbig: " + "9" * 5000])
+def test_a_malformed_spec_is_a_fast_422_and_a_one_line_message(client, survey, text, tmp_path, runner):
+    sign_in(client)
+    page = client.get("/admin/").get_data(as_text=True)
+    csrf = page.split('name="csrf" value="')[1].split('"')[0]
+    start = time.process_time()
+    response = client.post("/admin/surveys", data={"csrf": csrf, "spec": text})
+    assert response.status_code == 422 and time.process_time() - start < 1.0
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    result = runner.invoke(main, ["survey", "check", str(path)])
+    assert result.exit_code == 1 and "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.sqlite_only
+def test_an_id_ending_in_a_newline_is_not_an_id(client, admin_headers):
+    spec = {"id": "tax\n", "title": "T", "questions": [{"id": "q", "type": "yes_no", "text": "?"}]}
+    response = client.post("/api/v1/surveys", json=spec, headers=admin_headers)
+    assert response.status_code == 422 and "survey.id" in response.json["error"]["message"]
+    spec = {"id": "tax", "title": "T", "questions": [{"id": "q\n", "type": "yes_no", "text": "?"}]}
+    assert client.post("/api/v1/surveys", json=spec, headers=admin_headers).status_code == 422
+
+
+def test_csv_cells_never_run_as_formulas_and_read_back_exactly(store, db_path, runner, tmp_path):
+    formula = '=HYPERLINK("http://example.invalid","click")'
+    survey = Survey.from_dict({"id": "inject", "title": "T", "questions": [
+        {"id": "pick", "type": "choice", "text": "Which?", "options": [formula, "+1 plus", "plain"], "privacy": "none"},
+        {"id": "n", "type": "number", "text": "How many?", "min": -3, "max": 3, "privacy": "none"}]})
+    store.add_survey(survey)
+    for pick, n in ((formula, -3), ("+1 plus", 2), ("plain", -1)):
+        store.submit("inject", survey.hash, secrets.token_hex(8), {"pick": pick, "n": n})
+    output = tmp_path / "inject.csv"
+    assert runner.invoke(main, ["export", "inject", "--db", db_path, "--output", str(output)]).exit_code == 0
+    cells = [cell for line in output.read_text().splitlines()[1:] for cell in line.split(",")]
+    assert not any(cell.startswith(("=", "+", "@", '"=')) for cell in cells)
+    assert "-3" in cells and "-1" in cells  # numbers stay numbers
+    again = estimate(load(str(output), spec=survey), "pick")
+    assert again.estimate.to_dict() == estimate(load(db=db_path, survey_id="inject"), "pick").estimate.to_dict()
+    estimates = runner.invoke(main, ["estimate", "inject", "--db", db_path, "--format", "csv"]).output
+    assert not any(cell.startswith(("=", "+", "@", '"=')) for line in estimates.splitlines() for cell in line.split(","))
+    assert json.loads(runner.invoke(main, ["estimate", "inject", "--db", db_path, "--format", "json"]).output)[0]["answer"] == formula
