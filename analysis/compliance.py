@@ -51,10 +51,7 @@ def estimate_compliance(mechanism, counts: np.ndarray, level: float, method: str
         raise AnalysisError(f"method must be one of {', '.join(METHODS)} for a {mechanism.design} question, got {method!r}")
     q = class_matrix(mechanism)
     n = int(counts.sum())
-    theta, found = likelihood.maximise(q, counts)
-    checked = likelihood.certify(q, counts, theta)
-    certificate = likelihood.Certificate(checked.kkt_residual, checked.optimality_gap, found.iterations,
-                                         checked.tolerance, checked.unique)
+    theta, certificate = likelihood.certified_maximum(q, counts)
     theta_covariance = channels.fitted_covariance(q, theta) / n
     unbiased_theta, unbiased_covariance = est.unbiased(q, counts)
     cut = likelihood.likelihood_cut(level)

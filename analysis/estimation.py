@@ -218,10 +218,7 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         method = method or DEFAULT_CATEGORICAL_METHOD
         _check_method(method, CATEGORICAL_METHODS, mechanism.design)
     n = int(counts.sum())
-    pi, found = likelihood.maximise(q, counts)
-    checked = likelihood.certify(q, counts, pi)
-    certificate = likelihood.Certificate(checked.kkt_residual, checked.optimality_gap, found.iterations,
-                                         checked.tolerance, checked.unique)
+    pi, certificate = likelihood.certified_maximum(q, counts)
     covariance = channels.fitted_covariance(q, pi) / n
     se = np.sqrt(np.clip(np.diag(covariance), 0, None))
     unbiased, unbiased_covariance = est.unbiased(q, counts)

@@ -248,6 +248,15 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
     return x, problem.certificate(x, problem.gradient(rates), iteration)
 
 
+def certified_maximum(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, "Certificate"]:
+    """The maximum-likelihood shares on the simplex and the certificate that proves them (KKT residual,
+    optimality gap, iterations, uniqueness): what every estimate of record is built from."""
+    pi, found = maximise(q, counts)
+    checked = certify(q, counts, pi)
+    return pi, Certificate(checked.kkt_residual, checked.optimality_gap, found.iterations, checked.tolerance,
+                           checked.unique)
+
+
 def loglikelihood(q: np.ndarray, counts: np.ndarray, pi: np.ndarray) -> float:
     """Σ_r c_r log (Qπ)_r over the observed reports (−inf when an observed report has rate 0)."""
     return _Problem(np.asarray(q, dtype=float), np.asarray(counts, dtype=float)).value(np.asarray(pi, dtype=float))
