@@ -174,9 +174,24 @@ def _write_spec(spec: dict, output: str | None, as_json: bool = False):
 
 
 def _atomic_write(target: Path, write):
-    """Write a temporary file and rename it: a failed write leaves no partial file."""
-    partial = target.with_name(target.name + ".partial")
+    """Write a new file beside the target and rename it over the target: a failed write leaves no partial
+    file. The new file is created exclusively under a name nobody can predict (a link planted at
+    ``<output>.partial`` is never followed), and the target must be a regular file or not exist yet."""
+    import os
+    import tempfile
+
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        raise click.ClickException(f"{target}: not a regular file (a link, a folder or a device); choose another output")
     try:
+        handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+    except OSError as error:
+        raise click.ClickException(f"{target}: cannot write ({error.strerror})") from None
+    os.close(handle)
+    partial = Path(name)
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        os.chmod(partial, 0o666 & ~umask)  # as an ordinary new file would be, not mkstemp's 0600
         write(partial)
         partial.replace(target)
     except BaseException as error:

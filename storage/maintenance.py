@@ -50,7 +50,7 @@ def backup_sqlite(source_url: str, output: str, compact: bool = False) -> int:
     if is_postgres(source_url):
         raise Invalid("backups of PostgreSQL are pg_dump's job: pg_dump --format=custom --file=deniable.dump "
                       "<database URL> (see docs/deploy.md)", "db")
-    if os.path.exists(output):
+    if os.path.lexists(output):  # a dangling link too: SQLite would follow it and write where it points
         raise Conflict(f"{output} exists; choose a new file", "output")
     with Store(source_url) as source:
         if compact:

@@ -10,7 +10,7 @@ import pytest
 from deniable.analysis import estimate, load
 from deniable.client import Survey
 from deniable.server.cli import main
-from tests.server.conftest import form_key, sign_in
+from tests.server.conftest import ANSWERS, form_key, sign_in
 
 pytestmark = pytest.mark.both_engines
 
@@ -77,3 +77,26 @@ def test_csv_cells_never_run_as_formulas_and_read_back_exactly(store, db_path, r
     estimates = runner.invoke(main, ["estimate", "inject", "--db", db_path, "--format", "csv"]).output
     assert not any(cell.startswith(("=", "+", "@", '"=')) for line in estimates.splitlines() for cell in line.split(","))
     assert json.loads(runner.invoke(main, ["estimate", "inject", "--db", db_path, "--format", "json"]).output)[0]["answer"] == formula
+
+
+@pytest.mark.sqlite_only
+def test_outputs_are_never_written_through_a_link_or_onto_a_device(db_path, survey, store, runner, tmp_path):
+    store.submit("tax", survey.hash, secrets.token_hex(8), survey.randomize(ANSWERS))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    planted = tmp_path / "out.csv.partial"
+    planted.symlink_to(victim)  # the predictable name an older version wrote through
+    result = runner.invoke(main, ["export", "tax", "--db", db_path, "--output", str(tmp_path / "out.csv")])
+    assert result.exit_code == 0 and victim.read_text() == "keep me"
+    assert (tmp_path / "out.csv").read_text().startswith("id,spec_hash")
+    assert not any(p.name.endswith(".partial") and p != planted for p in tmp_path.iterdir())
+    link = tmp_path / "link.csv"
+    link.symlink_to(victim)
+    refused = runner.invoke(main, ["export", "tax", "--db", db_path, "--output", str(link)])
+    assert refused.exit_code == 1 and "not a regular file" in refused.output and victim.read_text() == "keep me"
+    device = runner.invoke(main, ["export", "tax", "--db", db_path, "--output", "/dev/null"])
+    assert device.exit_code == 1 and "not a regular file" in device.output
+    dangling = tmp_path / "backup.db"
+    dangling.symlink_to(tmp_path / "elsewhere.db")
+    backup = runner.invoke(main, ["backup", "--db", db_path, "--output", str(dangling)])
+    assert backup.exit_code == 1 and not (tmp_path / "elsewhere.db").exists()
