@@ -14,7 +14,17 @@ from flask import Blueprint, abort, current_app, g, redirect, render_template, r
 from deniable import storage
 from deniable.client.errors import DeniableError
 
-from .auth import LOGIN_COOKIE, SESSION_COOKIE, admin_token_valid, check_csrf, current_session, set_cookie, signed_in, signed_out
+from .auth import (
+    LOGIN_COOKIE,
+    SESSION_COOKIE,
+    admin_token_valid,
+    check_csrf,
+    check_password_bounded,
+    current_session,
+    set_cookie,
+    signed_in,
+    signed_out,
+)
 from .db import get_store
 
 blueprint = Blueprint("admin", __name__, url_prefix="/admin")
@@ -53,8 +63,15 @@ def sign_in():
     if token:
         if admin_token_valid(store, token, current_app.config.get("ADMIN_TOKEN")):
             who = "admin token"
-    elif name and password and store.check_password(name, password):
-        who = name
+    elif name and password:
+        checked = check_password_bounded(store, name, password)
+        if checked is None:
+            response = current_app.make_response((render_template(
+                "login.html", csrf=request.cookies.get(LOGIN_COOKIE, ""), message="Too many sign-ins at once: "
+                "try again in a moment."), 429))
+            response.headers["Retry-After"] = "1"
+            return response
+        who = name if checked else None
     if who is None:
         store.audit((name or "admin token")[:64], "sign-in refused")
         csrf = secrets.token_urlsafe(24)

@@ -14,6 +14,7 @@ import functools
 import hashlib
 import hmac
 import secrets
+import threading
 
 from flask import abort, current_app, g, redirect, request, url_for
 
@@ -25,6 +26,21 @@ from .db import get_store
 #: The admin session cookie, and the sign-in form's double-submit CSRF cookie.
 SESSION_COOKIE = "deniable_session"
 LOGIN_COOKIE = "deniable_login_csrf"
+
+
+#: Password hashes (scrypt, ~60 ms of CPU each) checked at once in this process: a flood of sign-ins waits
+#: for none of them but gets 429 at once, so respondents' pages never queue behind the hashing.
+PASSWORD_CHECKS = threading.BoundedSemaphore(2)
+
+
+def check_password_bounded(store: storage.Store, name: str, password: str) -> bool | None:
+    """`Store.check_password`, or None at once when `PASSWORD_CHECKS` are all busy (the caller answers 429)."""
+    if not PASSWORD_CHECKS.acquire(blocking=False):
+        return None
+    try:
+        return store.check_password(name, password)
+    finally:
+        PASSWORD_CHECKS.release()
 
 
 class NotAuthorized(DeniableError):

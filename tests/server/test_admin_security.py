@@ -223,3 +223,26 @@ def test_every_name_costs_the_same_work(store, survey):
 
     unknown, locked, existing = cost("nobody"), cost("bob"), cost("ana")
     assert 0.5 < unknown / existing < 2 and 0.5 < locked / existing < 2, (unknown, locked, existing)
+
+
+def test_a_sign_in_flood_gets_429_at_once_and_never_holds_a_respondent(client, survey, store):
+    """While the process's password checks are all busy, a further sign-in is refused at once (429, no
+    hash computed) and a respondent's page is served as usual."""
+    import time
+
+    from deniable.server import auth
+
+    store.add_admin("ana", PASSWORD)
+    held = [auth.PASSWORD_CHECKS.acquire(blocking=False) for _ in range(2)]
+    try:
+        assert held == [True, True]
+        start = time.process_time()
+        refused = sign_in(client, name="ana", password=PASSWORD)
+        assert refused.status_code == 429 and refused.headers["Retry-After"] == "1"
+        assert time.process_time() - start < 0.05  # no scrypt hash was computed for it
+        assert client.get("/s/tax").status_code == 200
+        assert store.admins()[0]["locked_until"] is None  # a refused flood does not lock the account either
+    finally:
+        for _ in held:
+            auth.PASSWORD_CHECKS.release()
+    assert sign_in(client, name="ana", password=PASSWORD).status_code == 303
