@@ -25,6 +25,11 @@ _LOCALIZED = ("label", "hint", "constraint_message")
 #: and the size of the workbook file: beyond them the form is refused before it is read on.
 MAX_SHEET_ROWS = 20_000
 MAX_WORKBOOK_BYTES = 4 * 1024 * 1024
+#: What a workbook may unpack to, read from its zip directory before anything is parsed: a 0.87 MB file
+#: unpacked to half a gigabyte (a zip bomb). A 20,000-row form unpacks to a few MiB.
+MAX_UNPACKED_BYTES = 64 * 1024 * 1024
+MAX_PART_BYTES = 16 * 1024 * 1024
+MAX_PARTS = 1000
 _SETTINGS = {"form_id", "form_title", "version", "default_language", "description", "layout"}
 _NAMED_LANGUAGES = {"english": "en", "spanish": "es", "español": "es", "french": "fr", "français": "fr",
                     "portuguese": "pt", "português": "pt", "arabic": "ar", "swahili": "sw", "kiswahili": "sw",
@@ -115,15 +120,40 @@ def read_xlsform(path) -> dict:
     try:
         if path.stat().st_size > MAX_WORKBOOK_BYTES:
             raise SpecError(f"{path}: larger than {MAX_WORKBOOK_BYTES // 2**20} MiB, the limit for an XLSForm")
+        _check_unpacked_size(path)
         workbook = load_workbook(path, read_only=True, data_only=True)
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
+    except SpecError:
+        raise
     except Exception as error:  # openpyxl raises many kinds for a file that is not a workbook
         raise SpecError(f"{path}: not an XLSForm workbook (.xlsx): {error}") from None
     try:
         return _read(workbook, path)
     finally:
         workbook.close()
+
+
+def _check_unpacked_size(path: Path):
+    """Refuse a workbook whose parts would unpack past the limits, from the zip's directory alone (the
+    sizes it declares are the most Python's zipfile will ever return for each part)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            parts = archive.infolist()
+    except zipfile.BadZipFile:
+        return  # not a zip: openpyxl says so in its own words below
+    if len(parts) > MAX_PARTS:
+        raise SpecError(f"{path}: {len(parts):,} parts in the workbook, more than the {MAX_PARTS:,} an XLSForm may have")
+    largest = max(parts, key=lambda part: part.file_size, default=None)
+    if largest is not None and largest.file_size > MAX_PART_BYTES:
+        raise SpecError(f"{path}: {largest.filename} unpacks to {largest.file_size / 2**20:,.0f} MiB, more than the "
+                        f"{MAX_PART_BYTES // 2**20} MiB a sheet of an XLSForm may have")
+    total = sum(part.file_size for part in parts)
+    if total > MAX_UNPACKED_BYTES:
+        raise SpecError(f"{path}: unpacks to {total / 2**20:,.0f} MiB, more than the {MAX_UNPACKED_BYTES // 2**20} MiB "
+                        "an XLSForm may have")
 
 
 def _read(workbook, path: Path) -> dict:

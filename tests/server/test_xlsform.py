@@ -226,3 +226,32 @@ def test_designs_the_respondent_randomizes_read_from_and_write_to_a_form(tmp_pat
     both = [dict(rows[0], **{"privacy::companion": "Plain?"})]
     with pytest.raises(SpecError, match=r"privacy::companion.*not both"):
         read_xlsform(form(tmp_path / "both.xlsx", both, CHOICES, columns=columns + ["privacy::companion"]))
+
+
+def test_a_zip_bomb_is_refused_from_the_zip_directory_before_parsing(tmp_path):
+    """A workbook whose sheet unpacks to 200 MiB (a few hundred KiB on disk), and one whose single row has
+    three million cells: refused in well under a second of CPU, nothing parsed."""
+    import time
+    import zipfile
+
+    base = form(tmp_path / "base.xlsx", [row("select_one yn", "q", "Q?", "¿Q?")], CHOICES)
+    bomb = tmp_path / "bomb.xlsx"
+    with zipfile.ZipFile(base) as source, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as target:
+        for part in source.infolist():
+            data = source.read(part)
+            if part.filename == "xl/worksheets/sheet1.xml":
+                data = data + b" " * (200 * 2**20)
+            target.writestr(part, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+    wide = tmp_path / "wide.xlsx"
+    with zipfile.ZipFile(base) as source, zipfile.ZipFile(wide, "w", zipfile.ZIP_DEFLATED) as target:
+        for part in source.infolist():
+            data = source.read(part)
+            if part.filename == "xl/worksheets/sheet1.xml":
+                data = data.replace(b"</sheetData>", b"<row r=\"3\">" + b"<c t=\"n\"><v>1</v></c>" * 3_000_000 + b"</row></sheetData>")
+            target.writestr(part, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+    for path in (bomb, wide):
+        assert path.stat().st_size < 4 * 2**20
+        start = time.process_time()
+        with pytest.raises(SpecError, match="unpacks to"):
+            read_xlsform(path)
+        assert time.process_time() - start < 1.0
