@@ -73,7 +73,7 @@ def sign_in():
             return response
         who = name if checked else None
     if who is None:
-        store.audit((name or "admin token")[:64], "sign-in refused")
+        store.refused_sign_in((name or "admin token")[:64])
         csrf = secrets.token_urlsafe(24)
         response = current_app.make_response((render_template(
             "login.html", csrf=csrf, message="That name and password (or token) did not match. "
@@ -285,7 +285,16 @@ def invitations(survey_id):
 @blueprint.get("/audit")
 @signed_in
 def audit():
-    return render_template("audit.html", entries=get_store().audit_log(500))
+    """Admin actions by default, refused sign-ins on their own (``?kind=refusals``), 100 lines a page."""
+    kind = "refusals" if request.args.get("kind") == "refusals" else "actions"
+    page = request.args.get("page", "1")
+    page = int(page) if page.isdigit() and 0 < int(page) <= 10**6 else 1
+    entries = get_store().audit_log(AUDIT_PAGE + 1, (page - 1) * AUDIT_PAGE, kind)
+    return render_template("audit.html", entries=entries[:AUDIT_PAGE], kind=kind, page=page,
+                           more=len(entries) > AUDIT_PAGE)
+
+
+AUDIT_PAGE = 100
 
 
 #: Chart geometry (SVG user units): each row is its label line above a bar spanning the plot's width,

@@ -485,13 +485,21 @@ def admin_revoke(db_path, token_id):
 @admin.command("audit")
 @db_option
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100_000))
-def admin_audit(db_path, limit):
+@click.option("--kind", type=click.Choice(["actions", "refusals", "all"]), default="actions", show_default=True,
+              help="Admin actions, refused sign-ins (one line per name and hour, with the count), or both.")
+def admin_audit(db_path, limit, kind):
     """The latest admin actions: who created, closed, exported what, and when."""
     with _store(db_path, read_only=True) as store:
-        for entry in store.audit_log(limit):
-            survey = f" {entry['survey_id']}" if entry["survey_id"] else ""
-            detail = f" ({entry['detail']})" if entry["detail"] else ""
-            click.echo(f"{entry['at'][:19].replace('T', ' ')}  {entry['actor']}: {entry['action']}{survey}{detail}")
+        for entry in store.audit_log(limit, kind=None if kind == "all" else kind):
+            survey = f" {_printable(entry['survey_id'])}" if entry["survey_id"] else ""
+            detail = f" ({_printable(entry['detail'])})" if entry["detail"] else ""
+            click.echo(f"{entry['at'][:19].replace('T', ' ')}  {_printable(entry['actor'])}: {entry['action']}{survey}{detail}")
+
+
+def _printable(text: str) -> str:
+    """Text from outside (a name typed at the sign-in form) on one line: control characters escaped, so
+    a name cannot print a line that looks like another entry."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
 
 
 @main.command("copy")

@@ -15,6 +15,8 @@ MIN_PASSWORD_LENGTH = 12
 SIGN_IN_FAILURES = 5
 SIGN_IN_LOCK = dt.timedelta(minutes=15)
 SESSION_LIFETIME = dt.timedelta(hours=8)
+#: The audit log's action for refused sign-ins (kept apart from admin actions: see `refused_sign_in`).
+REFUSED_SIGN_IN = "sign-in refused"
 _DUMMY_HASH = "scrypt:32768:8:1$deniable$" + "0" * 128
 
 
@@ -149,9 +151,25 @@ class Accounts:
         if actor is not None:
             self.audit(actor, action, survey_id, detail)
 
-    def audit_log(self, limit: int = 200) -> list[dict]:
+    def refused_sign_in(self, name: str):
+        """A refused sign-in, kept as its own kind: one line per name and hour, counting the refusals, so a
+        flood of them neither floods the log nor pushes admin actions out of view."""
+        now = utc_now()
+        hour = now.replace(minute=0, second=0, microsecond=0).isoformat(timespec="microseconds")
+        line_id = "refused-" + digest(f"{name}\n{hour}")[:16]
+        self.execute("INSERT INTO audit_log (id, at, actor, action, survey_id, detail) VALUES (?, ?, ?, ?, NULL, '1') "
+                     "ON CONFLICT (id) DO UPDATE SET detail = CAST(CAST(audit_log.detail AS INTEGER) + 1 AS TEXT)",
+                     [line_id, hour, name, REFUSED_SIGN_IN])
+
+    def audit_log(self, limit: int = 200, offset: int = 0, kind: str | None = None) -> list[dict]:
+        """The latest lines first. ``kind``: "actions" (what admins did), "refusals" (refused sign-ins,
+        one line per name and hour, the count in ``detail``), or None for both."""
         self._accounts_kept()
-        cursor = self.execute("SELECT at, actor, action, survey_id, detail FROM audit_log ORDER BY at DESC, id LIMIT ?",
-                              [limit])
+        if kind not in (None, "actions", "refusals"):
+            raise Invalid(f"kind: must be 'actions' or 'refusals', got {kind!r}", "kind")
+        where = {None: "", "actions": "WHERE action <> ? ", "refusals": "WHERE action = ? "}[kind]
+        cursor = self.execute(f"SELECT at, actor, action, survey_id, detail FROM audit_log {where}"
+                              "ORDER BY at DESC, id LIMIT ? OFFSET ?",
+                              ([REFUSED_SIGN_IN] if kind else []) + [limit, offset])
         names = [c[0] for c in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]

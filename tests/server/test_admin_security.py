@@ -246,3 +246,28 @@ def test_a_sign_in_flood_gets_429_at_once_and_never_holds_a_respondent(client, s
         for _ in held:
             auth.PASSWORD_CHECKS.release()
     assert sign_in(client, name="ana", password=PASSWORD).status_code == 303
+
+
+def test_refused_sign_ins_can_neither_forge_nor_flush_the_audit_log(client, survey, store, runner, db_path):
+    """A refused sign-in's name is kept as its own kind, one line per name and hour: 520 refusals under one
+    name are one line counting 520; 150 names leave every admin action on the default view; a name with a
+    newline prints on one line."""
+    store.close_survey("tax", actor="ana")
+    for _ in range(520):
+        store.refused_sign_in("mallory")
+    for i in range(150):
+        store.refused_sign_in(f"name{i}")
+    forged = "x\n2026-11-23 10:00:00  ana: survey closed tax"
+    store.refused_sign_in(forged)
+    [mallory] = [e for e in store.audit_log(1000, kind="refusals") if e["actor"] == "mallory"]
+    assert mallory["detail"] == "520"
+    actions = store.audit_log(100, kind="actions")
+    assert [(e["actor"], e["action"]) for e in actions] == [("ana", "survey closed")]
+    sign_in(client)
+    page = client.get("/admin/audit").get_data(as_text=True)
+    assert "survey closed" in page and "mallory" not in page
+    refusals = client.get("/admin/audit?kind=refusals").get_data(as_text=True)
+    assert "mallory" in refusals and "Older" in refusals  # 152 lines: more than one page
+    printed = runner.invoke(cli.main, ["admin", "audit", "--db", db_path, "--kind", "refusals", "--limit", "1000"]).output
+    assert "x\\n2026-11-23 10:00:00  ana: survey closed tax" in printed
+    assert not any(line.startswith("2026-11-23 10:00:00  ana") for line in printed.splitlines())
