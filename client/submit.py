@@ -6,6 +6,7 @@ the same idempotency key, so the server stores the response once however often i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -18,6 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import DeniableError
+
+try:
+    import fcntl
+except ImportError:  # Windows: one process at a time, as before
+    fcntl = None
 from .survey import Survey
 
 TRANSIENT_STATUSES = {408, 425, 429, 500, 502, 503, 504}
@@ -171,52 +177,85 @@ class Outbox:
     """Responses that could not be sent yet, in a JSON file the embedding app chooses (created 0600, only
     for this user): already randomized bodies (reports, spec hash, idempotency key, the invitation token
     if any), never a true answer. Each is sent with its own idempotency key, so a body that did reach
-    the server before the connection dropped is stored once however often it is sent. One process at a
-    time: the file is rewritten whole, atomically, on every change."""
+    the server before the connection dropped is stored once however often it is sent. Several processes
+    may share one outbox: every change, and every flush as a whole, holds an exclusive lock (``flock`` on
+    ``<file>.lock``, where the system has it), and the file is rewritten whole, atomically. A file that is
+    not an outbox (corrupted, cut short) is moved aside to ``<file>.corrupt-<time>`` and the outbox starts
+    empty, rather than failing every send."""
 
     def __init__(self, path):
         self.path = Path(path)
 
+    @contextlib.contextmanager
+    def _locked(self):
+        lock = self.path.with_name(self.path.name + ".lock")
+        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if fcntl is not None:
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(descriptor)  # closing releases the lock
+
     def entries(self) -> list[dict]:
         """Every kept entry: ``{"base_url", "survey_id", "body"}``."""
         try:
-            entries = json.loads(self.path.read_text(encoding="utf-8"))
+            text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return []
-        return entries if isinstance(entries, list) else []
+        except UnicodeDecodeError:
+            text = None
+        try:
+            entries = None if text is None else json.loads(text) if text.strip() else []
+        except ValueError:
+            entries = None
+        if not isinstance(entries, list) or not all(_is_entry(e) for e in entries):
+            self._quarantine()
+            return []
+        return entries
+
+    def _quarantine(self):
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(2)}")
+        try:
+            os.replace(self.path, aside)
+        except FileNotFoundError:
+            pass
 
     def add(self, base_url: str, survey_id: str, body: dict) -> None:
         kept = {name: body[name] for name in _OUTBOX_FIELDS if name in body}
         if not isinstance(kept.get("idempotency_key"), str):
             raise ValueError("an outbox entry needs the body's idempotency_key")
         entry = {"base_url": base_url, "survey_id": survey_id, "body": kept}
-        entries = self.entries()
-        same = [i for i, e in enumerate(entries) if e["body"]["idempotency_key"] == kept["idempotency_key"]]
-        if same:
-            entries[same[0]] = entry  # one entry per response
-        else:
-            entries.append(entry)
-        self._write(entries)
+        with self._locked():
+            entries = self.entries()
+            same = [i for i, e in enumerate(entries) if e["body"]["idempotency_key"] == kept["idempotency_key"]]
+            if same:
+                entries[same[0]] = entry  # one entry per response
+            else:
+                entries.append(entry)
+            self._write(entries)
 
     def flush(self, survey_id: str | None = None, *, retries: int = 1, backoff: float = 0.25,
               timeout: float = 10.0) -> Flushed:
         """Send every kept body (or ``survey_id``'s). Delivered and refused ones leave the outbox;
-        those that find no connection (or a server that cannot take them yet) stay."""
+        those that find no connection (or a server that cannot take them yet) stay. Two flushes at once
+        take turns: the second finds what the first delivered already gone."""
         result = Flushed()
-        for entry in self.entries():
-            if survey_id is not None and entry["survey_id"] != survey_id:
-                continue
-            try:
-                acknowledgement, _ = post_response(entry["base_url"], entry["survey_id"], entry["body"],
-                                                   retries=retries, backoff=backoff, timeout=timeout)
-                result.sent.append(acknowledgement)
-            except SubmitError as error:
-                if unreachable(error) or error.status in TRANSIENT_STATUSES:
+        with self._locked():
+            for entry in self.entries():
+                if survey_id is not None and entry["survey_id"] != survey_id:
                     continue
-                result.refused.append(error)
-            key = entry["body"]["idempotency_key"]
-            self._write([e for e in self.entries() if e["body"]["idempotency_key"] != key])
-        result.kept = sum(1 for e in self.entries() if survey_id is None or e["survey_id"] == survey_id)
+                try:
+                    acknowledgement, _ = post_response(entry["base_url"], entry["survey_id"], entry["body"],
+                                                       retries=retries, backoff=backoff, timeout=timeout)
+                    result.sent.append(acknowledgement)
+                except SubmitError as error:
+                    if unreachable(error) or error.status in TRANSIENT_STATUSES:
+                        continue
+                    result.refused.append(error)
+                key = entry["body"]["idempotency_key"]
+                self._write([e for e in self.entries() if e["body"]["idempotency_key"] != key])
+            result.kept = sum(1 for e in self.entries() if survey_id is None or e["survey_id"] == survey_id)
         return result
 
     def _write(self, entries: list) -> None:
@@ -233,3 +272,8 @@ class Outbox:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+
+
+def _is_entry(entry) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("base_url"), str) and isinstance(entry.get("survey_id"), str)
+            and isinstance(entry.get("body"), dict) and isinstance(entry["body"].get("idempotency_key"), str))

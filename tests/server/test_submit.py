@@ -1,5 +1,6 @@
 """The Python client's submit() against a live server."""
 
+import json
 import threading
 
 import pytest
@@ -154,3 +155,63 @@ def test_the_outbox_drops_a_body_refused_for_good(live_server, survey, store, tm
     store.close_survey("tax")
     flushed = outbox.flush()
     assert [type(e) for e in flushed.refused] == [SurveyClosed] and flushed.kept == 0 and outbox.entries() == []
+
+
+def _add_many(path, base_url, hashes, worker):
+    from deniable.client import Outbox
+
+    outbox = Outbox(path)
+    for i in range(100):
+        outbox.add(base_url, "tax", {"spec_hash": hashes, "idempotency_key": f"w{worker}-{i:04d}-key", "reports": {}})
+
+
+def _flush(path, queue):
+    from deniable.client import Outbox
+
+    queue.put(len(Outbox(path).flush(retries=0).sent))
+
+
+def test_the_outbox_is_shared_safely_by_several_processes(live_server, survey, store, tmp_path):
+    """Three processes add 100 entries each at once: all 300 kept. Two processes flush at once: each body
+    is sent once (the second flush finds the first's deliveries gone) and nothing is left."""
+    import multiprocessing
+
+    from deniable.client import Outbox
+
+    context = multiprocessing.get_context("fork")
+    path = tmp_path / "outbox.json"
+    adders = [context.Process(target=_add_many, args=(path, live_server, survey.hash, w)) for w in range(3)]
+    for process in adders:
+        process.start()
+    for process in adders:
+        process.join(60)
+    assert len(Outbox(path).entries()) == 300
+    # give the entries valid reports so the server stores them
+    reports = survey.randomize(ANSWERS)
+    entries = Outbox(path).entries()
+    for entry in entries:
+        entry["body"]["reports"] = reports
+    path.write_text(json.dumps(entries))
+    queue = context.Queue()
+    flushers = [context.Process(target=_flush, args=(path, queue)) for _ in range(2)]
+    for process in flushers:
+        process.start()
+    sent = sorted(queue.get(timeout=120) for _ in flushers)
+    for process in flushers:
+        process.join(60)
+    assert sum(sent) == 300 and sent[0] == 0  # one flush sent them all; the other found nothing left
+    assert store.response_count("tax") == 300 and not path.exists()
+
+
+@pytest.mark.parametrize("content", ["", "{not json", '{"a": 1}', '[{"base_url": 1}]', "\udcff"])
+def test_a_corrupted_outbox_is_set_aside_and_the_outbox_starts_empty(tmp_path, content):
+    from deniable.client import Outbox
+
+    path = tmp_path / "outbox.json"
+    path.write_text(content, encoding="utf-8", errors="surrogateescape")
+    outbox = Outbox(path)
+    assert outbox.entries() == []
+    outbox.add("http://127.0.0.1:1", "tax", {"spec_hash": "h", "idempotency_key": "k" * 16, "reports": {}})
+    assert len(outbox.entries()) == 1
+    if content.strip():
+        assert [p.name for p in tmp_path.iterdir() if ".corrupt-" in p.name]
