@@ -598,6 +598,7 @@ def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1, c
                 def load_config(self):
                     for key, value in {"bind": f"{host}:{port}", "workers": workers, "threads": threads,
                                        "worker_class": "gthread", "accesslog": None, "errorlog": "-",
+                                       "logger_class": "deniable.server.logs.AddressFreeLogger",
                                        "proc_name": "deniable", "graceful_timeout": 10, "timeout": 60}.items():
                         self.cfg.set(key, value)
 

@@ -4,6 +4,7 @@ formula injection in CSV. On both engines where it concerns storage; cost bounde
 import json
 import secrets
 import time
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +101,30 @@ def test_outputs_are_never_written_through_a_link_or_onto_a_device(db_path, surv
     dangling.symlink_to(tmp_path / "elsewhere.db")
     backup = runner.invoke(main, ["backup", "--db", db_path, "--output", str(dangling)])
     assert backup.exit_code == 1 and not (tmp_path / "elsewhere.db").exists()
+
+
+@pytest.mark.sqlite_only
+def test_gunicorn_writes_no_client_address_and_no_invitation_token(tmp_path):
+    """A malformed request and a failing invitation link against `deniable serve --workers 2`: the error
+    log says what happened without the client's address or the token (docs/privacy.md's promise)."""
+    import os
+    import socket
+
+    from tests.server.conftest import free_port
+    from tests.server.test_cluster import start, stop
+
+    port = free_port()
+    server = start(str(tmp_path / "served.db"), port, workers=2)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            connection.sendall(b"G\x00T / HTTP/1.1\r\nHost: x\r\n\r\n")  # not an HTTP method
+            connection.recv(1024)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            connection.sendall(b"GET /s/none?t=SECRET-INVITATION HTTP/1.1\r\nHost: x\r\n" + b"X: " + b"y" * 9000 + b"\r\n\r\n")
+            connection.recv(1024)
+    finally:
+        stop(server)
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"deniable-serve-{port}.log"  # where start() writes stderr
+    text = log.read_text(errors="replace")
+    assert "Invalid request from ip=[hidden]" in text, text[-2000:]
+    assert "ip=127.0.0.1" not in text and "SECRET-INVITATION" not in text
