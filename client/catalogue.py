@@ -70,6 +70,7 @@ MESSAGES = {
         "randomizer_prompt": "Before you answer, follow this instruction, without anyone seeing: {instruction} "
                              "Then choose the answer it gives you.",
         "group_report": "{report} (group {group})",
+        "unavailable": "The survey cannot be reached for a moment. Nothing was lost: please try again shortly.",
         "same": "The same (both yes or both no)",
         "different": "Different (one yes, one no)",
         "no_to_both": "A: no to both",
@@ -192,6 +193,7 @@ MESSAGES = {
         "randomizer_prompt": "Antes de responder, siga esta instrucción sin que nadie le vea: {instruction} Luego "
                              "elija la respuesta que le indique.",
         "group_report": "{report} (grupo {group})",
+        "unavailable": "No se puede acceder a la encuesta por un momento. No se perdió nada: vuelva a intentarlo en breve.",
         "same": "Iguales (las dos sí o las dos no)",
         "different": "Distintas (una sí y otra no)",
         "no_to_both": "A: no a las dos",

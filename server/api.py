@@ -43,7 +43,8 @@ def _refused(error: DeniableError):
     # Every domain error carries its status (storage's, the API's, a missing credential's); any
     # other is a request the library judged invalid.
     status = getattr(error, "status", 422)
-    return error_body(status, error.message, error.field), status
+    headers = {"Retry-After": "5"} if status == 503 else {}
+    return error_body(status, error.message, error.field), status, headers
 
 
 @blueprint.errorhandler(HTTPException)

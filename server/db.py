@@ -27,7 +27,10 @@ def get_store() -> storage.Store:
         local = current_app.extensions["deniable_stores"]
         store = getattr(local, "store", None)
         if store is None:
-            store = storage.Store(current_app.config["DATABASE"], migrate=False)
+            try:
+                store = storage.Store(current_app.config["DATABASE"], migrate=False)
+            except storage.Unavailable:  # once more: a connection lost to a restart is replaced by now
+                store = storage.Store(current_app.config["DATABASE"], migrate=False)
             if store.reusable:
                 local.store = store
         g.store = store

@@ -14,7 +14,7 @@ which reads any schema from 1 on without migrating it.
 from .accounts import MIN_PASSWORD_LENGTH, SESSION_LIFETIME, SIGN_IN_FAILURES, SIGN_IN_LOCK
 from .common import GRANULARITIES, canonical
 from .engines import describe, is_postgres, sqlite_path
-from .errors import Conflict, Gone, Invalid, NotFound, StorageError
+from .errors import Conflict, Gone, Invalid, NotFound, StorageError, Unavailable
 from .location import DEFAULT_DATABASE, resolve_database
 from .maintenance import backup_sqlite, copy_database
 from .schema import KEYS, SCHEMA_VERSION, TABLES, rebuild_counts
@@ -24,6 +24,6 @@ from .surveys import SurveyRecord
 __all__ = [
     "Conflict", "DEFAULT_DATABASE", "GRANULARITIES", "Gone", "Invalid", "KEYS", "MIN_PASSWORD_LENGTH", "NotFound",
     "SCHEMA_VERSION", "SESSION_LIFETIME", "SIGN_IN_FAILURES", "SIGN_IN_LOCK", "StorageError", "Store", "SurveyRecord",
-    "TABLES", "backup_sqlite", "canonical", "copy_database", "describe", "is_postgres", "rebuild_counts",
+    "TABLES", "Unavailable", "backup_sqlite", "canonical", "copy_database", "describe", "is_postgres", "rebuild_counts",
     "resolve_database", "sqlite_path",
 ]

@@ -15,7 +15,7 @@ import secrets
 import sqlite3
 import urllib.parse
 
-from .errors import NotFound, StorageError
+from .errors import NotFound, StorageError, Unavailable
 
 
 def is_postgres(url: str) -> bool:
@@ -111,6 +111,8 @@ class SQLiteEngine:
 
 
 _POOLS: dict = {}
+#: How long a request waits for a connection before answering 503 (the server down, or all 32 busy).
+GETCONN_SECONDS = 10
 
 
 def _pool(url: str):
@@ -129,6 +131,7 @@ def _pool(url: str):
             reason = str(error).strip().splitlines()[0] if str(error).strip() else error.__class__.__name__
             raise StorageError(f"cannot connect to the database ({reason})", "db") from None
         _POOLS[key] = ConnectionPool(url, min_size=1, max_size=32, open=True, timeout=30,
+                                     check=ConnectionPool.check_connection,
                                      kwargs={"autocommit": True}, name="deniable")
     return _POOLS[key]
 
@@ -151,18 +154,36 @@ class PostgresEngine:
         self.url = url
         self.memo = {}  # what the current transaction read once (Store._in_transaction)
         self.pool = _pool(url)
-        self.connection = self.pool.getconn()
+        try:
+            # the pool checks a connection before lending it: one left stale by a restart is replaced
+            self.connection = self.pool.getconn(timeout=GETCONN_SECONDS)
+        except Exception as error:  # psycopg_pool.PoolTimeout: the server is down or every connection busy
+            raise Unavailable(f"the database is unavailable ({error.__class__.__name__}); try again in a moment",
+                              "db") from None
 
     @staticmethod
     def _sql(sql: str) -> str:
         return sql.replace("?", "%s")
 
+    def _lost(self, error) -> bool:
+        return getattr(self.connection, "broken", False) or error.__class__.__name__ in ("AdminShutdown", "CannotConnectNow")
+
     def execute(self, sql: str, params=()):
-        return self.connection.execute(self._sql(sql), params)
+        try:
+            return self.connection.execute(self._sql(sql), params)
+        except Exception as error:
+            if self._lost(error):  # the server went away mid-request: a 503, never a traceback
+                raise Unavailable("the database connection was lost; send it again in a moment", "db") from None
+            raise
 
     def executemany(self, sql: str, rows):
-        with self.connection.cursor() as cursor:
-            cursor.executemany(self._sql(sql), list(rows))
+        try:
+            with self.connection.cursor() as cursor:
+                cursor.executemany(self._sql(sql), list(rows))
+        except Exception as error:
+            if self._lost(error):
+                raise Unavailable("the database connection was lost; send it again in a moment", "db") from None
+            raise
 
     def pipeline(self):
         return self.connection.pipeline()
@@ -181,6 +202,8 @@ class PostgresEngine:
         return self.connection.info.transaction_status != TransactionStatus.IDLE
 
     def rollback(self):
+        if self.connection.broken:
+            return  # nothing to roll back on a lost connection; the pool discards it when it comes back
         if self.in_transaction:
             self.connection.execute("ROLLBACK")
 

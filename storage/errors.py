@@ -25,3 +25,9 @@ class Gone(StorageError):
 
 class Invalid(StorageError):
     status = 422
+
+
+class Unavailable(StorageError):
+    """The database cannot be reached (down, restarting, a connection lost mid-request): try again shortly."""
+
+    status = 503

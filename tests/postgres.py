@@ -72,6 +72,15 @@ class ThrowawayPostgres:
         with psycopg.connect(url or self.admin_url, autocommit=True) as connection:
             connection.execute(sql)
 
+    def halt(self):
+        """Stop the server (as a crash or an upgrade would), keeping its data."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self):
+        settings = (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c fsync=on "
+                    "-c max_connections=300 -c log_min_messages=warning")
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-o", settings, "-w", "-t", "60", "start")
+
     def fresh_url(self) -> str:
         """A URL whose connections see only a new, empty schema."""
         schema = f"t_{secrets.token_hex(6)}"
