@@ -43,7 +43,7 @@ def _refused(error: DeniableError):
     # Every domain error carries its status (storage's, the API's, a missing credential's); any
     # other is a request the library judged invalid.
     status = getattr(error, "status", 422)
-    headers = {"Retry-After": "5"} if status == 503 else {}
+    headers = {"Retry-After": "5"} if status in (503, 507) else {}
     return error_body(status, error.message, error.field), status, headers
 
 
@@ -157,7 +157,7 @@ def get_survey(survey_id):
 def post_response(survey_id):
     body = _json_body(current_app.config["MAX_RESPONSE_BYTES"], check_text=False)  # submit_item checks it
     payload, status = submit_item(survey_id, body)
-    return payload, status
+    return payload, status, ({"Retry-After": "5"} if status in (503, 507) else {})
 
 
 @blueprint.post("/surveys/<survey_id>/responses:batch")

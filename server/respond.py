@@ -68,8 +68,8 @@ def _storage_error(error):
         return _message(410, words["closed_heading"], words["closed_message"], language=language)
     if error.status == 409:
         return _message(409, words["used_heading"], words["used_message"], language=language)
-    if error.status == 503:
-        page, status = _message(503, words["check_heading"], words["unavailable"], language=language)
+    if error.status in (503, 507):  # the database is away, read-only or full: nothing was stored
+        page, status = _message(error.status, words["check_heading"], words["unavailable"], language=language)
         return page, status, {"Retry-After": "5"}
     detail = words["stale_form"] if error.field == "spec_hash" else error.message
     return _message(error.status if 400 <= error.status < 500 else 422, words["check_heading"], detail, language=language)

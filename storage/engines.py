@@ -15,7 +15,7 @@ import secrets
 import sqlite3
 import urllib.parse
 
-from .errors import NotFound, StorageError, Unavailable
+from .errors import DiskFull, NotFound, StorageError, Unavailable
 
 
 def is_postgres(url: str) -> bool:
@@ -31,6 +31,27 @@ def sqlite_path(url: str) -> str:
 def describe(url: str) -> str:
     """The database URL without its password, for messages and logs."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", str(url))
+
+
+#: The last failure of the database itself in this process (monotonic time, message): `Store.healthy` reports
+#: it for a minute, so a load balancer stops sending writes to a server whose disk is full.
+LAST_FAILURE: dict = {}
+
+
+def refusal(error) -> StorageError | None:
+    """What a failure of the database itself (not of the request) means for whoever sent the request:
+    a full disk (507) or a read-only database (503), each saying nothing was stored. None otherwise."""
+    import time
+
+    text, name = str(error).lower(), error.__class__.__name__
+    if "disk is full" in text or "no space left" in text or name == "DiskFull":
+        refused = DiskFull("the server's disk is full: nothing was stored; send it again later", "db")
+    elif "readonly database" in text or name == "ReadOnlySqlTransaction":
+        refused = Unavailable("the database is read-only: nothing was stored; send it again later", "db")
+    else:
+        return None
+    LAST_FAILURE.update(at=time.monotonic(), message=refused.message)
+    return refused
 
 
 class SQLiteEngine:
@@ -56,16 +77,30 @@ class SQLiteEngine:
 
         self.db = sqlite_utils.Database(connection)
         if self.path != ":memory:" and not read_only:
-            self.db.enable_wal()
+            try:
+                self.db.enable_wal()
+            except sqlite3.OperationalError as error:
+                connection.close()
+                refused = refusal(error)
+                if refused is None:
+                    raise
+                raise Unavailable(f"{self.path}: {refused.message.split(':')[0]} (the file or its folder cannot be "
+                                  "written)", "db") from None
         # FULL: a commit reaches the disk before the client hears "201" (invariant 6).
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA foreign_keys=ON")
 
     def execute(self, sql: str, params=()):
-        return self.db.conn.execute(sql, params)
+        try:
+            return self.db.conn.execute(sql, params)
+        except sqlite3.OperationalError as error:
+            raise refusal(error) or error from None
 
     def executemany(self, sql: str, rows):
-        return self.db.conn.executemany(sql, rows)
+        try:
+            return self.db.conn.executemany(sql, rows)
+        except sqlite3.OperationalError as error:
+            raise refusal(error) or error from None
 
     def stream(self, sql: str, params=()):
         yield from self.db.conn.execute(sql, params)
@@ -174,7 +209,7 @@ class PostgresEngine:
         except Exception as error:
             if self._lost(error):  # the server went away mid-request: a 503, never a traceback
                 raise Unavailable("the database connection was lost; send it again in a moment", "db") from None
-            raise
+            raise refusal(error) or error from None
 
     def executemany(self, sql: str, rows):
         try:

@@ -31,3 +31,9 @@ class Unavailable(StorageError):
     """The database cannot be reached (down, restarting, a connection lost mid-request): try again shortly."""
 
     status = 503
+
+
+class DiskFull(StorageError):
+    """The database's disk (or its size limit) is full: nothing was stored."""
+
+    status = 507

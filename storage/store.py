@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 
 from .accounts import Accounts
-from .engines import Transaction, describe, open_engine
+from .engines import LAST_FAILURE, Transaction, describe, open_engine
 from .errors import StorageError
 from .reads import Reads
 from .schema import MIGRATIONS, SCHEMA_VERSION, Layout
@@ -88,10 +88,16 @@ class Store(Surveys, Writes, Reads, Accounts):
         return None if row is None else dict(zip((c[0] for c in cursor.description), row))
 
     def healthy(self) -> dict:
-        """For load balancers: the engine answers and the schema is the one this code expects."""
+        """For load balancers: the engine answers, the schema is the one this code expects, and no write
+        failed on a full disk or a read-only database in the last minute (in this process)."""
+        import time
+
         version = self.schema_version()
-        return {"database": self.engine.dialect, "schema_version": version, "expected_schema_version": SCHEMA_VERSION,
-                "ok": version == SCHEMA_VERSION}
+        health = {"database": self.engine.dialect, "schema_version": version, "expected_schema_version": SCHEMA_VERSION,
+                  "ok": version == SCHEMA_VERSION}
+        if LAST_FAILURE and time.monotonic() - LAST_FAILURE["at"] < 60:
+            health.update(ok=False, error=LAST_FAILURE["message"])
+        return health
 
     def compact(self) -> tuple[int, int]:
         """Rewrite the tables in key order (SQLite: VACUUM; PostgreSQL: CLUSTER and VACUUM), so

@@ -7,7 +7,7 @@ from deniable import storage
 from deniable.client import Survey
 from deniable.server import create_app
 from tests.conftest import EXAMPLES
-from tests.server.conftest import ADMIN
+from tests.server.conftest import ADMIN, ANSWERS
 
 
 @pytest.fixture
@@ -40,3 +40,62 @@ def test_a_restart_fails_no_request_and_a_down_database_is_a_503(served, postgre
         postgres.resume()
     assert served.get("/api/v1/surveys/tax").status_code == 200
     assert served.get("/healthz").status_code == 200
+
+
+def test_a_full_disk_is_a_507_that_stores_nothing_and_health_says_so(tmp_path):
+    """SQLite at its size limit (PRAGMA max_page_count stands in for a full disk): a response is refused with
+    507 naming the cause, nothing is stored, and /healthz reports it; a batch item likewise."""
+    import secrets
+
+    from deniable.server.db import get_store
+
+    db = str(tmp_path / "full.db")
+    survey = Survey.from_file(EXAMPLES / "tax.yaml")
+    with storage.Store(db) as store:
+        store.add_survey(survey)
+    app = create_app({"DATABASE": db, "ADMIN_TOKEN": ADMIN, "TESTING": True, "RATELIMIT_ENABLED": False})
+    client = app.test_client()
+    with app.app_context():
+        store = get_store()  # the thread's connection, which the test client's requests share
+        pages = store.execute("PRAGMA page_count").fetchone()[0]
+        store.execute(f"PRAGMA max_page_count = {pages}")
+    body = {"spec_hash": survey.hash, "idempotency_key": secrets.token_hex(8), "reports": survey.randomize(ANSWERS)}
+    responses = [client.post("/api/v1/surveys/tax/responses", json={**body, "idempotency_key": secrets.token_hex(8)})
+                 for _ in range(300)]
+    statuses = [r.status_code for r in responses]
+    assert set(statuses) <= {201, 507} and 507 in statuses  # the free pages fill, then every write is refused
+    refused = next(r for r in responses if r.status_code == 507)
+    assert refused.json["error"]["message"].startswith("the server's disk is full: nothing was stored")
+    assert refused.json["error"]["field"] == "db" and refused.headers["Retry-After"] == "5"
+    health = client.get("/healthz")
+    assert health.status_code == 503 and "disk is full" in health.json["error"]
+    with storage.Store(db, read_only=True) as reader:
+        assert reader.response_count("tax") == statuses.count(201)  # a refused response left nothing behind
+
+
+def test_a_read_only_database_is_a_clear_503_not_a_traceback(tmp_path):
+    """A database that cannot be written (PRAGMA query_only stands in for a read-only file or mount: the
+    tests run as root, who may write any file): a response is a 503 saying so, nothing is stored, and the
+    storage's refusal is a DeniableError (the CLI prints it on one line)."""
+    import secrets
+
+    from deniable.server.db import get_store
+
+    db = str(tmp_path / "ro.db")
+    survey = Survey.from_file(EXAMPLES / "tax.yaml")
+    with storage.Store(db) as store:
+        store.add_survey(survey)
+    app = create_app({"DATABASE": db, "ADMIN_TOKEN": ADMIN, "TESTING": True, "RATELIMIT_ENABLED": False})
+    client = app.test_client()
+    with app.app_context():
+        get_store().execute("PRAGMA query_only = 1")
+    response = client.post("/api/v1/surveys/tax/responses", json={
+        "spec_hash": survey.hash, "idempotency_key": secrets.token_hex(8), "reports": survey.randomize(ANSWERS)})
+    assert response.status_code == 503 and "read-only" in response.json["error"]["message"]
+    with storage.Store(db, read_only=True) as reader:
+        assert reader.response_count("tax") == 0
+    with storage.Store(db) as store:
+        store.execute("PRAGMA query_only = 1")
+        with pytest.raises(storage.Unavailable, match="read-only"):
+            store.close_survey("tax")
+
