@@ -42,23 +42,28 @@ def test_a_restart_fails_no_request_and_a_down_database_is_a_503(served, postgre
     assert served.get("/healthz").status_code == 200
 
 
+def sqlite_app(tmp_path, limit):
+    """A SQLite deployment with the demo survey whose app connection ``limit`` constrains (a PRAGMA standing
+    in for a full disk or a read-only file): (database path, survey, test client)."""
+    from deniable.server.db import get_store
+
+    db = str(tmp_path / "limited.db")
+    survey = Survey.from_file(EXAMPLES / "tax.yaml")
+    with storage.Store(db) as store:
+        store.add_survey(survey)
+    app = create_app({"DATABASE": db, "ADMIN_TOKEN": ADMIN, "TESTING": True, "RATELIMIT_ENABLED": False})
+    with app.app_context():
+        limit(get_store())  # the thread's connection, which the test client's requests share
+    return db, survey, app.test_client()
+
+
 def test_a_full_disk_is_a_507_that_stores_nothing_and_health_says_so(tmp_path):
     """SQLite at its size limit (PRAGMA max_page_count stands in for a full disk): a response is refused with
     507 naming the cause, nothing is stored, and /healthz reports it; a batch item likewise."""
     import secrets
 
-    from deniable.server.db import get_store
-
-    db = str(tmp_path / "full.db")
-    survey = Survey.from_file(EXAMPLES / "tax.yaml")
-    with storage.Store(db) as store:
-        store.add_survey(survey)
-    app = create_app({"DATABASE": db, "ADMIN_TOKEN": ADMIN, "TESTING": True, "RATELIMIT_ENABLED": False})
-    client = app.test_client()
-    with app.app_context():
-        store = get_store()  # the thread's connection, which the test client's requests share
-        pages = store.execute("PRAGMA page_count").fetchone()[0]
-        store.execute(f"PRAGMA max_page_count = {pages}")
+    db, survey, client = sqlite_app(tmp_path, lambda store: store.execute(
+        f"PRAGMA max_page_count = {store.execute('PRAGMA page_count').fetchone()[0]}"))
     body = {"spec_hash": survey.hash, "idempotency_key": secrets.token_hex(8), "reports": survey.randomize(ANSWERS)}
     responses = [client.post("/api/v1/surveys/tax/responses", json={**body, "idempotency_key": secrets.token_hex(8)})
                  for _ in range(300)]
@@ -79,16 +84,7 @@ def test_a_read_only_database_is_a_clear_503_not_a_traceback(tmp_path):
     storage's refusal is a DeniableError (the CLI prints it on one line)."""
     import secrets
 
-    from deniable.server.db import get_store
-
-    db = str(tmp_path / "ro.db")
-    survey = Survey.from_file(EXAMPLES / "tax.yaml")
-    with storage.Store(db) as store:
-        store.add_survey(survey)
-    app = create_app({"DATABASE": db, "ADMIN_TOKEN": ADMIN, "TESTING": True, "RATELIMIT_ENABLED": False})
-    client = app.test_client()
-    with app.app_context():
-        get_store().execute("PRAGMA query_only = 1")
+    db, survey, client = sqlite_app(tmp_path, lambda store: store.execute("PRAGMA query_only = 1"))
     response = client.post("/api/v1/surveys/tax/responses", json={
         "spec_hash": survey.hash, "idempotency_key": secrets.token_hex(8), "reports": survey.randomize(ANSWERS)})
     assert response.status_code == 503 and "read-only" in response.json["error"]["message"]
