@@ -72,3 +72,30 @@ def test_the_same_estimate_and_test_on_every_surface(conduct, db_path, runner, c
     assert again.estimate.to_dict() == pytest.approx(result.estimate.to_dict(), abs=1e-12)
     codebook = (tmp_path / "conduct.codebook.md").read_text()
     assert "the group shown" in codebook and "cheated.group" in codebook
+
+
+def test_subgroups_and_compare_work_through_the_same_channel(store, db_path):
+    """By a public question: each region's classes estimated on its own respondents, each interval covering
+    that region's truth, and compare() testing the difference of honest "yes" shares."""
+    from deniable.analysis import compare, subgroups
+
+    survey = Survey.from_file(EXAMPLES / "respondent.yaml")
+    store.add_survey(survey)
+    rng = random.Random(2)
+    truth = {"North": {"yes": 0.2, "cheater": 0.1}, "South": {"yes": 0.45, "cheater": 0.1}}
+    for i in range(2000):
+        region = "North" if i % 2 else "South"
+        group, u = rng.choice("ab"), rng.random()
+        honest, cheaters = truth[region]["yes"], truth[region]["cheater"]
+        forced = {"a": 1 / 3, "b": 2 / 3}[group]
+        typed = "yes" if u < honest or (u < 1 - cheaters and rng.random() < forced) else "no"
+        store.submit("conduct", survey.hash, secrets.token_hex(8), {"region": region, "cheated": {"group": group, "report": typed}})
+    data = load(db=db_path, survey_id="conduct")
+    results = subgroups(data, "cheated", by="region")
+    assert set(results) == {"North", "South"}
+    for region, result in results.items():
+        assert result.n == 1000 and list(result.table.index) == ["yes", "no", "cheater"]
+        for row, value in truth[region].items():
+            assert result.table.loc[row, "ci_low"] <= value <= result.table.loc[row, "ci_high"], (region, row, result.table)
+    difference = compare(data, "cheated", "region", "North", "South", answer="yes")
+    assert difference.difference < 0 and difference.ci.low <= -0.25 <= difference.ci.high
