@@ -1,8 +1,8 @@
 """Load reports for analysis: from the server's database, a running server, or an export file.
 
 A database (SQLite or PostgreSQL, any schema from 1 on) is read through `deniable.storage`'s
-read-only reader, the one code that knows the tables; counting happens where the data sit (the
-running totals, or one GROUP BY), by the server for a URL, with pandas for a file. A million
+read-only reader, the one code that knows the tables; counting happens where the data sit (in the
+database, through storage), by the server for a URL, with pandas for a file. A million
 responses never become a million Python objects unless row-level data are asked for
 (`LoadedSurvey.frame`, for regression).
 """
@@ -96,17 +96,13 @@ def _from_store(url: str, survey_id, **chosen) -> LoadedSurvey:
     reports table for per-response frames. Nothing is migrated or written."""
     if survey_id is None:
         raise LoadError("survey_id: required with db=", "survey_id")
-    try:
-        from deniable import storage
-    except ImportError:  # pragma: no cover - the analysis extra installs storage's driver
-        raise LoadError("reading a database needs sqlite-utils: pip install 'deniable[analysis]'") from None
+    from deniable import storage
+
     where = storage.describe(url) if storage.is_postgres(url) else storage.sqlite_path(url)
     try:
         store = storage.Store(url, read_only=True)
-    except storage.StorageError as error:
+    except storage.StorageError as error:  # storage says why: no such file, not a database, unreachable
         raise LoadError(error.message if error.message.startswith(where) else f"{where}: {error.message}", "db") from None
-    except Exception as error:  # psycopg's connection errors, a file that is no database
-        raise LoadError(f"{where}: cannot read the database ({error})", "db") from None
     try:
         current = store.get_survey(survey_id)
         records = [store.find_version(survey_id, entry["hash"])

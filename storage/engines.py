@@ -73,7 +73,12 @@ class SQLiteEngine:
             connection = sqlite3.connect(target, uri=True, timeout=30, isolation_level=None, check_same_thread=False)
         else:
             connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        import sqlite_utils  # here, not at the top: it imports pandas when installed (0.9 s for `deniable --help`)
+        try:
+            import sqlite_utils  # here, not at the top: it imports pandas when installed (0.9 s for `deniable --help`)
+        except ImportError:
+            connection.close()
+            raise StorageError("SQLite databases need sqlite-utils: pip install 'deniable[analysis]' (or "
+                               "'deniable[server]')", "db") from None
 
         self.db = sqlite_utils.Database(connection)
         if self.path != ":memory:" and not read_only:

@@ -4,8 +4,6 @@ brings the schema up to date, and runs transactions."""
 
 from __future__ import annotations
 
-import sqlite3
-
 from .accounts import Accounts
 from .engines import LAST_FAILURE, Transaction, describe, open_engine
 from .errors import StorageError
@@ -31,7 +29,10 @@ class Store(Surveys, Writes, Reads, Accounts):
         if read_only:
             try:
                 version = self.schema_version()
-            except sqlite3.DatabaseError as error:
+            except StorageError:
+                self.close()
+                raise
+            except Exception as error:  # sqlite3.DatabaseError, psycopg.Error: nothing here is a deniable schema
                 self.close()
                 raise StorageError(f"{describe(self.url)}: not a deniable database ({error})", "db") from None
             if version == 0:
