@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, OrdinalMechanism, SymmetricMechanism, UnaryMechanism
 
@@ -17,7 +18,7 @@ def channel_matrix(mechanism: Mechanism) -> np.ndarray:
     exact fractions takes seconds); any other channel is converted entry by entry from its exact form.
     Tests compare both routes entry by entry. A design that measures compliance is analysed over its
     latent classes of respondents (cheaters, lying carriers as classes of their own): its columns are those."""
-    if hasattr(mechanism, "latent_classes"):
+    if isinstance(mechanism, GroupedMechanism):
         return np.array([[float(p) for p in column] for _, column in mechanism.latent_classes]).T
     if isinstance(mechanism, SymmetricMechanism):
         matrix = np.full((len(mechanism.answers),) * 2, float(mechanism.other))

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from deniable.client import Survey
+from deniable.client.compliance import GroupedMechanism
 from deniable.client.exact import from_spreadsheet
 from deniable.client.versions import VersionError, resolve_version
 
@@ -234,7 +235,7 @@ def _from_csv_row(question, row: dict):
     text = row.get(question.id, "")
     if text == "":
         return None
-    if hasattr(question.mechanism, "groups"):  # cheating detection, lie detector: the group shown, then the answer
+    if isinstance(question.mechanism, GroupedMechanism):  # cheating detection, lie detector: the group shown, then the answer
         return {"group": row.get(f"{question.id}.group", ""), "report": text}
     if question.type == "multi_select":
         return json.loads(text)

@@ -17,6 +17,7 @@ from statistics import NormalDist
 import numpy as np
 
 from deniable.client import Question, Survey
+from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
@@ -49,7 +50,7 @@ def unit_variance(question_or_mechanism, distribution=None) -> np.ndarray:
         channel = channels.binary_channel(mechanism)
         return channel.unit_variance(channel.rate(shares))
     # a design that measures compliance is planned over its latent classes, as it is estimated
-    answers = [label for label, _ in mechanism.latent_classes] if hasattr(mechanism, "latent_classes") else mechanism.answers
+    answers = [label for label, _ in mechanism.latent_classes] if isinstance(mechanism, GroupedMechanism) else mechanism.answers
     if distribution is None:
         pi = np.full(len(answers), 1 / len(answers))
     elif np.isscalar(distribution) and answers == ["yes", "no"]:

@@ -99,7 +99,9 @@ def _groups(params: dict, where: str, accepted: tuple, text) -> dict:
     return groups
 
 
-def _instruction(value, where: str, text):
+def respondent_text(value, where: str, text=None):
+    """A text the respondent reads to randomize (a companion question, a randomizer's instruction): a
+    string, or a map of languages when the survey declares them (``text`` checks those)."""
     if text is not None:
         return text(value, where)
     if not isinstance(value, str) or not value.strip():
@@ -123,7 +125,7 @@ def cheating_detection(params: dict, where: str, text=None) -> GroupedMechanism:
             raise ValueError(f"{at}: yes + no must be below 1 (some respondents must answer truthfully), got {yes} + {no}")
         forced[name] = (yes, no)
         normalized = {"yes": str(yes)} if "no" not in group else {"yes": str(yes), "no": str(no)}
-        normalized["randomizer"] = _instruction(group["randomizer"], f"{at}.randomizer", text)
+        normalized["randomizer"] = respondent_text(group["randomizer"], f"{at}.randomizer", text)
         normalized_groups[name] = normalized
     first, *others = names
     (yes_1, no_1) = forced[first]
@@ -160,7 +162,7 @@ def stochastic_lie_detector(params: dict, where: str, text=None) -> GroupedMecha
         if not 0 < p <= 1:
             raise ValueError(f"{at}.p: must be above 0 and at most 1, got {group['p']!r}")
         share[name] = p
-        normalized_groups[name] = {"p": str(p), "randomizer": _instruction(group["randomizer"], f"{at}.randomizer", text)}
+        normalized_groups[name] = {"p": str(p), "randomizer": respondent_text(group["randomizer"], f"{at}.randomizer", text)}
     if len(set(share.values())) == 1:
         raise ValueError(f"{where}.groups: every group has the same p, so the carriers' share and their honesty "
                          "cannot be told apart; give the groups different p (e.g. 2/12 and 10/12)")

@@ -11,6 +11,7 @@ import difflib
 from fractions import Fraction
 
 from . import compliance
+from .compliance import respondent_text
 from .exact import EpsilonRequest, integer_root, parse_fraction
 from .laplace import LaplaceMechanism
 from .mechanisms import YES_NO, ChannelMechanism, Mechanism, OrdinalMechanism, SymmetricMechanism, UnaryMechanism
@@ -57,7 +58,7 @@ def forced_response(params: dict, where: str, text=None):
             raise ValueError(f"{where}.randomizer: a mapping with the one key 'text' (the instruction the respondent "
                              f"follows, e.g. 'If your mother's birthday is in January or February, answer yes; …'), "
                              f"got {randomizer!r}")
-        normalized["randomizer"] = {"text": _instruction(randomizer["text"], f"{where}.randomizer.text", text)}
+        normalized["randomizer"] = {"text": respondent_text(randomizer["text"], f"{where}.randomizer.text", text)}
     mechanism = _binary("forced_response", normalized, truth + yes, yes)
     mechanism.respondent_randomizes = randomizer is not None
     return mechanism
@@ -87,16 +88,6 @@ CROSSWISE_REPORTS = ("same", "different")
 TRIANGULAR_REPORTS = ("no_to_both", "other")
 
 
-def _instruction(value, where: str, text=None):
-    """A text the respondent reads to randomize (a companion question, a randomizer's instruction):
-    a string, or a map of languages when the survey declares them (``text`` checks those)."""
-    if text is not None:
-        return text(value, where)
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{where}: required, the text the respondent reads (a non-empty string), got {value!r}")
-    return value
-
-
 def _companion_share(params: dict, where: str) -> Fraction:
     p = _probability(params, "p", where)
     if not 0 < p < 1:
@@ -114,7 +105,7 @@ def crosswise(params: dict, where: str, text=None):
     if p == Fraction(1, 2):
         raise ValueError(f"{where}.p: 1/2 makes 'same' and 'different' equally likely whatever the answer, so the "
                          "report says nothing; choose a companion question whose 'yes' share is known and not 1/2")
-    companion = _instruction(params.get("companion"), f"{where}.companion", text)
+    companion = respondent_text(params.get("companion"), f"{where}.companion", text)
     normalized = {"design": "crosswise", "companion": companion, "p": str(p)}
     mechanism = ChannelMechanism("crosswise", normalized, YES_NO, list(CROSSWISE_REPORTS), [[p, 1 - p], [1 - p, p]])
     mechanism.respondent_randomizes = True
@@ -127,7 +118,7 @@ def triangular(params: dict, where: str, text=None):
     P(B | yes) = 1, P(B | no) = p: one-sided, A is only ever chosen by a "no" (ε = ∞; crosswise is
     the two-sided alternative)."""
     p = _companion_share(params, where)
-    companion = _instruction(params.get("companion"), f"{where}.companion", text)
+    companion = respondent_text(params.get("companion"), f"{where}.companion", text)
     normalized = {"design": "triangular", "companion": companion, "p": str(p)}
     mechanism = ChannelMechanism("triangular", normalized, YES_NO, list(TRIANGULAR_REPORTS),
                                  [[Fraction(0), Fraction(1)], [1 - p, p]])

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from deniable.client import Question
+from deniable.client.compliance import GroupedMechanism
 from deniable.client.errors import DeniableError
 from deniable.client.exact import json_number, spreadsheet_safe
 
@@ -39,7 +40,7 @@ def group_column(question_id: str) -> str:
 
 
 def _grouped(question: Question) -> bool:
-    return hasattr(question.mechanism, "groups")
+    return isinstance(question.mechanism, GroupedMechanism)
 
 
 def _columns(record) -> list[str]:

@@ -16,6 +16,7 @@ from flask import Blueprint, Response, abort, make_response, redirect, render_te
 
 from deniable import storage
 from deniable.client import catalogue
+from deniable.client.compliance import GroupedMechanism
 from deniable.client.exact import json_number, parse_fraction
 from deniable.client.questions import is_right_to_left, localize
 
@@ -102,7 +103,7 @@ def respondent_prompt(question, language: str, words: dict) -> str | None:
     if not mechanism.respondent_randomizes:
         return None
     default = question.languages.default
-    if hasattr(mechanism, "groups"):  # one instruction per group; the page shows the respondent's group's
+    if isinstance(mechanism, GroupedMechanism):  # one instruction per group; the page shows the respondent's group's
         return None
     if mechanism.design in ("crosswise", "triangular"):
         companion = localize(mechanism.params["companion"], language, default)
@@ -124,7 +125,7 @@ def _item_view(survey, item, language: str, words: dict) -> dict:
                 statement=catalogue.privacy_statement(item.epsilon, language, randomized=item.is_private,
                                                       respondent=respondent),
                 **offline_form_question(item))
-    if hasattr(item.mechanism, "groups"):
+    if isinstance(item.mechanism, GroupedMechanism):
         # Cheating detection, lie detector: every group's instruction is on the page; the page script shows
         # the one of the group it draws (the no-JavaScript form: the one the server drew, in a hidden field).
         view["groups"] = [(group, words["randomizer_prompt"].format(
@@ -222,7 +223,7 @@ def submit_form(survey_id):
     if not secrets_match(presented, expected):
         return _message(403, words["check_heading"], words["form_expired"], back, language)
     offline = {q.id for q in survey.questions.values() if offline_form_question(q)["offline"]}
-    grouped = {f"{qid}.group" for qid in offline if hasattr(survey.questions[qid].mechanism, "groups")}
+    grouped = {f"{qid}.group" for qid in offline if isinstance(survey.questions[qid].mechanism, GroupedMechanism)}
     unknown = sorted(set(request.form) - offline - grouped - {"spec_hash", "idempotency_key", "token", "lang", "form_key"})
     if unknown:
         return _message(422, words["check_heading"], words["cannot_accept"], language=language)
@@ -232,7 +233,7 @@ def submit_form(survey_id):
             continue
         if question.type == "multi_select":
             reports[question.id] = request.form.getlist(question.id)  # none ticked: the empty selection
-        elif hasattr(question.mechanism, "groups"):
+        elif isinstance(question.mechanism, GroupedMechanism):
             if request.form.get(question.id, "") != "":
                 reports[question.id] = {"group": request.form.get(f"{question.id}.group", ""),
                                         "report": request.form[question.id]}

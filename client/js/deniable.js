@@ -11,9 +11,9 @@
 export { SpecError, AnswerError } from "./src/errors.js";
 export { EXP_GRID_BITS, MAX_GRID_POINTS, MAX_MULTI_SELECT_OPTIONS, Fraction, epsilonOf, parseFraction, integerRoot, EpsilonRequest } from "./src/exact.js";
 export { randomBelow } from "./src/randomness.js";
-export { ChannelMechanism, SymmetricMechanism, OrdinalMechanism, UnaryMechanism, LaplaceMechanism } from "./src/mechanisms.js";
+export { YES_NO, ChannelMechanism, SymmetricMechanism, OrdinalMechanism, UnaryMechanism, LaplaceMechanism } from "./src/mechanisms.js";
 export { GroupedMechanism } from "./src/compliance.js";
-export { YES_NO, CROSSWISE_REPORTS, TRIANGULAR_REPORTS, DESIGNS, buildMechanism } from "./src/designs.js";
+export { CROSSWISE_REPORTS, TRIANGULAR_REPORTS, DESIGNS, buildMechanism } from "./src/designs.js";
 export { MIN_EPSILON, WEAK_EPSILON, ONE_SIDED_STATEMENT, posteriorBound, privacyStatement, respondentStatement } from "./src/privacy.js";
 export { ExpressionError, MAX_EXPRESSION_LENGTH, canonicalNumber, parseExpression, expressionText, evaluateExpression } from "./src/skiplogic.js";
 export { QUESTION_TYPES, MAX_ITEMS, MAX_OPTIONS, MAX_SECTIONS, isRightToLeft, localize, Note, Question, Section, leakMessage, Survey } from "./src/survey.js";

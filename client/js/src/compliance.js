@@ -3,14 +3,12 @@
 // group's natural randomizer and types the result; a report carries its group: {group: "a", report: "yes"}.
 // Part of deniable.js; no dependencies.
 
-import { SpecError, show } from "./errors.js";
+import { SpecError, isMapping, show } from "./errors.js";
 import { ONE, ZERO, frac, parseFraction } from "./exact.js";
 import { requireId } from "./identifiers.js";
-import { ChannelMechanism } from "./mechanisms.js";
+import { ChannelMechanism, YES_NO } from "./mechanisms.js";
 import { defaultSource } from "./randomness.js";
 
-const YES_NO = ["yes", "no"];
-const isMapping = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
 
 /** A yes/no channel whose reports carry the respondent's public group. Groups are equally likely;
  * `latentClasses` are the analysis channel's columns ([label, column]). */
@@ -63,7 +61,9 @@ function readGroups(params, where, accepted) {
   return groups;
 }
 
-function instruction(value, where, text) {
+/** A text the respondent reads to randomize (a companion question, a randomizer's instruction): a string, or
+ * a map of languages when the survey declares them (`text` checks those). */
+export function respondentText(value, where, text = null) {
   if (text) return text(value, where);
   if (typeof value !== "string" || !value.trim()) throw new SpecError(`${where}: required, the text the respondent reads (a non-empty string), got ${show(value)}`);
   return value;
@@ -86,7 +86,7 @@ export function cheatingDetection(params, where, text = null) {
     if (yes.add(no).cmp(ONE) >= 0) throw new SpecError(`${at}: yes + no must be below 1 (some respondents must answer truthfully), got ${yes} + ${no}`);
     forced[name] = [yes, no];
     normalizedGroups[name] = "no" in group ? { yes: `${yes}`, no: `${no}` } : { yes: `${yes}` };
-    normalizedGroups[name].randomizer = instruction(group.randomizer, `${at}.randomizer`, text);
+    normalizedGroups[name].randomizer = respondentText(group.randomizer, `${at}.randomizer`, text);
   }
   const [yes1, no1] = forced[names[0]];
   if (names.slice(1).every((o) => ONE.sub(no1).mul(forced[o][0]).cmp(ONE.sub(forced[o][1]).mul(yes1)) === 0)) {
@@ -112,7 +112,7 @@ export function stochasticLieDetector(params, where, text = null) {
     const p = parseFraction(group.p, `${at}.p`);
     if (p.cmp(ZERO) <= 0 || p.cmp(ONE) > 0) throw new SpecError(`${at}.p: must be above 0 and at most 1, got ${show(group.p)}`);
     share[name] = p;
-    normalizedGroups[name] = { p: `${p}`, randomizer: instruction(group.randomizer, `${at}.randomizer`, text) };
+    normalizedGroups[name] = { p: `${p}`, randomizer: respondentText(group.randomizer, `${at}.randomizer`, text) };
   }
   if (new Set(Object.values(share).map(String)).size === 1) {
     throw new SpecError(`${where}.groups: every group has the same p, so the carriers' share and their honesty cannot be told apart; ` +

@@ -1,13 +1,12 @@
 // Designs: each builds a mechanism from a spec's privacy parameters (Python: designs.py).
 // Part of deniable.js; no dependencies.
 
-import { cheatingDetection, stochasticLieDetector } from "./compliance.js";
+import { cheatingDetection, respondentText, stochasticLieDetector } from "./compliance.js";
 import { SpecError, show } from "./errors.js";
 import { EpsilonRequest, ONE, ORDINAL_BASE_BITS, ZERO, frac, integerRoot, parseFraction } from "./exact.js";
-import { ChannelMechanism, LaplaceMechanism, OrdinalMechanism, SymmetricMechanism, UnaryMechanism } from "./mechanisms.js";
+import { ChannelMechanism, LaplaceMechanism, OrdinalMechanism, SymmetricMechanism, UnaryMechanism, YES_NO } from "./mechanisms.js";
 import { MIN_EPSILON } from "./privacy.js";
 
-export const YES_NO = ["yes", "no"];
 
 function probabilityParam(params, name, where) {
   if (!(name in params)) throw new SpecError(`${where}.${name}: missing`);
@@ -45,15 +44,6 @@ function epsilonOr(params, where, alternative = null) {
 export const CROSSWISE_REPORTS = ["same", "different"];
 export const TRIANGULAR_REPORTS = ["no_to_both", "other"];
 
-/** A text the respondent reads to randomize (a companion question, a randomizer's instruction). */
-function instruction(value, where, text) {
-  if (text) return text(value, where);
-  if (typeof value !== "string" || !value.trim()) {
-    throw new SpecError(`${where}: required, the text the respondent reads (a non-empty string), got ${show(value)}`);
-  }
-  return value;
-}
-
 function companionShare(params, where) {
   const p = probabilityParam(params, "p", where);
   if (p.isZero() || p.cmp(ONE) === 0) {
@@ -80,7 +70,7 @@ const designBuilders = {
       throw new SpecError(`${where}.randomizer: a mapping with the one key 'text' (the instruction the respondent follows, ` +
         `e.g. 'If your mother's birthday is in January or February, answer yes; …'), got ${show(randomizer)}`);
     }
-    normalized.randomizer = { text: instruction(randomizer.text, `${where}.randomizer.text`, text) };
+    normalized.randomizer = { text: respondentText(randomizer.text, `${where}.randomizer.text`, text) };
     return byRespondent(binary("forced_response", normalized, truth.add(yes), yes));
   },
   crosswise(params, where, _options, _grid, text) {
@@ -89,7 +79,7 @@ const designBuilders = {
       throw new SpecError(`${where}.p: 1/2 makes 'same' and 'different' equally likely whatever the answer, so the report says ` +
         "nothing; choose a companion question whose 'yes' share is known and not 1/2");
     }
-    const companion = instruction(params.companion, `${where}.companion`, text);
+    const companion = respondentText(params.companion, `${where}.companion`, text);
     const normalized = { design: "crosswise", companion, p: `${p}` };
     return byRespondent(new ChannelMechanism("crosswise", normalized, YES_NO, [...CROSSWISE_REPORTS],
       [[p, ONE.sub(p)], [ONE.sub(p), p]]));
@@ -98,7 +88,7 @@ const designBuilders = {
   stochastic_lie_detector(params, where, _options, _grid, text) { return stochasticLieDetector(params, where, text); },
   triangular(params, where, _options, _grid, text) {
     const p = companionShare(params, where);
-    const companion = instruction(params.companion, `${where}.companion`, text);
+    const companion = respondentText(params.companion, `${where}.companion`, text);
     const normalized = { design: "triangular", companion, p: `${p}` };
     return byRespondent(new ChannelMechanism("triangular", normalized, YES_NO, [...TRIANGULAR_REPORTS],
       [[ZERO, ONE], [ONE.sub(p), p]]));

@@ -29,3 +29,6 @@ export function show(value) {
     return String(value);
   }
 }
+
+/** A plain object (a spec's mapping), not null and not an array. */
+export const isMapping = (value) => value !== null && typeof value === "object" && !Array.isArray(value);

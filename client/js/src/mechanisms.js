@@ -17,6 +17,9 @@ function worstRatio(rows) {
   return worst;
 }
 
+/** The answers, and the plain reports, of a yes/no question. */
+export const YES_NO = ["yes", "no"];
+
 class Mechanism {
   /** True when the respondent randomizes (crosswise, triangular, a natural randomizer): the page takes
    * their choice, already a report; `randomize` then simulates a respondent. */

@@ -1,7 +1,7 @@
 // Surveys: questions, sections, languages, validation and randomization (Python: survey.py).
 // Part of deniable.js; no dependencies.
 
-import { AnswerError, SpecError, show } from "./errors.js";
+import { AnswerError, SpecError, isMapping, show } from "./errors.js";
 import { MAX_GRID_POINTS, MAX_MULTI_SELECT_OPTIONS, ZERO, frac, jsonNumber, parseFraction } from "./exact.js";
 import { defaultSource } from "./randomness.js";
 import { DEFAULT_PRIVACY, buildMechanism } from "./designs.js";
@@ -29,7 +29,6 @@ const SUGGESTIONS = {
   number: "{design: laplace, epsilon: 1}",
 };
 
-const isMapping = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
 export const isRightToLeft = (language) => Boolean(language) && RIGHT_TO_LEFT.has(language.split("-")[0].toLowerCase());
 
 function requireText(value, where) {
