@@ -70,6 +70,13 @@ MESSAGES = {
         "randomizer_prompt": "Before you answer, follow this instruction, without anyone seeing: {instruction} "
                              "Then choose the answer it gives you.",
         "group_report": "{report} (group {group})",
+        "split_ballot_statement": "{share} of respondents, chosen at random by the device before the question is "
+                                  "shown, are asked it directly instead: they are told so, and their answer is sent "
+                                  "exactly as they give it.",
+        "direct_notice": "You were chosen at random to answer this question directly: your answer is sent exactly as "
+                         "you give it, with no randomization. Comparing direct answers with randomized ones checks "
+                         "that the private method works.",
+        "direct_report": "{report} (asked directly)",
         "unavailable": "The survey cannot be reached for a moment. Nothing was lost: please try again shortly.",
         "same": "The same (both yes or both no)",
         "different": "Different (one yes, one no)",
@@ -193,6 +200,13 @@ MESSAGES = {
         "randomizer_prompt": "Antes de responder, siga esta instrucción sin que nadie le vea: {instruction} Luego "
                              "elija la respuesta que le indique.",
         "group_report": "{report} (grupo {group})",
+        "split_ballot_statement": "El {share} de las personas, elegidas al azar por el dispositivo antes de mostrar "
+                                  "la pregunta, la responden directamente: se les avisa, y su respuesta se envía tal "
+                                  "como la dan.",
+        "direct_notice": "Se le eligió al azar para responder esta pregunta directamente: su respuesta se envía tal "
+                         "como la da, sin aleatorizar. Comparar las respuestas directas con las aleatorizadas "
+                         "comprueba que el método privado funciona.",
+        "direct_report": "{report} (pregunta directa)",
         "unavailable": "No se puede acceder a la encuesta por un momento. No se perdió nada: vuelva a intentarlo en breve.",
         "same": "Iguales (las dos sí o las dos no)",
         "different": "Distintas (una sí y otra no)",
@@ -297,6 +311,11 @@ def privacy_statement(epsilon: float, language: str | None, prior: float = 0.02,
     return words["private_statement"].format(
         factor=_number(math.exp(epsilon), 3), epsilon=_number(epsilon, 3), prior=f"{prior:.0%}",
         posterior=f"{posterior_bound(prior, epsilon):.1%}")
+
+
+def split_ballot_statement(direct, language: str | None) -> str:
+    """What a split ballot means for the respondent, said beside the question's own privacy statement."""
+    return messages(language)["split_ballot_statement"].format(share=f"{float(direct) * 100:.3g}%")
 
 
 def describe_condition(tree: dict, survey, language: str | None) -> str:

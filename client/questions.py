@@ -12,6 +12,7 @@ from .exact import json_number, parse_fraction
 from .identifiers import identifier
 from .mechanisms import Mechanism
 from .privacy import ONE_SIDED_STATEMENT, privacy_statement
+from .splitballot import SplitBallot
 
 QUESTION_TYPES = ("yes_no", "choice", "ordinal", "multi_select", "number")
 ITEM_TYPES = QUESTION_TYPES + ("note",)
@@ -26,7 +27,7 @@ _SURVEY_FIELDS = {"id", "title", "description", "version", "languages", "default
                   "questions", "sections"}
 _SECTION_FIELDS = {"id", "title", "intro", "relevant", "questions"}
 _QUESTION_FIELDS = {"id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required",
-                    "relevant", "constraint_message", "control"}
+                    "relevant", "constraint_message", "control", "split_ballot"}
 _NOTE_FIELDS = {"id", "type", "text", "hint", "relevant"}
 _OPTION_FIELDS = {"value", "label"}
 #: Languages written right to left (the page sets dir="rtl" for them).
@@ -213,6 +214,22 @@ class Question(_Item):
         except ValueError as error:
             raise SpecError(str(error)) from None
         self.control = self._read_control(spec.get("control"), f"{where}.control")
+        split = spec.get("split_ballot")
+        try:
+            self.split_ballot = None if split is None else SplitBallot(split, f"{where}.split_ballot", self.type,
+                                                                        self.mechanism)
+        except ValueError as error:
+            raise SpecError(str(error)) from None
+
+    @property
+    def report_space(self):
+        """What a report of this question may be: the mechanism's reports, or with a split ballot both arms'
+        (``reports`` and ``validate_report``, as a mechanism has them)."""
+        return self.split_ballot or self.mechanism
+
+    def validate_report(self, report):
+        """The canonical form of a report of this question; ValueError when it is not one."""
+        return self.report_space.validate_report(report)
 
     def _read_control(self, control, where: str):
         """``control: {share: 0}``: an item whose true "yes" share is known (a fictitious country nobody can
@@ -308,10 +325,14 @@ class Question(_Item):
 
     def privacy_statement(self, prior: float = 0.02) -> str:
         if self.mechanism.respondent_randomizes:
-            return catalogue.privacy_statement(self.epsilon, None, prior, respondent=self.mechanism.design)
-        if self.is_private and math.isinf(self.epsilon):
-            return ONE_SIDED_STATEMENT
-        return privacy_statement(self.epsilon, prior)
+            statement = catalogue.privacy_statement(self.epsilon, None, prior, respondent=self.mechanism.design)
+        elif self.is_private and math.isinf(self.epsilon):
+            statement = ONE_SIDED_STATEMENT
+        else:
+            statement = privacy_statement(self.epsilon, prior)
+        if self.split_ballot is not None:
+            statement += " " + catalogue.split_ballot_statement(self.split_ballot.direct, None)
+        return statement
 
     def to_dict(self) -> dict:
         """The canonical spec of this question (defaults filled in, fractions normalized).
@@ -330,6 +351,8 @@ class Question(_Item):
         spec["privacy"] = "none" if self.mechanism.design == "none" else dict(self.mechanism.params)
         if self.control is not None:
             spec["control"] = {"share": str(self.control)}
+        if self.split_ballot is not None:
+            spec["split_ballot"] = self.split_ballot.to_dict()
         return spec
 
     def __repr__(self) -> str:

@@ -28,7 +28,7 @@ def validate_reports(survey, reports, answerable=None) -> dict:
         if value is None:
             continue
         try:
-            clean[qid] = question.mechanism.validate_report(value)
+            clean[qid] = question.validate_report(value)
         except ValueError as error:
             raise ReportError(f"reports.{qid}: {error}", f"reports.{qid}") from None
     shown = survey.shown(clean)
@@ -52,3 +52,27 @@ def grouping_question(survey, by: str):
     if question.is_private:
         raise ReportError(f"by: {by!r} is randomized; group only by a public question (privacy: none)", "by")
     return question
+
+
+# How one question's report spreads over the columns of a CSV export (the server writes them, the
+# analysis reads them back): the question's id, and ``id.marker`` for each part beside the report.
+
+def option_column(question_id: str, option: str) -> str:
+    """The CSV column of one multi-select option: 1 when the report includes it, 0 when not."""
+    return f"{question_id}.{option}"
+
+
+def group_column(question_id: str) -> str:
+    """The CSV column of the public group a respondent was shown (cheating detection, lie detector)."""
+    return f"{question_id}.group"
+
+
+def arm_column(question_id: str) -> str:
+    """The CSV column of a split ballot's arm (direct, randomized)."""
+    return f"{question_id}.arm"
+
+
+def direct_column(question_id: str) -> str:
+    """The CSV column of a split ballot's direct answer (empty in the randomized arm, whose report is in
+    the question's own column)."""
+    return f"{question_id}.direct"

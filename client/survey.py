@@ -186,6 +186,10 @@ class Survey:
                     f"{self.languages.default!r}: {', '.join(places[:5])}{', ...' if len(places) > 5 else ''}"
                     for code, places in by_language.items()]
         for q in self.private_questions:
+            if q.split_ballot is not None:
+                warnings.append(f"question {q.id!r}: a split ballot asks {float(q.split_ballot.direct):.3g} of respondents "
+                                "directly: their answer to it is sent as given, with no privacy (the page says so before "
+                                "they answer); ε below is the randomized arm's")
             if WEAK_EPSILON < q.epsilon < math.inf:
                 warnings.append(f"question {q.id!r}: ε = {q.epsilon:.3g} leaves little protection: someone 2% sure of "
                                 f"an answer beforehand can be {posterior_bound(0.02, q.epsilon):.0%} sure after one report "
@@ -195,7 +199,8 @@ class Survey:
                     "triangular": "{design: crosswise, companion: …, p: 1/4} (ε = ln 3): the same companion question, "
                                   "and neither choice reveals the answer",
                     "cheating_detection": "the symmetric variant: give each group a 'no' share beside its 'yes' "
-                                          "(e.g. a: {yes: 1/3, no: 1/6}, b: {yes: 1/6, no: 1/3})",
+                                          "(e.g. a: {yes: 2/3, no: 1/12}, b: {yes: 1/12, no: 2/3}: ε = ln 4; groups far from "
+                                          "proportional keep the cheater share estimable)",
                     "stochastic_lie_detector": "crosswise, which measures no lying; the lie detector is one-sided "
                                                "by construction (an honest 'no' is only ever sent by a non-carrier)",
                 }.get(q.mechanism.design, "{design: forced_response, truth: 1/2, yes: 1/4, no: 1/4} (ε = ln 3)")
@@ -320,25 +325,32 @@ class Survey:
         """
         return math.fsum(q.epsilon for q in self.private_questions)
 
-    def randomize(self, answers: dict, rng=None) -> dict:
+    def randomize(self, answers: dict, rng=None, arms: dict | None = None) -> dict:
         """Reports for the shown, answered questions; unanswered (absent or None) ones and the
         answers to questions that skip logic hides are left out. A question in which the respondent
         randomizes (crosswise, triangular, a natural randomizer) takes the respondent's report as it
-        is: the device has no true answer to randomize."""
-        return self._reports(answers, rng, simulate=False)
+        is: the device has no true answer to randomize.
+
+        ``arms``: for each answered split-ballot question, the arm its respondent was shown before
+        answering (`SplitBallot.assign_arm`, with the direct arm's notice on screen); a direct answer is
+        sent as given, a randomized one through the design. Drawing the arm here, after the answer, would
+        send a direct answer the respondent was never warned about, so a missing arm is an error."""
+        return self._reports(answers, rng, simulate=False, arms=arms)
 
     def simulate(self, answers: dict, rng=None) -> dict:
         """What respondents with these true answers would send: `randomize`, except that a question
-        in which the respondent randomizes draws their report through its channel as they would (for
-        demos, tests and planning; a real page never holds those true answers)."""
+        in which the respondent randomizes draws their report through its channel as they would, and a
+        split ballot draws each respondent's arm (for demos, tests and planning; a real page never holds
+        those true answers)."""
         return self._reports(answers, rng, simulate=True)
 
-    def _reports(self, answers: dict, rng, simulate: bool) -> dict:
+    def _reports(self, answers: dict, rng, simulate: bool, arms: dict | None = None) -> dict:
         if not isinstance(answers, dict):
             raise ValueError("answers must be a mapping of question id to answer")
         unknown = sorted(set(answers) - set(self.questions))
         if unknown:
             raise AnswerError(unknown[0], "no such question in this survey", ", ".join(self.questions))
+        arms = self._arms(answers, arms, rng, simulate)
         given = {}  # every answer checked before any is randomized
         for qid, answer in answers.items():
             if answer is None:
@@ -346,7 +358,9 @@ class Survey:
             question = self.questions[qid]
             mechanism = question.mechanism
             try:
-                if mechanism.respondent_randomizes and not simulate:
+                if arms.get(qid) == "direct":
+                    given[qid] = mechanism.validate_answer(answer)
+                elif mechanism.respondent_randomizes and not simulate:
                     given[qid] = mechanism.validate_report(answer)
                 else:
                     mechanism.validate_answer(answer)
@@ -355,9 +369,44 @@ class Survey:
                 raise AnswerError(qid, str(error), question.describe_answers()) from None
         # Skip logic reads public answers only, and a public question's report is its answer.
         shown = set(self.shown(given))
-        return {qid: (value if self.questions[qid].mechanism.respondent_randomizes and not simulate
-                      else self.questions[qid].mechanism.randomize(value, rng))
-                for qid, value in given.items() if qid in shown}
+        reports = {}
+        for qid, value in given.items():
+            if qid not in shown:
+                continue
+            question = self.questions[qid]
+            if arms.get(qid) == "direct":
+                reports[qid] = value
+            elif question.mechanism.respondent_randomizes and not simulate:
+                reports[qid] = value
+            else:
+                reports[qid] = question.mechanism.randomize(value, rng)
+            if question.split_ballot is not None:
+                reports[qid] = question.split_ballot.wrap(arms[qid], reports[qid])
+        return reports
+
+    def _arms(self, answers: dict, arms, rng, simulate: bool) -> dict:
+        """The arm of every answered split-ballot question: given (a real respondent's, drawn before the
+        question was shown), or drawn now for a simulated respondent."""
+        if arms is not None and not isinstance(arms, dict):
+            raise ValueError("arms must be a mapping of question id to 'direct' or 'randomized'")
+        arms = dict(arms or {})
+        for qid in arms:
+            question = self.questions.get(qid)
+            if question is None or question.split_ballot is None:
+                raise AnswerError(qid, "arms: this question has no split ballot", "no arm")
+            if arms[qid] not in ("direct", "randomized"):
+                raise AnswerError(qid, f"arms: {arms[qid]!r} is not an arm", "'direct' or 'randomized'")
+        for qid, answer in answers.items():
+            question = self.questions[qid]
+            if answer is None or question.split_ballot is None or qid in arms:
+                continue
+            if not simulate:
+                raise AnswerError(qid, "a split-ballot question needs the arm its respondent was shown before "
+                                       "answering: pass arms={%r: question.split_ballot.assign_arm()}, drawn when "
+                                       "the question is shown (with the direct arm's notice)" % qid,
+                                  "an answer with its arm")
+            arms[qid] = question.split_ballot.assign_arm(rng)
+        return arms
 
     def privacy_summary(self, prior: float = 0.02) -> str:
         lines = [f"Survey {self.id!r}: {self.title}", f"version {self.hash[:12]}", ""]
@@ -365,6 +414,8 @@ class Survey:
             if q.is_private:
                 who = "   randomized by the respondent (the device never sees the answer)" \
                     if q.mechanism.respondent_randomizes else ""
+                if q.split_ballot is not None:
+                    who += f"   split ballot: {float(q.split_ballot.direct):.3g} asked directly (announced; no privacy)"
                 lines.append(f"  {q.id:<20} {q.mechanism.design:<20} ε = {q.epsilon:.4f}   "
                              f"prior {prior:.0%} → at most {posterior_bound(prior, q.epsilon):.1%}{who}")
             else:

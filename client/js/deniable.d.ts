@@ -5,10 +5,25 @@
 
 /** An answer (or a report): "yes"/"no" or an option's value, a number on a grid, or the options ticked. */
 export type Answer = string | number | string[];
-/** Answers by question id; a question left out (or null) is unanswered. */
-export type Answers = Record<string, Answer | null | undefined>;
+/** A report that carries a public marker: the group of a cheating-detection or lie-detector question, the
+ * arm of a split ballot ({arm: "direct", report: "yes"}; {arm: "randomized", group: "a", report: "no"}). */
+export interface MarkedReport {
+  arm?: Arm;
+  group?: string;
+  report: string;
+}
+/** Answers by question id; a question left out (or null) is unanswered. A question the respondent randomizes
+ * in groups takes the group and the choice made ({group, report}). */
+export type Answers = Record<string, Answer | MarkedReport | null | undefined>;
 /** Reports by question id: exactly what leaves the device. */
-export type Reports = Record<string, Answer>;
+export type Reports = Record<string, Answer | MarkedReport>;
+/** The arm of a split ballot. */
+export type Arm = "direct" | "randomized";
+/** How `Survey.randomize` draws: its source of randomness, and the arm each split-ballot question was shown in. */
+export interface RandomizeOptions {
+  source?: RandomSource;
+  arms?: Record<string, Arm>;
+}
 /** Text in one language, or by language code ({en: "...", es: "..."}). */
 export type LocalizedText = string | Record<string, string>;
 /** A survey spec as the server serves it (GET /api/v1/surveys/{id} → .spec), or as written in YAML/JSON. */
@@ -178,7 +193,9 @@ export function privacyStatement(epsilon: number, prior?: number): string;
 export const ONE_SIDED_STATEMENT: string;
 /** The note of a design in which the respondent randomizes: the device never sees the answer, and the
  * assumption the guarantee rests on, in words. */
-export function respondentStatement(epsilon: number, design: "crosswise" | "triangular" | "forced_response", prior?: number): string;
+export function respondentStatement(epsilon: number, design: "crosswise" | "triangular" | "forced_response" | "cheating_detection" | "stochastic_lie_detector", prior?: number): string;
+/** What a split ballot means for the respondent (said after the question's own statement). */
+export function splitBallotStatement(direct: Fraction): string;
 
 // ---------------------------------------------------------------- skip logic
 
@@ -245,6 +262,29 @@ export class Question extends Item {
   optionLabel(value: string, language: string | null): string;
   constraintMessageIn(language: string | null): string | null;
   privacyStatement(prior?: number): string;
+  /** The question's split ballot (a share asked directly), or null. */
+  readonly splitBallot: SplitBallot | null;
+  /** What a report of this question may be: the mechanism's reports, or with a split ballot both arms'. */
+  readonly reportSpace: Mechanism | SplitBallot;
+  /** The canonical form of a report of this question; throws RangeError when it is not one. */
+  validateReport(report: unknown): Answer | MarkedReport;
+}
+
+export const ARMS: ["direct", "randomized"];
+/** Split ballot: `direct` of respondents answer directly (told so first); the rest through the design. */
+export class SplitBallot {
+  constructor(spec: Record<string, unknown>, where: string, questionType: string, mechanism: Mechanism);
+  readonly direct: Fraction;
+  readonly answers: string[];
+  readonly mechanism: Mechanism;
+  /** Both arms' reports: the direct answers, then the design's reports, each with its arm. */
+  readonly reports: MarkedReport[];
+  /** The arm a new respondent is shown, drawn before the question is (crypto.getRandomValues). */
+  assignArm(source?: RandomSource): Arm;
+  validateReport(report: unknown): MarkedReport;
+  toDict(): { direct: string };
+  static wrap(arm: Arm, report: Answer | MarkedReport): MarkedReport;
+  static unwrap(report: MarkedReport): [Arm, Answer | MarkedReport];
 }
 
 export class Section {
@@ -284,8 +324,9 @@ export class Survey {
   /** Ids of the questions that must be answered now. */
   requiredNow(answers: Answers, shown?: string[]): string[];
   /** Randomize the shown, answered questions on this device; throws AnswerError for an answer it refuses. A
-   * question the respondent randomizes takes their choice (a report) as it is. */
-  randomize(answers: Answers, source?: RandomSource): Reports;
+   * question the respondent randomizes takes their choice (a report) as it is. A split-ballot question needs
+   * the arm its respondent was shown (`options.arms`); a direct answer is sent as given. */
+  randomize(answers: Answers, options?: RandomSource | RandomizeOptions): Reports;
   /** What respondents with these true answers would send (demos, tests): questions the respondent randomizes
    * are drawn through their channel. */
   simulate(answers: Answers, source?: RandomSource): Reports;

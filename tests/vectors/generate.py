@@ -55,6 +55,16 @@ SPECS = [
             "a": {"p": "2/12", "randomizer": "If your birthday is in January or February, answer no; otherwise yes."},
             "b": {"p": "10/12", "randomizer": "If your birthday is in January to October, answer no; otherwise yes."}}}),
     ]},
+    {"id": "split", "title": "Split ballots: a share asked directly", "questions": [
+        _question("coin_split", "yes_no", {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"},
+                  split_ballot={"direct": "1/4"}),
+        _question("crosswise_split", "yes_no", {"design": "crosswise", "p": "1/4", "companion": "Were you born on a Sunday?"},
+                  split_ballot={"direct": 0.3}),
+        _question("cdm_split", "yes_no", {"design": "cheating_detection", "groups": {
+            "a": {"yes": "1/3", "randomizer": "If your birthday is in January to April, answer yes; otherwise answer truthfully."},
+            "b": {"yes": "2/3", "randomizer": "If your birthday is in January to August, answer yes; otherwise answer truthfully."}}},
+                  split_ballot={"direct": "1/3"}),
+    ]},
     {"id": "categorical", "title": "Categorical designs", "questions": [
         _question("krr_ln3", "choice", {"design": "k_rr", "epsilon": "ln 3"}, options=COLOURS),
         _question("krr_half", "choice", {"design": "k_rr", "epsilon": 0.5}, options=COLOURS + ["black"]),
@@ -76,6 +86,17 @@ SPECS = [
         _question("public_number", "number", "none", min=1, max=3),
     ]},
 ]
+
+
+class _Scripted:
+    """A source of randomness that draws one given number."""
+
+    def __init__(self, draw: int):
+        self.draw = draw
+
+    def randbelow(self, n: int) -> int:
+        assert 0 <= self.draw < n
+        return self.draw
 
 
 def _ratio(value):
@@ -102,10 +123,15 @@ def vectors() -> list[dict]:
                 "exp_epsilon": _ratio(mechanism.exp_epsilon),
                 "epsilon": None if not mechanism.is_private else mechanism.epsilon,
                 "respondent_randomizes": mechanism.respondent_randomizes,
+                "statement": question.privacy_statement(),
             }
             if hasattr(mechanism, "latent_classes"):  # the analysis channel's columns, exact
                 questions[qid]["latent_classes"] = [[label, [str(p) for p in column]]
                                                     for label, column in mechanism.latent_classes]
+            split = question.split_ballot
+            if split is not None:  # both arms' reports, and the arm each integer draw gives
+                arms = [split.assign_arm(_Scripted(draw)) for draw in range(split.direct.denominator)]
+                questions[qid]["split_ballot"] = {"direct": str(split.direct), "reports": split.reports, "arm_by_draw": arms}
         # JSON has no infinity: a survey with a one-sided question (ε = ∞) writes null.
         total = survey.epsilon if survey.epsilon != float("inf") else None
         cases.append({"spec": clean, "epsilon": total, "questions": questions})

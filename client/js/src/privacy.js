@@ -56,3 +56,11 @@ export function respondentStatement(epsilon, design, prior = 0.02) {
     `${Number(Math.exp(epsilon).toPrecision(3))} (ε = ${Number(epsilon.toPrecision(3))}): someone ${percent(prior, 0)} sure ` +
     `would become at most ${percent(posteriorBound(prior, epsilon), 1)} sure.` + assumption;
 }
+
+/** What a split ballot means for the respondent, said after the question's own statement (Python:
+ * catalogue.split_ballot_statement). `direct`: the share asked directly, a Fraction. */
+export function splitBallotStatement(direct) {
+  const share = `${Number((Number(direct.n) / Number(direct.d) * 100).toPrecision(3))}%`;
+  return `${share} of respondents, chosen at random by the device before the question is shown, are asked it directly ` +
+    "instead: they are told so, and their answer is sent exactly as they give it.";
+}

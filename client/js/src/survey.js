@@ -6,7 +6,8 @@ import { MAX_GRID_POINTS, MAX_MULTI_SELECT_OPTIONS, ZERO, frac, jsonNumber, pars
 import { defaultSource } from "./randomness.js";
 import { DEFAULT_PRIVACY, buildMechanism } from "./designs.js";
 import { requireId } from "./identifiers.js";
-import { ONE_SIDED_STATEMENT, privacyStatement, respondentStatement } from "./privacy.js";
+import { ONE_SIDED_STATEMENT, privacyStatement, respondentStatement, splitBallotStatement } from "./privacy.js";
+import { SplitBallot } from "./splitballot.js";
 import { ExpressionError, ORDERINGS, evaluateExpression, expressionLeaves, parseExpression, reprText } from "./skiplogic.js";
 
 export const QUESTION_TYPES = ["yes_no", "choice", "ordinal", "multi_select", "number"];
@@ -19,7 +20,7 @@ const MAX_TEXT_LENGTH = 5000;
 const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
 const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections"];
 const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions"];
-const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control"];
+const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control", "split_ballot"];
 const NOTE_FIELDS = ["id", "type", "text", "hint", "relevant"];
 const RIGHT_TO_LEFT = new Set(["ar", "arc", "dv", "fa", "ha", "he", "khw", "ks", "ku", "ps", "sd", "ur", "yi"]);
 const SUGGESTIONS = {
@@ -28,6 +29,9 @@ const SUGGESTIONS = {
   multi_select: "{design: unary, epsilon: 2}",
   number: "{design: laplace, epsilon: 1}",
 };
+
+/** A source of randomness (tests pass one where the options object would go; the old second argument). */
+const isSource = (value) => isMapping(value) && typeof value.randomBelow === "function";
 
 export const isRightToLeft = (language) => Boolean(language) && RIGHT_TO_LEFT.has(language.split("-")[0].toLowerCase());
 
@@ -146,7 +150,12 @@ export class Question extends Item {
     this.mechanism = buildMechanism(this.type, privacy, `${where}.privacy`, this.options, this.grid,
       (value, at) => languages.text(value, at));
     this.control = this._readControl(spec.control, `${where}.control`);
+    const split = spec.split_ballot;
+    this.splitBallot = split === undefined || split === null ? null : new SplitBallot(split, `${where}.split_ballot`, this.type, this.mechanism);
   }
+  /** What a report of this question may be: the mechanism's reports, or with a split ballot both arms'. */
+  get reportSpace() { return this.splitBallot ?? this.mechanism; }
+  validateReport(report) { return this.reportSpace.validateReport(report); }
   /** control: {share: 0}: an item whose true "yes" share is known, so the analysis can check the design recovered it. */
   _readControl(control, where) {
     if (control === undefined || control === null) return null;
@@ -226,9 +235,11 @@ export class Question extends Item {
   optionLabel(value, language) { return localize(this.optionLabels[value] ?? value, language, this.languages.default); }
   constraintMessageIn(language) { return localize(this.constraintMessages, language, this.languages.default); }
   privacyStatement(prior = 0.02) {
-    if (this.mechanism.respondentRandomizes) return respondentStatement(this.epsilon, this.mechanism.design, prior);
-    if (this.isPrivate && this.epsilon === Infinity) return ONE_SIDED_STATEMENT;
-    return privacyStatement(this.epsilon, prior);
+    let statement;
+    if (this.mechanism.respondentRandomizes) statement = respondentStatement(this.epsilon, this.mechanism.design, prior);
+    else if (this.isPrivate && this.epsilon === Infinity) statement = ONE_SIDED_STATEMENT;
+    else statement = privacyStatement(this.epsilon, prior);
+    return this.splitBallot ? `${statement} ${splitBallotStatement(this.splitBallot.direct)}` : statement;
   }
 }
 
@@ -384,22 +395,47 @@ export class Survey {
     });
   }
   /** Reports for the shown, answered questions; answers to hidden questions are left out. A question in
-   * which the respondent randomizes (crosswise, triangular, a natural randomizer) takes their report as it is. */
-  randomize(answers, source = defaultSource) { return this._reports(answers, source, false); }
+   * which the respondent randomizes (crosswise, triangular, a natural randomizer) takes their report as it is.
+   * `options.arms`: for each answered split-ballot question, the arm its respondent was shown before answering
+   * (`question.splitBallot.assignArm()`, with the direct arm's notice on screen); a missing arm is an error. */
+  randomize(answers, options = {}) {
+    const { source = defaultSource, arms } = isSource(options) ? { source: options } : options;
+    return this._reports(answers, source, false, arms);
+  }
   /** What respondents with these true answers would send (for demos and tests): `randomize`, except that a
-   * question in which the respondent randomizes draws their report through its channel. */
+   * question in which the respondent randomizes draws their report through its channel, and a split ballot
+   * draws each respondent's arm. */
   simulate(answers, source = defaultSource) { return this._reports(answers, source, true); }
-  _reports(answers, source, simulate) {
+  _arms(answers, given, source, simulate) {
+    if (given !== undefined && given !== null && !isMapping(given)) throw new TypeError("arms must be an object of question id to 'direct' or 'randomized'");
+    const arms = { ...(given ?? {}) };
+    for (const [id, arm] of Object.entries(arms)) {
+      if (!Object.hasOwn(this.questions, id) || !this.questions[id].splitBallot) throw new AnswerError(id, "arms: this question has no split ballot", "no arm");
+      if (arm !== "direct" && arm !== "randomized") throw new AnswerError(id, `arms: ${show(arm)} is not an arm`, "'direct' or 'randomized'");
+    }
+    for (const [id, answer] of Object.entries(answers)) {
+      const question = this.questions[id];
+      if (answer === undefined || answer === null || !question.splitBallot || Object.hasOwn(arms, id)) continue;
+      if (!simulate) {
+        throw new AnswerError(id, `a split-ballot question needs the arm its respondent was shown before answering: pass arms: {${id}: question.splitBallot.assignArm()}, drawn when the question is shown (with the direct arm's notice)`, "an answer with its arm");
+      }
+      arms[id] = question.splitBallot.assignArm(source);
+    }
+    return arms;
+  }
+  _reports(answers, source, simulate, givenArms) {
     if (!isMapping(answers)) throw new TypeError("answers must be an object of question id to answer");
     const unknown = Object.keys(answers).filter((id) => !Object.hasOwn(this.questions, id)).sort();
     if (unknown.length) throw new AnswerError(unknown[0], "no such question in this survey", Object.keys(this.questions).join(", "));
+    const arms = this._arms(answers, givenArms, source, simulate);
     const given = {}; // every answer checked before any is randomized
     for (const [id, answer] of Object.entries(answers)) {
       if (answer === undefined || answer === null) continue;
       const question = this.questions[id];
       const { mechanism } = question;
       try {
-        if (mechanism.respondentRandomizes && !simulate) given[id] = mechanism.validateReport(answer);
+        if (arms[id] === "direct") given[id] = mechanism.validateAnswer(answer);
+        else if (mechanism.respondentRandomizes && !simulate) given[id] = mechanism.validateReport(answer);
         else {
           mechanism.validateAnswer(answer);
           given[id] = answer;
@@ -414,7 +450,9 @@ export class Survey {
     for (const [id, question] of Object.entries(this.questions)) {
       if (!shown.has(id) || !Object.hasOwn(given, id)) continue;
       const { mechanism } = question;
-      reports[id] = mechanism.respondentRandomizes && !simulate ? given[id] : mechanism.randomize(given[id], source);
+      const asGiven = arms[id] === "direct" || (mechanism.respondentRandomizes && !simulate);
+      reports[id] = asGiven ? given[id] : mechanism.randomize(given[id], source);
+      if (question.splitBallot) reports[id] = SplitBallot.wrap(arms[id], reports[id]);
     }
     return reports;
   }

@@ -27,6 +27,14 @@ for (const vector of cases) {
       assert.equal(ratio, expected.exp_epsilon, `${id}: exact e^epsilon`);
       if (expected.epsilon === null) assert.equal(mechanism.epsilon, Infinity);
       else assert.ok(Math.abs(mechanism.epsilon - expected.epsilon) <= 1e-12 * Math.max(1, expected.epsilon), id);
+      assert.equal(survey.questions[id].privacyStatement(), expected.statement, `${id}: privacy statement`);
+      const split = survey.questions[id].splitBallot;
+      if (expected.split_ballot) {
+        assert.equal(String(split.direct), expected.split_ballot.direct, `${id}: direct share`);
+        assert.deepEqual(survey.questions[id].reportSpace.reports, expected.split_ballot.reports, `${id}: both arms' reports`);
+        const arms = [...Array(Number(split.direct.d)).keys()].map((draw) => split.assignArm({ randomBelow: () => BigInt(draw) }));
+        assert.deepEqual(arms, expected.split_ballot.arm_by_draw, `${id}: the arm each draw gives`);
+      } else assert.equal(split, null, id);
     }
     if (vector.epsilon === null) assert.equal(survey.epsilon, Infinity);
     else assert.ok(Math.abs(survey.epsilon - vector.epsilon) <= 1e-12 * Math.max(1, vector.epsilon));
