@@ -16,7 +16,7 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
-from . import channels, compliance, likelihood
+from . import channels, compliance, likelihood, splitballot
 from . import estimators as est
 from .counting import count_reports
 from .errors import AnalysisError
@@ -54,6 +54,8 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
                            simultaneous, scores=scores(question))
         result.population = loaded.population(question_id)
         result.versions = [v.label for v in loaded.versions_for(question_id)]
+        if loaded.has_split_ballot(question_id):
+            result.split_ballot = splitballot.comparison(result, loaded.direct_counts(question_id), level)
         _check_control(result, question)
         return _localize(result, question, language)
     if isinstance(question_or_mechanism, Question):
@@ -64,8 +66,15 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         raise TypeError("estimate() takes a Question, a Mechanism or a loaded survey")
     if reports is None:
         raise AnalysisError("reports: required (a list, numpy array or pandas Series of report values)")
-    result = _estimate(mechanism, count_reports(mechanism, reports), level, method, question_id, simultaneous,
+    split = getattr(question_or_mechanism, "split_ballot", None)
+    if split is not None:  # the design's estimate from the randomized arm; the direct arm beside it
+        counts, direct = split.split_counts(count_reports(split, reports))
+    else:
+        counts, direct = count_reports(mechanism, reports), None
+    result = _estimate(mechanism, counts, level, method, question_id, simultaneous,
                        scores=scores(question_or_mechanism) if isinstance(question_or_mechanism, Question) else None)
+    if direct is not None:
+        result.split_ballot = splitballot.comparison(result, direct, level)
     if not isinstance(question_or_mechanism, Question):
         return result
     _check_control(result, question_or_mechanism)

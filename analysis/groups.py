@@ -15,6 +15,7 @@ from .errors import AnalysisError
 from .estimation import _estimate
 from .planning import scores
 from .results import EstimateResult
+from .splitballot import comparison
 
 
 def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: str | None = None,
@@ -24,8 +25,10 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     results = {value: _estimate(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
                                 question_id, simultaneous, scores=scores(question)) for value in loaded.levels(by)}
     counted = {v.spec_hash for v in loaded.versions_for(by)}
-    for result in results.values():
+    for value, result in results.items():
         result.versions = [v.label for v in loaded.versions_for(question_id) if v.spec_hash in counted]
+        if loaded.has_split_ballot(question_id):
+            result.split_ballot = comparison(result, loaded.direct_counts(question_id, by, value), level)
     return results
 
 

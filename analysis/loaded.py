@@ -15,6 +15,9 @@ from deniable.client.versions import label as version_label
 from .counting import key as _key
 from .errors import LoadError, PoolingError
 
+#: How a split ballot's direct-arm counts are keyed among a question's counts: (DIRECT, answer).
+DIRECT = "direct"
+
 
 @dataclass
 class Version:
@@ -89,19 +92,34 @@ class LoadedSurvey:
                 wanted = [v for v in wanted if v.spec_hash in grouping]
             total: dict = {}
             for version in wanted:
+                split = version.survey.questions[question_id].split_ballot
                 for group, counts in version.counter(question_id, by).items():
                     into = total.setdefault(group, {})
                     for report, count in counts.items():
+                        if split is not None:  # the randomized arm counts as the design's reports, the direct one apart
+                            arm, inner = split.key_of(report)
+                            report = inner if arm == "randomized" else (DIRECT, inner)
                         into[report] = into.get(report, 0) + count
             self._cache[question_id, by] = total
         return self._cache[question_id, by]
 
     def question_counts(self, question_id: str, by: str | None = None, level=None) -> np.ndarray:
         """Counts of each report value of a question, in the mechanism's report order (summed over
-        the pooled versions)."""
+        the pooled versions). A split ballot's randomized arm only: its direct arm is `direct_counts`."""
         question = self.question(question_id)
         raw = self._raw_counts(question_id, by).get(None if by is None else _key(level), {})
         return np.array([raw.get(_key(r), 0) for r in question.mechanism.reports], dtype=np.int64)
+
+    def direct_counts(self, question_id: str, by: str | None = None, level=None) -> np.ndarray:
+        """A split ballot's direct arm: counts of each answer as given, in the question's answer order (zeros
+        where no version asks it directly)."""
+        question = self.question(question_id)
+        raw = self._raw_counts(question_id, by).get(None if by is None else _key(level), {})
+        return np.array([raw.get((DIRECT, _key(a)), 0) for a in question.mechanism.answers], dtype=np.int64)
+
+    def has_split_ballot(self, question_id: str) -> bool:
+        """Whether some version asks ``question_id`` with a split ballot."""
+        return any(v.survey.questions[question_id].split_ballot is not None for v in self.versions_for(question_id))
 
     def levels(self, by: str) -> list:
         """The values of a public question present in the data, in the question's order."""

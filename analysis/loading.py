@@ -21,6 +21,8 @@ import pandas as pd
 from deniable.client import Survey
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.exact import from_spreadsheet
+from deniable.client.reports import arm_column, direct_column, group_column, option_column
+from deniable.client.splitballot import SplitBallot
 from deniable.client.versions import VersionError, resolve_version
 
 from .counting import count_reports
@@ -206,37 +208,49 @@ def _from_file(path: Path, spec, spec_hash) -> LoadedSurvey:
                         f"but the spec given is version {survey.hash[:12]}")
 
     def counter(question_id, by):
-        mechanism = survey.questions[question_id].mechanism
+        space = survey.questions[question_id].report_space
         if by is None:
-            return {None: _count_dict(mechanism, frame[question_id])}
+            return {None: _count_dict(space, frame[question_id])}
         out = {}
         for level, part in frame.groupby(frame[by].map(_key)):
-            out[level] = _count_dict(mechanism, part[question_id])
+            out[level] = _count_dict(space, part[question_id])
         return out
 
     return LoadedSurvey([Version(None, wanted, survey, len(frame), counter, lambda ids: frame[list(ids)].copy())],
                         f"file:{path}")
 
 
-def _count_dict(mechanism, series) -> dict:
-    counts = count_reports(mechanism, [v for v in series if v is not None and not (isinstance(v, float) and np.isnan(v))])
-    return {_key(r): int(c) for r, c in zip(mechanism.reports, counts) if c}
+def _count_dict(space, series) -> dict:
+    """``space``: a question's report space (its mechanism, or its split ballot's two arms)."""
+    counts = count_reports(space, [v for v in series if v is not None and not (isinstance(v, float) and np.isnan(v))])
+    return {_key(r): int(c) for r, c in zip(space.reports, counts) if c}
 
 
 def _from_csv_row(question, row: dict):
     """A question's report from a CSV export row: a multi-select one from its 0/1 option columns
-    (``question.option``; older exports held the list as JSON text in one column)."""
+    (``question.option``; older exports held the list as JSON text in one column); a grouped one from
+    ``question.group`` and the answer; a split ballot's with its arm from ``question.arm``."""
     row = {from_spreadsheet(key): from_spreadsheet(value) for key, value in row.items()}
+    if question.split_ballot is not None:
+        arm = row.get(arm_column(question.id), "")
+        if arm == "direct":
+            return {"arm": arm, "report": row.get(direct_column(question.id), "")}
+        text = row.get(question.id, "")
+        return None if text == "" and arm == "" else SplitBallot.wrap(arm, _design_report(question, row, text))
     if question.type == "multi_select" and question.id not in row:
-        bits = [row.get(f"{question.id}.{option}", "") for option in question.options]
+        bits = [row.get(option_column(question.id, option), "") for option in question.options]
         if all(bit == "" for bit in bits):
             return None
         return [option for option, bit in zip(question.options, bits) if bit == "1"]
     text = row.get(question.id, "")
     if text == "":
         return None
+    return _design_report(question, row, text)
+
+
+def _design_report(question, row: dict, text: str):
     if isinstance(question.mechanism, GroupedMechanism):  # cheating detection, lie detector: the group shown, then the answer
-        return {"group": row.get(f"{question.id}.group", ""), "report": text}
+        return {"group": row.get(group_column(question.id), ""), "report": text}
     if question.type == "multi_select":
         return json.loads(text)
     if question.type == "number":

@@ -4,16 +4,31 @@ The design-adjusted model: P(report = yes | x) = q + (p − q)·σ(xᵀβ), with
 q = P(yes|no) from the exact channel. Fitted by maximum likelihood with statsmodels'
 GenericLikelihoodModel: standard errors from the information matrix, the familiar summary.
 With p = 1, q = 0 (no randomization) it is ordinary logistic regression.
+
+Designs whose reports carry a group (cheating detection, the stochastic lie detector) go through the
+same channel, over its latent classes: σ(xᵀβ) is the share of "yes" among the respondents the model is
+about, and the other class (cheaters; for the lie detector, the carriers' honesty) is one constant
+share, fitted beside β on the logit scale (as RRreg's RRlog does):
+
+* cheating detection: honest yes (1 − γ)σ, honest no (1 − γ)(1 − σ), cheaters γ;
+* lie detector: truthful carriers σt, lying carriers σ(1 − t), non-carriers 1 − σ.
+
+A split ballot's direct arm is left out: the model is of the randomized reports.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pandas as pd
 from scipy.special import expit
 from statsmodels.base.model import GenericLikelihoodModel, LikelihoodResultsWrapper
+from statsmodels.tools.numdiff import approx_fprime
+from statsmodels.tools.sm_exceptions import ConvergenceWarning, HessianInversionWarning
 
 from deniable.client import Question
+from deniable.client.compliance import GroupedMechanism
 from deniable.client.mechanisms import Mechanism
 
 from . import channels
@@ -58,6 +73,103 @@ class RandomizedLogit(GenericLikelihoodModel):
         return (self.exog * weights[:, None]).T @ self.exog
 
 
+#: Per grouped design: the constant class share fitted beside β, and the latent-class weights (σ, share). Each
+#: weight is affine in σ and in the share separately, so a difference of two ends is its exact derivative.
+CLASS_WEIGHTS = {
+    "cheating_detection": ("cheater", lambda sigma, c: [(1 - c) * sigma, (1 - c) * (1 - sigma), c + 0 * sigma]),
+    "stochastic_lie_detector": ("truthful", lambda sigma, c: [sigma * c, sigma * (1 - c), 1 - sigma + 0 * c]),
+}
+
+
+class LatentClassLogit(GenericLikelihoodModel):
+    """P(report yes | x, group g) = Σ_c w_c(σ(xβ), s) · P(yes | class c, group g), for a design whose reports
+    carry a group; ``s`` = expit(last parameter) is the constant class share (`CLASS_WEIGHTS`)."""
+
+    def __init__(self, endog, exog, groups, yes_given, design: str, **kwargs):
+        self.constant_class, self.class_weights = CLASS_WEIGHTS[design]
+        super().__init__(endog, exog, extra_params_names=[f"logit({self.constant_class})"], **kwargs)
+        self.groups = np.asarray(groups)
+        self.yes_given = np.asarray(yes_given, dtype=float)  # classes × groups: P(typed yes | class, group)
+
+    def _yes(self, sigma, share):
+        weights = self.class_weights(sigma, share)
+        return sum(w * self.yes_given[c, self.groups] for c, w in enumerate(weights))
+
+    def nloglikeobs(self, params):
+        probability = np.clip(self._yes(expit(self.exog @ params[:-1]), expit(params[-1])), 1e-15, 1 - 1e-15)
+        return -(self.endog * np.log(probability) + (1 - self.endog) * np.log1p(-probability))
+
+    def score_obs(self, params):
+        sigma, share = expit(self.exog @ params[:-1]), expit(params[-1])
+        probability = np.clip(self._yes(sigma, share), 1e-15, 1 - 1e-15)
+        slope = self.endog / probability - (1 - self.endog) / (1 - probability)
+        by_sigma = self._yes(np.ones_like(sigma), share) - self._yes(np.zeros_like(sigma), share)
+        by_share = self._yes(sigma, 1.0) - self._yes(sigma, 0.0)
+        return np.column_stack([(slope * by_sigma * sigma * (1 - sigma))[:, None] * self.exog,
+                                slope * by_share * share * (1 - share)])
+
+    def score(self, params):
+        return self.score_obs(params).sum(axis=0)
+
+    def hessian(self, params):
+        # Central differences of the exact score: far steadier than second differences of the likelihood.
+        jacobian = approx_fprime(np.asarray(params, dtype=float), self.score, centered=True)
+        return (jacobian + jacobian.T) / 2
+
+
+def _yes_given(mechanism: GroupedMechanism) -> np.ndarray:
+    """P(typed yes | latent class, group) from the analysis channel's columns (each group weighs 1/G)."""
+    yes = [i for i, r in enumerate(mechanism.reports) if r["report"] == "yes"]
+    return np.array([[float(column[i]) * len(mechanism.groups) for i in yes] for _, column in mechanism.latent_classes])
+
+
+def _class_share(result, name: str, level: float = 0.95) -> pd.DataFrame:
+    """The constant class share (expit of the last parameter), its delta-method SE and the interval mapped from
+    the logit scale (it contains the estimate and stays inside (0, 1))."""
+    from scipy import stats
+
+    theta, theta_se = float(result.params.iloc[-1]), float(result.bse.iloc[-1])
+    share = float(expit(theta))
+    z = stats.norm.isf((1 - level) / 2)
+    return pd.DataFrame({"estimate": [share], "se": [share * (1 - share) * theta_se],
+                         "ci_low": [float(expit(theta - z * theta_se))], "ci_high": [float(expit(theta + z * theta_se))]},
+                        index=pd.Index([name], name="class"))
+
+
+def _fit(model, starts, fit_kwargs, method="newton"):
+    """The best of fits from several starting points (a latent-class likelihood may have more than one peak, and
+    may be flat far from it): a start that fails is skipped; AnalysisError when every start fails."""
+    fit_kwargs = {"method": method, "maxiter": 500 if method == "bfgs" else 200, "disp": False, **fit_kwargs}
+    best, failures = None, []
+    for start in starts:
+        try:
+            fitted = _quietly(model, start, fit_kwargs)
+            if fit_kwargs["method"] == "bfgs":  # Newton's steps from BFGS's answer: the gradient to round-off
+                polished = _quietly(model, fitted.params, {**fit_kwargs, "method": "newton", "maxiter": 50})
+                if polished.mle_retvals.get("converged") and polished.llf >= fitted.llf - 1e-9:
+                    fitted = polished
+        except (np.linalg.LinAlgError, ValueError) as error:
+            failures.append(str(error))
+            continue
+        if not fitted.mle_retvals.get("converged", True) or not np.isfinite(fitted.bse).all():
+            failures.append("did not converge" if np.isfinite(fitted.bse).all() else "a singular information matrix")
+            continue
+        if best is None or fitted.llf > best.llf + 1e-9:
+            best = fitted
+    if best is None:
+        raise AnalysisError(f"the maximum-likelihood fit did not converge from any start ({'; '.join(failures)})")
+    return best
+
+
+def _quietly(model, start, fit_kwargs):
+    """One fit; its warnings (no convergence, a singular Hessian) are judged by `_fit`, not shown."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", HessianInversionWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return model.fit(start_params=np.asarray(start, dtype=float), **fit_kwargs)
+
+
 def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = None, *, intercept: bool = True,
              **fit_kwargs):
     """Fit the design-adjusted logistic regression; returns statsmodels results with ``params``,
@@ -79,32 +191,63 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = N
     mechanism = question_or_mechanism.mechanism if isinstance(question_or_mechanism, Question) else question_or_mechanism
     if not isinstance(mechanism, Mechanism) or mechanism.answers != ["yes", "no"]:
         raise AnalysisError("logistic() needs a yes/no question or mechanism")
-    channel = channels.binary_channel(mechanism)
     if not isinstance(covariates, pd.DataFrame):
         raise TypeError("covariates must be a pandas DataFrame of numeric columns")
     y = pd.Series(list(reports), index=covariates.index if len(covariates) == len(list(reports)) else None)
     if len(y) != len(covariates):
         raise AnalysisError(f"reports ({len(y)}) and covariates ({len(covariates)}) differ in length")
-    # The model is for the first report (yes; same for crosswise; no_to_both for triangular), through the channel.
-    first = mechanism.reports[0]
-    if isinstance(first, dict):
-        raise AnalysisError("logistic() with a design whose reports carry a group (cheating detection, the lie "
-                            "detector) is not supported yet: estimate its shares with estimate()")
-    if not set(y.dropna()) <= set(mechanism.reports):
-        raise AnalysisError(f"reports must be {' or '.join(map(repr, mechanism.reports))}")
+    if isinstance(question_or_mechanism, Question) and question_or_mechanism.split_ballot is not None:
+        y = y.map(lambda report: _randomized_arm(question_or_mechanism.split_ballot, report))
     design = covariates.astype(float)
     if intercept:
         design = design.copy()
         design.insert(0, "Intercept", 1.0)
-    keep = y.notna().to_numpy() & design.notna().all(axis=1).to_numpy()
-    endog = pd.Series((y[keep] == first).astype(float).to_numpy(), index=design.index[keep], name="report_yes")
+    present = y.map(lambda report: not _missing(report)).to_numpy(dtype=bool)
+    keep = present & design.notna().all(axis=1).to_numpy()
     exog = design[keep]
+    if isinstance(mechanism, GroupedMechanism):
+        return _grouped_logistic(mechanism, y[keep], exog, fit_kwargs)
+    # The model is for the first report (yes; same for crosswise; no_to_both for triangular), through the channel.
+    channel = channels.binary_channel(mechanism)
+    first = mechanism.reports[0]
+    if not set(y[keep]) <= set(mechanism.reports):
+        raise AnalysisError(f"reports must be {' or '.join(map(repr, mechanism.reports))}")
+    endog = pd.Series((y[keep] == first).astype(float).to_numpy(), index=exog.index, name="report_yes")
     model = RandomizedLogit(endog, exog, channel.p, channel.q)
-    fit_kwargs.setdefault("method", "newton")
-    fit_kwargs.setdefault("maxiter", 200)
-    fit_kwargs.setdefault("disp", False)
     # The wrapper gives pandas-labelled params, bse and conf_int, as statsmodels' own models do.
-    result = LikelihoodResultsWrapper(model.fit(start_params=np.zeros(exog.shape[1]), **fit_kwargs))
+    return LikelihoodResultsWrapper(_fit(model, [np.zeros(exog.shape[1])], fit_kwargs))
+
+
+def _missing(report) -> bool:
+    return report is None or (isinstance(report, float) and np.isnan(report))
+
+
+def _randomized_arm(split, report):
+    """A split ballot's report as the design's own, or None in the direct arm (left out of the model)."""
+    if _missing(report):
+        return None
+    try:
+        arm, inner = split.unwrap(split.validate_report(report))
+    except ValueError as error:
+        raise AnalysisError(f"reports: {error}") from None
+    return inner if arm == "randomized" else None
+
+
+def _grouped_logistic(mechanism: GroupedMechanism, y: pd.Series, exog: pd.DataFrame, fit_kwargs: dict):
+    """Cheating detection or the lie detector as the outcome: the latent-class model (`LatentClassLogit`).
+    The result has the usual params (β, then the logit of the constant class share) and ``class_share``: that
+    share with its SE and interval."""
+    try:
+        checked = [mechanism.validate_report(r) for r in y]
+    except ValueError as error:
+        raise AnalysisError(f"reports: {error}") from None
+    groups = np.array([mechanism.groups.index(r["group"]) for r in checked], dtype=int)
+    endog = pd.Series([float(r["report"] == "yes") for r in checked], index=exog.index, name="report_yes")
+    model = LatentClassLogit(endog, exog, groups, _yes_given(mechanism), mechanism.design)
+    width = exog.shape[1]
+    starts = [np.r_[np.zeros(width), theta] for theta in (-2.0, 0.0, 2.0)]
+    result = LikelihoodResultsWrapper(_fit(model, starts, fit_kwargs, method="bfgs"))
+    result._results.class_share = _class_share(result, model.constant_class)
     return result
 
 

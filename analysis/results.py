@@ -92,6 +92,10 @@ class EstimateResult:
     compliance_test: object | None = None
     #: For a known-share control question: {share, recovered, p_value}; None for other questions.
     control: dict | None = None
+    #: For a split-ballot question: rows direct, randomized, difference (estimate, se, ci_low, ci_high, n) and the
+    #: difference's one-sided p_value (`splitballot.comparison`); None for other questions. The rest of the result
+    #: is the randomized arm's.
+    split_ballot: pd.DataFrame | None = field(repr=False, default=None)
 
     @property
     def n(self) -> int:
@@ -197,6 +201,10 @@ class Summary:
                  f"Estimate: maximum likelihood, {'certified' if c.converged else 'NOT CERTIFIED'} "
                  f"(KKT residual {c.kkt_residual:.1e}, log-likelihood within {c.optimality_gap:.1e} of the maximum)"]
         lines += [f"Note: {note}" for note in r.notes]
+        if r.split_ballot is not None:
+            from .splitballot import describe
+
+            lines += describe(r.split_ballot, r.design)
         return lines
 
     def as_text(self) -> str:

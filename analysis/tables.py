@@ -75,6 +75,11 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
                 frame["mean"], frame["mean_se"] = mean.estimate, mean.se
                 frame["mean_ci_low"], frame["mean_ci_high"] = mean.ci.low, mean.ci.high
                 frame["mean_unbiased"] = mean.unbiased
+            if result.split_ballot is not None:  # on the "yes" row: the direct arm and the difference
+                split = result.split_ballot
+                on_yes = frame["answer"] == "yes"
+                for column, (arm, field_) in SPLIT_COLUMNS.items():
+                    frame.loc[on_yes, column] = split.loc[arm, field_]
             frame["converged"] = result.converged
             frame["population"] = result.population
             frame.insert(1, "n", result.n)
@@ -87,6 +92,14 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
         if column in table:
             table[column] = table[column].map(lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, list) else v)
     return EstimateTable(table, texts, refused)
+
+
+#: The split-ballot figures the long table carries on a split-ballot question's "yes" row.
+SPLIT_COLUMNS = {"direct": ("direct", "estimate"), "direct_se": ("direct", "se"), "direct_ci_low": ("direct", "ci_low"),
+                 "direct_ci_high": ("direct", "ci_high"), "direct_n": ("direct", "n"),
+                 "difference": ("difference", "estimate"), "difference_se": ("difference", "se"),
+                 "difference_ci_low": ("difference", "ci_low"), "difference_ci_high": ("difference", "ci_high"),
+                 "difference_p_value": ("difference", "p_value")}
 
 
 def _fmt(x: float) -> str:

@@ -239,6 +239,11 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
             if result.mean is not None:
                 chart["mean"] = result.mean
             chart["rows"] = _bars(result.table)
+            if result.split_ballot is not None:
+                from deniable.analysis.splitballot import ASSUMPTION
+
+                chart["split_ballot"] = {"rows": result.split_ballot.reset_index().to_dict("records"),
+                                         "assumption": ASSUMPTION}
         charts.append(chart)
     from deniable.analysis.planning import PLANNING_SECONDS, plan
 

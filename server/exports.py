@@ -22,21 +22,13 @@ from deniable.client import Question
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.errors import DeniableError
 from deniable.client.exact import json_number, spreadsheet_safe
+from deniable.client.reports import arm_column, direct_column, group_column, option_column
+from deniable.client.splitballot import SplitBallot
 
 #: What each labelled file and the codebook say about private columns.
 RANDOMIZED_NOTE = ("Columns marked [randomized] hold each respondent's randomized report, not their answer: "
                    "analyse them with deniable (deniable estimate, deniable.analysis), which removes the "
                    "randomization; tabulating them directly gives wrong shares.")
-
-
-def option_column(question_id: str, option: str) -> str:
-    """The CSV column of one multi-select option: 1 when the report includes it, 0 when not."""
-    return f"{question_id}.{option}"
-
-
-def group_column(question_id: str) -> str:
-    """The CSV column of the public group a respondent was shown (cheating detection, lie detector)."""
-    return f"{question_id}.group"
 
 
 def _grouped(question: Question) -> bool:
@@ -46,13 +38,25 @@ def _grouped(question: Question) -> bool:
 def _columns(record) -> list[str]:
     columns = ["id", "spec_hash", "received_on"]
     for qid, question in record.survey.questions.items():
+        if question.split_ballot is not None:
+            columns.append(arm_column(qid))
         if question.type == "multi_select":
             columns += [option_column(qid, option) for option in question.options]
         elif _grouped(question):
             columns += [group_column(qid), qid]
         else:
             columns.append(qid)
+        if question.split_ballot is not None:
+            columns.append(direct_column(qid))
     return columns
+
+
+def _arms(question: Question, value) -> tuple[str | None, object, object]:
+    """(arm, the design's report, the direct answer) of a stored value: arm None without a split ballot."""
+    if question.split_ballot is None or value is None:
+        return None, value, None
+    arm, report = SplitBallot.unwrap(value)
+    return (arm, None, report) if arm == "direct" else (arm, report, None)
 
 
 def export_jsonl(record, rows):
@@ -69,7 +73,9 @@ def export_csv(record, rows):
     for row in rows:
         values = [row["id"], row["spec_hash"], row["received_on"]]
         for qid, question in record.survey.questions.items():
-            value = row["reports"].get(qid)
+            arm, value, direct = _arms(question, row["reports"].get(qid))
+            if question.split_ballot is not None:
+                values.append(arm or "")
             if question.type == "multi_select":
                 values += [""] * len(question.options) if value is None else \
                     [int(option in value) for option in question.options]
@@ -77,6 +83,8 @@ def export_csv(record, rows):
                 values += ["", ""] if value is None else [value["group"], value["report"]]
             else:
                 values.append("" if value is None else value)
+            if question.split_ballot is not None:
+                values.append(direct or "")
         writer.writerow([spreadsheet_safe(value) for value in values])
         yield buffer.getvalue()
         buffer.seek(0)
@@ -113,11 +121,16 @@ def _name(wanted: str, taken: set) -> str:
     return name
 
 
+#: Codes of yes/no answers in labelled files; of a split ballot's arms.
+YES_NO_CODES = {"yes": 1, "no": 0}
+ARM_CODES = {"direct": 1, "randomized": 2}
+
+
 def _codes(question: Question) -> dict:
     """Numeric code of each report of a question with named answers: yes 1, no 0 (also the report typed in a
     group); options 1..k; the choices of a design the respondent randomizes (same, different; …) 1..k."""
     if question.type == "yes_no" and (_grouped(question) or question.mechanism.reports == ["yes", "no"]):
-        return {"yes": 1, "no": 0}
+        return dict(YES_NO_CODES)
     if question.type == "yes_no":
         return {report: position for position, report in enumerate(question.mechanism.reports, start=1)}
     return {option: position for position, option in enumerate(question.options, start=1)}
@@ -136,32 +149,45 @@ def variables(record) -> list[Variable]:
     for qid, question in record.survey.questions.items():
         mark = "[randomized] " if question.is_private else ""
         text = question.text
+
+        def report(row, qid=qid, question=question):  # the design's report (a split ballot's randomized arm)
+            return _arms(question, row["reports"].get(qid))[1]
+
+        if question.split_ballot is not None:
+            found.append(Variable(_name(f"{qid}_arm", taken), f"Arm (direct or randomized) for: {text}"[:256],
+                                  {code: arm for arm, code in ARM_CODES.items()},
+                                  lambda row, qid=qid, question=question: ARM_CODES.get(
+                                      _arms(question, row["reports"].get(qid))[0]), question))
         if question.type == "multi_select":
             for option in question.options:
                 found.append(Variable(
                     _name(f"{qid}_{option}", taken), f"{mark}{text}: {question.option_label(option)}"[:256],
                     {0: "not in report", 1: "in report"},
-                    lambda row, qid=qid, option=option: None if row["reports"].get(qid) is None
-                    else int(option in row["reports"][qid]), question, option))
+                    lambda row, report=report, option=option: None if report(row) is None
+                    else int(option in report(row)), question, option))
         elif question.type == "number":
-            found.append(Variable(_name(qid, taken), f"{mark}{text}"[:256], None,
-                                  lambda row, qid=qid: row["reports"].get(qid), question))
+            found.append(Variable(_name(qid, taken), f"{mark}{text}"[:256], None, report, question))
         elif _grouped(question):
             groups, codes = _group_codes(question), _codes(question)
             found.append(Variable(_name(f"{qid}_group", taken), f"Group shown for: {text}"[:256],
                                   {code: group for group, code in groups.items()},
-                                  lambda row, qid=qid, groups=groups: None if row["reports"].get(qid) is None
-                                  else groups[row["reports"][qid]["group"]], question))
+                                  lambda row, report=report, groups=groups: None if report(row) is None
+                                  else groups[report(row)["group"]], question))
             found.append(Variable(_name(qid, taken), f"{mark}{text}"[:256], {code: v for v, code in codes.items()},
-                                  lambda row, qid=qid, codes=codes: None if row["reports"].get(qid) is None
-                                  else codes[row["reports"][qid]["report"]], question))
+                                  lambda row, report=report, codes=codes: None if report(row) is None
+                                  else codes[report(row)["report"]], question))
         else:
             codes = _codes(question)
             labels = {code: (question.option_label(value) if question.type != "yes_no" else value)
                       for value, code in codes.items()}
             found.append(Variable(_name(qid, taken), f"{mark}{text}"[:256], labels,
-                                  lambda row, qid=qid, codes=codes: None if row["reports"].get(qid) is None
-                                  else codes[row["reports"][qid]], question))
+                                  lambda row, report=report, codes=codes: None if report(row) is None
+                                  else codes[report(row)], question))
+        if question.split_ballot is not None:
+            found.append(Variable(_name(f"{qid}_direct", taken), f"[asked directly] {text}"[:256],
+                                  {code: value for value, code in YES_NO_CODES.items()},
+                                  lambda row, qid=qid, question=question: YES_NO_CODES.get(
+                                      _arms(question, row["reports"].get(qid))[2]), question))
     return found
 
 
@@ -246,15 +272,23 @@ def codebook(record, rows=()) -> Iterable[str]:
         who = "by the respondent" if question.mechanism.respondent_randomizes else "on the respondent's device"
         privacy = (f"randomized {who}: {question.mechanism.design}, ε = {question.epsilon:.4g}"
                    if private else "public: sent as given, not randomized")
-        names = ([_name(f"{qid}_{o}", taken) for o in question.options] if question.type == "multi_select"
-                 else [_name(f"{qid}_group", taken), _name(qid, taken)] if _grouped(question)
-                 else [_name(qid, taken)])
+        split = question.split_ballot
+        names = ([_name(f"{qid}_arm", taken)] if split is not None else []) + (
+            [_name(f"{qid}_{o}", taken) for o in question.options] if question.type == "multi_select"
+            else [_name(f"{qid}_group", taken), _name(qid, taken)] if _grouped(question)
+            else [_name(qid, taken)]) + ([_name(f"{qid}_direct", taken)] if split is not None else [])
         yield (f"## `{qid}`{' [randomized]' if private else ''}\n\n"
                f"- Text: {question.text}\n- Type: {question.type}\n- Privacy: {privacy}\n"
                f"- Report values: {_alphabet(question)}\n"
                f"- SPSS/Stata variable{'s' if len(names) > 1 else ''}: {', '.join(names)}\n")
         if question.type == "multi_select":
             yield "".join(f"  - `{option_column(qid, o)}`: {question.option_label(o)}\n" for o in question.options)
+        if split is not None:
+            arms = ", ".join(f"{code} = {arm}" for arm, code in ARM_CODES.items())
+            yield (f"- Split ballot: {float(split.direct):.3g} of respondents were asked directly (told so first). "
+                   f"The arm is in `{arm_column(qid)}` ({arms}); a randomized-arm report is in the columns above, a "
+                   f"direct answer (1 = yes, 0 = no in SPSS/Stata) in `{direct_column(qid)}`, sent as given, NOT "
+                   "randomized\n")
         condition = survey.condition(qid)
         if condition is not None:
             from deniable.client import skiplogic

@@ -19,6 +19,8 @@ from deniable.client import catalogue
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.exact import json_number, parse_fraction
 from deniable.client.questions import is_right_to_left, localize
+from deniable.client.reports import arm_column
+from deniable.client.splitballot import SplitBallot
 
 from .auth import secrets_match
 from .db import get_store
@@ -125,6 +127,12 @@ def _item_view(survey, item, language: str, words: dict) -> dict:
                 statement=catalogue.privacy_statement(item.epsilon, language, randomized=item.is_private,
                                                       respondent=respondent),
                 **offline_form_question(item))
+    if item.split_ballot is not None:
+        # Both arms are on the page; the page script shows the one it draws before the question is answered (the
+        # no-JavaScript form: the one the server drew, in a hidden field).
+        view["statement"] += " " + catalogue.split_ballot_statement(item.split_ballot.direct, language)
+        view["split"] = {"notice": words["direct_notice"], "form_arm": item.split_ballot.assign_arm(),
+                         "direct": {"type": "yes_no", "options": [("yes", words["yes"]), ("no", words["no"])]}}
     if isinstance(item.mechanism, GroupedMechanism):
         # Cheating detection, lie detector: every group's instruction is on the page; the page script shows
         # the one of the group it draws (the no-JavaScript form: the one the server drew, in a hidden field).
@@ -224,13 +232,21 @@ def submit_form(survey_id):
         return _message(403, words["check_heading"], words["form_expired"], back, language)
     offline = {q.id for q in survey.questions.values() if offline_form_question(q)["offline"]}
     grouped = {f"{qid}.group" for qid in offline if isinstance(survey.questions[qid].mechanism, GroupedMechanism)}
-    unknown = sorted(set(request.form) - offline - grouped - {"spec_hash", "idempotency_key", "token", "lang", "form_key"})
+    split = {arm_column(qid) for qid in offline if survey.questions[qid].split_ballot is not None}
+    unknown = sorted(set(request.form) - offline - grouped - split
+                     - {"spec_hash", "idempotency_key", "token", "lang", "form_key"})
     if unknown:
         return _message(422, words["check_heading"], words["cannot_accept"], language=language)
     reports = {}
     for question in survey.questions.values():
         if question.id not in offline:
             continue
+        if question.split_ballot is not None:  # the arm the server drew for this form; a direct answer is sent as given
+            arm = request.form.get(arm_column(question.id), "")
+            if arm == "direct":
+                if request.form.get(question.id, "") != "":
+                    reports[question.id] = {"arm": arm, "report": request.form[question.id]}
+                continue
         if question.type == "multi_select":
             reports[question.id] = request.form.getlist(question.id)  # none ticked: the empty selection
         elif isinstance(question.mechanism, GroupedMechanism):
@@ -248,6 +264,9 @@ def submit_form(survey_id):
                     return _message(422, words["check_heading"],
                                     words["enter_number"].format(question=question.text_in(language)), back, language)
             reports[question.id] = value
+    for qid, report in reports.items():
+        if survey.questions[qid].split_ballot is not None and request.form.get(arm_column(qid), "") != "direct":
+            reports[qid] = SplitBallot.wrap(request.form.get(arm_column(qid), ""), report)
     shown = set(survey.shown(reports))
     reports = {qid: report for qid, report in reports.items() if qid in shown}  # answered, but not asked of them
     try:

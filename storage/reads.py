@@ -86,8 +86,7 @@ def ordered_counts(survey: Survey, table: dict) -> dict:
     result = {}
     for qid, question in survey.questions.items():
         seen = {canonical(item["report"]): item["count"] for item in table.get(qid, [])}
-        mechanism = question.mechanism
-        alphabet = mechanism.reports if len(mechanism.answers) <= 4096 else []
+        alphabet = question.report_space.reports if len(question.mechanism.answers) <= 4096 else []
         listed = [{"report": r, "count": seen.pop(canonical(r), 0)} for r in alphabet]
         result[qid] = listed + [{"report": json.loads(k), "count": n} for k, n in seen.items()]
     return result

@@ -5,7 +5,7 @@
 // be tried again without typing them twice, and the form goes once it is sent. With no connection
 // at all, the randomized body (never an answer) waits in the outbox (localStorage) and is sent
 // when the browser is back online or the survey is opened again.
-import { Outbox, Survey, isUnreachable, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
+import { Outbox, SplitBallot, Survey, isUnreachable, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
 
 const data = JSON.parse(document.getElementById("survey-data").textContent);
 const words = data.messages;
@@ -53,8 +53,14 @@ const paged = sections.length > 1 &&
   (form.dataset.layout === "paged" || (form.dataset.layout === "auto" && window.matchMedia("(max-width: 40em)").matches));
 let current = 0;
 
+/** The inputs a respondent answers with: a split ballot's shown arm only. */
+function activeInputs(fieldset) {
+  const arm = fieldset.dataset.arm;
+  return [...(arm ? fieldset.querySelector(`.arm[data-arm="${arm}"]`) : fieldset).querySelectorAll("input")];
+}
+
 function readAnswer(fieldset) {
-  const inputs = [...fieldset.querySelectorAll("input")];
+  const inputs = activeInputs(fieldset);
   switch (fieldset.dataset.type) {
     case "multi_select":
       return inputs.filter((i) => i.checked).map((i) => i.value);
@@ -64,8 +70,10 @@ function readAnswer(fieldset) {
     }
     default: {
       const value = inputs.find((i) => i.checked)?.value ?? null;
-      // Cheating detection, lie detector: the report carries the group whose instruction was shown.
-      return value !== null && fieldset.dataset.group ? { group: fieldset.dataset.group, report: value } : value;
+      // Cheating detection, lie detector: the report carries the group whose instruction was shown (asked
+      // directly in a split ballot, the answer is the plain yes or no).
+      const grouped = fieldset.dataset.group && fieldset.dataset.arm !== "direct";
+      return value !== null && grouped ? { group: fieldset.dataset.group, report: value } : value;
     }
   }
 }
@@ -80,11 +88,33 @@ function assignGroups() {
     fieldset.dataset.group = group;
     for (const prompt of fieldset.querySelectorAll(".respondent-prompt[data-group]")) prompt.hidden = prompt.dataset.group !== group;
     const shown = fieldset.querySelector(`.respondent-prompt[data-group="${group}"]`);
-    for (const input of fieldset.querySelectorAll("input")) {
+    const randomized = fieldset.querySelector('.arm[data-arm="randomized"]') ?? fieldset; // not a split ballot's direct arm
+    for (const input of randomized.querySelectorAll("input")) {
       const described = (input.getAttribute("aria-describedby") ?? "").split(" ").filter(Boolean);
       input.setAttribute("aria-describedby", [shown.id, ...described].join(" "));
     }
   }
+}
+
+/** Each split-ballot question: draw the respondent's arm (crypto.getRandomValues, public, independent of every
+ * answer) before anything is answered, and show that arm only: the direct one says first that the answer is sent
+ * as given. */
+function assignArms() {
+  for (const fieldset of form.querySelectorAll('fieldset.question[data-split="true"]')) {
+    const arm = survey.questions[fieldset.dataset.question].splitBallot.assignArm();
+    fieldset.dataset.arm = arm;
+    for (const part of fieldset.querySelectorAll(".arm")) {
+      part.hidden = part.dataset.arm !== arm;
+      for (const input of part.querySelectorAll("input")) input.disabled = part.hidden;
+    }
+  }
+}
+
+/** The arm of every split-ballot question on the page. */
+function readArms() {
+  const arms = {};
+  for (const fieldset of form.querySelectorAll('fieldset.question[data-arm]')) arms[fieldset.dataset.question] = fieldset.dataset.arm;
+  return arms;
 }
 
 function readAnswers() {
@@ -164,7 +194,7 @@ function validate(scope) {
   }
   formProblem.hidden = !first;
   formProblem.textContent = first ? words.check_answers : "";
-  if (first) first.querySelector("input")?.focus();
+  if (first) first.querySelector("input:not(:disabled)")?.focus();
   return !first;
 }
 
@@ -191,6 +221,11 @@ backButton.addEventListener("click", () => {
 
 function describe(question, report) {
   const label = (value) => (question.type === "yes_no" ? words[value] : question.optionLabel(value, data.lang));
+  if (question.splitBallot) {
+    const [arm, inner] = SplitBallot.unwrap(report);
+    if (arm === "direct") return format(words.direct_report, { report: label(inner) });
+    report = inner;
+  }
   if (report !== null && typeof report === "object" && !Array.isArray(report)) {
     return format(words.group_report, { report: label(report.report), group: report.group });
   }
@@ -250,7 +285,7 @@ form.addEventListener("submit", async (event) => {
   for (const [id, answer] of Object.entries(answers)) if (survey.questions[id].type === "number") answers[id] = Number(answer);
   const asked = JSON.stringify(answers);
   if (pending?.answers !== asked) {
-    const reports = survey.randomize(answers); // only shown questions: the same tree the server checks
+    const reports = survey.randomize(answers, { arms: readArms() }); // only shown questions: the same tree the server checks
     const body = { spec_hash: data.hash, idempotency_key: newIdempotencyKey(), reports };
     if (token) body.token = token;
     pending = { answers: asked, body };
@@ -322,6 +357,7 @@ if (outbox?.entries().some((entry) => entry.surveyId === survey.id)) {
 window.addEventListener("online", deliverSaved);
 deliverSaved();
 
+assignArms();
 assignGroups();
 applySkipLogic();
 showPage();

@@ -77,3 +77,103 @@ def test_without_javascript_the_same_questions_are_answered_as_they_are(browser,
     [row] = list(store.export("conduct"))
     assert row["reports"] == {**CHOICES, "cheated": {"group": group, "report": "yes"}}
     context.close()
+
+
+# --- split ballots ---------------------------------------------------------------------------------
+
+#: crypto.getRandomValues filling every word with one value: 0 puts every split ballot in its direct arm (a draw
+#: below the direct share's numerator), 5 in the randomized one (5 mod 4 and 5 mod 3 are both past it), group b.
+FIXED_WORDS = "crypto.getRandomValues = (array) => {{ array.fill({}); return array; }};"
+
+
+@pytest.fixture
+def validation(store):
+    survey = Survey.from_file(EXAMPLES / "split_ballot.yaml")
+    store.add_survey(survey)
+    return survey
+
+
+def test_the_direct_arm_says_so_first_and_sends_the_answer_as_given(browser, live_server, validation, store):  # noqa: F811
+    context = browser.new_context(**PHONE)
+    context.add_init_script(FIXED_WORDS.format(0))
+    page = context.new_page()
+    recorder = Recorder(page)
+    page.goto(f"{live_server}/s/validation")
+    for qid in ("dodged", "took", "cheated"):
+        assert page.get_attribute(f"#q-{qid}", "data-arm") == "direct"
+        notice = page.locator(f"#q-{qid} .direct-notice")
+        assert notice.is_visible() and "your answer is sent exactly as you give it" in notice.text_content()
+        assert not page.locator(f"#q-{qid} .arm[data-arm=randomized]").is_visible()
+        visible = [i.get_attribute("value") for i in page.query_selector_all(f"#q-{qid} input") if i.is_visible()]
+        assert visible == ["yes", "no"], qid  # the plain question: no companion, no instruction, no same/different
+    assert not page.locator("#q-took .respondent-prompt").is_visible()
+    no_violations(page, "phone: split ballot, direct arm")
+    page.check("#q-region input[value=North]")
+    for qid, value in {"dodged": "yes", "took": "yes", "cheated": "no"}.items():
+        page.check(f"#q-{qid} .arm[data-arm=direct] input[value={value}]")
+    page.click("#send")
+    page.wait_for_selector("#sent:not([hidden])")
+    [post] = [r for r in recorder.posts() if "/responses" in r["url"]]
+    expected = {"region": "North", "dodged": {"arm": "direct", "report": "yes"},
+                "took": {"arm": "direct", "report": "yes"}, "cheated": {"arm": "direct", "report": "no"}}
+    assert json.loads(post["body"])["reports"] == expected
+    assert "Yes (asked directly)" in page.text_content("#sent-reports")
+    no_violations(page, "phone: sent panel of a split ballot's direct arm")
+    [row] = list(store.export("validation"))
+    assert row["reports"] == expected
+    assert not recorder.errors
+    context.close()
+
+
+def test_the_randomized_arm_is_the_design_unchanged(browser, live_server, validation, store):  # noqa: F811
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_init_script(FIXED_WORDS.format(5))
+    page = context.new_page()
+    recorder = Recorder(page)
+    page.goto(f"{live_server}/s/validation")
+    for qid in ("dodged", "took", "cheated"):
+        assert page.get_attribute(f"#q-{qid}", "data-arm") == "randomized"
+        assert not page.locator(f"#q-{qid} .direct-notice").is_visible()
+        assert "25%" in page.text_content(f"#q-{qid} .privacy") or "33.3%" in page.text_content(f"#q-{qid} .privacy")
+    assert page.locator("#q-took .respondent-prompt").is_visible()
+    assert page.get_attribute("#q-cheated", "data-group") == "b"
+    no_violations(page, "desktop: split ballot, randomized arm")
+    page.check("#q-region input[value=South]")
+    page.check("#q-dodged .arm[data-arm=randomized] input[value=no]")
+    page.check("#q-took .arm[data-arm=randomized] input[value=different]")
+    page.check("#q-cheated .arm[data-arm=randomized] input[value=yes]")
+    page.click("#send")
+    page.wait_for_selector("#sent:not([hidden])")
+    [post] = [r for r in recorder.posts() if "/responses" in r["url"]]
+    sent = json.loads(post["body"])["reports"]
+    assert sent["took"] == {"arm": "randomized", "report": "different"}
+    assert sent["cheated"] == {"arm": "randomized", "group": "b", "report": "yes"}
+    assert sent["dodged"]["arm"] == "randomized" and sent["dodged"]["report"] in ("yes", "no")
+    [row] = list(store.export("validation"))
+    assert row["reports"] == sent
+    assert not recorder.errors
+    context.close()
+
+
+def test_without_javascript_the_form_shows_the_arm_the_server_drew(browser, live_server, validation, store):  # noqa: F811
+    context = browser.new_context(**PHONE)
+    context.route("**/static/survey.js", lambda route: route.abort())
+    page = context.new_page()
+    page.goto(f"{live_server}/s/validation")
+    form = page.locator("#coin-form")
+    arms = {qid: form.locator(f"input[name='{qid}.arm']").get_attribute("value") for qid in ("dodged", "took", "cheated")}
+    assert set(arms.values()) <= {"direct", "randomized"}
+    assert form.locator(".direct-notice").count() == sum(arm == "direct" for arm in arms.values())
+    no_violations(page, "phone: no-JavaScript form with split ballots")
+    chosen = {"dodged": "no", "took": "yes" if arms["took"] == "direct" else "same", "cheated": "no"}
+    for qid, value in chosen.items():
+        page.check(f"#coin-form input[name={qid}][value={value}]")
+    page.click("#coin-form button[type=submit]")
+    page.wait_for_url("**/s/validation/thanks?sent=form")
+    [row] = list(store.export("validation"))
+    for qid, value in chosen.items():
+        report = row["reports"][qid]
+        assert report["arm"] == arms[qid] and report["report"] == value, (qid, report)
+        if qid == "cheated" and arms[qid] == "randomized":
+            assert report["group"] in ("a", "b")
+    context.close()
