@@ -58,6 +58,10 @@ def unit_variance(question_or_mechanism, distribution=None) -> np.ndarray:
     else:
         pi = np.asarray(distribution, dtype=float)
     q = channels.channel_matrix(mechanism)
+    if isinstance(mechanism, GroupedMechanism):
+        # More report cells than classes (each group's yes and no): only the maximum-likelihood estimate is
+        # efficient there, and it is the one published, so plan with its covariance (the inverse information).
+        return np.diag(channels.fitted_covariance(q, pi)).copy()
     rates = q @ pi
     marginal = channels.marginal_channel(q)
     if marginal is not None:  # k-ary RR: each share is a binary channel of its own, O(k)
@@ -135,6 +139,55 @@ def compare_designs(options: int, epsilon: float, distribution=None):
     return frame
 
 
+#: The yes/no designs `compare_yes_no_designs` sets beside a survey's own, with textbook parameters.
+REFERENCE_YES_NO = {
+    "forced response, coin (1/2, 1/4, 1/4)": {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"},
+    "unrelated question (p 2/3, innocuous 1/12)": {"design": "unrelated_question", "p": "2/3", "innocuous_yes": "1/12"},
+    "crosswise (p 1/4)": {"design": "crosswise", "p": "1/4", "companion": "…"},
+    "triangular (p 1/4)": {"design": "triangular", "p": "1/4", "companion": "…"},
+    "cheating detection (yes 1/3 | 2/3)": {"design": "cheating_detection", "groups": {
+        "a": {"yes": "1/3", "randomizer": "…"}, "b": {"yes": "2/3", "randomizer": "…"}}},
+    "cheating detection, symmetric (2/3, 1/12 | 1/12, 2/3)": {"design": "cheating_detection", "groups": {
+        "a": {"yes": "2/3", "no": "1/12", "randomizer": "…"}, "b": {"yes": "1/12", "no": "2/3", "randomizer": "…"}}},
+    "stochastic lie detector (p 2/12 | 10/12)": {"design": "stochastic_lie_detector", "groups": {
+        "a": {"p": "2/12", "randomizer": "…"}, "b": {"p": "10/12", "randomizer": "…"}}},
+}
+_MEASURES = {"cheating_detection": "share of cheaters (γ)", "stochastic_lie_detector": "carriers' truthfulness (t)"}
+
+
+def compare_yes_no_designs(n: int = 1000, questions=(), level: float = 0.95, target: float = 0.05):
+    """The yes/no designs side by side at ``n`` respondents, as a pandas DataFrame: a survey's own private yes/no
+    ``questions`` (named by id) first, then `REFERENCE_YES_NO`. Columns: ε, who randomizes, what compliance it
+    measures, the SE and ±margin of the share of "yes" at n (uniform classes, as `plan` assumes), the n for a
+    ±``target`` margin, and for cheating detection the n to detect 5% cheaters with 80% power."""
+    import pandas as pd  # here, not at the top: `survey check` plans without loading pandas
+
+    if not isinstance(n, int) or n < 1:
+        raise AnalysisError(f"n must be a whole number of respondents ≥ 1, got {n!r}")
+    candidates = [(q.id, q) for q in questions]
+    for name, privacy in REFERENCE_YES_NO.items():
+        spec = {"id": "q", "type": "yes_no", "text": "?", "privacy": privacy}
+        candidates.append((name, Survey.from_dict({"id": "plan", "title": "plan", "questions": [spec]}).questions["q"]))
+    rows = []
+    for name, question in candidates:
+        mechanism = question.mechanism
+        if question.type != "yes_no" or not question.is_private:
+            raise AnalysisError(f"{name}: only private yes/no questions are compared here")
+        variance = float(unit_variance(question)[0])
+        se = math.sqrt(variance / n)
+        rows.append({"design": name, "epsilon": question.epsilon,
+                     "randomized by": "respondent" if mechanism.respondent_randomizes else "device",
+                     "measures compliance": _MEASURES.get(mechanism.design, "no"),
+                     "se of yes": se, "margin of yes": _z(level) * se, f"n for ±{target:g}": _n_for(variance, target, level),
+                     "n to detect 5% cheaters": (n_to_detect_cheaters(question)
+                                                 if mechanism.design == "cheating_detection" else None)})
+    frame = pd.DataFrame(rows).set_index("design")
+    frame["n to detect 5% cheaters"] = frame["n to detect 5% cheaters"].astype("Int64")
+    frame.attrs.update({"n": n, "level": level, "note": "ε is infinite for one-sided designs (triangular, cheating "
+                        "detection without 'no' shares, the lie detector): one report reveals an answer"})
+    return frame
+
+
 # --- advice before fielding -------------------------------------------------------------------------
 
 #: A share whose 95% margin at the planned n is wider than this is flagged as uninformative.
@@ -162,6 +215,52 @@ def mean_unit_variance(question: Question, distribution=None) -> float | None:
     return float(values @ channels.fitted_covariance(q, pi) @ values)
 
 
+#: What planning for cheating detection aims to detect: this share of cheaters, at this power, one-sided at 5%
+#: (the likelihood-ratio test `estimate` reports has that size on the boundary γ = 0).
+CHEATER_SHARE = 0.05
+POWER = 0.80
+TEST_LEVEL = 0.05
+
+
+def _one_sided(level: float) -> float:
+    return NormalDist().inv_cdf(1 - level)
+
+
+def n_to_detect_cheaters(question_or_mechanism, share: float = CHEATER_SHARE, power: float = POWER,
+                         level: float = TEST_LEVEL) -> int:
+    """Respondents a cheating-detection question needs for its test of "no cheaters" (one-sided, size
+    ``level``) to detect a cheater share ``share`` with probability ``power``: n = ((z₁₋α·σ₀ + z_power·σ₁)/share)²,
+    σ₀ and σ₁ the per-respondent SD of γ̂ with no cheaters and with ``share`` of them (honest answers split
+    evenly between yes and no, as the rest of planning assumes)."""
+    mechanism = _mechanism(question_or_mechanism)
+    if mechanism.design != "cheating_detection":
+        raise AnalysisError(f"only cheating detection estimates a share of cheaters, not {mechanism.design}")
+    if not 0 < share < 1 or not 0 < power < 1 or not 0 < level < 1:
+        raise AnalysisError("share, power and level must each be between 0 and 1")
+    cheater = [label for label, _ in mechanism.latent_classes].index("cheater")
+
+    def sd(gamma):
+        honest = (1 - gamma) / 2
+        return math.sqrt(float(unit_variance(mechanism, [honest, honest, gamma])[cheater]))
+
+    return int(math.ceil(((_one_sided(level) * sd(0.0) + NormalDist().inv_cdf(power) * sd(share)) / share) ** 2))
+
+
+def split_ballot_plan(question: Question, n: int, level: float = 0.95) -> dict | None:
+    """What a split ballot gives with ``n`` respondents: each arm's n, the SE of the difference of "yes" shares
+    (both at 1/2, the widest), and the smallest difference the one-sided test (5%) detects with 80% power."""
+    split = question.split_ballot
+    if split is None:
+        return None
+    direct_n = max(1, round(n * float(split.direct)))
+    randomized_n = max(1, n - direct_n)
+    grouped = isinstance(question.mechanism, GroupedMechanism)  # latent classes: uniform, as planned elsewhere
+    yes_variance = float(unit_variance(question, None if grouped else 0.5)[0])
+    se = math.sqrt(0.25 / direct_n + yes_variance / randomized_n)
+    return {"direct_n": direct_n, "randomized_n": randomized_n, "difference_se": se,
+            "detectable": (_one_sided(TEST_LEVEL) + NormalDist().inv_cdf(POWER)) * se}
+
+
 @dataclass
 class QuestionPlan:
     """What one private question will give at a planned sample size (uniform true answers assumed)."""
@@ -179,6 +278,10 @@ class QuestionPlan:
     mean_margin: float | None = None
     scale: tuple | None = None  #: the range the mean lives on
     flags: list = field(default_factory=list)
+    #: cheating detection: respondents for 80% power to detect 5% cheaters (`n_to_detect_cheaters`)
+    n_to_detect_cheaters: int | None = None
+    #: a split ballot: arms' n, SE of the difference, detectable difference (`split_ballot_plan`)
+    split_ballot: dict | None = None
 
     @property
     def shares_usable(self) -> bool:
@@ -221,9 +324,19 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
                 continue
             known[key] = (float(np.max(unit_variance(question))), mean_unit_variance(question))
         worst, mean_variance = known[key]
-        se = math.sqrt(worst / n)
+        # A split ballot's design sees only the randomized arm: the precision of its estimate is at that n.
+        asked = n if question.split_ballot is None else max(1, n - round(n * float(question.split_ballot.direct)))
+        needed = _n_for(worst, target, level)
+        if question.split_ballot is not None:
+            needed = int(math.ceil(needed / (1 - float(question.split_ballot.direct))))
+        se = math.sqrt(worst / asked)
         entry = QuestionPlan(question.id, question.mechanism.design, question.epsilon, n, level, se, z * se,
-                             _n_for(worst, target, level), target)
+                             needed, target)
+        if question.mechanism.design == "cheating_detection":
+            entry.n_to_detect_cheaters = n_to_detect_cheaters(question)
+            if question.split_ballot is not None:
+                entry.n_to_detect_cheaters = int(math.ceil(entry.n_to_detect_cheaters / (1 - float(question.split_ballot.direct))))
+        entry.split_ballot = split_ballot_plan(question, n, level)
         if mean_variance is not None:
             values = scores(question)
             entry.mean_se = math.sqrt(mean_variance / n)
@@ -270,7 +383,14 @@ def describe_plan(plans: list[QuestionPlan]) -> str:
         if p.mean_se is not None:
             low, high = p.scale
             line += f"; mean ±{p.mean_margin:.3g} on {low:g}–{high:g}"
+        if p.n_to_detect_cheaters is not None:
+            line += f"; n to detect {CHEATER_SHARE:.0%} cheaters (80% power): {p.n_to_detect_cheaters:,}"
         lines.append(line)
+        if p.split_ballot is not None:
+            s = p.split_ballot
+            lines.append(f"    split ballot: {s['direct_n']:,} asked directly, {s['randomized_n']:,} through the design; "
+                         f"SE of the difference {s['difference_se']:.3f}, so a design {_points(s['detectable'])[1:]} "
+                         f"above direct answers is detected with 80% power (one-sided 5%)")
         lines += [f"    FLAG: {flag}" for flag in p.flags]
     if unplanned:
         lines.append(f"  Not planned within the time limit: {', '.join(unplanned)} (plan them in Python: deniable.analysis.plan)")

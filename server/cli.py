@@ -81,7 +81,9 @@ def survey():
               help="Planned number of respondents, for the precision each question will give.")
 @click.option("--plan/--no-plan", "planning", default=True, show_default=True,
               help="Print the precision at --n (loads numpy, about 0.2 s; --no-plan only validates).")
-def check(spec_file, prior, as_json, planned, planning):
+@click.option("--compare", is_flag=True,
+              help="Also print the yes/no designs side by side at --n: this survey's and the usual alternatives.")
+def check(spec_file, prior, as_json, planned, planning, compare):
     """Validate SPEC_FILE (YAML or JSON) and print its privacy summary (ε per question and in total)
     and what each question will give at the planned sample size."""
     parsed = _load(spec_file)
@@ -92,7 +94,8 @@ def check(spec_file, prior, as_json, planned, planning):
         def figures_of(qid):
             p = figures.get(qid)
             return None if p is None else {"n": p.n, "se": p.se, "margin": p.margin, "n_for_margin": p.n_for_margin,
-                                           "target": p.target, "mean_se": p.mean_se, "flags": p.flags}
+                                           "target": p.target, "mean_se": p.mean_se, "flags": p.flags,
+                                           "n_to_detect_cheaters": p.n_to_detect_cheaters, "split_ballot": p.split_ballot}
 
         payload = {
             "hash": parsed.hash,
@@ -111,6 +114,8 @@ def check(spec_file, prior, as_json, planned, planning):
             click.echo(f"WARNING: {warning}")
         if planning:
             _echo_plans(plans)
+        if compare:
+            _echo_comparison(parsed, planned)
 
 
 def _plans(survey: Survey, planned: int):
@@ -120,6 +125,19 @@ def _plans(survey: Survey, planned: int):
     except ImportError:
         return None
     return plan(survey, planned, time_limit=PLANNING_SECONDS)
+
+
+def _echo_comparison(survey: Survey, planned: int):
+    try:
+        from deniable.analysis.planning import compare_yes_no_designs
+    except ImportError:
+        click.echo("\n(Comparing designs needs the analysis extra: pip install 'deniable[analysis]')")
+        return
+    own = [q for q in survey.private_questions if q.type == "yes_no"]
+    table = compare_yes_no_designs(planned, own)
+    click.echo(f"\nYes/no designs side by side at n = {planned:,} (uniform true answers assumed):")
+    click.echo(table.to_string(float_format=lambda x: f"{x:.4g}"))
+    click.echo(f"Note: {table.attrs['note']}")
 
 
 def _echo_plans(plans):

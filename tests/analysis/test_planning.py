@@ -5,6 +5,7 @@ import pytest
 
 from deniable.analysis import compare_designs, estimate, margin_of_error, power, sample_size, unit_variance
 from deniable.client import Survey
+from tests.conftest import EXAMPLES
 
 
 def question(**spec):
@@ -143,3 +144,39 @@ def test_questions_asked_through_one_channel_share_their_planning_figures():
     assert plans["item0"].se == plans["item1"].se == plans["item2"].se != plans["other"].se
     alone = plan(Survey.from_dict({"id": "s", "title": "t", "questions": [items[1]]}))[0]
     assert alone.se == plans["item1"].se and alone.mean_se == plans["item1"].mean_se
+
+
+def test_the_n_to_detect_cheaters_gives_the_power_it_promises():
+    """At the planned n (5% cheaters, honest answers split evenly), the test of no cheating rejects at 5% in
+    80% of 200 simulated surveys (within 3 Monte Carlo SEs); the planned SE of γ is the SD of its estimates."""
+    from deniable.analysis import channels
+    from deniable.analysis.planning import n_to_detect_cheaters
+
+    question = Survey.from_file(EXAMPLES / "respondent.yaml").questions["cheated"]
+    n = n_to_detect_cheaters(question)
+    assert 3000 < n < 6000
+    q, truth = channels.channel_matrix(question.mechanism), np.array([0.475, 0.475, 0.05])
+    rng, runs, rejected, gammas = np.random.default_rng(40), 200, 0, []
+    for _ in range(runs):
+        counts = rng.multinomial(n, q @ truth)
+        reports = [r for r, c in zip(question.mechanism.reports, counts) for _ in range(c)]
+        result = estimate(question, reports)
+        rejected += result.compliance_test.p_value < 0.05
+        gammas.append(result.table.loc["cheater", "estimate"])
+    assert abs(rejected / runs - 0.80) <= 3 * (0.8 * 0.2 / runs) ** 0.5
+    assert np.std(gammas) == pytest.approx((unit_variance(question, truth)[2] / n) ** 0.5, rel=0.1)
+
+
+def test_yes_no_designs_side_by_side():
+    from deniable.analysis.planning import REFERENCE_YES_NO, compare_yes_no_designs
+
+    survey = Survey.from_file(EXAMPLES / "split_ballot.yaml")
+    own = [q for q in survey.private_questions if q.type == "yes_no"]
+    table = compare_yes_no_designs(2000, own)
+    assert list(table.index) == ["dodged", "took", "cheated", *REFERENCE_YES_NO]
+    coin = table.loc["forced response, coin (1/2, 1/4, 1/4)"]
+    assert coin["se of yes"] == pytest.approx(((0.5 * 0.5) / 0.25 / 2000) ** 0.5)  # λ(1 − λ)/(p − q)², p − q = 1/2
+    assert table.loc["crosswise (p 1/4)", "se of yes"] == pytest.approx(coin["se of yes"])  # the same channel
+    assert table.loc["cheated", "n to detect 5% cheaters"] > 0 and coin.isna()["n to detect 5% cheaters"]
+    assert table.loc["crosswise (p 1/4)", "randomized by"] == "respondent" and coin["randomized by"] == "device"
+    assert math.isinf(table.loc["triangular (p 1/4)", "epsilon"])
