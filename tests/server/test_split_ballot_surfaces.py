@@ -81,6 +81,7 @@ def test_the_same_comparison_on_every_surface(study, db_path, runner, client, tm
     page = client.get("/admin/surveys/validation").get_data(as_text=True)
     assert "Split ballot: share of “yes”, asked directly and through the design" in page
     assert f"{table.loc['difference', 'estimate']:+.3f}" in page and f"{table.loc['difference', 'p_value']:.3g}" in page
+    assert "dodged: split ballot, 250" in " ".join(page.split()) and "n to detect 5% cheaters" in page
 
     exported = tmp_path / "validation.csv"
     assert runner.invoke(main, ["export", "validation", "--db", db_path, "--output", str(exported)]).exit_code == 0
