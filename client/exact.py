@@ -61,7 +61,7 @@ class EpsilonRequest:
     ln_of: Fraction | None = None  # ε = ln(ln_of)
 
     @classmethod
-    def parse(cls, raw, field: str) -> "EpsilonRequest":
+    def parse(cls, raw, field: str, ceiling: int | None = 50) -> "EpsilonRequest":
         if isinstance(raw, str):
             match = _LN_PATTERN.match(raw)
             if match:
@@ -72,7 +72,7 @@ class EpsilonRequest:
         value = parse_fraction(raw, field)
         if value <= 0:
             raise ValueError(f"{field}: must be greater than 0, got {raw!r}")
-        if value > 50:
+        if ceiling is not None and value > ceiling:
             raise ValueError(f"{field}: {raw!r} is so large that the answer is practically sent as is; use privacy: none")
         return cls(value=value)
 
@@ -86,6 +86,20 @@ class EpsilonRequest:
         if self.ln_of is not None:
             return f"ln({self.ln_of})"
         return int(self.value) if self.value.denominator == 1 else float(self.value)
+
+    def allows(self, exp_epsilon: Fraction | None, spent: float) -> bool:
+        """Whether a total whose exact e^ε is ``exp_epsilon`` (None: infinite; ``spent``: its ε as a float) is
+        within this budget. Floats decide when they are clear of the budget; at a hair's breadth the exact
+        product decides, met from below on the 2^-32 grid like every ε a spec asks for."""
+        if exp_epsilon is None or math.isinf(spent):
+            return False
+        budget = float(self)
+        margin = 1e-9 * max(1.0, budget)
+        if spent < budget - margin:
+            return True
+        if spent > budget + margin:
+            return False
+        return exp_epsilon <= (self.ln_of if self.ln_of is not None else self.exp_lower_bound())
 
     def exp_lower_bound(self, divisor: int = 1) -> Fraction:
         """A rational L with L ≤ e^(ε/divisor), on the 2^-32 grid (exact for ε = ln(c), divisor 1)."""

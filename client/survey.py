@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import hashlib
 import math
+from fractions import Fraction
 from pathlib import Path
 
 from . import skiplogic, specfile
 from .errors import AnswerError, SpecError
-from .exact import canonical_json, check_json_text
+from .exact import EpsilonRequest, canonical_json, check_json_text
 from .identifiers import identifier
 from .privacy import WEAK_EPSILON, posterior_bound
 from .questions import (
@@ -83,6 +84,7 @@ class Survey:
         if not self.questions:
             raise SpecError("survey.questions: must hold at least one question (notes alone collect nothing)")
         self._check_skip_logic()
+        self.max_epsilon = self._read_budget(spec.get("max_epsilon"))
 
     def _read_sections(self, spec) -> list[Section]:
         if "sections" in spec:
@@ -115,6 +117,40 @@ class Survey:
         for item in implicit.items:
             item.section = implicit
         return [implicit]
+
+    def _read_budget(self, raw) -> EpsilonRequest | None:
+        """``max_epsilon``: the most a respondent may spend over the survey's private questions (sequential
+        composition, as `epsilon` adds them); a spec over it is refused with the figures."""
+        if raw is None:
+            return None
+        try:
+            budget = EpsilonRequest.parse(raw, "survey.max_epsilon", ceiling=None)
+        except ValueError as error:
+            raise SpecError(str(error)) from None
+        if not budget.allows(self.exp_epsilon, self.epsilon):
+            costly = sorted(self.private_questions, key=lambda q: -q.epsilon)[:3]
+            listed = ", ".join(f"{q.id} {q.epsilon:.4g}" for q in costly)
+            raise SpecError(f"survey.max_epsilon: the private questions spend ε = {self.epsilon:.4g} per respondent, over "
+                            f"the budget of {float(budget):.4g} (the largest: {listed}); lower their ε, drop a "
+                            "question, or raise the budget")
+        return budget
+
+    @property
+    def exp_epsilon(self):
+        """The exact e^ε of the whole survey (the product of the private questions'), None when infinite."""
+        total = Fraction(1)
+        for question in self.private_questions:
+            if question.mechanism.exp_epsilon is None:
+                return None
+            total *= question.mechanism.exp_epsilon
+        return total
+
+    def budget_use(self) -> str | None:
+        """The budget in words ("ε = 2.197 of 3 (73%)"), or None without one."""
+        if self.max_epsilon is None:
+            return None
+        budget = float(self.max_epsilon)
+        return f"ε = {self.epsilon:.4g} of {budget:.4g} ({self.epsilon / budget:.0%})"
 
     def _check_skip_logic(self):
         """Every expression reads only earlier, public questions, with literals they can take."""
@@ -293,6 +329,8 @@ class Survey:
             spec["default_language"] = self.languages.default
         if self.layout != "auto":
             spec["layout"] = self.layout
+        if self.max_epsilon is not None:
+            spec["max_epsilon"] = self.max_epsilon.canonical()
         if self.sections[0].id is None:
             spec["questions"] = [item.to_dict() for item in self.items]
         else:
@@ -422,6 +460,8 @@ class Survey:
                 lines.append(f"  {q.id:<20} {'none (PUBLIC)':<20} ε = ∞        sent as is")
         lines += ["", f"Total ε per respondent (private questions): {self.epsilon:.4f}"
                   f"  (e^ε = {math.exp(self.epsilon):.4g})"]
+        if self.max_epsilon is not None:
+            lines.append(f"Budget (max_epsilon): {self.budget_use()}")
         if self.public_questions:
             names = ", ".join(q.id for q in self.public_questions)
             lines.append(f"WARNING: {len(self.public_questions)} public question(s) are NOT randomized and "

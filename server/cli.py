@@ -100,6 +100,7 @@ def check(spec_file, prior, as_json, planned, planning, compare):
         payload = {
             "hash": parsed.hash,
             "epsilon": parsed.epsilon,
+            "max_epsilon": None if parsed.max_epsilon is None else float(parsed.max_epsilon),
             "questions": {q.id: {"design": q.mechanism.design, "epsilon": None if not q.is_private else q.epsilon,
                                  "planning": figures_of(q.id)}
                           for q in parsed.questions.values()},

@@ -70,9 +70,11 @@ export class EpsilonRequest {
   constructor(fields: { value?: Fraction | null; lnOf?: Fraction | null });
   readonly value: Fraction | null;
   readonly lnOf: Fraction | null;
-  static parse(raw: number | string, field: string): EpsilonRequest;
+  static parse(raw: number | string, field: string, ceiling?: number | null): EpsilonRequest;
   toNumber(): number;
   canonical(): number | string;
+  /** Whether a total with exact e^ε `expEpsilon` (null: infinite) and ε `spent` is within this budget. */
+  allows(expEpsilon: Fraction | null, spent: number): boolean;
   /** A rational L <= e^(epsilon/divisor) on the 2^-32 grid. */
   expLowerBound(divisor?: number): Fraction;
 }
@@ -317,6 +319,10 @@ export class Survey {
   readonly publicQuestions: Question[];
   /** Total ε per respondent over the private questions. */
   readonly epsilon: number;
+  /** The exact e^ε of the whole survey, null when infinite. */
+  readonly expEpsilon: Fraction | null;
+  /** The survey's budget (max_epsilon), or null. */
+  readonly maxEpsilon: EpsilonRequest | null;
   titleIn(language: string | null): string;
   descriptionIn(language: string | null): string | null;
   /** Ids of the items skip logic shows for these answers. */

@@ -273,3 +273,20 @@ def test_a_batch_judges_each_item_as_if_alone_retries_and_duplicates_included(cl
     after = client.post("/api/v1/surveys/tax/responses:batch", json={"items": [items[0], item("late-key-0001")]}).json
     assert [r["status"] for r in after["results"]] == [200, 410]
     assert client.post("/api/v1/surveys/tax/responses", json=items[0]).status_code == 200
+
+
+def test_a_spec_over_its_budget_is_refused_naming_the_field_and_nothing_is_stored(client, store, admin_headers, runner, tmp_path):
+    spec = {"id": "budget", "title": "Budget", "max_epsilon": 2, "questions": [
+        {"id": qid, "type": "yes_no", "text": "?", "privacy": {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}}
+        for qid in ("a", "b")]}
+    refused = client.post("/api/v1/surveys", json=spec, headers=admin_headers)
+    assert refused.status_code == 422 and refused.json["error"]["field"] == "spec"
+    assert refused.json["error"]["message"].startswith("survey.max_epsilon:")
+    assert "spend ε = 2.197 per respondent, over the budget of 2" in refused.json["error"]["message"]
+    assert client.get("/api/v1/surveys/budget").status_code == 404
+    path = tmp_path / "budget.json"
+    path.write_text(json.dumps({**spec, "max_epsilon": "ln(9)"}))
+    from deniable.server import cli
+
+    checked = runner.invoke(cli.main, ["survey", "check", str(path), "--no-plan"])
+    assert checked.exit_code == 0 and "Budget (max_epsilon): ε = 2.197 of 2.197 (100%)" in checked.output

@@ -137,7 +137,7 @@ export class EpsilonRequest {
     this.value = value;
     this.lnOf = lnOf;
   }
-  static parse(raw, field) {
+  static parse(raw, field, ceiling = 50) {
     if (typeof raw === "string") {
       const match = LN.exec(raw);
       if (match) {
@@ -148,7 +148,7 @@ export class EpsilonRequest {
     }
     const value = parseFraction(raw, field);
     if (value.cmp(ZERO) <= 0) throw new SpecError(`${field}: must be greater than 0, got ${show(raw)}`);
-    if (value.cmp(frac(50n)) > 0) {
+    if (ceiling !== null && value.cmp(frac(BigInt(ceiling))) > 0) {
       throw new SpecError(`${field}: ${show(raw)} is so large that the answer is practically sent as is; use privacy: none`);
     }
     return new EpsilonRequest({ value });
@@ -157,6 +157,16 @@ export class EpsilonRequest {
   canonical() {
     if (this.lnOf) return `ln(${this.lnOf})`;
     return jsonNumber(this.value);
+  }
+  /** Whether a total with exact e^epsilon `expEpsilon` (null: infinite; `spent`: its epsilon) is within this budget:
+   * floats decide when clear of it, the exact product at a hair's breadth (Python: EpsilonRequest.allows). */
+  allows(expEpsilon, spent) {
+    if (expEpsilon === null || spent === Infinity) return false;
+    const budget = this.toNumber();
+    const margin = 1e-9 * Math.max(1, budget);
+    if (spent < budget - margin) return true;
+    if (spent > budget + margin) return false;
+    return expEpsilon.cmp(this.lnOf ?? this.expLowerBound()) <= 0;
   }
   /** A rational L <= e^(epsilon/divisor) on the 2^-32 grid; exact for ln(c) with divisor 1. */
   expLowerBound(divisor = 1) {

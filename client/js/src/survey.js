@@ -2,7 +2,7 @@
 // Part of deniable.js; no dependencies.
 
 import { AnswerError, SpecError, isMapping, show } from "./errors.js";
-import { MAX_GRID_POINTS, MAX_MULTI_SELECT_OPTIONS, ZERO, frac, jsonNumber, parseFraction } from "./exact.js";
+import { EpsilonRequest, MAX_GRID_POINTS, MAX_MULTI_SELECT_OPTIONS, ONE, ZERO, frac, jsonNumber, parseFraction } from "./exact.js";
 import { defaultSource } from "./randomness.js";
 import { DEFAULT_PRIVACY, buildMechanism } from "./designs.js";
 import { requireId } from "./identifiers.js";
@@ -18,7 +18,7 @@ export const MAX_OPTIONS = 1000;
 export const MAX_SECTIONS = 200;
 const MAX_TEXT_LENGTH = 5000;
 const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
-const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections"];
+const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon"];
 const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions"];
 const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control", "split_ballot"];
 const NOTE_FIELDS = ["id", "type", "text", "hint", "relevant"];
@@ -301,6 +301,7 @@ export class Survey {
     });
     if (!Object.keys(this.questions).length) throw new SpecError("survey.questions: must hold at least one question (notes alone collect nothing)");
     this._checkSkipLogic();
+    this.maxEpsilon = this._readBudget(spec.max_epsilon);
   }
   _readSections(spec) {
     if ("sections" in spec) {
@@ -325,6 +326,27 @@ export class Survey {
     implicit.items = spec.questions.map((item, i) => readItem(item, i, this.languages));
     for (const item of implicit.items) item.section = implicit;
     return [implicit];
+  }
+  /** max_epsilon: the most a respondent may spend over the private questions; a spec over it is refused. */
+  _readBudget(raw) {
+    if (raw === undefined || raw === null) return null;
+    const budget = EpsilonRequest.parse(raw, "survey.max_epsilon", null);
+    if (!budget.allows(this.expEpsilon, this.epsilon)) {
+      const costly = [...this.privateQuestions].sort((a, b) => b.epsilon - a.epsilon).slice(0, 3);
+      const listed = costly.map((q) => `${q.id} ${Number(q.epsilon.toPrecision(4))}`).join(", ");
+      throw new SpecError(`survey.max_epsilon: the private questions spend ε = ${Number(this.epsilon.toPrecision(4))} per respondent, ` +
+        `over the budget of ${Number(budget.toNumber().toPrecision(4))} (the largest: ${listed}); lower their ε, drop a question, or raise the budget`);
+    }
+    return budget;
+  }
+  /** The exact e^epsilon of the whole survey (the product of the private questions'), null when infinite. */
+  get expEpsilon() {
+    let total = ONE;
+    for (const question of this.privateQuestions) {
+      if (question.mechanism.expEpsilon === null) return null;
+      total = total.mul(question.mechanism.expEpsilon);
+    }
+    return total;
   }
   _checkSkipLogic() {
     const earlier = {};
