@@ -77,6 +77,17 @@ MESSAGES = {
                          "you give it, with no randomization. Comparing direct answers with randomized ones checks "
                          "that the private method works.",
         "direct_report": "{report} (asked directly)",
+        "repeated_statement": "This survey is asked again in later waves. Your device keeps one random secret (never "
+                              "an answer) so that the same answer is randomized the same way underneath in every wave, "
+                              "and then randomized afresh on top for each report: all your reports together, in every "
+                              "wave, change the odds by a factor of at most {factor_all} (ε = {epsilon_all}) as long as "
+                              "your answer stays the same; if it changes, the new answer gets a randomized report of its "
+                              "own, and the factor can be up to {factor_all} again.",
+        "repeated_one_sided_statement": "This survey is asked again in later waves. Your device keeps one random secret "
+                                        "(never an answer) so that the same answer is randomized the same way underneath in "
+                                        "every wave, then randomized afresh on top for each report; the reports of all "
+                                        "waves together protect what the statement above says for one design report, no "
+                                        "less and no more. If your answer changes, the new answer gets a report of its own.",
         "unavailable": "The survey cannot be reached for a moment. Nothing was lost: please try again shortly.",
         "same": "The same (both yes or both no)",
         "different": "Different (one yes, one no)",
@@ -207,6 +218,18 @@ MESSAGES = {
                          "como la da, sin aleatorizar. Comparar las respuestas directas con las aleatorizadas "
                          "comprueba que el método privado funciona.",
         "direct_report": "{report} (pregunta directa)",
+        "repeated_statement": "Esta encuesta se repite en oleadas posteriores. Su dispositivo guarda un secreto aleatorio "
+                              "(nunca una respuesta) para que la misma respuesta se aleatorice de la misma manera en el "
+                              "fondo en cada oleada, y luego otra vez, de nuevo, en cada informe: todos sus informes "
+                              "juntos, en todas las oleadas, cambian las probabilidades como mucho en un factor de "
+                              "{factor_all} (ε = {epsilon_all}) mientras su respuesta no cambie; si cambia, la nueva "
+                              "respuesta recibe un informe aleatorizado propio, y el factor puede volver a ser {factor_all}.",
+        "repeated_one_sided_statement": "Esta encuesta se repite en oleadas posteriores. Su dispositivo guarda un secreto "
+                                        "aleatorio (nunca una respuesta) para que la misma respuesta se aleatorice de la "
+                                        "misma manera en el fondo en cada oleada, y luego otra vez en cada informe; los "
+                                        "informes de todas las oleadas juntos protegen lo que dice la frase anterior para un "
+                                        "informe del diseño, ni más ni menos. Si su respuesta cambia, la nueva recibe un "
+                                        "informe propio.",
         "unavailable": "No se puede acceder a la encuesta por un momento. No se perdió nada: vuelva a intentarlo en breve.",
         "same": "Iguales (las dos sí o las dos no)",
         "different": "Distintas (una sí y otra no)",
@@ -316,6 +339,16 @@ def privacy_statement(epsilon: float, language: str | None, prior: float = 0.02,
 def split_ballot_statement(direct, language: str | None) -> str:
     """What a split ballot means for the respondent, said beside the question's own privacy statement."""
     return messages(language)["split_ballot_statement"].format(share=f"{float(direct) * 100:.3g}%")
+
+
+def repeated_statement(epsilon_all: float, language: str | None) -> str:
+    """What a repeated survey's memo means for the respondent, beside the question's statement (which gives one
+    report's ε)."""
+    words = messages(language)
+    if math.isinf(epsilon_all):
+        return words["repeated_one_sided_statement"]
+    return words["repeated_statement"].format(factor_all=_number(math.exp(epsilon_all), 3),
+                                              epsilon_all=_number(epsilon_all, 3))
 
 
 def describe_condition(tree: dict, survey, language: str | None) -> str:

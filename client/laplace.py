@@ -88,6 +88,9 @@ class LaplaceMechanism(Mechanism):
     def validate_answer(self, answer):
         return self._value(self.answer_index(answer))
 
+    def answer_position(self, answer) -> int:
+        return self.answer_index(answer)
+
     def validate_report(self, report):
         return self._value(self.report_index(report))
 
@@ -122,9 +125,10 @@ class LaplaceMechanism(Mechanism):
             return self._value(index)
         rng = rng or secrets
         low, high = self.report_range
-        draw = rng.randbelow(1 << 65)  # one read: 64 bits of U and the sign
-        magnitude = self._magnitude(rng, draw >> 1)
-        noisy = index - magnitude if draw & 1 else index + magnitude
+        # U's first 64 bits, then (for a non-zero magnitude) one more word whose low bit is the sign: word for
+        # word what the JS twin reads, so a panel memo's stream gives both clients the same report.
+        magnitude = self._magnitude(rng, rng.randbelow(1 << 32) << 32 | rng.randbelow(1 << 32))
+        noisy = index - magnitude if magnitude and rng.randbelow(1 << 32) & 1 else index + magnitude
         return self._value(min(max(noisy, low), high))
 
     @cached_property

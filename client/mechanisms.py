@@ -110,6 +110,11 @@ class Mechanism:
             canonical.append(value)
         return canonical
 
+    def answer_position(self, answer) -> int:
+        """Where ``answer`` sits in the answer alphabet (what a panel memo keys a permanent report on)."""
+        canonical = self.validate_answer(answer)
+        return next(i for i, a in enumerate(self.answers) if a == canonical)
+
     def channel(self) -> list[list[Fraction]]:
         """The full matrix ``Q[r][a]`` in the order of `reports` and `answers`."""
         answers = self.answers
@@ -187,6 +192,13 @@ class ChannelMechanism(Mechanism):
         a = self._answer_index[self.validate_answer(answer)]
         r = self._report_index[self._report_key(self.validate_report(report))]
         return self._columns[a][r]
+
+    def answer_position(self, answer) -> int:
+        return self._answer_index[self.validate_answer(answer)]
+
+    def columns(self) -> list[list[Fraction]]:
+        """``P(· | a)`` for each answer a, in answer order: the channel by columns."""
+        return [list(column) for column in self._columns]
 
     def channel(self):
         columns = self._columns  # a property in subclasses: build it once, not once per row
@@ -399,6 +411,10 @@ class UnaryMechanism(Mechanism):
     def validate_report(self, report):
         bits = self._bits(report, "report")
         return [o for o, b in zip(self.options, bits) if b]
+
+    def answer_position(self, answer) -> int:
+        """The bitmask of the selected options (option i is bit i)."""
+        return sum(bit << i for i, bit in enumerate(self._bits(answer, "answer")))
 
     def probability(self, report, answer) -> Fraction:
         bit_channel = self.bit_channel()

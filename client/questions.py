@@ -11,6 +11,7 @@ from .errors import SpecError
 from .exact import json_number, parse_fraction
 from .identifiers import identifier
 from .mechanisms import Mechanism
+from .panels import memoized
 from .privacy import ONE_SIDED_STATEMENT, privacy_statement
 from .splitballot import SplitBallot
 
@@ -24,7 +25,7 @@ MAX_SECTIONS = 200
 MAX_TEXT_LENGTH = 5000
 _LANGUAGE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}")
 _SURVEY_FIELDS = {"id", "title", "description", "version", "languages", "default_language", "layout",
-                  "questions", "sections", "max_epsilon"}
+                  "questions", "sections", "max_epsilon", "repeated"}
 _SECTION_FIELDS = {"id", "title", "intro", "relevant", "questions"}
 _QUESTION_FIELDS = {"id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required",
                     "relevant", "constraint_message", "control", "split_ballot"}
@@ -314,7 +315,26 @@ class Question(_Item):
 
     @property
     def epsilon(self) -> float:
+        """ε of one report: in a repeated survey, of one wave's (the composite channel's), ε₁."""
         return self.mechanism.epsilon
+
+    @property
+    def permanent(self) -> Mechanism:
+        """The design as the spec gives it: in a repeated survey, the permanent layer under the instantaneous one."""
+        return getattr(self.mechanism, "permanent", self.mechanism)
+
+    @property
+    def epsilon_all_waves(self) -> float:
+        """ε of every report of every wave together, for an unchanged answer: ε∞, the permanent layer's (ε of one
+        report when the survey is not repeated)."""
+        return self.permanent.epsilon
+
+    def make_repeated(self, repeated) -> None:
+        """Turn this private question into a panel's: the composite channel (`panels.memoized`) becomes its
+        mechanism, the design stays its `permanent` layer."""
+        self.mechanism = memoized(self.mechanism, repeated.layer(self.mechanism))
+        if self.split_ballot is not None:
+            self.split_ballot.mechanism = self.mechanism
 
     def option_label(self, value: str, language: str | None = None) -> str:
         """An option's label in ``language`` (its value when it has no label of its own)."""
@@ -332,6 +352,8 @@ class Question(_Item):
             statement = privacy_statement(self.epsilon, prior)
         if self.split_ballot is not None:
             statement += " " + catalogue.split_ballot_statement(self.split_ballot.direct, None)
+        if self.permanent is not self.mechanism:
+            statement += " " + catalogue.repeated_statement(self.epsilon_all_waves, None)
         return statement
 
     def to_dict(self) -> dict:
@@ -348,7 +370,7 @@ class Question(_Item):
             spec.update(zip(("min", "max", "step"), map(json_number, self.grid)))
         if self.constraint_messages is not None:
             spec["constraint_message"] = self.constraint_messages
-        spec["privacy"] = "none" if self.mechanism.design == "none" else dict(self.mechanism.params)
+        spec["privacy"] = "none" if self.mechanism.design == "none" else dict(self.permanent.params)
         if self.control is not None:
             spec["control"] = {"share": str(self.control)}
         if self.split_ballot is not None:

@@ -14,24 +14,13 @@ from array import array
 WORD = 1 << 32
 
 
-class WordPool:
-    """A `secrets`-grade source (``randbelow``) that reads the operating system's randomness in blocks of
-    ``words`` 32-bit words rather than once per draw: what `randomize_many` amortises. Rejection sampling
-    as `secrets.randbelow` does, so each draw is exactly uniform."""
-
-    def __init__(self, words: int = 4096):
-        self._size = max(64, words)
-        self._words = array("I")
-        self._next = 0
-        assert self._words.itemsize == 4
+class WordSource:
+    """Exact uniform draws (``randbelow``) from a stream of 32-bit words (``word``), by rejection: the one
+    algorithm behind the operating system's pool here and a panel memo's derived stream (`memo`), and the
+    twin of ``randomBelow`` in the JS client, so the same words give the same draws in both."""
 
     def word(self) -> int:
-        if self._next == len(self._words):
-            self._words = array("I", os.urandom(4 * self._size))
-            self._next = 0
-        word = self._words[self._next]
-        self._next += 1
-        return word
+        raise NotImplementedError
 
     def below(self, limit: int) -> int:
         """A uniform int in [0, limit) for 1 ≤ limit ≤ 2^32, from one word (rarely more: rejection)."""
@@ -55,3 +44,22 @@ class WordPool:
             value >>= excess
             if value < n:
                 return value
+
+
+class WordPool(WordSource):
+    """A `secrets`-grade source (``randbelow``) that reads the operating system's randomness in blocks of
+    ``words`` 32-bit words rather than once per draw: what `randomize_many` amortises."""
+
+    def __init__(self, words: int = 4096):
+        self._size = max(64, words)
+        self._words = array("I")
+        self._next = 0
+        assert self._words.itemsize == 4
+
+    def word(self) -> int:
+        if self._next == len(self._words):
+            self._words = array("I", os.urandom(4 * self._size))
+            self._next = 0
+        word = self._words[self._next]
+        self._next += 1
+        return word

@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import secrets
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -19,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import DeniableError
+from .files import write_private
+from .memo import Memo
 
 try:
     import fcntl
@@ -115,12 +116,16 @@ def _with_retries(method, url, body, retries, backoff, timeout):
 
 def fetch_survey(base_url: str, survey_id: str, *, retries: int = 3, backoff: float = 0.25, timeout: float = 10.0):
     """The served spec as a `Survey`, after checking it hashes to the hash the server states."""
+    return _fetch(base_url, survey_id, retries, backoff, timeout)[0]
+
+
+def _fetch(base_url: str, survey_id: str, retries: int, backoff: float, timeout: float) -> tuple[Survey, dict]:
     url = f"{base_url.rstrip('/')}/api/v1/surveys/{urllib.parse.quote(survey_id, safe='')}"
     _, payload = _with_retries("GET", url, None, retries, backoff, timeout)
     survey = Survey.from_dict(payload["spec"])
     if survey.hash != payload["hash"]:
         raise SpecMismatch(f"the spec served for {survey_id!r} hashes to {survey.hash}, not {payload['hash']}")
-    return survey
+    return survey, payload
 
 
 def post_response(base_url: str, survey_id: str, body: dict, *, retries: int = 4, backoff: float = 0.25,
@@ -134,16 +139,21 @@ def post_response(base_url: str, survey_id: str, body: dict, *, retries: int = 4
 
 
 def submit(base_url: str, survey_id: str, answers: dict, token: str | None = None, *, retries: int = 4,
-           backoff: float = 0.25, timeout: float = 10.0, rng=None, outbox: "Outbox | None" = None) -> Submission:
+           backoff: float = 0.25, timeout: float = 10.0, rng=None, outbox: "Outbox | None" = None,
+           memo: "Memo | None" = None) -> Submission:
     """Randomize ``answers`` locally and send only the reports. Raises a `SubmitError` subclass.
 
     With an ``outbox``, a send that never reaches the server keeps the randomized body there
-    (``queued=True``) for `Outbox.flush` to deliver later, with the same idempotency key."""
-    survey = fetch_survey(base_url, survey_id, retries=retries, backoff=backoff, timeout=timeout)
-    reports = survey.randomize(answers, rng)
+    (``queued=True``) for `Outbox.flush` to deliver later, with the same idempotency key. A repeated
+    survey needs the device's ``memo`` (`deniable.client.Memo`); the response names the wave open when the
+    survey was fetched, so one that arrives after that wave closed is refused, not counted in the next."""
+    survey, payload = _fetch(base_url, survey_id, retries, backoff, timeout)
+    reports = survey.randomize(answers, rng, memo=memo)
     body = {"spec_hash": survey.hash, "idempotency_key": secrets.token_hex(16), "reports": reports}
     if token is not None:
         body["token"] = token
+    if payload.get("wave") is not None:
+        body["wave"] = payload["wave"]
     try:
         acknowledgement, created = post_response(base_url, survey_id, body, retries=retries, backoff=backoff,
                                                  timeout=timeout)
@@ -160,7 +170,7 @@ def unreachable(error: SubmitError) -> bool:
     return error.status is None
 
 
-_OUTBOX_FIELDS = ("spec_hash", "idempotency_key", "reports", "token")
+_OUTBOX_FIELDS = ("spec_hash", "idempotency_key", "reports", "token", "wave")
 
 
 @dataclass
@@ -262,16 +272,7 @@ class Outbox:
         if not entries:
             self.path.unlink(missing_ok=True)  # nothing waits: nothing left on the device
             return
-        # A new file, readable by this user only, moved over the old one: never half written.
-        handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
-        try:
-            os.chmod(temporary, 0o600)
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump(entries, stream)
-            os.replace(temporary, self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_private(self.path, json.dumps(entries))
 
 
 def _is_entry(entry) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import secrets
 from fractions import Fraction
 from pathlib import Path
 
@@ -31,6 +32,8 @@ from . import skiplogic, specfile
 from .errors import AnswerError, SpecError
 from .exact import EpsilonRequest, canonical_json, check_json_text
 from .identifiers import identifier
+from .memo import Memo, MemoError
+from .panels import Repeated
 from .privacy import WEAK_EPSILON, posterior_bound
 from .questions import (
     _SURVEY_FIELDS,
@@ -84,6 +87,13 @@ class Survey:
         if not self.questions:
             raise SpecError("survey.questions: must hold at least one question (notes alone collect nothing)")
         self._check_skip_logic()
+        try:
+            self.repeated = Repeated.parse(spec.get("repeated"))
+        except ValueError as error:
+            raise SpecError(str(error)) from None
+        if self.repeated is not None:
+            for question in self.private_questions:
+                question.make_repeated(self.repeated)
         self.max_epsilon = self._read_budget(spec.get("max_epsilon"))
 
     def _read_sections(self, spec) -> list[Section]:
@@ -120,7 +130,8 @@ class Survey:
 
     def _read_budget(self, raw) -> EpsilonRequest | None:
         """``max_epsilon``: the most a respondent may spend over the survey's private questions (sequential
-        composition, as `epsilon` adds them); a spec over it is refused with the figures."""
+        composition, as `epsilon` adds them; over all waves of a repeated survey); a spec over it is refused with
+        the figures."""
         if raw is None:
             return None
         try:
@@ -128,8 +139,8 @@ class Survey:
         except ValueError as error:
             raise SpecError(str(error)) from None
         if not budget.allows(self.exp_epsilon, self.epsilon):
-            costly = sorted(self.private_questions, key=lambda q: -q.epsilon)[:3]
-            listed = ", ".join(f"{q.id} {q.epsilon:.4g}" for q in costly)
+            costly = sorted(self.private_questions, key=lambda q: -q.epsilon_all_waves)[:3]
+            listed = ", ".join(f"{q.id} {q.epsilon_all_waves:.4g}" for q in costly)
             raise SpecError(f"survey.max_epsilon: the private questions spend ε = {self.epsilon:.4g} per respondent, over "
                             f"the budget of {float(budget):.4g} (the largest: {listed}); lower their ε, drop a "
                             "question, or raise the budget")
@@ -137,12 +148,13 @@ class Survey:
 
     @property
     def exp_epsilon(self):
-        """The exact e^ε of the whole survey (the product of the private questions'), None when infinite."""
+        """The exact e^ε of the whole survey (the product of the private questions', over all waves of a repeated
+        one), None when infinite."""
         total = Fraction(1)
         for question in self.private_questions:
-            if question.mechanism.exp_epsilon is None:
+            if question.permanent.exp_epsilon is None:
                 return None
-            total *= question.mechanism.exp_epsilon
+            total *= question.permanent.exp_epsilon
         return total
 
     def budget_use(self) -> str | None:
@@ -329,6 +341,8 @@ class Survey:
             spec["default_language"] = self.languages.default
         if self.layout != "auto":
             spec["layout"] = self.layout
+        if self.repeated is not None:
+            spec["repeated"] = self.repeated.canonical()
         if self.max_epsilon is not None:
             spec["max_epsilon"] = self.max_epsilon.canonical()
         if self.sections[0].id is None:
@@ -359,11 +373,17 @@ class Survey:
 
         Public questions (``privacy: none``) are not counted here: they have no guarantee
         at all, which `privacy_summary` states separately. Skip logic cannot lower the total
-        for a respondent who is shown every question, so it counts them all.
+        for a respondent who is shown every question, so it counts them all. In a repeated survey this is ε∞,
+        over every wave (for unchanged answers); `epsilon_per_wave` is one wave's.
         """
+        return math.fsum(q.epsilon_all_waves for q in self.private_questions)
+
+    @property
+    def epsilon_per_wave(self) -> float:
+        """Total ε of one wave's reports: ε₁ summed (equal to `epsilon` when the survey is not repeated)."""
         return math.fsum(q.epsilon for q in self.private_questions)
 
-    def randomize(self, answers: dict, rng=None, arms: dict | None = None) -> dict:
+    def randomize(self, answers: dict, rng=None, arms: dict | None = None, memo: Memo | None = None) -> dict:
         """Reports for the shown, answered questions; unanswered (absent or None) ones and the
         answers to questions that skip logic hides are left out. A question in which the respondent
         randomizes (crosswise, triangular, a natural randomizer) takes the respondent's report as it
@@ -372,22 +392,49 @@ class Survey:
         ``arms``: for each answered split-ballot question, the arm its respondent was shown before
         answering (`SplitBallot.assign_arm`, with the direct arm's notice on screen); a direct answer is
         sent as given, a randomized one through the design. Drawing the arm here, after the answer, would
-        send a direct answer the respondent was never warned about, so a missing arm is an error."""
-        return self._reports(answers, rng, simulate=False, arms=arms)
+        send a direct answer the respondent was never warned about, so a missing arm is an error.
 
-    def simulate(self, answers: dict, rng=None) -> dict:
+        ``memo``: required by a repeated survey (and refused by any other), the device's `Memo`: each answer's
+        permanent report is derived from it, then randomized afresh with ``rng`` (`deniable.client.panels`).
+        Arms and groups are then the memo's (`arm_for`, `group_for`), the same in every wave."""
+        self._check_memo(memo, required=True)
+        return self._reports(answers, rng, simulate=False, arms=arms, memo=memo)
+
+    def simulate(self, answers: dict, rng=None, memo: Memo | None = None) -> dict:
         """What respondents with these true answers would send: `randomize`, except that a question
         in which the respondent randomizes draws their report through its channel as they would, and a
         split ballot draws each respondent's arm (for demos, tests and planning; a real page never holds
-        those true answers)."""
-        return self._reports(answers, rng, simulate=True)
+        those true answers). In a repeated survey, ``memo`` (`Memo.new()` per simulated person) makes the
+        reports of one person's waves share their permanent layer; without it each call is a new person."""
+        self._check_memo(memo, required=False)
+        return self._reports(answers, rng, simulate=True, memo=memo)
 
-    def _reports(self, answers: dict, rng, simulate: bool, arms: dict | None = None) -> dict:
+    def _check_memo(self, memo, required: bool):
+        if memo is not None and not isinstance(memo, Memo):
+            raise MemoError(f"memo: a deniable.client.Memo, got {type(memo).__name__}")
+        if memo is not None and self.repeated is None:
+            raise MemoError(f"memo: survey {self.id!r} is not repeated; a memo keeps reports alike across the waves "
+                            "of a repeated survey only")
+        if memo is None and required and self.repeated is not None:
+            raise MemoError(f"memo: survey {self.id!r} is repeated: pass memo=Memo(path), the device's panel secret, "
+                            "so every wave repeats the same permanent reports (a fresh draw per wave would spend ε anew)")
+
+    def arm_for(self, question_id: str, memo: Memo) -> str:
+        """The split-ballot arm this device's respondent is shown in every wave of a repeated survey."""
+        return self.questions[question_id].split_ballot.assign_arm(memo.stream(self.id, question_id, "arm"))
+
+    def group_for(self, question_id: str, memo: Memo) -> str:
+        """The group (cheating detection, lie detector) this device's respondent follows in every wave."""
+        return self.questions[question_id].permanent.assign_group(memo.stream(self.id, question_id, "group"))
+
+    def _reports(self, answers: dict, rng, simulate: bool, arms: dict | None = None, memo: Memo | None = None) -> dict:
         if not isinstance(answers, dict):
             raise ValueError("answers must be a mapping of question id to answer")
         unknown = sorted(set(answers) - set(self.questions))
         if unknown:
             raise AnswerError(unknown[0], "no such question in this survey", ", ".join(self.questions))
+        if memo is not None:
+            arms = self._memo_arms(answers, arms, memo)
         arms = self._arms(answers, arms, rng, simulate)
         given = {}  # every answer checked before any is randomized
         for qid, answer in answers.items():
@@ -400,6 +447,9 @@ class Survey:
                     given[qid] = mechanism.validate_answer(answer)
                 elif mechanism.respondent_randomizes and not simulate:
                     given[qid] = mechanism.validate_report(answer)
+                    if memo is not None and "group" in given[qid] and given[qid]["group"] != self.group_for(qid, memo):
+                        raise ValueError(f"group {given[qid]['group']!r} is not the one this device shows in every wave "
+                                         f"(survey.group_for({qid!r}, memo) = {self.group_for(qid, memo)!r})")
                 else:
                     mechanism.validate_answer(answer)
                     given[qid] = answer
@@ -414,13 +464,36 @@ class Survey:
             question = self.questions[qid]
             if arms.get(qid) == "direct":
                 reports[qid] = value
-            elif question.mechanism.respondent_randomizes and not simulate:
-                reports[qid] = value
             else:
-                reports[qid] = question.mechanism.randomize(value, rng)
+                reports[qid] = self._draw(question, value, rng, simulate, memo)
             if question.split_ballot is not None:
                 reports[qid] = question.split_ballot.wrap(arms[qid], reports[qid])
         return reports
+
+    def _draw(self, question, value, rng, simulate: bool, memo):
+        """One question's randomized report: the design's draw, or in a repeated survey the permanent report
+        (the memo's, or what the respondent chose) re-randomized by the instantaneous layer."""
+        mechanism = question.mechanism
+        typed = mechanism.respondent_randomizes and not simulate
+        if self.repeated is None or not question.is_private:
+            return value if typed else mechanism.randomize(value, rng)
+        if memo is None:  # a simulated one-wave respondent: the composite channel in one draw
+            return mechanism.randomize(value, rng)
+        permanent = mechanism.permanent
+        if not typed:  # the device's draw, or a simulated respondent's fixed fact, keyed on the answer
+            stream = memo.stream(self.id, question.id, "report", permanent.answer_position(value))
+            value = permanent.randomize(value, stream)
+        return mechanism.instant.apply(permanent, value, rng or secrets)
+
+    def _memo_arms(self, answers: dict, arms, memo) -> dict:
+        """A repeated survey's arms are the memo's: given ones must be those."""
+        kept = {qid: self.arm_for(qid, memo) for qid, answer in answers.items()
+                if answer is not None and qid in self.questions and self.questions[qid].split_ballot is not None}
+        for qid, arm in (arms or {}).items():
+            if kept.get(qid, arm) != arm:
+                raise AnswerError(qid, f"arms: {arm!r} is not the arm this device shows in every wave "
+                                       f"(survey.arm_for({qid!r}, memo) = {kept[qid]!r})", "the memo's arm")
+        return kept
 
     def _arms(self, answers: dict, arms, rng, simulate: bool) -> dict:
         """The arm of every answered split-ballot question: given (a real respondent's, drawn before the

@@ -23,6 +23,13 @@ export type Arm = "direct" | "randomized";
 export interface RandomizeOptions {
   source?: RandomSource;
   arms?: Record<string, Arm>;
+  /** Required by a repeated survey (refused by others): the device's panel secret. */
+  memo?: Memo | null;
+}
+/** How `Survey.simulate` draws: its source, and in a repeated survey one memo per simulated person. */
+export interface SimulateOptions {
+  source?: RandomSource;
+  memo?: Memo | null;
 }
 /** Text in one language, or by language code ({en: "...", es: "..."}). */
 export type LocalizedText = string | Record<string, string>;
@@ -117,6 +124,11 @@ declare abstract class Mechanism {
   validateAnswer(answer: Answer): Answer;
   validateReport(report: Answer): Answer;
   randomize(answer: Answer, source?: RandomSource): Answer;
+  /** Where `answer` sits in the answer alphabet (an index, a grid index, a multi-select bitmask). */
+  answerPosition(answer: Answer): number;
+  /** In a repeated survey's composite channel: the design's own (permanent) mechanism, and the layer on top. */
+  readonly permanent?: Mechanism;
+  readonly instant?: InstantLayer;
 }
 export type { Mechanism };
 
@@ -257,8 +269,14 @@ export class Question extends Item {
   readonly options: string[] | null;
   /** [min, max, step] of a number question, else null. */
   readonly grid: [Fraction, Fraction, Fraction] | null;
+  /** The channel a report goes through: in a repeated survey the composite, instantaneous ∘ permanent. */
   readonly mechanism: Mechanism;
+  /** ε of one report (in a repeated survey, one wave's: ε₁). */
   readonly epsilon: number;
+  /** The design as the spec gives it (in a repeated survey, the permanent layer). */
+  readonly permanent: Mechanism;
+  /** ε of every report of every wave together, for an unchanged answer (ε∞). */
+  readonly epsilonAllWaves: number;
   /** What the question accepts, in words. */
   describeAnswers(): string;
   optionLabel(value: string, language: string | null): string;
@@ -317,8 +335,16 @@ export class Survey {
   readonly defaultLanguage: string | null;
   readonly privateQuestions: Question[];
   readonly publicQuestions: Question[];
-  /** Total ε per respondent over the private questions. */
+  /** Total ε per respondent over the private questions (over all waves of a repeated survey). */
   readonly epsilon: number;
+  /** Total ε of one wave's reports (equal to `epsilon` unless the survey is repeated). */
+  readonly epsilonPerWave: number;
+  /** `repeated: true` or `{instant_epsilon}`; null for a survey asked once. */
+  readonly repeated: Repeated | null;
+  /** The split-ballot arm this device's respondent is shown in every wave. */
+  armFor(questionId: string, memo: Memo): Arm;
+  /** The group (cheating detection, lie detector) this device's respondent follows in every wave. */
+  groupFor(questionId: string, memo: Memo): string;
   /** The exact e^ε of the whole survey, null when infinite. */
   readonly expEpsilon: Fraction | null;
   /** The survey's budget (max_epsilon), or null. */
@@ -335,8 +361,61 @@ export class Survey {
   randomize(answers: Answers, options?: RandomSource | RandomizeOptions): Reports;
   /** What respondents with these true answers would send (demos, tests): questions the respondent randomizes
    * are drawn through their channel. */
-  simulate(answers: Answers, source?: RandomSource): Reports;
+  simulate(answers: Answers, options?: RandomSource | SimulateOptions): Reports;
 }
+
+// ---------------------------------------------------------------- panels
+
+/** A memo that cannot serve as one; `field` is "memo". */
+export class MemoError extends Error {
+  constructor(message: string);
+  readonly field: "memo";
+}
+/** Bytes of a memo secret (stored as 64 hex digits). */
+export const SECRET_BYTES: number;
+/** What a memo stream is keyed on: survey, question, purpose ("report", "arm", "group") and a position. */
+export function memoMessage(surveyId: string, questionId: string, purpose: string, position?: number | bigint | null): Uint8Array;
+export function sha256(bytes: Uint8Array): Uint8Array;
+export function hmacSha256(key: Uint8Array, message: Uint8Array): Uint8Array;
+/** Words of HMAC-SHA256(secret, message ‖ counter), drawn exactly: the same draws as the Python client. */
+export class MemoStream implements RandomSource {
+  constructor(secret: Uint8Array, message: Uint8Array);
+  word(): number;
+  below(limit: number): number;
+  randomBelow(n: bigint): bigint;
+}
+/** The device's panel secret, kept in localStorage (or any getItem/setItem storage); never an answer. */
+export class Memo {
+  constructor(storage: { getItem(key: string): string | null; setItem(key: string, value: string): void }, key?: string);
+  /** A memo held in memory: 32 bytes, or 64 hex digits. */
+  static fromSecret(secret: Uint8Array | string): Memo;
+  stream(surveyId: string, questionId: string, purpose: string, position?: number | null): MemoStream;
+}
+/** The share of reports the default instantaneous layer replaces by a uniform one (1/10). */
+export const DEFAULT_REFRESH: Fraction;
+/** A survey's `repeated` field. */
+export class Repeated {
+  constructor(instantEpsilon?: EpsilonRequest | null);
+  static parse(raw: unknown, where?: string): Repeated | null;
+  readonly instantEpsilon: EpsilonRequest | null;
+  canonical(): true | { instant_epsilon: string | number };
+  layer(mechanism: Mechanism): InstantLayer;
+}
+/** k-ary randomized response over a block of reports (or each option's bit), fresh in every wave. */
+export class InstantLayer {
+  constructor(keep: Fraction, other: Fraction, size: number, perBit?: boolean);
+  readonly keep: Fraction;
+  readonly other: Fraction;
+  readonly size: number;
+  readonly perBit: boolean;
+  readonly expEpsilon: Fraction;
+  apply(mechanism: Mechanism, report: Answer | MarkedReport, source: RandomSource): Answer | MarkedReport;
+  transform(probability: Fraction, blockMass?: Fraction): Fraction;
+}
+/** The composite channel instantaneous ∘ permanent, shaped like the permanent mechanism. */
+export function memoized(mechanism: Mechanism, layer: InstantLayer): Mechanism;
+/** What a repeated survey's memo means for the respondent (ε over all waves). */
+export function repeatedStatement(epsilonAll: number): string;
 
 // ---------------------------------------------------------------- sending reports
 
@@ -371,6 +450,8 @@ export interface ResponseBody {
   idempotency_key: string;
   reports: Reports;
   token?: string;
+  /** The wave of a repeated survey the response belongs to (as served with the spec). */
+  wave?: string;
 }
 
 /** The server's acknowledgement of a stored response. */
@@ -385,7 +466,7 @@ export function postResponse(baseUrl: string, surveyId: string, body: ResponseBo
 /** Fetch the spec, randomize `answers` on this device, and send only the reports; with an `outbox`, a send
  * that finds no connection keeps the randomized body there (queued: true, acknowledgement: null). */
 export function submit(baseUrl: string, surveyId: string, answers: Answers,
-                       options?: SendOptions & { token?: string | null; outbox?: Outbox | null }):
+                       options?: SendOptions & { token?: string | null; outbox?: Outbox | null; memo?: Memo | null }):
   Promise<{ acknowledgement: Acknowledgement | null; reports: Reports; queued: boolean }>;
 
 /** True for a send that never got an answer from the server. */

@@ -7,6 +7,7 @@ JavaScript tests both read the file, and a Python test checks it is still what t
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from deniable.client import Survey
@@ -79,6 +80,29 @@ SPECS = [
         _question("opt", "multi_select", {"design": "unary", "epsilon": "ln(4)", "variant": "optimized"}, options=["a", "b"]),
         _question("public_multi", "multi_select", "none", options=["a", "b"]),
     ]},
+    {"id": "panel", "title": "A repeated survey: permanent and instantaneous layers", "repeated": True, "questions": [
+        _question("coin", "yes_no", {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}),
+        _question("warner", "yes_no", {"design": "warner", "p": "3/4"}),
+        _question("krr", "choice", {"design": "k_rr", "epsilon": "ln 3"}, options=COLOURS),
+        _question("ordinal", "ordinal", {"design": "ordinal", "epsilon": 1}, options=LIKERT),
+        _question("multi", "multi_select", {"design": "unary", "epsilon": 2}, options=COLOURS),
+        _question("number", "number", {"design": "laplace", "epsilon": 1}, min=0, max=4, step=1),
+        _question("crosswise", "yes_no", {"design": "crosswise", "p": "1/4", "companion": "Were you born on a Sunday?"}),
+        _question("triangular", "yes_no", {"design": "triangular", "p": "1/4", "companion": "Were you born on a Sunday?"}),
+        _question("cdm", "yes_no", {"design": "cheating_detection", "groups": {
+            "a": {"yes": "1/3", "randomizer": "If your birthday is in January to April, answer yes; otherwise answer truthfully."},
+            "b": {"yes": "2/3", "randomizer": "If your birthday is in January to August, answer yes; otherwise answer truthfully."}}}),
+        _question("split", "yes_no", {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"},
+                  split_ballot={"direct": "1/4"}),
+        _question("public", "yes_no", "none"),
+    ]},
+    {"id": "panel_eps", "title": "A repeated survey with the instantaneous layer's ε", "repeated": {"instant_epsilon": "ln 9"},
+     "questions": [
+         _question("coin", "yes_no", {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}),
+         _question("krr", "choice", {"design": "k_rr", "epsilon": 2}, options=COLOURS + ["black"]),
+         _question("multi", "multi_select", {"design": "unary", "epsilon": "ln(4)", "variant": "optimized"}, options=["a", "b"]),
+         _question("number", "number", {"design": "laplace", "epsilon": "ln 2"}, min=-1, max=1, step=0.5),
+     ]},
     {"id": "numbers", "title": "Numeric designs", "questions": [
         _question("small", "number", {"design": "laplace", "epsilon": 1}, min=0, max=4, step=1),
         _question("halves", "number", {"design": "laplace", "epsilon": "ln 2"}, min=-1, max=1, step=0.5),
@@ -101,6 +125,30 @@ class _Scripted:
 
 def _ratio(value):
     return None if value is None else str(value)
+
+
+#: The memo secret of the panel vectors: both clients must derive the same permanent reports from it.
+MEMO_SECRET = bytes(range(32))
+
+
+def _panel(survey, question) -> dict:
+    """A repeated question's layers: ε∞, the instantaneous layer, and the permanent report the memo gives each
+    answer (several answers, as many draws as the alphabet allows) with the arm or group it keeps."""
+    from deniable.client.memo import Memo
+
+    memo = Memo.from_secret(MEMO_SECRET)
+    permanent, layer = question.permanent, question.mechanism.instant
+    panel = {"epsilon_all_waves": None if math.isinf(question.epsilon_all_waves) else question.epsilon_all_waves,
+             "instant": {"keep": str(layer.keep), "other": str(layer.other), "size": layer.size, "per_bit": layer.per_bit}}
+    answers = permanent.answers[:8]
+    panel["permanent"] = [[answer, permanent.randomize(answer, memo.stream(survey.id, question.id, "report",
+                                                                                permanent.answer_position(answer)))]
+                          for answer in answers]
+    if question.split_ballot is not None:
+        panel["arm"] = survey.arm_for(question.id, memo)
+    if hasattr(permanent, "assign_group"):
+        panel["group"] = survey.group_for(question.id, memo)
+    return panel
 
 
 def vectors() -> list[dict]:
@@ -132,9 +180,16 @@ def vectors() -> list[dict]:
             if split is not None:  # both arms' reports, and the arm each integer draw gives
                 arms = [split.assign_arm(_Scripted(draw)) for draw in range(split.direct.denominator)]
                 questions[qid]["split_ballot"] = {"direct": str(split.direct), "reports": split.reports, "arm_by_draw": arms}
+            if survey.repeated is not None and question.is_private:
+                questions[qid]["panel"] = _panel(survey, question)
         # JSON has no infinity: a survey with a one-sided question (ε = ∞) writes null.
         total = survey.epsilon if survey.epsilon != float("inf") else None
-        cases.append({"spec": clean, "epsilon": total, "questions": questions})
+        case = {"spec": clean, "epsilon": total, "questions": questions}
+        if survey.repeated is not None:
+            per_wave = survey.epsilon_per_wave
+            case["repeated"] = {"canonical": survey.repeated.canonical(),
+                                "epsilon_per_wave": None if math.isinf(per_wave) else per_wave}
+        cases.append(case)
     return cases
 
 

@@ -38,6 +38,11 @@ class Mechanism {
   _computeExpEpsilon() { return worstRatio(this.channel()); }
   /** Exact P(report | answer) as a [numerator, denominator] pair of BigInts. */
   probability(report, answer) { return this._probability(report, answer).toPair(); }
+  /** Where `answer` sits in the answer alphabet (what a panel memo keys a permanent report on). */
+  answerPosition(answer) {
+    const canonical = JSON.stringify(this.validateAnswer(answer));
+    return this.answers.findIndex((a) => JSON.stringify(a) === canonical);
+  }
 }
 
 export class ChannelMechanism extends Mechanism {
@@ -80,6 +85,7 @@ export class ChannelMechanism extends Mechanism {
   randomize(answer, source = defaultSource) {
     return this._reports[drawIndex(this._sampler(this._answerIndex(this.validateAnswer(answer))), source)];
   }
+  answerPosition(answer) { return this._answerIndex(this.validateAnswer(answer)); }
   _answerIndex(answer) {
     if (this._answerPositions === undefined) this._answerPositions = new Map(this._answers.map((a, i) => [a, i]));
     return this._answerPositions.get(answer);
@@ -220,6 +226,8 @@ export class UnaryMechanism extends Mechanism {
     const bits = this._bits(answer, "answer");
     return this.options.filter((_, i) => bits[i]);
   }
+  /** The bitmask of the selected options (option i is bit i). */
+  answerPosition(answer) { return this._bits(answer, "answer").reduce((mask, bit, i) => mask + bit * 2 ** i, 0); }
   validateReport(report) {
     const bits = this._bits(report, "report");
     return this.options.filter((_, i) => bits[i]);
@@ -282,6 +290,7 @@ export class LaplaceMechanism extends Mechanism {
     return Number(position.n);
   }
   validateAnswer(answer) { return this._value(this.answerIndex(answer)); }
+  answerPosition(answer) { return this.answerIndex(answer); }
   validateReport(report) { return this._value(this.reportIndex(report)); }
   _indexProbability(r, a) {
     if (this.alpha === null) return r === a ? ONE : ZERO;

@@ -64,3 +64,20 @@ export function splitBallotStatement(direct) {
   return `${share} of respondents, chosen at random by the device before the question is shown, are asked it directly ` +
     "instead: they are told so, and their answer is sent exactly as they give it.";
 }
+
+/** What a repeated survey's memo means for the respondent, after the question's statement (which gives one
+ * report's epsilon); `epsilonAll`: over all waves (Python: catalogue.repeated_statement). */
+export function repeatedStatement(epsilonAll) {
+  if (epsilonAll === Infinity) {
+    return "This survey is asked again in later waves. Your device keeps one random secret (never an answer) so that the " +
+      "same answer is randomized the same way underneath in every wave, then randomized afresh on top for each report; the " +
+      "reports of all waves together protect what the statement above says for one design report, no less and no more. " +
+      "If your answer changes, the new answer gets a report of its own.";
+  }
+  const factor = Number(Math.exp(epsilonAll).toPrecision(3));
+  return "This survey is asked again in later waves. Your device keeps one random secret (never an answer) so that the " +
+    "same answer is randomized the same way underneath in every wave, and then randomized afresh on top for each report: " +
+    `all your reports together, in every wave, change the odds by a factor of at most ${factor} ` +
+    `(ε = ${Number(epsilonAll.toPrecision(3))}) as long as your answer stays the same; if it changes, the new answer gets ` +
+    `a randomized report of its own, and the factor can be up to ${factor} again.`;
+}

@@ -91,13 +91,15 @@ export async function postResponse(baseUrl, surveyId, body, options = {}) {
  * Fetch the spec, randomize `answers` on this device, and send only the reports.
  * Resolves to {acknowledgement, reports, queued}: the reports are exactly what left (or will leave)
  * the device. With an `outbox`, a send that fails for want of a connection keeps the randomized body
- * there (queued: true, acknowledgement: null) for `outbox.flush()` to deliver later.
+ * there (queued: true, acknowledgement: null) for `outbox.flush()` to deliver later. A repeated survey needs
+ * the device's `memo` (a Memo); the response names the wave open when the survey was fetched.
  */
-export async function submit(baseUrl, surveyId, answers, { token = null, outbox = null, ...options } = {}) {
-  const { survey, hash } = await fetchSurvey(baseUrl, surveyId, options);
-  const reports = survey.randomize(answers);
+export async function submit(baseUrl, surveyId, answers, { token = null, outbox = null, memo = null, ...options } = {}) {
+  const { survey, hash, payload } = await fetchSurvey(baseUrl, surveyId, options);
+  const reports = survey.randomize(answers, { memo });
   const body = { spec_hash: hash, idempotency_key: newIdempotencyKey(), reports };
   if (token) body.token = token;
+  if (payload.wave !== undefined && payload.wave !== null) body.wave = payload.wave; // refused once that wave is closed
   try {
     const acknowledgement = await postResponse(baseUrl, surveyId, body, options);
     return { acknowledgement, reports, queued: false };

@@ -6,7 +6,9 @@ import { EpsilonRequest, MAX_GRID_POINTS, MAX_MULTI_SELECT_OPTIONS, ONE, ZERO, f
 import { defaultSource } from "./randomness.js";
 import { DEFAULT_PRIVACY, buildMechanism } from "./designs.js";
 import { requireId } from "./identifiers.js";
-import { ONE_SIDED_STATEMENT, privacyStatement, respondentStatement, splitBallotStatement } from "./privacy.js";
+import { ONE_SIDED_STATEMENT, privacyStatement, repeatedStatement, respondentStatement, splitBallotStatement } from "./privacy.js";
+import { Repeated, memoized } from "./panels.js";
+import { Memo, MemoError } from "./memo.js";
 import { SplitBallot } from "./splitballot.js";
 import { ExpressionError, ORDERINGS, evaluateExpression, expressionLeaves, parseExpression, reprText } from "./skiplogic.js";
 
@@ -18,7 +20,7 @@ export const MAX_OPTIONS = 1000;
 export const MAX_SECTIONS = 200;
 const MAX_TEXT_LENGTH = 5000;
 const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
-const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon"];
+const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated"];
 const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions"];
 const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control", "split_ballot"];
 const NOTE_FIELDS = ["id", "type", "text", "hint", "relevant"];
@@ -230,7 +232,17 @@ export class Question extends Item {
   }
   /** Randomized on the device (any design but `none`), even one whose epsilon is infinite. */
   get isPrivate() { return this.mechanism.design !== "none"; }
+  /** Epsilon of one report: in a repeated survey, of one wave's (the composite channel's). */
   get epsilon() { return this.mechanism.epsilon; }
+  /** The design as the spec gives it: in a repeated survey, the permanent layer under the instantaneous one. */
+  get permanent() { return this.mechanism.permanent ?? this.mechanism; }
+  /** Epsilon of every report of every wave together for an unchanged answer (the permanent layer's). */
+  get epsilonAllWaves() { return this.permanent.epsilon; }
+  /** Turn this private question into a panel's: the composite channel becomes its mechanism. */
+  makeRepeated(repeated) {
+    this.mechanism = memoized(this.mechanism, repeated.layer(this.mechanism));
+    if (this.splitBallot) this.splitBallot.mechanism = this.mechanism;
+  }
   /** An option's label in `language` (its value when it has no label of its own). */
   optionLabel(value, language) { return localize(this.optionLabels[value] ?? value, language, this.languages.default); }
   constraintMessageIn(language) { return localize(this.constraintMessages, language, this.languages.default); }
@@ -239,7 +251,9 @@ export class Question extends Item {
     if (this.mechanism.respondentRandomizes) statement = respondentStatement(this.epsilon, this.mechanism.design, prior);
     else if (this.isPrivate && this.epsilon === Infinity) statement = ONE_SIDED_STATEMENT;
     else statement = privacyStatement(this.epsilon, prior);
-    return this.splitBallot ? `${statement} ${splitBallotStatement(this.splitBallot.direct)}` : statement;
+    if (this.splitBallot) statement += ` ${splitBallotStatement(this.splitBallot.direct)}`;
+    if (this.permanent !== this.mechanism) statement += ` ${repeatedStatement(this.epsilonAllWaves)}`;
+    return statement;
   }
 }
 
@@ -301,6 +315,8 @@ export class Survey {
     });
     if (!Object.keys(this.questions).length) throw new SpecError("survey.questions: must hold at least one question (notes alone collect nothing)");
     this._checkSkipLogic();
+    this.repeated = Repeated.parse(spec.repeated);
+    if (this.repeated !== null) for (const question of this.privateQuestions) question.makeRepeated(this.repeated);
     this.maxEpsilon = this._readBudget(spec.max_epsilon);
   }
   _readSections(spec) {
@@ -332,19 +348,20 @@ export class Survey {
     if (raw === undefined || raw === null) return null;
     const budget = EpsilonRequest.parse(raw, "survey.max_epsilon", null);
     if (!budget.allows(this.expEpsilon, this.epsilon)) {
-      const costly = [...this.privateQuestions].sort((a, b) => b.epsilon - a.epsilon).slice(0, 3);
-      const listed = costly.map((q) => `${q.id} ${Number(q.epsilon.toPrecision(4))}`).join(", ");
+      const costly = [...this.privateQuestions].sort((a, b) => b.epsilonAllWaves - a.epsilonAllWaves).slice(0, 3);
+      const listed = costly.map((q) => `${q.id} ${Number(q.epsilonAllWaves.toPrecision(4))}`).join(", ");
       throw new SpecError(`survey.max_epsilon: the private questions spend ε = ${Number(this.epsilon.toPrecision(4))} per respondent, ` +
         `over the budget of ${Number(budget.toNumber().toPrecision(4))} (the largest: ${listed}); lower their ε, drop a question, or raise the budget`);
     }
     return budget;
   }
-  /** The exact e^epsilon of the whole survey (the product of the private questions'), null when infinite. */
+  /** The exact e^epsilon of the whole survey (the product of the private questions', over all waves of a
+   * repeated one), null when infinite. */
   get expEpsilon() {
     let total = ONE;
     for (const question of this.privateQuestions) {
-      if (question.mechanism.expEpsilon === null) return null;
-      total = total.mul(question.mechanism.expEpsilon);
+      if (question.permanent.expEpsilon === null) return null;
+      total = total.mul(question.permanent.expEpsilon);
     }
     return total;
   }
@@ -390,8 +407,11 @@ export class Survey {
   get defaultLanguage() { return this.languages.default; }
   get privateQuestions() { return Object.values(this.questions).filter((q) => q.isPrivate); }
   get publicQuestions() { return Object.values(this.questions).filter((q) => !q.isPrivate); }
-  /** Total epsilon per respondent over the private questions (sequential composition). */
-  get epsilon() { return this.privateQuestions.reduce((total, q) => total + q.epsilon, 0); }
+  /** Total epsilon per respondent over the private questions (sequential composition; over all waves of a
+   * repeated survey, for unchanged answers). */
+  get epsilon() { return this.privateQuestions.reduce((total, q) => total + q.epsilonAllWaves, 0); }
+  /** Total epsilon of one wave's reports (equal to `epsilon` when the survey is not repeated). */
+  get epsilonPerWave() { return this.privateQuestions.reduce((total, q) => total + q.epsilon, 0); }
   /** Ids of the questions and notes shown for these answers (answers to hidden questions do not count). */
   shown(answers) {
     const visible = {};
@@ -421,13 +441,51 @@ export class Survey {
    * `options.arms`: for each answered split-ballot question, the arm its respondent was shown before answering
    * (`question.splitBallot.assignArm()`, with the direct arm's notice on screen); a missing arm is an error. */
   randomize(answers, options = {}) {
-    const { source = defaultSource, arms } = isSource(options) ? { source: options } : options;
-    return this._reports(answers, source, false, arms);
+    const { source = defaultSource, arms, memo = null } = isSource(options) ? { source: options } : options;
+    this._checkMemo(memo, true);
+    return this._reports(answers, source, false, arms, memo);
   }
   /** What respondents with these true answers would send (for demos and tests): `randomize`, except that a
    * question in which the respondent randomizes draws their report through its channel, and a split ballot
-   * draws each respondent's arm. */
-  simulate(answers, source = defaultSource) { return this._reports(answers, source, true); }
+   * draws each respondent's arm. In a repeated survey, `memo` (one per simulated person) makes one person's
+   * waves share their permanent reports; without it each call is a new person. */
+  simulate(answers, options = {}) {
+    const { source = defaultSource, memo = null } = isSource(options) ? { source: options } : options;
+    this._checkMemo(memo, false);
+    return this._reports(answers, source, true, undefined, memo);
+  }
+  _checkMemo(memo, required) {
+    if (memo !== null && !(memo instanceof Memo)) throw new MemoError("memo: a deniable Memo");
+    if (memo !== null && this.repeated === null) {
+      throw new MemoError(`memo: survey '${this.id}' is not repeated; a memo keeps reports alike across the waves of a repeated survey only`);
+    }
+    if (memo === null && required && this.repeated !== null) {
+      throw new MemoError(`memo: survey '${this.id}' is repeated: pass memo: new Memo(localStorage), the device's panel secret, so every wave repeats the same permanent reports (a fresh draw per wave would spend epsilon anew)`);
+    }
+  }
+  /** The split-ballot arm this device's respondent is shown in every wave of a repeated survey. */
+  armFor(questionId, memo) { return this.questions[questionId].splitBallot.assignArm(memo.stream(this.id, questionId, "arm")); }
+  /** The group (cheating detection, lie detector) this device's respondent follows in every wave. */
+  groupFor(questionId, memo) { return this.questions[questionId].permanent.assignGroup(memo.stream(this.id, questionId, "group")); }
+  _memoArms(answers, given, memo) {
+    const kept = {};
+    for (const [id, answer] of Object.entries(answers)) {
+      if (answer !== undefined && answer !== null && Object.hasOwn(this.questions, id) && this.questions[id].splitBallot) kept[id] = this.armFor(id, memo);
+    }
+    for (const [id, arm] of Object.entries(given ?? {})) {
+      if ((kept[id] ?? arm) !== arm) throw new AnswerError(id, `arms: ${show(arm)} is not the arm this device shows in every wave (survey.armFor('${id}', memo) = '${kept[id]}')`, "the memo's arm");
+    }
+    return kept;
+  }
+  _draw(question, value, source, simulate, memo) {
+    const { mechanism } = question;
+    const typed = mechanism.respondentRandomizes && !simulate;
+    if (this.repeated === null || !question.isPrivate) return typed ? value : mechanism.randomize(value, source);
+    if (memo === null) return mechanism.randomize(value, source);
+    const { permanent } = mechanism;
+    if (!typed) value = permanent.randomize(value, memo.stream(this.id, question.id, "report", permanent.answerPosition(value)));
+    return mechanism.instant.apply(permanent, value, source);
+  }
   _arms(answers, given, source, simulate) {
     if (given !== undefined && given !== null && !isMapping(given)) throw new TypeError("arms must be an object of question id to 'direct' or 'randomized'");
     const arms = { ...(given ?? {}) };
@@ -445,11 +503,11 @@ export class Survey {
     }
     return arms;
   }
-  _reports(answers, source, simulate, givenArms) {
+  _reports(answers, source, simulate, givenArms, memo = null) {
     if (!isMapping(answers)) throw new TypeError("answers must be an object of question id to answer");
     const unknown = Object.keys(answers).filter((id) => !Object.hasOwn(this.questions, id)).sort();
     if (unknown.length) throw new AnswerError(unknown[0], "no such question in this survey", Object.keys(this.questions).join(", "));
-    const arms = this._arms(answers, givenArms, source, simulate);
+    const arms = this._arms(answers, memo === null ? givenArms : this._memoArms(answers, givenArms, memo), source, simulate);
     const given = {}; // every answer checked before any is randomized
     for (const [id, answer] of Object.entries(answers)) {
       if (answer === undefined || answer === null) continue;
@@ -457,8 +515,12 @@ export class Survey {
       const { mechanism } = question;
       try {
         if (arms[id] === "direct") given[id] = mechanism.validateAnswer(answer);
-        else if (mechanism.respondentRandomizes && !simulate) given[id] = mechanism.validateReport(answer);
-        else {
+        else if (mechanism.respondentRandomizes && !simulate) {
+          given[id] = mechanism.validateReport(answer);
+          if (memo !== null && isMapping(given[id]) && "group" in given[id] && given[id].group !== this.groupFor(id, memo)) {
+            throw new RangeError(`group ${show(given[id].group)} is not the one this device shows in every wave (survey.groupFor('${id}', memo) = '${this.groupFor(id, memo)}')`);
+          }
+        } else {
           mechanism.validateAnswer(answer);
           given[id] = answer;
         }
@@ -471,9 +533,7 @@ export class Survey {
     const reports = {};
     for (const [id, question] of Object.entries(this.questions)) {
       if (!shown.has(id) || !Object.hasOwn(given, id)) continue;
-      const { mechanism } = question;
-      const asGiven = arms[id] === "direct" || (mechanism.respondentRandomizes && !simulate);
-      reports[id] = asGiven ? given[id] : mechanism.randomize(given[id], source);
+      reports[id] = arms[id] === "direct" ? given[id] : this._draw(question, given[id], source, simulate, memo);
       if (question.splitBallot) reports[id] = SplitBallot.wrap(arms[id], reports[id]);
     }
     return reports;

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { Survey } from "../deniable.js";
+import { Memo, Survey } from "../deniable.js";
 
 const cases = JSON.parse(readFileSync(new URL("../../../tests/vectors/channels.json", import.meta.url), "utf8"));
 const text = ([n, d]) => (d === 1n ? `${n}` : `${n}/${d}`);
@@ -35,6 +35,26 @@ for (const vector of cases) {
         const arms = [...Array(Number(split.direct.d)).keys()].map((draw) => split.assignArm({ randomBelow: () => BigInt(draw) }));
         assert.deepEqual(arms, expected.split_ballot.arm_by_draw, `${id}: the arm each draw gives`);
       } else assert.equal(split, null, id);
+      const question = survey.questions[id];
+      if (expected.panel) {  // a repeated survey: the same layers, and the same permanent reports from the same memo
+        const memo = Memo.fromSecret(Uint8Array.from({ length: 32 }, (_, i) => i));
+        const { permanent, instant } = question.mechanism;
+        assert.deepEqual([String(instant.keep), String(instant.other), instant.size, instant.perBit],
+          [expected.panel.instant.keep, expected.panel.instant.other, expected.panel.instant.size, expected.panel.instant.per_bit], `${id}: instantaneous layer`);
+        if (expected.panel.epsilon_all_waves === null) assert.equal(question.epsilonAllWaves, Infinity, id);
+        else assert.ok(Math.abs(question.epsilonAllWaves - expected.panel.epsilon_all_waves) <= 1e-12, `${id}: epsilon over all waves`);
+        for (const [answer, report] of expected.panel.permanent) {
+          const stream = memo.stream(survey.id, id, "report", permanent.answerPosition(answer));
+          assert.deepEqual(permanent.randomize(answer, stream), report, `${id}: the permanent report of ${JSON.stringify(answer)}`);
+        }
+        if (expected.panel.arm) assert.equal(survey.armFor(id, memo), expected.panel.arm, `${id}: the memo's arm`);
+        if (expected.panel.group) assert.equal(survey.groupFor(id, memo), expected.panel.group, `${id}: the memo's group`);
+      } else assert.equal(question.permanent, question.mechanism, id);
+    }
+    assert.deepEqual(survey.repeated === null ? null : survey.repeated.canonical(), vector.repeated?.canonical ?? null);
+    if (vector.repeated) {
+      if (vector.repeated.epsilon_per_wave === null) assert.equal(survey.epsilonPerWave, Infinity);
+      else assert.ok(Math.abs(survey.epsilonPerWave - vector.repeated.epsilon_per_wave) <= 1e-12, "epsilon per wave");
     }
     if (vector.epsilon === null) assert.equal(survey.epsilon, Infinity);
     else assert.ok(Math.abs(survey.epsilon - vector.epsilon) <= 1e-12 * Math.max(1, vector.epsilon));

@@ -1,0 +1,193 @@
+"""Repeated surveys (panels): a permanent randomized report per true answer, re-randomized in every wave.
+
+``repeated: true`` on a survey (or ``repeated: {instant_epsilon: 2}``) makes each private question two
+layers, as RAPPOR does (Erlingsson et al. 2014):
+
+* the **permanent** report: the question's own design, drawn once per true answer with randomness derived
+  from the device's memo (`memo.Memo`), so every wave repeats it and averaging waves gains nothing. Over all
+  waves together a respondent whose answer stays the same spends the design's ε once: ε∞. In a design in
+  which the respondent randomizes, the respondent's own fixed fact (a birthday) is already permanent.
+* the **instantaneous** layer: fresh randomness on the device re-randomizes the permanent report in each
+  wave (`InstantLayer`), so a person's reports differ between waves and do not single them out.
+
+What the server receives in one wave is the composite channel, instantaneous ∘ permanent, whose ε is ε₁
+(≤ ε∞). `memoized` builds it as a mechanism of the same shape as the design's, so counting, estimation and
+exports use it unchanged. A changed answer draws a new permanent report: two answers' reports, 2·ε∞ at
+most.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .compliance import GroupedMechanism
+from .exact import EpsilonRequest
+from .laplace import LaplaceMechanism
+from .mechanisms import ChannelMechanism, Mechanism, SymmetricMechanism, UnaryMechanism
+
+#: Without ``instant_epsilon``, the instantaneous layer replaces the permanent report by a uniformly drawn
+#: one (possibly itself) with this probability: one report keeps 90% of the design's signal, so its ε and
+#: its variance stay near the design's (ε₁ = 0.97 for a coin design of ε = ln 3 ≈ 1.10).
+DEFAULT_REFRESH = Fraction(1, 10)
+
+
+@dataclass(frozen=True)
+class Repeated:
+    """A survey's ``repeated`` field: ``True``, or ``{instant_epsilon: ε}`` for the instantaneous layer's ε."""
+
+    instant_epsilon: EpsilonRequest | None = None
+
+    @classmethod
+    def parse(cls, raw, where: str = "survey.repeated") -> "Repeated | None":
+        if raw is None or raw is False:
+            return None
+        if raw is True:
+            return cls()
+        if isinstance(raw, dict) and set(raw) == {"instant_epsilon"}:
+            return cls(EpsilonRequest.parse(raw["instant_epsilon"], f"{where}.instant_epsilon"))
+        raise ValueError(f"{where}: true, or a mapping {{instant_epsilon: ε}} (the ε of the layer that re-randomizes "
+                         f"the permanent report in each wave), got {raw!r}")
+
+    def canonical(self):
+        return True if self.instant_epsilon is None else {"instant_epsilon": self.instant_epsilon.canonical()}
+
+    def layer(self, mechanism: Mechanism) -> "InstantLayer":
+        """The instantaneous layer for ``mechanism``'s reports: k-ary randomized response within each block of
+        reports that share their public part (a group), or a symmetric flip of each option's bit."""
+        if isinstance(mechanism, UnaryMechanism):
+            bits = len(mechanism.options)
+            if self.instant_epsilon is None:
+                keep = 1 - DEFAULT_REFRESH / 2
+            else:
+                ratio = self.instant_epsilon.exp_lower_bound(bits)  # e^ε of the whole report: the bits' product
+                keep = ratio / (1 + ratio)
+            return InstantLayer(keep, 1 - keep, 2, per_bit=True)
+        size = len(mechanism.reports) // (len(mechanism.groups) if isinstance(mechanism, GroupedMechanism) else 1)
+        if self.instant_epsilon is None:
+            other = DEFAULT_REFRESH / size
+            return InstantLayer(1 - DEFAULT_REFRESH + other, other, size)
+        ratio = self.instant_epsilon.exp_lower_bound()
+        return InstantLayer(ratio / (ratio + size - 1), 1 / (ratio + size - 1), size)
+
+
+@dataclass(frozen=True)
+class InstantLayer:
+    """k-ary randomized response over a block of ``size`` reports: keep with ``keep``, each other with
+    ``other`` (``per_bit``: over each bit of a multi-select report)."""
+
+    keep: Fraction
+    other: Fraction
+    size: int
+    per_bit: bool = False
+
+    @property
+    def exp_epsilon(self) -> Fraction:
+        return self.keep / self.other
+
+    @property
+    def epsilon(self) -> float:
+        return math.log(self.keep) - math.log(self.other)
+
+    def apply(self, mechanism: Mechanism, report, rng):
+        """A fresh re-randomization of ``report`` (a permanent report, or what a respondent typed)."""
+        if self.per_bit:
+            chosen = set(report)
+            flipped = []
+            for option in mechanism.options:
+                kept = rng.randbelow(self.keep.denominator) < self.keep.numerator
+                if (option in chosen) == kept:
+                    flipped.append(option)
+            return flipped
+        block = _block(mechanism, report)
+        position = next(i for i, r in enumerate(block) if r == report)
+        denominator = math.lcm(self.keep.denominator, self.other.denominator)
+        keep = self.keep.numerator * (denominator // self.keep.denominator)
+        other = self.other.numerator * (denominator // self.other.denominator)
+        draw = rng.randbelow(denominator)  # [other]·position, keep, [other]·(k − 1 − position): as k-RR draws
+        before = position * other
+        if draw < before:
+            return block[draw // other]
+        if draw < before + keep:
+            return block[position]
+        return block[position + 1 + (draw - before - keep) // other]
+
+    def transform(self, probability: Fraction, block_mass: Fraction = Fraction(1)) -> Fraction:
+        """P(r | a) after the layer, from P(r | a) before it and the mass of r's block under a."""
+        return self.other * block_mass + (self.keep - self.other) * probability
+
+
+def _block(mechanism: Mechanism, report) -> list:
+    """The reports the instantaneous layer may turn ``report`` into: all of them, or those of its group."""
+    if isinstance(mechanism, GroupedMechanism):
+        return [r for r in mechanism.reports if r["group"] == report["group"]]
+    return mechanism.reports
+
+
+def memoized(mechanism: Mechanism, layer: InstantLayer) -> Mechanism:
+    """The composite channel instantaneous ∘ permanent, as a mechanism of the permanent one's shape (so the
+    analysis dispatches on it as before), with ``permanent`` and ``instant`` attached."""
+    if isinstance(mechanism, UnaryMechanism):
+        def bit(p):
+            return layer.keep * p + layer.other * (1 - p)
+
+        composite = UnaryMechanism(mechanism.design, mechanism.params, mechanism.options,
+                                   bit(mechanism.keep_one), bit(mechanism.flip_zero))
+    elif isinstance(mechanism, SymmetricMechanism):
+        composite = SymmetricMechanism(mechanism.design, mechanism.params, mechanism.answers,
+                                       layer.transform(mechanism.keep), layer.transform(mechanism.other))
+    elif isinstance(mechanism, LaplaceMechanism):
+        composite = MemoizedLaplace(mechanism, layer)
+    elif isinstance(mechanism, GroupedMechanism):
+        share = Fraction(1, len(mechanism.groups))  # each group's mass, whatever the answer
+
+        def grouped(column):
+            return [layer.transform(p, share) for p in column]
+
+        columns = [grouped(column) for column in mechanism.columns()]
+        classes = [(label, grouped(column)) for label, column in mechanism.latent_classes]
+        composite = GroupedMechanism(mechanism.design, mechanism.params, mechanism.groups, columns, classes)
+    elif isinstance(mechanism, ChannelMechanism):
+        columns = [[layer.transform(p) for p in column] for column in mechanism.columns()]
+        composite = ChannelMechanism(mechanism.design, mechanism.params, mechanism.answers, mechanism.reports, columns)
+    else:
+        raise TypeError(f"no composite channel for {type(mechanism).__name__}")
+    composite.respondent_randomizes = mechanism.respondent_randomizes
+    composite.permanent, composite.instant = mechanism, layer
+    return composite
+
+
+class MemoizedLaplace(LaplaceMechanism):
+    """A number's composite channel: the permanent discrete-Laplace report, then k-ary randomized response
+    over the report window."""
+
+    def __init__(self, permanent: LaplaceMechanism, layer: InstantLayer):
+        super().__init__(permanent.design, permanent.params, permanent.minimum, permanent.maximum, permanent.step,
+                         permanent.alpha)
+        self.layer = layer
+
+    def _index_probability(self, r: int, a: int) -> Fraction:
+        return self.layer.transform(super()._index_probability(r, a))
+
+    def _channel_key(self):
+        return self.alpha, self.layer.keep, self.layer.other
+
+    @property
+    def exp_epsilon(self):
+        # The layer is increasing in P(r|a), so each row's extremes stay where the permanent row has them: the
+        # nearest and the farthest grid end. Rows 0 and N (a grid end: the largest peak) and the folded tails
+        # (−N, 2N) are the candidates for the worst (tests enumerate small grids entry by entry).
+        n, (low, high) = self.points, self.report_range
+        worst = Fraction(1)
+        for row in {0, n, low, high}:
+            values = [self._index_probability(row, a) for a in (0, n)] + \
+                     [self._index_probability(row, min(max(row, 0), n))]
+            worst = max(worst, max(values) / min(values))
+        return worst
+
+    def randomize(self, answer, rng=None):
+        import secrets
+
+        rng = rng or secrets
+        return self.layer.apply(self, super().randomize(answer, rng), rng)
