@@ -24,7 +24,7 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     question = loaded.question(question_id)
     results = {value: _estimate(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
                                 question_id, simultaneous, scores=scores(question)) for value in loaded.levels(by)}
-    counted = {v.spec_hash for v in loaded.versions_for(by)}
+    counted = {v.spec_hash for v in loaded.versions_grouped_by(by)}
     for value, result in results.items():
         result.versions = [v.label for v in loaded.versions_for(question_id) if v.spec_hash in counted]
         if loaded.has_split_ballot(question_id):
@@ -56,6 +56,7 @@ class Comparison:
     statistic: float
     pvalue: float
     results: tuple
+    note: str | None = None
 
     def __repr__(self):
         a, b = self.groups

@@ -3,6 +3,7 @@ the randomization is the same (`LoadedSurvey`), and the words for a change that 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -10,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from deniable.client import ReportError, Survey, grouping_question
+from deniable.client.reports import WAVES
 from deniable.client.versions import label as version_label
 
 from .counting import key as _key
@@ -30,6 +32,7 @@ class Version:
     n: int
     counter: Callable = field(repr=False)  # (question_id, by) -> {group_key_or_None: {report_key: count}}
     framer: Callable = field(repr=False)  # question ids -> DataFrame, one row per response
+    waves: list | None = None  # an export file's wave labels (a database or server lists its own)
 
     @property
     def label(self) -> str:
@@ -75,6 +78,13 @@ class LoadedSurvey:
             self._pools[question_id] = asking
         return self._pools[question_id]
 
+    def versions_grouped_by(self, by: str) -> list[Version]:
+        """The versions whose responses can be grouped by ``by``: those that ask that public question, or the
+        repeated ones for WAVES."""
+        if by == WAVES:
+            return [v for v in self.versions if v.survey.repeated is not None]
+        return self.versions_for(by)
+
     def question(self, question_id: str):
         """The question as the newest version that asks it has it."""
         return self.versions_for(question_id)[-1].survey.questions[question_id]
@@ -84,11 +94,39 @@ class LoadedSurvey:
 
         return population(self.versions_for(question_id)[-1].survey, question_id)
 
+    @property
+    def repeated(self) -> bool:
+        """Whether the survey is a panel (repeated: true): its responses carry the wave they arrived in."""
+        return any(v.survey.repeated is not None for v in self.versions)
+
+    @property
+    def waves(self) -> list[str]:
+        """The labels of the waves with responses, in the order they opened."""
+        if not self.repeated:
+            return []
+        return [json.loads(k) for k in self._wave_keys()]
+
+    def _wave_keys(self) -> list:
+        if "waves" not in self._pools:
+            ordered: dict = {}
+            for version in self.versions:
+                if version.survey.repeated is None:
+                    continue
+                first = next(iter(version.survey.questions))
+                for key in (version.counter(first, WAVES) if version.waves is None else map(_key, version.waves)):
+                    ordered[key] = None
+            self._pools["waves"] = list(ordered)
+        return self._pools["waves"]
+
     def _raw_counts(self, question_id: str, by: str | None) -> dict:
         if (question_id, by) not in self._cache:
             wanted = self.versions_for(question_id)
-            if by is not None:
-                grouping = {v.spec_hash for v in self.versions_for(by)}
+            if by == WAVES:
+                if not self.repeated:
+                    raise LoadError(f"survey {self.survey.id!r} is not repeated: its responses have no waves", "by")
+                wanted = [v for v in wanted if v.survey.repeated is not None]
+            elif by is not None:
+                grouping = {v.spec_hash for v in self.versions_grouped_by(by)}
                 wanted = [v for v in wanted if v.spec_hash in grouping]
             total: dict = {}
             for version in wanted:
@@ -122,7 +160,9 @@ class LoadedSurvey:
         return any(v.survey.questions[question_id].split_ballot is not None for v in self.versions_for(question_id))
 
     def levels(self, by: str) -> list:
-        """The values of a public question present in the data, in the question's order."""
+        """The values of a public question present in the data, in the question's order (the waves, for WAVES)."""
+        if by == WAVES:
+            return self.waves
         try:
             question = grouping_question(self.versions_for(by)[-1].survey, by)
         except ReportError as error:
@@ -147,6 +187,18 @@ class LoadedSurvey:
         from .estimation import estimate
 
         return estimate(self, question_id, level=level, method=method, simultaneous=simultaneous, language=language)
+
+    def by_wave(self, question_id: str, level: float = 0.95, method: str | None = None) -> dict:
+        """{wave label: EstimateResult} of a repeated survey's question, wave by wave (`analysis.waves`)."""
+        from .waves import by_wave
+
+        return by_wave(self, question_id, level, method)
+
+    def compare_waves(self, question_id: str, first: str, second: str, answer=None, level: float = 0.95):
+        """The change of an answer's share (or a mean) from wave ``first`` to wave ``second`` (`analysis.waves`)."""
+        from .waves import compare_waves
+
+        return compare_waves(self, question_id, first, second, answer, level)
 
     def estimate_all(self, level: float = 0.95, simultaneous: bool = False, language: str | None = None) -> dict:
         """Every question with reports (each on its own n: skip logic asks some of some respondents only)."""

@@ -21,7 +21,7 @@ import pandas as pd
 from deniable.client import Survey
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.exact import from_spreadsheet
-from deniable.client.reports import arm_column, direct_column, group_column, option_column
+from deniable.client.reports import WAVE_COLUMN, WAVES, arm_column, direct_column, group_column, option_column
 from deniable.client.splitballot import SplitBallot
 from deniable.client.versions import VersionError, resolve_version
 
@@ -195,11 +195,15 @@ def _from_file(path: Path, spec, spec_hash) -> LoadedSurvey:
         rows = raw.to_dict("records")
         frame = pd.DataFrame({qid: [_from_csv_row(question, r) for r in rows] for qid, question in survey.questions.items()},
                              index=raw.get("id"))
+        waves = list(raw[WAVE_COLUMN]) if WAVE_COLUMN in raw and survey.repeated is not None else None
+        days = list(raw["received_on"]) if "received_on" in raw else None
         hashes = set(raw["spec_hash"]) if "spec_hash" in raw else set()
     else:
         records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         frame = pd.DataFrame([{qid: r["reports"].get(qid) for qid in survey.questions} for r in records],
                              index=[r.get("id") for r in records])
+        waves = [r.get("wave") for r in records] if any("wave" in r for r in records) else None
+        days = [r.get("received_on") for r in records]
         hashes = {r.get("spec_hash") for r in records}
     hashes.discard(None)
     wanted = spec_hash or survey.hash
@@ -212,12 +216,24 @@ def _from_file(path: Path, spec, spec_hash) -> LoadedSurvey:
         if by is None:
             return {None: _count_dict(space, frame[question_id])}
         out = {}
+        if by == WAVES:
+            if waves is None:
+                raise LoadError(f"{path}: no wave column: only a repeated survey's export has one", "by")
+            labels = pd.Series(waves, index=frame.index)
+            return {_key(level): _count_dict(space, frame.loc[labels == level, question_id])
+                    for level in dict.fromkeys(waves) if level not in (None, "")}
         for level, part in frame.groupby(frame[by].map(_key)):
             out[level] = _count_dict(space, part[question_id])
         return out
 
-    return LoadedSurvey([Version(None, wanted, survey, len(frame), counter, lambda ids: frame[list(ids)].copy())],
-                        f"file:{path}")
+    version = Version(None, wanted, survey, len(frame), counter, lambda ids: frame[list(ids)].copy())
+    if waves is not None:  # an export lists responses by random id: order the waves by their first day, then label
+        first: dict = {}
+        for wave, day in zip(waves, days or [""] * len(waves)):
+            if wave not in (None, ""):
+                first[wave] = min(first.get(wave, day or ""), day or "")
+        version.waves = sorted(first, key=lambda wave: (first[wave], wave))
+    return LoadedSurvey([version], f"file:{path}")
 
 
 def _count_dict(space, series) -> dict:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from deniable.client.exact import spreadsheet_safe
+from deniable.client.reports import WAVES
 
 from .errors import PoolingError
 from .groups import subgroup_frame, subgroups
@@ -47,6 +48,15 @@ def question_ids(data: LoadedSurvey) -> list[str]:
     return ids
 
 
+def _wave_change(data: LoadedSurvey, question_id: str, level: float) -> str:
+    """The change between the last two waves, in words (`LoadedSurvey.compare_waves`)."""
+    before, after = data.waves[-2:]
+    change = data.compare_waves(question_id, before, after, level=level)
+    what = "mean" if change.answer == "mean" else f"share of {change.answer!r}"
+    return (f"change {before} → {after} in the {what}: {change.difference:+.4f} (SE {change.se:.4f}), {level:.0%} CI "
+            f"[{change.ci.low:.4f}, {change.ci.high:.4f}], p = {change.pvalue:.4g}; {change.note}")
+
+
 def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, level: float = 0.95,
                    simultaneous: bool = False, language: str | None = None) -> EstimateTable:
     """Estimates of ``questions`` (default: all with reports) as one long table. Pooled data skip a
@@ -63,7 +73,13 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
                 continue
         if by:
             frame = subgroup_frame(subgroups(data, qid, by, level, simultaneous=simultaneous)).reset_index()
-            texts.append(f"== {qid} by {by} ({level:.0%} intervals)\n{frame.to_string(index=False, float_format=_fmt)}")
+            what = "wave" if by == WAVES else by
+            if by == WAVES:
+                frame = frame.rename(columns={"group": "wave"})
+            text = f"== {qid} by {what} ({level:.0%} intervals)\n{frame.to_string(index=False, float_format=_fmt)}"
+            if by == WAVES and len(data.waves) >= 2:
+                text += "\n" + _wave_change(data, qid, level)
+            texts.append(text)
         else:
             if data.question_counts(qid).sum() == 0 and data.population(qid) is not None:
                 continue  # asked of nobody yet: the survey goes on with the questions that have reports

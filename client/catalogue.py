@@ -89,6 +89,15 @@ MESSAGES = {
                                         "waves together protect what the statement above says for one design report, no "
                                         "less and no more. If your answer changes, the new answer gets a report of its own.",
         "unavailable": "The survey cannot be reached for a moment. Nothing was lost: please try again shortly.",
+        "no_wave_heading": "Not open right now",
+        "no_wave_message": "This survey is asked in waves, and no wave is open at the moment. Please come back when "
+                           "you are invited to the next one.",
+        "memo_unavailable": "This survey is asked again in later waves: your browser must keep one random secret for it "
+                            "(never an answer), so that your answers stay protected from wave to wave, but this browser "
+                            "does not let the page store anything. Allow this site to keep data, or answer in another "
+                            "browser or device you keep using.",
+        "wave_closed": "The wave this page was opened in has closed, so these answers were not sent. Reload the page to "
+                       "answer in the current wave.",
         "same": "The same (both yes or both no)",
         "different": "Different (one yes, one no)",
         "no_to_both": "A: no to both",
@@ -231,6 +240,15 @@ MESSAGES = {
                                         "informe del diseño, ni más ni menos. Si su respuesta cambia, la nueva recibe un "
                                         "informe propio.",
         "unavailable": "No se puede acceder a la encuesta por un momento. No se perdió nada: vuelva a intentarlo en breve.",
+        "no_wave_heading": "No está abierta ahora",
+        "no_wave_message": "Esta encuesta se hace por oleadas y ahora no hay ninguna abierta. Vuelva cuando le inviten a "
+                           "la próxima.",
+        "memo_unavailable": "Esta encuesta se repite en oleadas posteriores: su navegador debe guardar un secreto aleatorio "
+                            "(nunca una respuesta) para que sus respuestas sigan protegidas de una oleada a otra, pero este "
+                            "navegador no deja guardar nada a la página. Permita que este sitio guarde datos, o responda "
+                            "en otro navegador o dispositivo que siga usando.",
+        "wave_closed": "La oleada en la que se abrió esta página ha terminado, así que estas respuestas no se enviaron. "
+                       "Recargue la página para responder en la oleada actual.",
         "same": "Iguales (las dos sí o las dos no)",
         "different": "Distintas (una sí y otra no)",
         "no_to_both": "A: no a las dos",

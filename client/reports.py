@@ -43,6 +43,12 @@ def validate_reports(survey, reports, answerable=None) -> dict:
     return clean
 
 
+#: Group by the wave of a repeated survey, where ``by`` otherwise names a public question (an id cannot
+#: start with "@"), and the CSV column of a response's wave.
+WAVES = "@wave"
+WAVE_COLUMN = "wave"
+
+
 def grouping_question(survey, by: str):
     """The question ``by`` names, if respondents may be grouped by it: only a public question
     (``privacy: none``), whose reports are the true answers. `ReportError` on field ``by`` otherwise."""

@@ -521,18 +521,24 @@ class Survey:
 
     def privacy_summary(self, prior: float = 0.02) -> str:
         lines = [f"Survey {self.id!r}: {self.title}", f"version {self.hash[:12]}", ""]
+        if self.repeated is not None:
+            lines[-1:-1] = [_repeated_summary(self.repeated)]
         for q in self.questions.values():
             if q.is_private:
                 who = "   randomized by the respondent (the device never sees the answer)" \
                     if q.mechanism.respondent_randomizes else ""
                 if q.split_ballot is not None:
                     who += f"   split ballot: {float(q.split_ballot.direct):.3g} asked directly (announced; no privacy)"
+                if self.repeated is not None:
+                    who = f"   all waves ε∞ = {q.epsilon_all_waves:.4f}" + who
                 lines.append(f"  {q.id:<20} {q.mechanism.design:<20} ε = {q.epsilon:.4f}   "
                              f"prior {prior:.0%} → at most {posterior_bound(prior, q.epsilon):.1%}{who}")
             else:
                 lines.append(f"  {q.id:<20} {'none (PUBLIC)':<20} ε = ∞        sent as is")
         lines += ["", f"Total ε per respondent (private questions): {self.epsilon:.4f}"
-                  f"  (e^ε = {math.exp(self.epsilon):.4g})"]
+                  f"  (e^ε = {math.exp(self.epsilon):.4g})" + (", over every wave" if self.repeated else "")]
+        if self.repeated is not None:
+            lines.append(f"Total ε of one wave's reports: {self.epsilon_per_wave:.4f}")
         if self.max_epsilon is not None:
             lines.append(f"Budget (max_epsilon): {self.budget_use()}")
         if self.public_questions:
@@ -543,3 +549,11 @@ class Survey:
 
     def __repr__(self) -> str:
         return f"<Survey {self.id} {len(self.questions)} questions ε={self.epsilon:.4g} {self.hash[:12]}>"
+
+
+def _repeated_summary(repeated) -> str:
+    instant = "1 report in 10 replaced by a uniform one" if repeated.instant_epsilon is None else \
+        f"instant_epsilon {float(repeated.instant_epsilon):.4g}"
+    return ("REPEATED (a panel): each device keeps a memo; an unchanged answer gives the same permanent report in every "
+            f"wave, re-randomized each wave ({instant}). ε below is one wave's report (ε₁); ε∞ covers every wave "
+            "together, for an unchanged answer (a changed answer draws a new permanent report: up to ε∞ again).")

@@ -244,13 +244,16 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
 
                 chart["split_ballot"] = {"rows": result.split_ballot.reset_index().to_dict("records"),
                                          "assumption": ASSUMPTION}
+            if data.repeated and data.waves:
+                chart["waves"] = _wave_rows(data, qid)
         charts.append(chart)
     from deniable.analysis.planning import PLANNING_SECONDS, plan
 
     planned = request.args.get("n", "1000")
     planned = int(planned) if planned.isdigit() and 0 < int(planned) <= 10**9 else 1000
     return render_template("estimates.html", record=record, current=current, survey=data.survey, charts=charts,
-                           n=data.n, inf=math.inf, pooled=pooled, loaded=data,
+                           n=data.n, inf=math.inf, pooled=pooled, loaded=data, days=_day_bars(store.responses_per_day(survey_id)),
+                           waves=store.waves(survey_id) if current.survey.repeated is not None else None,
                            plans=plan(data.survey, planned, time_limit=PLANNING_SECONDS), planning_seconds=PLANNING_SECONDS,
                            added=request.args.get("added"),
                            planned=planned, tokens=store.token_counts(survey_id), versions=store.versions(survey_id))
@@ -270,6 +273,20 @@ def reopen(survey_id):
     session = current_session()
     get_store().reopen_survey(survey_id, actor=session["admin"])
     return redirect(url_for("admin.survey_estimates", survey_id=survey_id), code=303)
+
+
+@blueprint.post("/surveys/<survey_id>/waves")
+@signed_in
+def open_wave(survey_id):
+    get_store().open_wave(survey_id, request.form.get("label", "").strip(), actor=current_session()["admin"])
+    return redirect(url_for("admin.survey_estimates", survey_id=survey_id) + "#waves", code=303)
+
+
+@blueprint.post("/surveys/<survey_id>/waves/close")
+@signed_in
+def close_wave(survey_id):
+    get_store().close_wave(survey_id, actor=current_session()["admin"])
+    return redirect(url_for("admin.survey_estimates", survey_id=survey_id) + "#waves", code=303)
 
 
 @blueprint.post("/surveys/<survey_id>/tokens")
@@ -305,6 +322,47 @@ AUDIT_PAGE = 100
 #: Chart geometry (SVG user units): each row is its label line above a bar spanning the plot's width,
 #: so a phone's narrow screen shrinks the bars, not the text.
 PLOT_LEFT, PLOT_WIDTH, ROW_HEIGHT = 6, 328, 44
+
+
+def _wave_rows(data, question_id: str) -> dict:
+    """One question wave by wave (the share of "yes", of the first answer, or the mean) and the change
+    between the last two waves: the figures `LoadedSurvey.by_wave` and `compare_waves` give."""
+    from deniable.analysis import AnalysisError
+
+    try:
+        results = data.by_wave(question_id)
+    except AnalysisError as error:
+        return {"error": str(error)}
+    first = next(iter(results.values()))
+    answer = "mean" if first.mean is not None and first.table.index.dtype.kind in "if" else \
+        "yes" if "yes" in first.table.index else first.table.index[0]
+    rows = []
+    for wave, result in results.items():
+        if answer == "mean":
+            estimate, low, high = result.mean.estimate, result.mean.ci.low, result.mean.ci.high
+        else:
+            row = result.table.loc[answer]
+            estimate, low, high = row["estimate"], row["ci_low"], row["ci_high"]
+        rows.append({"wave": wave, "n": result.n, "estimate": float(estimate), "low": float(low), "high": float(high)})
+    change = None
+    if len(results) >= 2:
+        before, after = list(results)[-2:]
+        compared = data.compare_waves(question_id, before, after, answer)
+        change = {"from": before, "to": after, "difference": compared.difference, "low": compared.ci.low,
+                  "high": compared.ci.high, "p": compared.pvalue, "note": compared.note}
+    return {"answer": answer, "rows": rows, "change": change}
+
+
+#: The responses-per-day chart: one bar per day with responses (daily counts only: no time is kept).
+DAY_BAR, DAY_HEIGHT = 12, 80
+
+
+def _day_bars(days: list[tuple[str, int]]) -> dict | None:
+    if not days:
+        return None
+    most = max(n for _, n in days)
+    bars = [{"day": day, "n": n, "x": i * DAY_BAR, "height": max(1.0, DAY_HEIGHT * n / most)} for i, (day, n) in enumerate(days)]
+    return {"bars": bars, "width": len(days) * DAY_BAR, "most": most, "height": DAY_HEIGHT}
 
 
 def _bars(table) -> list[dict]:

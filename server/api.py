@@ -79,8 +79,11 @@ def privacy_summary(record: storage.SurveyRecord, prior: float = 0.02) -> dict:
 
 
 def survey_payload(record: storage.SurveyRecord) -> dict:
-    return {"id": record.id, "version": record.version, "hash": record.hash, "closed": record.closed,
-            "access": record.access, "spec": record.survey.to_dict(), "privacy": privacy_summary(record)}
+    payload = {"id": record.id, "version": record.version, "hash": record.hash, "closed": record.closed,
+               "access": record.access, "spec": record.survey.to_dict(), "privacy": privacy_summary(record)}
+    if record.survey.repeated is not None:  # the wave a response sent now joins (null: none is open)
+        payload["wave"] = get_store().open_wave_label(record.id)
+    return payload
 
 
 def _json_body(limit: int | None = None, check_text: bool = True):
@@ -127,7 +130,7 @@ def _item_shape(item) -> tuple[dict, int] | None:
         _check_text(item)
     except ApiError as error:
         return error_body(error.status, error.message, error.field), error.status
-    unknown = sorted(set(item) - {"spec_hash", "idempotency_key", "token", "reports"})
+    unknown = sorted(set(item) - {"spec_hash", "idempotency_key", "token", "reports", "wave"})
     if unknown:
         return error_body(422, f"{unknown[0]}: unknown field", unknown[0]), 422
     return None
@@ -140,7 +143,7 @@ def submit_item(survey_id: str, item) -> tuple[dict, int]:
         return refused
     try:
         acknowledgement, created = get_store().submit(survey_id, item.get("spec_hash"), item.get("idempotency_key"),
-                                                      item.get("reports"), item.get("token"))
+                                                      item.get("reports"), item.get("token"), wave=item.get("wave"))
     except storage.StorageError as error:
         return error_body(error.status, error.message, error.field), error.status
     return acknowledgement, 201 if created else 200
@@ -180,8 +183,8 @@ def post_batch(survey_id):
             shaped.append((position, item))
     # One transaction for the whole batch, each item judged on its own: nothing is acknowledged
     # before that commit reaches the disk.
-    outcomes = store.submit_many(survey_id, [(i.get("spec_hash"), i.get("idempotency_key"), i.get("reports"), i.get("token"))
-                                             for _, i in shaped])
+    outcomes = store.submit_many(survey_id, [(i.get("spec_hash"), i.get("idempotency_key"), i.get("reports"), i.get("token"),
+                                              i.get("wave")) for _, i in shaped])
     for (position, _), outcome in zip(shaped, outcomes):
         if isinstance(outcome, storage.StorageError):
             results[position] = {"status": outcome.status, "error": error_body(outcome.status, outcome.message, outcome.field)["error"]}
@@ -230,6 +233,24 @@ def close_survey(survey_id):
 @blueprint.post("/surveys/<survey_id>/reopen")
 def reopen_survey(survey_id):
     return survey_payload(get_store().reopen_survey(survey_id, actor=require_admin()))
+
+
+@blueprint.get("/surveys/<survey_id>/waves")
+def list_waves(survey_id):
+    require_admin()
+    return {"waves": get_store().waves(survey_id)}
+
+
+@blueprint.post("/surveys/<survey_id>/waves")
+def open_wave(survey_id):
+    """Open a wave of a repeated survey ({"label": "2026-12"}), closing the open one."""
+    caller = require_admin()
+    return get_store().open_wave(survey_id, _json_body().get("label"), actor=caller), 201
+
+
+@blueprint.post("/surveys/<survey_id>/waves/close")
+def close_wave(survey_id):
+    return get_store().close_wave(survey_id, actor=require_admin())
 
 
 @blueprint.post("/surveys/<survey_id>/tokens")

@@ -305,6 +305,18 @@ def survey_show(survey_id, db_path, prior, planned):
         for v in store.versions(survey_id):
             marker = " (current)" if v["hash"] == record.hash else ""
             click.echo(f"  version {v['version']} {v['hash'][:12]} added {v['added_on']}: {v['responses']} responses{marker}")
+        if record.survey.repeated is not None:
+            _echo_waves(survey_id, store.waves(survey_id))
+
+
+def _echo_waves(survey_id: str, waves: list[dict]):
+    if not waves:
+        click.echo(f"Waves: none yet; responses are accepted once one is open (deniable survey wave {survey_id} --open LABEL).")
+        return
+    click.echo("Waves:")
+    for wave in waves:
+        status = f"closed {wave['closed_on']}" if wave["closed_on"] else "OPEN"
+        click.echo(f"  {wave['label']:<20} opened {wave['opened_on']}  {status:<17} {wave['responses']} responses")
 
 
 @survey.command("close")
@@ -315,6 +327,29 @@ def survey_close(survey_id, db_path):
     with _store(db_path) as store:
         record = store.close_survey(survey_id)
     click.echo(f"Survey {survey_id!r} is closed (since {record.closed_on}).")
+
+
+@survey.command("wave")
+@click.argument("survey_id")
+@db_option
+@click.option("--open", "label", default=None, metavar="LABEL",
+              help="Open a new wave with this label (e.g. 2026-12), closing the open one.")
+@click.option("--close", "close", is_flag=True, help="Close the open wave (responses wait for the next).")
+def survey_wave(survey_id, db_path, label, close):
+    """The waves of a repeated survey: list them, open the next one, or close the open one. Each response
+    records the wave open when it arrived; nothing links one person's waves."""
+    if label is not None and close:
+        raise click.UsageError("give --open LABEL or --close, not both")
+    with _store(db_path, read_only=label is None and not close) as store:
+        if label is not None:
+            wave = store.open_wave(survey_id, label, actor="cli")
+            click.echo(f"Wave {wave['label']!r} of survey {survey_id!r} is open (since {wave['opened_on']}).")
+        elif close:
+            wave = store.close_wave(survey_id, actor="cli")
+            click.echo(f"Wave {wave['label']!r} of survey {survey_id!r} is closed ({wave['responses']} responses).")
+        else:
+            store.require_repeated(survey_id)
+            _echo_waves(survey_id, store.waves(survey_id))
 
 
 @survey.command("reopen")
@@ -395,6 +430,7 @@ def _write_chunks(path: Path, chunks, binary: bool):
 @click.option("--url", help="Read from a running server instead of --db (needs --token).")
 @click.option("--token", envvar="DENIABLE_ADMIN_TOKEN", help="Admin token for --url (default: $DENIABLE_ADMIN_TOKEN).")
 @click.option("--by", "by", help="Estimate within each level of this public question.")
+@click.option("--by-wave", is_flag=True, help="A repeated survey: estimate wave by wave, and the change between the last two.")
 @click.option("--question", "questions", multiple=True, help="Only these questions (repeatable; default: all).")
 @click.option("--level", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Confidence level of each interval.")
@@ -405,13 +441,19 @@ def _write_chunks(path: Path, chunks, binary: bool):
 @click.option("--spec-hash", help="Estimate this version (its hash, or a unique prefix such as the 12 characters shown).")
 @click.option("--all-versions", is_flag=True,
               help="Pool every version, question by question where its randomization is the same in all of them.")
-def estimate_command(survey_id, db_path, url, token, by, questions, level, simultaneous, fmt, language, version,
+def estimate_command(survey_id, db_path, url, token, by, by_wave, questions, level, simultaneous, fmt, language, version,
                      spec_hash, all_versions):
     """Debiased estimates with standard errors and confidence intervals for every question."""
     from deniable.analysis import estimate_table, load
 
     if sum(map(bool, (version, spec_hash, all_versions))) > 1:
         raise click.UsageError("give one of --version, --spec-hash and --all-versions")
+    if by and by_wave:
+        raise click.UsageError("give --by QUESTION or --by-wave, not both")
+    if by_wave:
+        from deniable.client.reports import WAVES
+
+        by = WAVES
     chosen = {"version": version, "spec_hash": spec_hash, "all_versions": all_versions}
     data = load(url=url, survey_id=survey_id, token=token, **chosen) if url else \
         load(db=db_path, survey_id=survey_id, **chosen)

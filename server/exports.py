@@ -22,7 +22,7 @@ from deniable.client import Question
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.errors import DeniableError
 from deniable.client.exact import json_number, spreadsheet_safe
-from deniable.client.reports import arm_column, direct_column, group_column, option_column
+from deniable.client.reports import WAVE_COLUMN, arm_column, direct_column, group_column, option_column
 from deniable.client.splitballot import SplitBallot
 
 #: What each labelled file and the codebook say about private columns.
@@ -37,6 +37,8 @@ def _grouped(question: Question) -> bool:
 
 def _columns(record) -> list[str]:
     columns = ["id", "spec_hash", "received_on"]
+    if record.survey.repeated is not None:
+        columns.append(WAVE_COLUMN)
     for qid, question in record.survey.questions.items():
         if question.split_ballot is not None:
             columns.append(arm_column(qid))
@@ -72,6 +74,8 @@ def export_csv(record, rows):
     writer.writerow([spreadsheet_safe(column) for column in _columns(record)])
     for row in rows:
         values = [row["id"], row["spec_hash"], row["received_on"]]
+        if record.survey.repeated is not None:
+            values.append(row.get("wave") or "")
         for qid, question in record.survey.questions.items():
             arm, value, direct = _arms(question, row["reports"].get(qid))
             if question.split_ballot is not None:
@@ -146,6 +150,10 @@ def variables(record) -> list[Variable]:
              Variable("spec_hash", "Spec hash of the version the answers were randomized under", None,
                       lambda row: row["spec_hash"]),
              Variable("received_on", "Day the response was received", None, lambda row: row["received_on"])]
+    if record.survey.repeated is not None:
+        taken.add(WAVE_COLUMN)
+        found.append(Variable(WAVE_COLUMN, "Wave of the repeated survey the response arrived in", None,
+                              lambda row: row.get("wave")))
     for qid, question in record.survey.questions.items():
         mark = "[randomized] " if question.is_private else ""
         text = question.text
@@ -200,7 +208,7 @@ def _frame(record, rows, found: list[Variable]):
             data[v.name].append(v.read(row))
     frame = pd.DataFrame(data)
     for v in found:
-        if v.name not in ("id", "spec_hash", "received_on"):
+        if v.name not in ("id", "spec_hash", "received_on", WAVE_COLUMN):
             frame[v.name] = pd.to_numeric(frame[v.name]).astype("float64")
     return frame
 

@@ -89,12 +89,13 @@ def client_module(module: str | None = None):
     return Response(source.read_text(encoding="utf-8"), mimetype="text/javascript", headers={"Cache-Control": "no-cache"})
 
 
-def offline_form_question(question) -> dict:
+def offline_form_question(question, repeated: bool = False) -> dict:
     """How a question can be answered without JavaScript: public ones as they are, coin-flip
     yes/no ones by the physical coin procedure, and those the respondent randomizes (crosswise,
-    triangular, a natural randomizer) as they are everywhere; every other design needs the browser."""
-    coin = question.type == "yes_no" and question.mechanism.params == COIN_FLIP
-    offline = coin or not question.is_private or question.mechanism.respondent_randomizes
+    triangular, a natural randomizer) as they are everywhere; every other design needs the browser.
+    In a repeated survey every private question does: the device keeps the memo and adds each wave's layer."""
+    coin = question.type == "yes_no" and question.mechanism.params == COIN_FLIP and not repeated
+    offline = coin or not question.is_private or (question.mechanism.respondent_randomizes and not repeated)
     return {"offline": offline, "coin": coin}
 
 
@@ -126,7 +127,9 @@ def _item_view(survey, item, language: str, words: dict) -> dict:
                 is_private=item.is_private, respondent=respondent_prompt(item, language, words),
                 statement=catalogue.privacy_statement(item.epsilon, language, randomized=item.is_private,
                                                       respondent=respondent),
-                **offline_form_question(item))
+                **offline_form_question(item, survey.repeated is not None))
+    if item.permanent is not item.mechanism:  # a repeated survey: what the memo means over the waves
+        view["statement"] += " " + catalogue.repeated_statement(item.epsilon_all_waves, language)
     if item.split_ballot is not None:
         # Both arms are on the page; the page script shows the one it draws before the question is answered (the
         # no-JavaScript form: the one the server drew, in a hidden field).
@@ -189,6 +192,9 @@ def survey_page(survey_id):
     words = catalogue.messages(language)
     if record.closed:
         return _message(410, words["closed_heading"], words["closed_message"], language=language)
+    wave = get_store().open_wave_label(survey_id) if survey.repeated is not None else None
+    if survey.repeated is not None and wave is None:
+        return _message(409, words["no_wave_heading"], words["no_wave_message"], language=language)
     token = request.args.get("t")
     refused = _invitation_problem(record, token, words)
     if refused:
@@ -202,6 +208,8 @@ def survey_page(survey_id):
                   "href": url_for("respond.survey_page", survey_id=survey_id, lang=code, t=token)}
                  for code in survey.languages.codes] if len(survey.languages.codes) > 1 else []
     page_data = {"hash": record.hash, "spec": survey.to_dict(), "lang": language, "messages": words}
+    if wave is not None:
+        page_data["wave"] = wave  # sent back with the reports: a page left open past its wave is refused
     # CSRF for the no-JavaScript form: a double-submit value, in a SameSite=Strict cookie (which a
     # form on another site never sends) and in the form. Random, never stored, tied to no one.
     form_key = secrets.token_urlsafe(16)
@@ -230,7 +238,7 @@ def submit_form(survey_id):
     presented, expected = request.form.get("form_key", ""), request.cookies.get(FORM_COOKIE, "")
     if not secrets_match(presented, expected):
         return _message(403, words["check_heading"], words["form_expired"], back, language)
-    offline = {q.id for q in survey.questions.values() if offline_form_question(q)["offline"]}
+    offline = {q.id for q in survey.questions.values() if offline_form_question(q, survey.repeated is not None)["offline"]}
     grouped = {f"{qid}.group" for qid in offline if isinstance(survey.questions[qid].mechanism, GroupedMechanism)}
     split = {arm_column(qid) for qid in offline if survey.questions[qid].split_ballot is not None}
     unknown = sorted(set(request.form) - offline - grouped - split
@@ -274,7 +282,9 @@ def submit_form(survey_id):
                      request.form.get("token") or None, answerable=offline)
     except storage.Gone:
         return _message(410, words["closed_heading"], words["closed_message"], language=language)
-    except storage.Conflict:
+    except storage.Conflict as error:
+        if error.field == "wave":
+            return _message(409, words["no_wave_heading"], words["no_wave_message"], language=language)
         return _message(409, words["used_heading"], words["used_message"], language=language)
     except storage.Invalid as error:
         qid = (error.field or "").removeprefix("reports.")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from deniable.client import Survey
-from deniable.client.reports import ReportError, grouping_question
+from deniable.client.reports import WAVES, ReportError, grouping_question
 
 from .common import canonical
 from .errors import Invalid
@@ -24,7 +24,9 @@ class Reads:
         """Per question, how many of each report value (for one version); optionally per level of a
         public question ``by``. Aggregated in SQL; the running totals' shards are summed."""
         record = self.find_version(survey_id, spec_hash, version)
-        if by is not None:
+        if by == WAVES:
+            rows = [(canonical(wave), qid, value, n) for wave, qid, value, n in self._wave_counts(record)]
+        elif by is not None:
             try:
                 grouping_question(record.survey, by)
             except ReportError as error:
@@ -43,11 +45,28 @@ class Reads:
         if by is None:
             result["counts"] = ordered_counts(record.survey, table.get(None, {}))
         else:
-            levels = record.survey.questions[by].mechanism.reports
+            levels = ([w["label"] for w in self.waves(survey_id)] if by == WAVES
+                      else record.survey.questions[by].mechanism.reports)
             result["by"] = by
             result["groups"] = [{"value": level, "counts": ordered_counts(record.survey, table[canonical(level)])}
                                 for level in levels if canonical(level) in table]
         return result
+
+    def _wave_counts(self, record):
+        """(wave, question id, value, count) of one version's reports: a response keeps the wave it arrived in."""
+        if record.survey.repeated is None or not self.layout.has_waves:
+            raise Invalid(f"by: survey {record.id!r} is not repeated; only a repeated survey's responses have waves", "by")
+        return self.execute("SELECT p.wave, r.question_id, r.value, COUNT(*) FROM reports r JOIN responses p "
+                            "ON p.id = r.response_id WHERE r.spec_hash = ? AND p.wave IS NOT NULL "
+                            "GROUP BY p.wave, r.question_id, r.value", [record.hash]).fetchall()
+
+    def responses_per_day(self, survey_id: str) -> list[tuple[str, int]]:
+        """(date received, responses) per day with any, oldest first: daily counts only, as the server keeps
+        no time of day (a week or a month when received_on is kept that coarsely)."""
+        self.get_survey(survey_id)
+        return [(day, int(n)) for day, n in self.execute(
+            "SELECT received_on, COUNT(*) FROM responses WHERE survey_id = ? GROUP BY received_on ORDER BY received_on",
+            [survey_id]).fetchall()]
 
     def report_rows(self, spec_hash: str, question_ids: list[str]):
         """(response id, question id, canonical value) of the given questions of one version."""
@@ -56,11 +75,12 @@ class Reads:
                             f"AND question_id IN ({marks})", [spec_hash, *question_ids]).fetchall()
 
     def export(self, survey_id: str, spec_hash: str | None = None, version=None):
-        """Yield one dict per response of a version: id, spec_hash, received_on, reports; in the
-        order of the random response ids, which says nothing about when anyone answered."""
+        """Yield one dict per response of a version: id, spec_hash, received_on, (a repeated survey's) wave,
+        reports; in the order of the random response ids, which says nothing about when anyone answered."""
         record = self.find_version(survey_id, spec_hash, version)
+        wave = "r.wave" if self.layout.has_waves else "NULL"
         rows = self.engine.stream(
-            "SELECT r.id, r.received_on, p.question_id, p.value FROM responses r "
+            f"SELECT r.id, r.received_on, {wave}, p.question_id, p.value FROM responses r "
             "LEFT JOIN reports p ON p.response_id = r.id WHERE r.spec_hash = ? ORDER BY r.id", [record.hash])
         order = list(record.survey.questions)
 
@@ -69,11 +89,13 @@ class Reads:
             return row
 
         current = None
-        for response_id, received_on, qid, value in rows:
+        for response_id, received_on, wave_label, qid, value in rows:
             if current is None or current["id"] != response_id:
                 if current is not None:
                     yield ordered(current)
                 current = {"id": response_id, "spec_hash": record.hash, "received_on": received_on, "reports": {}}
+                if record.survey.repeated is not None:
+                    current["wave"] = wave_label
             if qid is not None:
                 current["reports"][qid] = json.loads(value)
         if current is not None:

@@ -2,8 +2,8 @@
 fills, and how each older schema keeps the figures a reader needs (read-only opens migrate nothing).
 
 What is kept, and nothing more: survey specs (every version, by hash), respondent tokens (hashed,
-with the date used), and per response a random id, the survey id, the spec hash, the date received
-and the randomized reports. No time of day, no address, no user agent, no link from a token to a
+with the date used), and per response a random id, the survey id, the spec hash, the date received,
+the wave of a repeated survey, and the randomized reports. No time of day, no address, no user agent, no link from a token to a
 response. Reports also live in a long table (one row per response and question) so counts are a
 single GROUP BY where the data sits.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def migrate_to_1(engine):
@@ -108,7 +108,16 @@ def migrate_to_5(engine):
         engine.execute(sql)
 
 
-MIGRATIONS = {1: migrate_to_1, 2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5}
+def migrate_to_6(engine):
+    """Waves of a repeated survey (a panel): each response records the wave open when it arrived (its label,
+    nothing that links one person's waves); one wave is open at a time."""
+    tail = engine.without_rowid()
+    engine.execute("CREATE TABLE waves (survey_id TEXT, label TEXT, position INTEGER NOT NULL, opened_on TEXT, "
+                   f"closed_on TEXT, PRIMARY KEY (survey_id, label)){tail}")
+    engine.execute("ALTER TABLE responses ADD COLUMN wave TEXT")
+
+
+MIGRATIONS = {1: migrate_to_1, 2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6}
 
 
 def rebuild_counts(engine):
@@ -129,18 +138,20 @@ TABLES = {
     "surveys": ("id", "current_hash", "access", "closed_on", "added_on"),
     "survey_versions": ("hash", "survey_id", "version", "spec", "added_on"),
     "tokens": ("token_hash", "survey_id", "issued_on", "used_on"),
-    "responses": ("id", "survey_id", "spec_hash", "received_on", "idempotency_key", "fingerprint"),
+    "responses": ("id", "survey_id", "spec_hash", "received_on", "idempotency_key", "fingerprint", "wave"),
     "reports": ("response_id", "spec_hash", "question_id", "value"),
     "report_counts": ("spec_hash", "question_id", "value", "shard", "count"),
     "version_counts": ("spec_hash", "shard", "responses"),
     "admins": ("name", "password_hash", "added_on", "failed_sign_ins", "locked_until"),
     "api_tokens": ("id", "name", "admin", "token_hash", "created_on", "last_used_on", "revoked_on"),
     "audit_log": ("id", "at", "actor", "action", "survey_id", "detail"),
+    "waves": ("survey_id", "label", "position", "opened_on", "closed_on"),
 }
 #: Each table's key: a copy reads rows in this order.
 KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens": "token_hash", "responses": "id",
         "reports": "response_id, question_id", "report_counts": "spec_hash, question_id, value, shard",
-        "version_counts": "spec_hash, shard", "admins": "name", "api_tokens": "id", "audit_log": "at, id"}
+        "version_counts": "spec_hash, shard", "admins": "name", "api_tokens": "id", "audit_log": "at, id",
+        "waves": "survey_id, label"}
 
 
 # --- reading older schemas -------------------------------------------------------------------------
@@ -155,6 +166,11 @@ class Layout:
     responses_of_version: str  # one ``?``, the spec hash → its number of responses
     report_totals: str  # one ``?``, the spec hash → (question id, value, count)
     versions: str  # one ``?``, the survey id → (version, hash, added_on, responses)
+
+    @property
+    def has_waves(self) -> bool:
+        """Schema 6 added waves; an older database's responses belong to none."""
+        return self.schema >= 6
 
     @classmethod
     def of(cls, schema: int) -> "Layout":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass
 
@@ -9,7 +10,10 @@ from deniable.client import SpecError, Survey
 from deniable.client.versions import VersionError, resolve_version
 
 from .common import GRANULARITIES, digest, today
-from .errors import Gone, Invalid, NotFound, StorageError
+from .errors import Conflict, Gone, Invalid, NotFound, StorageError
+
+#: What a wave may be called: shown on dashboards and in exports, so plain.
+WAVE_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._:-]{0,63}")
 
 
 @dataclass
@@ -149,6 +153,60 @@ class Surveys:
                 self.execute("UPDATE surveys SET closed_on = ? WHERE id = ?", [today(), survey_id])
             self._audit_if(actor, "survey closed", survey_id)
         return self.get_survey(survey_id)
+
+    # --- waves of a repeated survey -----------------------------------------------------------
+
+    def require_repeated(self, survey_id: str) -> SurveyRecord:
+        record = self.get_survey(survey_id)
+        if record.survey.repeated is None:
+            raise Invalid(f"wave: survey {survey_id!r} is not repeated; waves belong to a survey whose spec says "
+                          "repeated: true (each device then keeps its permanent reports from wave to wave)", "wave")
+        return record
+
+    def open_wave(self, survey_id: str, label: str, actor: str | None = None) -> dict:
+        """Open a new wave of a repeated survey (closing the open one): responses from now on belong to it."""
+        self.require_repeated(survey_id)
+        if not isinstance(label, str) or not WAVE_LABEL.fullmatch(label):
+            raise Invalid(f"wave: a label of 1 to 64 letters, digits, spaces or . _ : - (starting with a letter or "
+                          f"digit), such as 2026-11 or wave 2, got {label!r}", "wave")
+        with self.transaction():
+            if self._one("SELECT label FROM waves WHERE survey_id = ? AND label = ?", [survey_id, label]) is not None:
+                raise Conflict(f"wave: survey {survey_id!r} has a wave {label!r} already; choose a new label", "wave")
+            self.execute("UPDATE waves SET closed_on = ? WHERE survey_id = ? AND closed_on IS NULL", [today(), survey_id])
+            position = self.execute("SELECT COALESCE(MAX(position), 0) + 1 FROM waves WHERE survey_id = ?",
+                                    [survey_id]).fetchone()[0]
+            self.execute("INSERT INTO waves (survey_id, label, position, opened_on, closed_on) VALUES (?, ?, ?, ?, NULL)",
+                         [survey_id, label, position, today()])
+            self._audit_if(actor, "wave opened", survey_id, label)
+        return next(w for w in self.waves(survey_id) if w["label"] == label)
+
+    def close_wave(self, survey_id: str, actor: str | None = None) -> dict:
+        """Close the open wave: no response is accepted until the next one opens."""
+        self.require_repeated(survey_id)
+        with self.transaction():
+            open_wave = self.open_wave_label(survey_id)
+            if open_wave is None:
+                raise Conflict(f"wave: survey {survey_id!r} has no open wave", "wave")
+            self.execute("UPDATE waves SET closed_on = ? WHERE survey_id = ? AND label = ?", [today(), survey_id, open_wave])
+            self._audit_if(actor, "wave closed", survey_id, open_wave)
+        return next(w for w in self.waves(survey_id) if w["label"] == open_wave)
+
+    def open_wave_label(self, survey_id: str) -> str | None:
+        if not self.layout.has_waves:
+            return None
+        row = self._one("SELECT label FROM waves WHERE survey_id = ? AND closed_on IS NULL", [survey_id])
+        return None if row is None else row["label"]
+
+    def waves(self, survey_id: str) -> list[dict]:
+        """The survey's waves in the order they opened: label, opened_on, closed_on (None while open), responses."""
+        self.get_survey(survey_id)
+        if not self.layout.has_waves:
+            return []
+        rows = self.execute("SELECT w.label, w.opened_on, w.closed_on, (SELECT COUNT(*) FROM responses r "
+                            "WHERE r.survey_id = w.survey_id AND r.wave = w.label) FROM waves w WHERE w.survey_id = ? "
+                            "ORDER BY w.position", [survey_id]).fetchall()
+        return [{"label": label, "opened_on": opened, "closed_on": closed, "responses": int(n)}
+                for label, opened, closed, n in rows]
 
     # --- tokens -------------------------------------------------------------------------------
 

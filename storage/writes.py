@@ -18,7 +18,7 @@ class Writes:
     """The part of `Store` that stores responses."""
 
     def submit(self, survey_id: str, spec_hash, idempotency_key, reports, token=None,
-               answerable=None) -> tuple[dict, bool]:
+               answerable=None, wave=None) -> tuple[dict, bool]:
         """Validate and store one response. Returns (acknowledgement, created).
 
         A retry with the same idempotency key returns the first acknowledgement (created False),
@@ -26,12 +26,14 @@ class Writes:
         everything is valid; the token is spent in the same transaction as the response is
         stored, and accepted exactly once however many processes race for it. ``answerable``
         limits the required questions to those a client could answer (the no-JavaScript form).
+        A repeated survey's response joins the open wave; ``wave`` (the label the client was served) must
+        be that wave, so a response that arrives after its wave closed is refused, not counted in the next.
         """
-        record, values, fingerprint = self._prepare(survey_id, spec_hash, idempotency_key, reports, token, answerable)
+        record, values, fingerprint = self._prepare(survey_id, spec_hash, idempotency_key, reports, token, answerable, wave)
         return retrying(lambda: self._store_response(survey_id, spec_hash, idempotency_key, token, record, values,
-                                                           fingerprint))
+                                                           fingerprint, wave))
 
-    def _prepare(self, survey_id, spec_hash, idempotency_key, reports, token, answerable=None):
+    def _prepare(self, survey_id, spec_hash, idempotency_key, reports, token, answerable=None, wave=None):
         """Everything about one response that needs no write: (record, sorted report rows, fingerprint)."""
         if not isinstance(spec_hash, str) or not spec_hash:
             raise Invalid("spec_hash: required, the hash of the spec the answers were randomized under", "spec_hash")
@@ -39,7 +41,11 @@ class Writes:
             raise Invalid("idempotency_key: required, a random string of 8 to 128 characters", "idempotency_key")
         if token is not None and (not isinstance(token, str) or not 1 <= len(token) <= 256):
             raise Invalid("token: must be a string", "token")
+        if wave is not None and (not isinstance(wave, str) or not 1 <= len(wave) <= 64):
+            raise Invalid("wave: must be the label of a wave (a string)", "wave")
         record = self._in_transaction("record", (survey_id, spec_hash), lambda: self.get_survey(survey_id, spec_hash))
+        if wave is not None and record.survey.repeated is None:
+            raise Invalid(f"wave: survey {survey_id!r} is not repeated; a response to it names no wave", "wave")
         try:
             clean = validate_reports(record.survey, reports, answerable)
         except ReportError as error:
@@ -51,7 +57,7 @@ class Writes:
 
     def submit_many(self, survey_id: str, items: list[tuple]) -> list:
         """Store a batch of responses, each judged on its own as `submit` would judge it alone:
-        ``items`` are (spec_hash, idempotency_key, reports, token); the result per item is
+        ``items`` are (spec_hash, idempotency_key, reports, token[, wave]); the result per item is
         (acknowledgement, created) or the StorageError it earned. One transaction. Responses to an
         open survey go in with a handful of multi-row statements for the whole batch; a token
         survey's go one by one (each spends its own token in its own savepoint)."""
@@ -66,16 +72,18 @@ class Writes:
 
     def _submit_many(self, survey_id: str, items: list[tuple], results: list):
         prepared = []  # (position, spec_hash, key, values, fingerprint)
-        for position, (spec_hash, key, reports, token) in enumerate(items):
+        for position, (spec_hash, key, reports, token, *named) in enumerate(items):
+            wave = named[0] if named else None
             try:
-                record, values, fingerprint = self._prepare(survey_id, spec_hash, key, reports, token)
+                record, values, fingerprint = self._prepare(survey_id, spec_hash, key, reports, token, wave=wave)
             except StorageError as error:
                 results[position] = error
                 continue
-            if record.access == "token":
+            if record.access == "token" or record.survey.repeated is not None:
                 try:
                     with self.transaction():  # a savepoint: this item alone is undone on refusal
-                        results[position] = self._store_response(survey_id, spec_hash, key, token, record, values, fingerprint)
+                        results[position] = self._store_response(survey_id, spec_hash, key, token, record, values,
+                                                                 fingerprint, wave)
                 except StorageError as error:
                     results[position] = error
             else:
@@ -127,13 +135,28 @@ class Writes:
         self._write_reports(written)
 
     def _previous(self, survey_id: str, idempotency_key: str, fingerprint: str) -> dict | None:
-        previous = self._one("SELECT id, survey_id, spec_hash, received_on, fingerprint FROM responses "
+        previous = self._one("SELECT id, survey_id, spec_hash, received_on, fingerprint, wave FROM responses "
                              "WHERE survey_id = ? AND idempotency_key = ?", [survey_id, idempotency_key])
         if previous is not None and previous["fingerprint"] != fingerprint:
             raise Invalid("idempotency_key: already used for a different response", "idempotency_key")
         return previous
 
-    def _store_response(self, survey_id, spec_hash, idempotency_key, token, record, values, fingerprint):
+    def _wave_for(self, survey_id: str, record, wave: str | None) -> str | None:
+        """The wave a response joins: None for a survey asked once; else the open wave, which a named one must be."""
+        if record.survey.repeated is None:
+            return None
+        open_label = self._in_transaction("wave", survey_id, lambda: self.open_wave_label(survey_id))
+        if wave is not None and wave != open_label:
+            if self._one("SELECT label FROM waves WHERE survey_id = ? AND label = ?", [survey_id, wave]) is None:
+                raise Invalid(f"wave: survey {survey_id!r} has no wave {wave!r}", "wave")
+            now = f"wave {open_label!r} is open now" if open_label else "no wave is open now"
+            raise Gone(f"wave: wave {wave!r} of survey {survey_id!r} is closed ({now}); this response was not stored", "wave")
+        if open_label is None:
+            raise Conflict(f"wave: survey {survey_id!r} is repeated and no wave is open; its researchers open one "
+                           f"(deniable survey wave {survey_id} --open LABEL) before responses are accepted", "wave")
+        return open_label
+
+    def _store_response(self, survey_id, spec_hash, idempotency_key, token, record, values, fingerprint, wave=None):
         # Few round trips (each costs a network wait on PostgreSQL): the survey row and the date
         # setting are read once per transaction (once per batch), the response row is inserted
         # first and stands for the idempotency check, reports and counters go in one statement each.
@@ -143,13 +166,22 @@ class Writes:
                 if previous is not None:  # stored before it closed: the answer the client missed
                     return self._acknowledgement(previous), False
                 raise Gone(f"survey {survey_id!r} is closed", "survey_id")
+            try:
+                wave = self._wave_for(survey_id, record, wave)
+            except (Gone, Conflict):
+                previous = self._previous(survey_id, idempotency_key, fingerprint)
+                if previous is not None:  # stored before its wave closed: the answer the client missed
+                    return self._acknowledgement(previous), False
+                raise
             received_on = today(self._in_transaction("setting", "received_on", self.received_on_granularity))
             row = {"id": secrets.token_hex(16), "survey_id": survey_id, "spec_hash": spec_hash, "received_on": received_on,
                    "idempotency_key": idempotency_key, "fingerprint": fingerprint}
+            if wave is not None:
+                row["wave"] = wave
             inserted = self.execute(
-                "INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (survey_id, idempotency_key) DO NOTHING RETURNING id",
-                [row["id"], survey_id, spec_hash, received_on, idempotency_key, fingerprint]).fetchone()
+                "INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint, wave) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (survey_id, idempotency_key) DO NOTHING RETURNING id",
+                [row["id"], survey_id, spec_hash, received_on, idempotency_key, fingerprint, wave]).fetchone()
             if inserted is None:  # a retry (perhaps racing its first attempt, which has committed now)
                 previous = self._previous(survey_id, idempotency_key, fingerprint)
                 if previous is None:  # pragma: no cover - the conflicting row cannot vanish inside a transaction
@@ -206,7 +238,11 @@ class Writes:
 
     @staticmethod
     def _acknowledgement(row: dict) -> dict:
-        return {"id": row["id"], "survey_id": row["survey_id"], "spec_hash": row["spec_hash"], "received_on": row["received_on"]}
+        acknowledgement = {"id": row["id"], "survey_id": row["survey_id"], "spec_hash": row["spec_hash"],
+                           "received_on": row["received_on"]}
+        if row.get("wave") is not None:
+            acknowledgement["wave"] = row["wave"]
+        return acknowledgement
 
     def rebuild_counts(self):
         with self.transaction():

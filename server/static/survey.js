@@ -5,7 +5,7 @@
 // be tried again without typing them twice, and the form goes once it is sent. With no connection
 // at all, the randomized body (never an answer) waits in the outbox (localStorage) and is sent
 // when the browser is back online or the survey is opened again.
-import { Outbox, SplitBallot, Survey, isUnreachable, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
+import { Memo, Outbox, SplitBallot, Survey, isUnreachable, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
 
 const data = JSON.parse(document.getElementById("survey-data").textContent);
 const words = data.messages;
@@ -33,6 +33,20 @@ if (token) {
 coinForm.remove();
 form.hidden = false;
 const outbox = openOutbox();
+// A repeated survey: the device's panel secret (never an answer), kept from wave to wave. Without storage
+// every wave would draw afresh and spend the guarantee again, so the form is not offered then.
+const memo = survey.repeated ? openMemo() : null;
+
+function openMemo() {
+  try {
+    return new Memo(window.localStorage);
+  } catch {
+    form.remove();
+    problem.textContent = words.memo_unavailable;
+    problem.hidden = false;
+    return null;
+  }
+}
 const outboxStatus = document.getElementById("outbox-status");
 
 function openOutbox() {
@@ -84,7 +98,8 @@ function assignGroups() {
   for (const fieldset of form.querySelectorAll("fieldset.question")) {
     const mechanism = survey.questions[fieldset.dataset.question].mechanism;
     if (!mechanism.groups) continue;
-    const group = mechanism.assignGroup();
+    const id = fieldset.dataset.question;
+    const group = memo ? survey.groupFor(id, memo) : mechanism.assignGroup(); // a panel keeps its group in every wave
     fieldset.dataset.group = group;
     for (const prompt of fieldset.querySelectorAll(".respondent-prompt[data-group]")) prompt.hidden = prompt.dataset.group !== group;
     const shown = fieldset.querySelector(`.respondent-prompt[data-group="${group}"]`);
@@ -101,7 +116,8 @@ function assignGroups() {
  * as given. */
 function assignArms() {
   for (const fieldset of form.querySelectorAll('fieldset.question[data-split="true"]')) {
-    const arm = survey.questions[fieldset.dataset.question].splitBallot.assignArm();
+    const id = fieldset.dataset.question;
+    const arm = memo ? survey.armFor(id, memo) : survey.questions[id].splitBallot.assignArm();
     fieldset.dataset.arm = arm;
     for (const part of fieldset.querySelectorAll(".arm")) {
       part.hidden = part.dataset.arm !== arm;
@@ -241,6 +257,7 @@ function describe(question, report) {
 
 /** The refusal or failure in words for the respondent (never a field name or a status code). */
 function sendProblem(error) {
+  if (error.field === "wave") return { text: error.status === 409 ? words.no_wave_message : words.wave_closed, reload: error.status === 410 };
   if (error.status === 409) return { text: words.already_used };
   if (error.status === 410) return { text: words.closed };
   if (error.field === "token") return { text: words.invalid_invitation };
@@ -285,9 +302,10 @@ form.addEventListener("submit", async (event) => {
   for (const [id, answer] of Object.entries(answers)) if (survey.questions[id].type === "number") answers[id] = Number(answer);
   const asked = JSON.stringify(answers);
   if (pending?.answers !== asked) {
-    const reports = survey.randomize(answers, { arms: readArms() }); // only shown questions: the same tree the server checks
+    const reports = survey.randomize(answers, { arms: readArms(), memo }); // only shown questions: the same tree the server checks
     const body = { spec_hash: data.hash, idempotency_key: newIdempotencyKey(), reports };
     if (token) body.token = token;
+    if (data.wave) body.wave = data.wave;
     pending = { answers: asked, body };
   }
   const { body } = pending;

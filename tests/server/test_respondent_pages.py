@@ -177,3 +177,61 @@ def test_without_javascript_the_form_shows_the_arm_the_server_drew(browser, live
         if qid == "cheated" and arms[qid] == "randomized":
             assert report["group"] in ("a", "b")
     context.close()
+
+
+@pytest.fixture
+def pulse(store):
+    survey = Survey.from_file(EXAMPLES / "panel.yaml")
+    store.add_survey(survey)
+    store.open_wave("pulse", "w1")
+    return survey
+
+
+def test_a_repeated_survey_keeps_one_memo_in_the_browser_and_sends_its_wave(browser, live_server, pulse, store):  # noqa: F811
+    from deniable.client.memo import Memo
+
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    recorder = Recorder(page)
+    page.goto(f"{live_server}/s/pulse")
+    assert "asked again in later waves" in page.text_content("#q-burnout .privacy")
+    secret = page.evaluate("localStorage.getItem('deniable.memo')")
+    assert len(secret) == 64 and all(c in "0123456789abcdef" for c in secret)
+    # the browser derives the permanent report the Python client derives from the same secret
+    in_browser = page.evaluate("""async () => {
+        const { Memo, Survey } = await import('/js/deniable.js');
+        const data = JSON.parse(document.getElementById('survey-data').textContent);
+        const survey = Survey.fromSpec(data.spec);
+        const memo = new Memo(localStorage);
+        return ['yes', 'no'].map((a) => survey.questions.burnout.permanent.randomize(a, memo.stream('pulse', 'burnout', 'report', a === 'yes' ? 0 : 1)));
+    }""")
+    memo = Memo.from_secret(bytes.fromhex(secret))
+    permanent = pulse.questions["burnout"].permanent
+    assert in_browser == [permanent.randomize(a, memo.stream("pulse", "burnout", "report", i)) for i, a in enumerate(["yes", "no"])]
+    page.check("#q-team input[value='Support']")
+    page.check("#q-burnout input[value='yes']")
+    page.check("#q-looking input[value='no']")
+    page.check("#q-workload input[value='Mostly']")
+    page.click("#send")
+    page.wait_for_selector("#sent:not([hidden])")
+    [post] = [r for r in recorder.posts() if "/responses" in r["url"]]
+    body = json.loads(post["body"])
+    assert body["wave"] == "w1" and set(body) == {"spec_hash", "idempotency_key", "reports", "wave"}
+    [row] = list(store.export("pulse"))
+    assert row["wave"] == "w1" and row["reports"]["team"] == "Support"
+    assert "yes" not in json.dumps(page.evaluate("Object.assign({}, localStorage)"))  # the memo holds no answer
+    page.goto(f"{live_server}/s/pulse")
+    assert page.evaluate("localStorage.getItem('deniable.memo')") == secret  # the next wave finds the same memo
+    assert not recorder.errors
+    context.close()
+
+
+def test_a_repeated_survey_is_not_offered_where_the_browser_cannot_keep_a_memo(browser, live_server, pulse):  # noqa: F811
+    context = browser.new_context(**PHONE)
+    context.add_init_script("Object.defineProperty(window, 'localStorage', {get() { throw new DOMException('denied', 'SecurityError'); }});")
+    page = context.new_page()
+    page.goto(f"{live_server}/s/pulse")
+    page.wait_for_selector("#send-problem:not([hidden])")
+    assert "does not let the page store anything" in page.text_content("#send-problem")
+    assert page.locator("#survey-form").count() == 0
+    context.close()

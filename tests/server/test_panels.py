@@ -1,0 +1,218 @@
+"""A repeated survey end to end, on both engines: waves opened and closed from the CLI, the API and the
+dashboard; each response records its wave (and nothing else that links a person's waves); bad input is
+refused naming the field with nothing stored; the estimates wave by wave and the change between waves are the
+same numbers in Python, the CLI, the dashboard and a CSV export read back."""
+
+import csv
+import io
+import json
+import random
+import re
+import secrets
+
+import pytest
+
+from deniable import storage
+from deniable.analysis import load
+from deniable.client import Survey
+from deniable.client.memo import Memo
+from deniable.client.reports import WAVES
+from deniable.server.cli import main
+from tests.conftest import EXAMPLES
+from tests.server.conftest import sign_in, table_rows
+
+pytestmark = pytest.mark.both_engines
+
+
+@pytest.fixture
+def pulse(store):
+    survey = Survey.from_file(EXAMPLES / "panel.yaml")
+    store.add_survey(survey)
+    return survey
+
+
+def answers(rng, burned: bool) -> dict:
+    return {"team": rng.choice(["Sales", "Engineering", "Support"]), "burnout": "yes" if burned else "no",
+            "looking": "no", "workload": "Mostly"}
+
+
+@pytest.fixture
+def panel(store, pulse):
+    """300 people answer two waves, each with their own memo; burnout rises from 20% to 40%."""
+    rng = random.Random(21)
+    people = [(Memo.from_secret(rng.randbytes(32)), rng.random()) for _ in range(300)]
+    store.open_wave("pulse", "2026-10")
+    for memo, u in people:
+        store.submit("pulse", pulse.hash, secrets.token_hex(16), pulse.randomize(answers(rng, u < 0.2), memo=memo))
+    store.open_wave("pulse", "2026-11")
+    for memo, u in people:
+        store.submit("pulse", pulse.hash, secrets.token_hex(16), pulse.randomize(answers(rng, u < 0.4), memo=memo),
+                     wave="2026-11")
+    return people
+
+
+def test_each_response_records_its_wave_and_nothing_links_a_persons_waves(store, panel):
+    rows = table_rows(store, "responses")
+    assert sorted({r["wave"] for r in rows}) == ["2026-10", "2026-11"]
+    assert sum(r["wave"] == "2026-11" for r in rows) == 300
+    # a response row holds what it held before plus its wave: no memo, no device id, no person key
+    assert set(rows[0]) == {"id", "survey_id", "spec_hash", "received_on", "idempotency_key", "fingerprint", "wave"}
+    waves = store.waves("pulse")
+    assert [(w["label"], w["responses"], w["closed_on"] is None) for w in waves] == \
+        [("2026-10", 300, False), ("2026-11", 300, True)]
+
+
+def test_bad_waves_are_refused_naming_the_field_and_nothing_is_stored(store, client, pulse, admin_headers):
+    body = {"spec_hash": pulse.hash, "reports": pulse.randomize(answers(random.Random(1), True), memo=Memo.new())}
+
+    def post(**extra):
+        return client.post("/api/v1/surveys/pulse/responses", json={**body, "idempotency_key": secrets.token_hex(8), **extra})
+
+    refused = post()
+    assert refused.status_code == 409 and refused.json["error"]["field"] == "wave"
+    assert "no wave is open" in refused.json["error"]["message"]
+    store.open_wave("pulse", "w1")
+    store.open_wave("pulse", "w2")
+    for extra, status, words in [({"wave": "w1"}, 410, "wave 'w1' of survey 'pulse' is closed"),
+                                 ({"wave": "w9"}, 422, "has no wave 'w9'"),
+                                 ({"wave": 3}, 422, "must be the label of a wave")]:
+        refused = post(**extra)
+        assert refused.status_code == status and refused.json["error"]["field"] == "wave", extra
+        assert words in refused.json["error"]["message"]
+    assert table_rows(store, "responses") == []
+    stored = post(wave="w2")
+    assert stored.status_code == 201 and stored.json["wave"] == "w2"
+    served = client.get("/api/v1/surveys/pulse").json
+    assert served["wave"] == "w2"
+    # a survey asked once takes no wave, and opens none
+    demo = Survey.from_file(EXAMPLES / "tax.yaml")
+    store.add_survey(demo)
+    once = client.post("/api/v1/surveys/tax/responses", json={"spec_hash": demo.hash, "idempotency_key": "k" * 12,
+                                                               "reports": demo.simulate({"dodged": "yes"}), "wave": "w2"})
+    assert once.status_code == 422 and once.json["error"]["field"] == "wave"
+    refused = client.post("/api/v1/surveys/tax/waves", json={"label": "w1"}, headers=admin_headers)
+    assert refused.status_code == 422 and "not repeated" in refused.json["error"]["message"]
+    for label, status in [("", 422), ("a/b", 422), ("x" * 65, 422), ("w2", 409)]:
+        refused = client.post("/api/v1/surveys/pulse/waves", json={"label": label}, headers=admin_headers)
+        assert refused.status_code == status and refused.json["error"]["field"] == "wave", label
+    assert len(table_rows(store, "responses")) == 1 and len(store.waves("pulse")) == 2
+
+
+def test_a_retry_after_its_wave_closed_gets_the_first_acknowledgement(store, client, pulse):
+    store.open_wave("pulse", "w1")
+    body = {"spec_hash": pulse.hash, "idempotency_key": "retry-key-1", "wave": "w1",
+            "reports": pulse.randomize(answers(random.Random(2), False), memo=Memo.new())}
+    first = client.post("/api/v1/surveys/pulse/responses", json=body)
+    store.open_wave("pulse", "w2")
+    again = client.post("/api/v1/surveys/pulse/responses", json=body)
+    assert (first.status_code, again.status_code) == (201, 200) and again.json == first.json
+    assert len(table_rows(store, "responses")) == 1
+
+
+def test_waves_from_the_api_and_the_batch_path(store, client, pulse, admin_headers):
+    assert client.get("/api/v1/surveys/pulse/waves").status_code == 401
+    opened = client.post("/api/v1/surveys/pulse/waves", json={"label": "2026-12"}, headers=admin_headers)
+    assert opened.status_code == 201 and opened.json["label"] == "2026-12" and opened.json["closed_on"] is None
+    rng = random.Random(3)
+    items = [{"spec_hash": pulse.hash, "idempotency_key": secrets.token_hex(8), "wave": "2026-12",
+              "reports": pulse.randomize(answers(rng, True), memo=Memo.new())} for _ in range(3)]
+    items.append({**items[0], "idempotency_key": secrets.token_hex(8), "wave": "2026-01"})
+    batch = client.post("/api/v1/surveys/pulse/responses:batch", json={"items": items}).json
+    assert [r["status"] for r in batch["results"]] == [201, 201, 201, 422]
+    closed = client.post("/api/v1/surveys/pulse/waves/close", headers=admin_headers)
+    assert closed.status_code == 200 and closed.json["responses"] == 3
+    listed = client.get("/api/v1/surveys/pulse/waves", headers=admin_headers).json["waves"]
+    assert [(w["label"], w["responses"]) for w in listed] == [("2026-12", 3)]
+    assert client.post("/api/v1/surveys/pulse/waves/close", headers=admin_headers).status_code == 409
+    assert [e["action"] for e in store.audit_log(10)][:2] == ["wave closed", "wave opened"]
+
+
+def test_the_cli_opens_lists_and_closes_waves(runner, db_path, store, pulse):
+    opened = runner.invoke(main, ["survey", "wave", "pulse", "--open", "2026-11", "--db", db_path])
+    assert opened.exit_code == 0 and "Wave '2026-11' of survey 'pulse' is open" in opened.output
+    listed = runner.invoke(main, ["survey", "wave", "pulse", "--db", db_path])
+    assert "2026-11" in listed.output and "OPEN" in listed.output
+    closed = runner.invoke(main, ["survey", "wave", "pulse", "--close", "--db", db_path])
+    assert closed.exit_code == 0 and "is closed (0 responses)" in closed.output
+    store.add_survey(Survey.from_file(EXAMPLES / "tax.yaml"))
+    refused = runner.invoke(main, ["survey", "wave", "tax", "--open", "w1", "--db", db_path])
+    assert refused.exit_code != 0 and "not repeated" in refused.output and "Traceback" not in refused.output
+    both = runner.invoke(main, ["survey", "wave", "pulse", "--open", "x", "--close", "--db", db_path])
+    assert both.exit_code == 2
+    shown = runner.invoke(main, ["survey", "show", "pulse", "--db", db_path])
+    assert "REPEATED" in shown.output and "all waves ε∞ = 1.0986" in shown.output and "Waves:" in shown.output
+
+
+def test_the_change_between_waves_is_the_same_number_on_every_surface(runner, db_path, store, panel, client, tmp_path):
+    data = load(db=db_path, survey_id="pulse")
+    assert data.waves == ["2026-10", "2026-11"]
+    by_wave = data.by_wave("burnout")
+    change = data.compare_waves("burnout", "2026-10", "2026-11")
+    before, after = (by_wave[w].table.at["yes", "estimate"] for w in data.waves)
+    assert change.difference == pytest.approx(after - before)
+    assert change.ci.low <= change.difference <= change.ci.high
+    assert "conservative" in change.note
+    assert 0.1 < after - before < 0.35  # 20% → 40% in truth; 300 people
+    cli = runner.invoke(main, ["estimate", "pulse", "--by-wave", "--question", "burnout", "--db", db_path])
+    assert cli.exit_code == 0, cli.output
+    assert f"{change.difference:+.4f}" in cli.output and f"[{change.ci.low:.4f}, {change.ci.high:.4f}]" in cli.output
+    as_json = json.loads(runner.invoke(main, ["estimate", "pulse", "--by-wave", "--question", "burnout", "--format", "json",
+                                              "--db", db_path]).output)
+    rows = {(r["wave"], r["answer"]): r["estimate"] for r in as_json}
+    assert rows[("2026-11", "yes")] == pytest.approx(after, abs=5e-5)
+    sign_in(client)
+    page = client.get("/admin/surveys/pulse").get_data(as_text=True)
+    assert f"{change.difference:+.3f}" in page and f"[{change.ci.low:.3f}, {change.ci.high:.3f}]" in page
+    assert f"{after:.3f}" in page and "Open a new wave" in page and "responses-per-day" in page
+    # the CSV export carries the wave; read back with the spec, the same estimates
+    record = store.get_survey("pulse")
+    exported = sign_and_export(client, record)
+    assert "wave" in next(csv.reader(io.StringIO(exported)))
+    path = tmp_path / "pulse.csv"
+    path.write_text(exported)
+    again = load(path, spec=record.survey)
+    assert again.waves == data.waves  # by their first day, then by label
+    assert again.compare_waves("burnout", "2026-10", "2026-11").difference == pytest.approx(change.difference)
+
+
+def sign_and_export(client, record) -> str:
+    return client.get(f"/admin/surveys/pulse/versions/{record.version}/export.csv").get_data(as_text=True)
+
+
+def test_the_dashboard_opens_and_closes_waves(client, store, pulse):
+    sign_in(client)
+    page = client.get("/admin/surveys/pulse").get_data(as_text=True)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    opened = client.post("/admin/surveys/pulse/waves", data={"csrf": csrf, "label": "autumn"})
+    assert opened.status_code == 303
+    assert store.open_wave_label("pulse") == "autumn"
+    refused = client.post("/admin/surveys/pulse/waves", data={"csrf": csrf, "label": "autumn"})
+    assert refused.status_code == 409
+    assert client.post("/admin/surveys/pulse/waves/close", data={"csrf": "wrong"}).status_code in (400, 403)
+    closed = client.post("/admin/surveys/pulse/waves/close", data={"csrf": csrf})
+    assert closed.status_code == 303 and store.open_wave_label("pulse") is None
+
+
+def test_the_page_of_a_repeated_survey_says_when_no_wave_is_open(client, store, pulse):
+    closed = client.get("/s/pulse")
+    assert closed.status_code == 409 and "no wave is open" in closed.get_data(as_text=True)
+    store.open_wave("pulse", "w1")
+    page = client.get("/s/pulse").get_data(as_text=True)
+    data = json.loads(re.search(r'<script type="application/json" id="survey-data">(.*?)</script>', page, re.S).group(1))
+    assert data["wave"] == "w1"
+    assert "asked again in later waves" in page
+    # without JavaScript only the public question can be answered: a memo lives in the browser
+    assert 'name="team"' in page and 'name="burnout"' not in page
+
+
+def test_responses_per_day_are_daily_counts(store, panel):
+    days = store.responses_per_day("pulse")
+    assert sum(n for _, n in days) == 600 and all(re.fullmatch(r"\d{4}-\d\d-\d\d", day) for day, _ in days)
+
+
+def test_grouping_by_wave_of_a_survey_asked_once_is_refused(store, client, admin_headers):
+    store.add_survey(Survey.from_file(EXAMPLES / "tax.yaml"))
+    refused = client.get(f"/api/v1/surveys/tax/counts?by={WAVES}", headers=admin_headers)
+    assert refused.status_code == 422 and refused.json["error"]["field"] == "by"
+    with pytest.raises(storage.StorageError):
+        store.open_wave("tax", "w1")
