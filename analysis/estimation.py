@@ -16,7 +16,7 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
-from . import channels, compliance, likelihood, splitballot
+from . import channels, compliance, fit, likelihood, splitballot
 from . import estimators as est
 from .counting import count_reports
 from .errors import AnalysisError
@@ -129,6 +129,9 @@ def _estimate(mechanism, counts, level, method, question_id, simultaneous=False,
         result = _binary(mechanism, counts, level, method, question_id)
     else:
         result = _grid(mechanism, counts, level, method, question_id, simultaneous, scores)
+    result.fit = fit.fit_test(mechanism, counts, fit.estimates_of(result))
+    if result.fit.flagged:
+        result.notes.insert(0, result.fit.describe())
     result.scores = None if result.mean is None else (
         scores if scores is not None else np.array(mechanism.answers, dtype=float))
     result.refit = lambda level, method, simultaneous: _estimate(mechanism, counts, level, method, question_id,

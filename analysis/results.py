@@ -96,6 +96,9 @@ class EstimateResult:
     #: difference's one-sided p_value (`splitballot.comparison`); None for other questions. The rest of the result
     #: is the randomized arm's.
     split_ballot: pd.DataFrame | None = field(repr=False, default=None)
+    #: Whether the reports could come from honest randomization of any population (`fit.FitTest`: G² against the
+    #: saturated model, its p-value and how it was computed); a p below `fit.FLAG_P` is named first among the notes.
+    fit: object | None = None
 
     @property
     def n(self) -> int:
@@ -200,6 +203,8 @@ class Summary:
         lines += [f"Reports: n = {r.n}   intervals: {r.level:.0%} {r.method}{' (simultaneous, Bonferroni)' if r.simultaneous else ''}",
                  f"Estimate: maximum likelihood, {'certified' if c.converged else 'NOT CERTIFIED'} "
                  f"(KKT residual {c.kkt_residual:.1e}, log-likelihood within {c.optimality_gap:.1e} of the maximum)"]
+        if r.fit is not None and not r.fit.flagged:  # a failed fit leads the notes instead
+            lines.append(r.fit.describe()[0].upper() + r.fit.describe()[1:])
         lines += [f"Note: {note}" for note in r.notes]
         if r.split_ballot is not None:
             from .splitballot import describe

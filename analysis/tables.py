@@ -96,6 +96,7 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
                 on_yes = frame["answer"] == "yes"
                 for column, (arm, field_) in SPLIT_COLUMNS.items():
                     frame.loc[on_yes, column] = split.loc[arm, field_]
+            frame["fit_p"] = result.fit.pvalue  # goodness of fit against any honestly randomized population
             frame["converged"] = result.converged
             frame["population"] = result.population
             frame.insert(1, "n", result.n)

@@ -8,6 +8,7 @@ from .errors import AnswerError, DeniableError, SpecError
 from .exact import EpsilonRequest
 from .laplace import LaplaceMechanism
 from .mechanisms import ChannelMechanism, Mechanism, UnaryMechanism
+from .memo import Memo, MemoError
 from .privacy import posterior_bound, privacy_statement
 from .questions import QUESTION_TYPES, Question
 from .reports import ReportError, grouping_question, validate_reports
@@ -34,6 +35,8 @@ __all__ = [
     "EpsilonRequest",
     "LaplaceMechanism",
     "Mechanism",
+    "Memo",
+    "MemoError",
     "QUESTION_TYPES",
     "Question",
     "ReportError",

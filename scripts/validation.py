@@ -426,7 +426,38 @@ def main(out=sys.stdout, reps: int = 1500, processes: int = 2):
         print(f"| {term} | {reg['beta'][i]:.3f} | {reg['mean'][i]:.4f} | {reg['sd'][i]:.4f} | {reg['mean se'][i]:.4f} | "
               f"{reg['coverage'][i]:.3f} |", file=out)
     _compliance_section(out, processes=processes)
+    generated_sections(out)
     print(READING, file=out)
+
+
+#: Sections regenerated on their own (``python scripts/validation.py --only panels``): each sits between
+#: ``<!-- begin NAME -->`` and ``<!-- end NAME -->`` in docs/validation.md.
+SECTIONS = {"poisoning": lambda out: _poisoning_section(out)}
+
+
+def generated_sections(out):
+    for name, write in SECTIONS.items():
+        print(f"\n<!-- begin {name} -->", file=out)
+        write(out)
+        print(f"<!-- end {name} -->", file=out)
+
+
+def replace_section(name: str, path: str = "docs/validation.md"):
+    """Regenerate one section in place (the rest of the file keeps its figures)."""
+    import io
+    import re
+    from pathlib import Path
+
+    buffer = io.StringIO()
+    SECTIONS[name](buffer)
+    text = Path(path).read_text(encoding="utf-8")
+    block = f"<!-- begin {name} -->\n{buffer.getvalue().strip()}\n<!-- end {name} -->"
+    pattern = re.compile(rf"<!-- begin {name} -->.*?<!-- end {name} -->", re.S)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: block, text)
+    else:  # a first run: before "Reading these tables"
+        text = text.replace("\n## Reading these tables", f"\n{block}\n\n## Reading these tables", 1)
+    Path(path).write_text(text, encoding="utf-8")
 
 
 # --- designs in which the respondent randomizes, and designs that measure compliance -----------------
@@ -587,6 +618,130 @@ def _compliance_section(out, reps: int = 400, processes: int = 2):
         print(f"| {r['design']} | {r['row']} | {r['truth']:.2f} | {r['mean']:.4f} | {r['coverage']:.3f} |", file=out)
 
 
+# --- poisoning: reports nobody randomized ------------------------------------------------------------
+
+POISON_SHARES = (0.005, 0.01, 0.02, 0.05, 0.10)
+HONEST_N = 10_000
+
+
+def _question(qtype: str, privacy: dict, options):
+    return Survey.from_dict({"id": "v", "title": "v", "questions": [
+        {"id": "q", "type": qtype, "text": "?", "privacy": privacy, "options": options}]}).questions["q"]
+
+
+def poisoning_cases() -> list[dict]:
+    """The designs, honest populations and what the attacker wants: the maximal-gain attack of Cao, Jia & Gong
+    (2021) sends the report that raises the target estimate most, every time."""
+    options = ["a", "b", "c", "d"]
+    scale = ["1", "2", "3", "4", "5"]
+    return [
+        {"design": "k_rr ε = ln 3, 4 options", "question": _question("choice", {"design": "k_rr", "epsilon": "ln 3"}, options),
+         "truth": np.array([0.4, 0.3, 0.2, 0.1]), "target": "share of d (0.1)", "fake": "d"},
+        {"design": "ordinal ε = 1, 5 points", "question": _question("ordinal", {"design": "ordinal", "epsilon": 1}, scale),
+         "truth": np.array([0.1, 0.2, 0.4, 0.2, 0.1]), "target": "mean position (3.0)", "fake": "5"},
+        {"design": "unary ε = 2, 4 options", "question": _question("multi_select", {"design": "unary", "epsilon": 2}, options),
+         "truth": np.array([0.4, 0.3, 0.2, 0.1]), "target": "share selecting d (0.1)", "fake": ["d"]},
+        {"design": "unary ε = 2, 4 options, padded", "question": _question("multi_select", {"design": "unary", "epsilon": 2}, options),
+         "truth": np.array([0.4, 0.3, 0.2, 0.1]), "target": "share selecting d (0.1)", "fake": "padded"},
+    ]
+
+
+def _honest_counts(case, rng) -> np.ndarray:
+    mechanism = case["question"].mechanism
+    if case["question"].type == "multi_select":  # options held independently with these shares
+        answers = rng.random((HONEST_N, len(case["truth"]))) < case["truth"]
+        reports = np.where(answers, rng.random(answers.shape) < float(mechanism.keep_one),
+                           rng.random(answers.shape) < float(mechanism.flip_zero))
+        masks = reports @ (1 << np.arange(reports.shape[1]))
+        return np.bincount(masks, minlength=2 ** reports.shape[1])
+    q = channels.channel_matrix(mechanism)
+    return rng.multinomial(HONEST_N, q @ case["truth"])
+
+
+def _fake_counts(case, fakes: int, rng) -> np.ndarray:
+    mechanism = case["question"].mechanism
+    counts = np.zeros(len(mechanism.reports), dtype=np.int64)
+    if case["fake"] == "padded":
+        # the target's bit set, and as many other options as an honest report selects on average, at random:
+        # the number selected per report then looks honest
+        m = len(mechanism.options)
+        honest = float(sum(case["truth"] * float(mechanism.keep_one) + (1 - case["truth"]) * float(mechanism.flip_zero)))
+        others = rng.binomial(m - 1, max(honest - 1, 0) / (m - 1), size=fakes)
+        for extra in others:
+            chosen = rng.choice(m - 1, size=extra, replace=False)
+            mask = (1 << (m - 1)) | sum(1 << int(i) for i in chosen)
+            counts[mask] += 1
+        return counts
+    counts[[r == case["fake"] for r in mechanism.reports].index(True)] = fakes
+    return counts
+
+
+def _target_estimate(case, counts) -> tuple[float, float]:
+    """(the target estimate, the fit test's p) as `estimate` computes them."""
+    from deniable.analysis.fit import fit_test
+
+    mechanism = case["question"].mechanism
+    if case["question"].type == "multi_select":
+        channel = channels.binary_channel(mechanism)
+        selected = counts[[mechanism.options[-1] in r for r in mechanism.reports]].sum()
+        value = est.binary_mle(channel, int(selected), int(counts.sum()))
+        return value, fit_test(mechanism, counts, None).pvalue
+    q = channels.channel_matrix(mechanism)
+    pi, _ = likelihood.certified_maximum(q, counts)
+    value = float(pi @ np.arange(1, len(pi) + 1)) if case["question"].type == "ordinal" else float(pi[-1])
+    return value, fit_test(mechanism, counts, pi).pvalue
+
+
+def poisoning_study(reps: int = 200, seed: int = 20261124) -> list[dict]:
+    """For each design and attacker share: the mean shift of the target estimate (against the truth) and the share
+    of surveys the goodness-of-fit check flags (p < 0.001); share 0 is the check's false-alarm rate on honest data."""
+    from deniable.analysis.fit import FLAG_P
+
+    rows = []
+    for case in poisoning_cases():
+        rng = np.random.default_rng(seed)
+        truth = float(case["truth"] @ np.arange(1, len(case["truth"]) + 1)) if case["question"].type == "ordinal" \
+            else float(case["truth"][-1])
+        for share in (0.0, *POISON_SHARES):
+            fakes = round(share * HONEST_N / (1 - share))  # the attacker's share of all reports
+            shifts, flagged = [], 0
+            for _ in range(reps):
+                counts = _honest_counts(case, rng) + _fake_counts(case, fakes, rng)
+                value, pvalue = _target_estimate(case, counts)
+                shifts.append(value - truth)
+                flagged += pvalue < FLAG_P
+            rows.append({"design": case["design"], "target": case["target"], "share": share, "fakes": fakes,
+                         "shift": float(np.mean(shifts)), "detected": flagged / reps})
+    return rows
+
+
+def _poisoning_section(out, reps: int = 200):
+    print("\n## Poisoning: reports nobody randomized\n", file=out)
+    print(f"An honest population of {HONEST_N:,} respondents randomizes as the design says; an attacker adds reports", file=out)
+    print("chosen to raise one estimate as far as it goes (the maximal-gain attack of Cao, Jia & Gong 2021: the", file=out)
+    print("target's report every time; for multi-select either the target option alone, or *padded* with as many", file=out)
+    print("other options as an honest report selects on average, so the count per report looks honest). Share:", file=out)
+    print("the attacker's share of all reports; shift: the mean change of the target estimate from the truth;", file=out)
+    print(f"detected: the share of {reps} surveys whose goodness-of-fit test (`EstimateResult.fit`) has p < 0.001,", file=out)
+    print("which names the question in `summary()`, the CLI and the dashboard. Share 0: honest data, the false", file=out)
+    print("alarm rate.\n", file=out)
+    print("| design | target | attacker share | fake reports | mean shift | detected |\n|---|---|---|---|---|---|", file=out)
+    for r in poisoning_study(reps):
+        print(f"| {r['design']} | {r['target']} | {r['share']:.1%} | {r['fakes']:,} | {r['shift']:+.4f} | "
+              f"{r['detected']:.3f} |", file=out)
+    print(POISONING_READING, file=out)
+
+
+POISONING_READING = """
+The check sees what no honest population could send, and nothing else. A k-ary or ordinal channel is square:
+every report distribution inside the image of the channel is some population's, so a flood of one report is
+flagged only once it pushes the rates outside that image (a share below 0 elsewhere); until then the fake
+reports are indistinguishable from a population with more of the target, and the shift is the price. The
+multi-select count test catches a target-only attack early (honest reports select about as many options as
+their population holds; fake ones select one), and padding defeats it. Rate limits, invitation tokens and the
+responses-per-day chart are the defences against volume; this check is the last line, and says so."""
+
+
 READING = """
 ## Reading these tables
 
@@ -611,4 +766,7 @@ READING = """
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "--only":
+        replace_section(sys.argv[2])
+    else:
+        main()

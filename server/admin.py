@@ -236,6 +236,11 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
             result = data.estimate(qid)
             chart.update(n=result.n, method=result.method, simultaneous=result.simultaneous, notes=result.notes,
                          certified=result.converged, certificate=result.certificate)
+            described = result.fit.describe()
+            chart["fit"] = {"flagged": result.fit.flagged,
+                            "text": described.removeprefix("FIT FAILED: ") if result.fit.flagged
+                            else described[0].upper() + described[1:]}
+            chart["notes"] = [note for note in result.notes if note != described]  # said once, above
             if result.mean is not None:
                 chart["mean"] = result.mean
             chart["rows"] = _bars(result.table)

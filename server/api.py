@@ -65,6 +65,8 @@ def privacy_summary(record: storage.SurveyRecord, prior: float = 0.02) -> dict:
             "posterior_bound": posterior_bound(prior, q.epsilon) if q.is_private else 1.0,
             "statement": q.privacy_statement(prior),
         }
+        if survey.repeated is not None and q.is_private:  # one wave's ε above; every wave's here
+            questions[q.id]["epsilon_all_waves"] = q.epsilon_all_waves if math.isfinite(q.epsilon_all_waves) else None
     warnings = []
     if survey.public_questions:
         warnings.append("Public questions are sent as given, with no privacy guarantee: "
@@ -73,9 +75,13 @@ def privacy_summary(record: storage.SurveyRecord, prior: float = 0.02) -> dict:
         warnings.append("This survey accepts anonymous responses without invitation tokens: someone who answers "
                         "more than once spends the per-person budget again each time.")
     total = survey.epsilon
-    return {"epsilon_total": total if math.isfinite(total) else None,
-            "exp_epsilon_total": math.exp(total) if total < 700 else None,
-            "prior": prior, "questions": questions, "warnings": warnings}
+    summary = {"epsilon_total": total if math.isfinite(total) else None,
+               "exp_epsilon_total": math.exp(total) if total < 700 else None,
+               "prior": prior, "questions": questions, "warnings": warnings}
+    if survey.repeated is not None:  # epsilon_total counts every wave (ε∞); one wave's reports spend less
+        per_wave = survey.epsilon_per_wave
+        summary["epsilon_per_wave"] = per_wave if math.isfinite(per_wave) else None
+    return summary
 
 
 def survey_payload(record: storage.SurveyRecord) -> dict:

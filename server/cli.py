@@ -102,8 +102,11 @@ def check(spec_file, prior, as_json, planned, planning, compare):
             "epsilon": parsed.epsilon,
             "max_epsilon": None if parsed.max_epsilon is None else float(parsed.max_epsilon),
             "questions": {q.id: {"design": q.mechanism.design, "epsilon": None if not q.is_private else q.epsilon,
+                                 **({"epsilon_all_waves": q.epsilon_all_waves}
+                                    if parsed.repeated is not None and q.is_private else {}),
                                  "planning": figures_of(q.id)}
                           for q in parsed.questions.values()},
+            **({"epsilon_per_wave": parsed.epsilon_per_wave} if parsed.repeated is not None else {}),
             "warnings": parsed.warnings,
             "unplanned": getattr(plans, "unplanned", []),
             "spec": parsed.to_dict(),

@@ -219,8 +219,9 @@ def test_only_reports_are_stored_and_bodies_are_not_logged(client, survey, store
     client.post("/api/v1/surveys/tax/responses", json=payload, headers={"User-Agent": "Telltale/1.0"},
                 environ_base={"REMOTE_ADDR": "203.0.113.9"})
     assert table_columns(store, "responses") == {"id", "survey_id", "spec_hash", "received_on", "idempotency_key",
-                                                 "fingerprint"}
+                                                 "fingerprint", "wave"}
     row = table_rows(store, "responses")[0]
+    assert row["wave"] is None  # a survey asked once has no waves
     assert len(row["received_on"]) == 10  # a date, no time of day
     dump = json.dumps([table_rows(store, t) for t in store.engine.table_names()])
     assert "203.0.113.9" not in dump and "Telltale" not in dump

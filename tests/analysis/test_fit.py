@@ -1,0 +1,134 @@
+"""The goodness-of-fit test every estimate carries (issue 21 §3): exact where it claims to be, calibrated on
+honest data (it errs toward not flagging), and it names reports no honest population could send."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from deniable.analysis import channels, estimate, likelihood
+from deniable.analysis import estimators as est
+from deniable.analysis.fit import FLAG_P, count_channel, fit_test, saturated_test
+from deniable.client import Survey
+
+COIN = {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}
+
+
+def question(qtype="yes_no", privacy=None, **extra):
+    return Survey.from_dict({"id": "v", "title": "v", "questions": [
+        {"id": "q", "type": qtype, "text": "?", "privacy": privacy or COIN, **extra}]}).questions["q"]
+
+
+def test_the_exact_two_report_p_value_is_the_binomial_tail_of_the_refitted_statistic():
+    """Independently: refit every possible count with the binary estimator, and sum the binomial at the fit."""
+    q = question()
+    channel = channels.binary_channel(q.mechanism)
+    matrix = channels.channel_matrix(q.mechanism)
+    for n, yes in [(20, 18), (20, 19), (20, 3), (50, 45), (7, 7), (1, 1), (1, 0), (30, 12)]:
+        def g2(k):
+            rate = channel.rate(est.binary_mle(channel, k, n))
+            return 2 * sum(c * math.log(c / (n * r)) for c, r in ((k, rate), (n - k, 1 - rate)) if c > 0)
+
+        fitted = channel.rate(est.binary_mle(channel, yes, n))
+        expected = sum(stats.binom.pmf(k, n, fitted) for k in range(n + 1) if g2(k) >= g2(yes) - 1e-9)
+        share = est.binary_mle(channel, yes, n)
+        result = saturated_test(matrix, np.array([yes, n - yes]), np.array([share, 1 - share]))
+        assert result.method == "exact" and result.statistic == pytest.approx(g2(yes), abs=1e-9)
+        assert result.pvalue == pytest.approx(min(1.0, expected), rel=1e-9, abs=1e-12), (n, yes)
+    # inside what the design can produce the fit is perfect
+    inside = saturated_test(matrix, np.array([10, 10]), np.array([0.5, 0.5]))
+    assert inside.statistic == pytest.approx(0, abs=1e-12) and inside.pvalue == 1.0
+
+
+def test_the_count_channel_of_a_multi_select_question_is_the_exact_one_summed():
+    q = question("multi_select", {"design": "unary", "epsilon": 2}, options=["a", "b", "c"])
+    mechanism = q.mechanism
+    # the number reported depends on the number held only: sum the exact channel over reports of each size,
+    # for every answer of each size
+    for answer in mechanism.answers:
+        column = [sum((mechanism.probability(r, answer) for r in mechanism.reports if len(r) == k), Fraction(0))
+                  for k in range(4)]
+        assert np.allclose(count_channel(mechanism)[:, len(answer)], [float(p) for p in column])
+
+
+def honest_counts(q, truth, n, rng):
+    return rng.multinomial(n, channels.channel_matrix(q.mechanism) @ truth)
+
+
+@pytest.mark.parametrize("case", ["coin n=40", "k_rr n=3000", "ordinal n=300", "laplace n=200", "cdm n=2000"])
+def test_on_honest_data_the_test_errs_toward_not_flagging(case):
+    """p-values of honest surveys are at least uniform: P(p < 0.05) ≤ 0.05 (plus Monte Carlo error), and no
+    flag at 0.001 over the runs."""
+    rng = np.random.default_rng(zlib.crc32(case.encode()))
+    if case.startswith("coin"):
+        q, truth, n = question(), np.array([0.3, 0.7]), 40
+    elif case.startswith("k_rr"):
+        q = question("choice", {"design": "k_rr", "epsilon": "ln 3"}, options=["a", "b", "c", "d"])
+        truth, n = np.array([0.4, 0.3, 0.2, 0.1]), 3000
+    elif case.startswith("ordinal"):
+        q = question("ordinal", {"design": "ordinal", "epsilon": 1}, options=["1", "2", "3", "4", "5"])
+        truth, n = np.array([0.1, 0.2, 0.4, 0.2, 0.1]), 300
+    elif case.startswith("laplace"):
+        q = question("number", {"design": "laplace", "epsilon": 1}, min=0, max=6, step=1)
+        truth, n = np.full(7, 1 / 7), 200
+    else:
+        q = question(privacy={"design": "cheating_detection", "groups": {
+            "a": {"yes": "1/3", "randomizer": "x"}, "b": {"yes": "2/3", "randomizer": "y"}}})
+        truth, n = np.array([0.2, 0.7, 0.1]), 2000
+    runs = 200
+    pvalues = []
+    for _ in range(runs):
+        counts = honest_counts(q, truth, n, rng)
+        pi, _ = likelihood.certified_maximum(channels.channel_matrix(q.mechanism), counts)
+        pvalues.append(fit_test(q.mechanism, counts, pi).pvalue)
+    pvalues = np.array(pvalues)
+    assert np.mean(pvalues < 0.05) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / runs), case
+    assert np.mean(pvalues < FLAG_P) <= 1 / runs, case
+
+
+def test_reports_no_honest_population_sends_are_named():
+    q = question()
+    result = estimate(q, ["yes"] * 190 + ["no"] * 10)  # 95% yes: the coin design gives at most 75%
+    assert result.fit.flagged and result.fit.pvalue < 1e-10 and result.fit.method == "exact"
+    assert result.notes[0].startswith("FIT FAILED") and "FIT FAILED" in result.summary().as_text()
+    honest = estimate(q, ["yes"] * 120 + ["no"] * 80)
+    assert not honest.fit.flagged and "Goodness of fit: G² = 0.00 on 0 df, p = 1" in honest.summary().as_text()
+    # groups are assigned with equal chances: a script that always claims group a is unlike any population
+    cdm = question(privacy={"design": "cheating_detection", "groups": {
+        "a": {"yes": "1/3", "randomizer": "x"}, "b": {"yes": "2/3", "randomizer": "y"}}})
+    lopsided = estimate(cdm, [{"group": "a", "report": "yes"}] * 300 + [{"group": "b", "report": "no"}] * 100)
+    assert lopsided.fit.flagged
+    # a multi-select flood of one option: the number selected per report gives it away
+    multi = question("multi_select", {"design": "unary", "epsilon": 2}, options=["a", "b", "c", "d"])
+    rng = np.random.default_rng(3)
+    reports = [multi.mechanism.randomize([o for o in "abcd" if rng.random() < 0.4]) for _ in range(2000)]
+    assert not estimate(multi, reports).fit.flagged
+    assert estimate(multi, reports + [["d"]] * 400).fit.flagged
+
+
+def test_the_monte_carlo_route_is_deterministic_and_conservative():
+    q = question("number", {"design": "laplace", "epsilon": 1}, min=0, max=6, step=1)
+    rng = np.random.default_rng(9)
+    counts = honest_counts(q, np.full(7, 1 / 7), 60, rng)
+    pi, _ = likelihood.certified_maximum(channels.channel_matrix(q.mechanism), counts)
+    first, again = fit_test(q.mechanism, counts, pi), fit_test(q.mechanism, counts, pi)
+    assert first.method == "monte carlo" and first == again
+    assert 0 < first.pvalue <= 1
+
+
+def test_every_estimate_carries_its_fit_and_the_interval_holds_the_estimate():
+    for privacy, qtype, extra, answer in [
+        (COIN, "yes_no", {}, "yes"),
+        ({"design": "k_rr", "epsilon": 1}, "choice", {"options": ["a", "b", "c"]}, "b"),
+        ({"design": "crosswise", "p": "1/4", "companion": "Sunday?"}, "yes_no", {}, "yes"),
+    ]:
+        q = question(qtype, privacy, **extra)
+        result = estimate(q, [q.mechanism.randomize(answer) for _ in range(300)])
+        assert result.fit is not None and 0 <= result.fit.pvalue <= 1
+        assert (result.table["ci_low"] <= result.table["estimate"] + 1e-12).all()
+        assert (result.table["estimate"] <= result.table["ci_high"] + 1e-12).all()
