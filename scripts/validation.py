@@ -432,7 +432,15 @@ def main(out=sys.stdout, reps: int = 1500, processes: int = 2):
 
 #: Sections regenerated on their own (``python scripts/validation.py --only panels``): each sits between
 #: ``<!-- begin NAME -->`` and ``<!-- end NAME -->`` in docs/validation.md.
-SECTIONS = {"poisoning": lambda out: _poisoning_section(out)}
+SECTIONS = {"poisoning": lambda out: _poisoning_section(out), "audit": lambda out: _audit_section(out)}
+
+
+def _audit_section(out):
+    try:
+        from scripts.epsilon_audit import section
+    except ImportError:  # run as python scripts/validation.py: this folder is on the path
+        from epsilon_audit import section
+    section(out)
 
 
 def generated_sections(out):
