@@ -1,8 +1,9 @@
 // The JS client's side of the ε audit (scripts/epsilon_audit.py): draws reports through the public API,
 // Survey.randomize, with a seeded source offering the same fast paths as crypto.getRandomValues's pool
-// (word, below, randomBelow), and prints the counts per answer and report as JSON.
+// (randomness.wordSource: word, below, randomBelow), and prints the counts per answer and report as JSON.
 import { readFileSync } from "node:fs";
 import { Memo, Survey } from "../client/js/deniable.js";
+import { wordSource } from "../client/js/src/randomness.js";
 
 const { seed, jobs } = JSON.parse(readFileSync(0, "utf8"));
 
@@ -22,36 +23,11 @@ function generator(start) {
   return next;
 }
 
-function seededSource(next) {
-  const TWO_32 = 0x100000000;
-  const below = (limit) => {
-    const ceiling = TWO_32 - (TWO_32 % limit);
-    for (;;) {
-      const word = next();
-      if (word < ceiling) return word % limit;
-    }
-  };
-  const randomBelow = (n) => {
-    n = BigInt(n);
-    if (n <= BigInt(TWO_32)) return BigInt(below(Number(n)));
-    const bits = BigInt((n - 1n).toString(2).length);
-    const words = Number((bits + 31n) / 32n);
-    const excess = BigInt(words) * 32n - bits;
-    for (;;) {
-      let value = 0n;
-      for (let i = 0; i < words; i++) value = (value << 32n) | BigInt(next());
-      value >>= excess;
-      if (value < n) return value;
-    }
-  };
-  return { word: next, below, randomBelow };
-}
-
 const canonical = (value) => JSON.stringify(value);
 const results = jobs.map((job, position) => {
   const survey = Survey.fromSpec(job.spec);
   const next = generator(seed * 7919 + position);
-  const source = seededSource(next);
+  const source = wordSource(next); // the crypto pool's fast paths, over seeded words
   const counts = {};
   for (const answer of job.pair) {
     const seen = {};

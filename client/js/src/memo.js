@@ -3,7 +3,7 @@
 // Part of deniable.js; no dependencies: SHA-256 is written out here because WebCrypto's is asynchronous and
 // randomizing is not.
 
-import { TWO_32, TWO_32_BIG, cryptoSource } from "./randomness.js";
+import { cryptoSource, wordSource } from "./randomness.js";
 
 /** Bytes of the secret; stored as 64 lowercase hex digits. */
 export const SECRET_BYTES = 32;
@@ -88,47 +88,23 @@ export function memoMessage(surveyId, questionId, purpose, position = null) {
 }
 
 /** 32-bit words (big-endian) of HMAC-SHA256(secret, message ‖ counter), counter 0, 1, …, drawn by rejection
- * exactly as the operating system's words are (randomness.js), so Python and JS derive the same reports. */
+ * exactly as the operating system's words are (randomness.wordSource), so Python and JS derive the same reports. */
 export class MemoStream {
   constructor(secret, message) {
-    this._secret = secret;
-    this._message = message;
-    this._counter = 0;
-    this._words = [];
-    this._next = 0;
-  }
-  word() {
-    if (this._next === this._words.length) {
-      const counter = new Uint8Array(4);
-      new DataView(counter.buffer).setUint32(0, this._counter);
-      const block = hmacSha256(this._secret, concat(this._message, counter));
-      const view = new DataView(block.buffer);
-      this._words = Array.from({ length: 8 }, (_, i) => view.getUint32(4 * i));
-      this._counter += 1;
-      this._next = 0;
-    }
-    return this._words[this._next++];
-  }
-  below(limit) {
-    const ceiling = TWO_32 - (TWO_32 % limit);
-    for (;;) {
-      const word = this.word();
-      if (word < ceiling) return word % limit;
-    }
-  }
-  randomBelow(n) {
-    n = BigInt(n);
-    if (n <= 0n) throw new RangeError("randomBelow needs n > 0");
-    if (n <= TWO_32_BIG) return BigInt(this.below(Number(n)));
-    const bits = BigInt((n - 1n).toString(2).length);
-    const words = Number((bits + 31n) / 32n);
-    const excess = BigInt(words) * 32n - bits;
-    for (;;) {
-      let value = 0n;
-      for (let i = 0; i < words; i++) value = (value << 32n) | BigInt(this.word());
-      value >>= excess;
-      if (value < n) return value;
-    }
+    let counter = 0;
+    let words = [];
+    let at = 0;
+    const next = () => {
+      if (at === words.length) {
+        const suffix = new Uint8Array(4);
+        new DataView(suffix.buffer).setUint32(0, counter++);
+        const view = new DataView(hmacSha256(secret, concat(message, suffix)).buffer);
+        words = Array.from({ length: 8 }, (_, i) => view.getUint32(4 * i));
+        at = 0;
+      }
+      return words[at++];
+    };
+    Object.assign(this, wordSource(next));
   }
 }
 

@@ -20,34 +20,43 @@ function nextWord() {
   return pool[poolNext++];
 }
 
-/** A uniform Number in [0, limit) for a whole 1 <= limit <= 2^32, by rejection (no modulo bias). */
-function wordBelow(limit) {
-  const ceiling = TWO_32 - (TWO_32 % limit);
-  for (;;) {
-    const word = nextWord();
-    if (word < ceiling) return word % limit;
-  }
+/** Exact uniform draws from a stream of 32-bit words (`next()`), by rejection: the one algorithm behind
+ * crypto.getRandomValues's pool here and a panel memo's derived stream (memo.js), and the twin of Python's
+ * randomness.WordSource, so the same words give the same draws in both clients. */
+export function wordSource(next) {
+  /** A uniform Number in [0, limit) for a whole 1 <= limit <= 2^32 (no modulo bias). */
+  const below = (limit) => {
+    const ceiling = TWO_32 - (TWO_32 % limit);
+    for (;;) {
+      const word = next();
+      if (word < ceiling) return word % limit;
+    }
+  };
+  /** A uniform BigInt in [0, n). */
+  const randomBelow = (n) => {
+    n = BigInt(n);
+    if (n <= 0n) throw new RangeError("randomBelow needs n > 0");
+    if (n <= TWO_32_BIG) return BigInt(below(Number(n)));
+    const bits = BigInt((n - 1n).toString(2).length);
+    const words = Number((bits + 31n) / 32n);
+    const excess = BigInt(words) * 32n - bits;
+    for (;;) {
+      let value = 0n;
+      for (let i = 0; i < words; i++) value = (value << 32n) | BigInt(next());
+      value >>= excess;
+      if (value < n) return value;
+    }
+  };
+  return { word: next, below, randomBelow };
 }
 
+const pooled = wordSource(nextWord);
 /** A uniform BigInt in [0, n) from crypto.getRandomValues (rejection sampling, no modulo bias). */
-export function randomBelow(n) {
-  n = BigInt(n);
-  if (n <= 0n) throw new RangeError("randomBelow needs n > 0");
-  if (n <= TWO_32_BIG) return BigInt(wordBelow(Number(n)));
-  const bits = BigInt((n - 1n).toString(2).length);
-  const words = Number((bits + 31n) / 32n);
-  const excess = BigInt(words) * 32n - bits;
-  for (;;) {
-    let value = 0n;
-    for (let i = 0; i < words; i++) value = (value << 32n) | BigInt(nextWord());
-    value >>= excess;
-    if (value < n) return value;
-  }
-}
+export const randomBelow = pooled.randomBelow;
 
 // `below` is the fast path for denominators that fit in 32 bits; a source without it (a test's
 // scripted source) is asked for BigInts, and every sampler gives the same distribution either way.
-export const defaultSource = { randomBelow, below: wordBelow, word: nextWord };
+export const defaultSource = pooled;
 
 /** Integer thresholds over a common denominator, for drawing an index: Numbers when they fit in 32 bits. */
 export function makeSampler(denominator, thresholds) {
