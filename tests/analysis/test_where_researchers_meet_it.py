@@ -48,7 +48,8 @@ def test_dashboard_shows_live_estimates_with_a_chart_per_question(demo_db):
     assert client.get("/admin/surveys/tax").status_code == 303  # to the sign-in page
     sign_in(client, "t")
     page = client.get("/admin/surveys/tax").data.decode()
-    assert page.count("<svg") == len(demo_survey().questions)
+    assert page.count('class="bars"') == len(demo_survey().questions)  # one chart per question
+    assert page.count("<svg") == len(demo_survey().questions) + 1  # and the responses per day
     assert "4000</strong> responses" in page
     expected = estimate(load(db=demo_db, survey_id="tax"), "dodged").table.loc["yes"]
     assert f"[{expected['ci_low']:.3f}, {expected['ci_high']:.3f}]" in page
