@@ -45,7 +45,8 @@ def class_matrix(mechanism) -> np.ndarray:
 
 
 def estimate_compliance(mechanism, counts: np.ndarray, level: float, method: str | None, question_id):
-    """(table, certificate, row covariance, notes, test) for a cheating-detection or lie-detector question."""
+    """(table, certificate, row covariance, notes, test, class shares) for a cheating-detection or lie-detector
+    question; the class shares are θ̂ in the order of the latent classes (the goodness-of-fit test's)."""
     method = method or "likelihood"
     if method not in METHODS:
         raise AnalysisError(f"method must be one of {', '.join(METHODS)} for a {mechanism.design} question, got {method!r}")
@@ -81,7 +82,7 @@ def estimate_compliance(mechanism, counts: np.ndarray, level: float, method: str
     notes.append(str(test))
     notes.append("the group each respondent was shown is part of the report; shares are for the whole population, "
                  "with non-compliance a class of its own")
-    return table, certificate, covariance, notes, test
+    return table, certificate, covariance, notes, test, theta
 
 
 #: A latent class whose estimate is within this many standard errors of 0 or 1 is near its boundary.

@@ -150,10 +150,10 @@ def _estimate(mechanism, counts, level, method, question_id, simultaneous=False,
 
 def _compliance(mechanism, counts, level, method, question_id):
     """Cheating detection and the stochastic lie detector: latent classes of respondents (`compliance`)."""
-    table, certificate, covariance, notes, test = compliance.estimate_compliance(mechanism, counts, level, method,
-                                                                                 question_id)
+    table, certificate, covariance, notes, test, classes = compliance.estimate_compliance(mechanism, counts, level,
+                                                                                          method, question_id)
     return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method or "likelihood", table,
-                          certificate, covariance, notes=notes, compliance_test=test)
+                          certificate, covariance, notes=notes, compliance_test=test, class_shares=classes)
 
 
 def _check_method(method, methods, design):

@@ -160,6 +160,5 @@ def _multi_select(mechanism: UnaryMechanism, counts: np.ndarray) -> FitTest:
 def estimates_of(result) -> np.ndarray:
     """The fitted shares in the analysis channel's column order (answers, or a compliance design's classes)."""
     if isinstance(result.mechanism, GroupedMechanism):
-        labels = [label for label, _ in result.mechanism.latent_classes]
-        return result.table["estimate"].reindex(labels).to_numpy(dtype=float)
+        return np.asarray(result.class_shares, dtype=float)
     return result.table["estimate"].to_numpy(dtype=float)

@@ -90,6 +90,8 @@ class EstimateResult:
     #: For the designs that measure compliance: the likelihood-ratio test that everyone complied
     #: (`compliance.ComplianceTest`: no cheaters, or every carrier truthful); None for other designs.
     compliance_test: object | None = None
+    #: For the designs that measure compliance: the latent classes' shares θ̂, in `mechanism.latent_classes` order.
+    class_shares: np.ndarray | None = field(repr=False, default=None)
     #: For a known-share control question: {share, recovered, p_value}; None for other questions.
     control: dict | None = None
     #: For a split-ballot question: rows direct, randomized, difference (estimate, se, ci_low, ci_high, n) and the

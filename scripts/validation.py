@@ -632,7 +632,7 @@ POISON_SHARES = (0.005, 0.01, 0.02, 0.05, 0.10)
 HONEST_N = 10_000
 
 
-def _question(qtype: str, privacy: dict, options):
+def _poison_question(qtype: str, privacy: dict, options):
     return Survey.from_dict({"id": "v", "title": "v", "questions": [
         {"id": "q", "type": qtype, "text": "?", "privacy": privacy, "options": options}]}).questions["q"]
 
@@ -643,13 +643,14 @@ def poisoning_cases() -> list[dict]:
     options = ["a", "b", "c", "d"]
     scale = ["1", "2", "3", "4", "5"]
     return [
-        {"design": "k_rr ε = ln 3, 4 options", "question": _question("choice", {"design": "k_rr", "epsilon": "ln 3"}, options),
+        {"design": "k_rr ε = ln 3, 4 options", "question": _poison_question("choice", {"design": "k_rr", "epsilon": "ln 3"}, options),
          "truth": np.array([0.4, 0.3, 0.2, 0.1]), "target": "share of d (0.1)", "fake": "d"},
-        {"design": "ordinal ε = 1, 5 points", "question": _question("ordinal", {"design": "ordinal", "epsilon": 1}, scale),
+        {"design": "ordinal ε = 1, 5 points", "question": _poison_question("ordinal", {"design": "ordinal", "epsilon": 1}, scale),
          "truth": np.array([0.1, 0.2, 0.4, 0.2, 0.1]), "target": "mean position (3.0)", "fake": "5"},
-        {"design": "unary ε = 2, 4 options", "question": _question("multi_select", {"design": "unary", "epsilon": 2}, options),
+        {"design": "unary ε = 2, 4 options", "question": _poison_question("multi_select", {"design": "unary", "epsilon": 2}, options),
          "truth": np.array([0.4, 0.3, 0.2, 0.1]), "target": "share selecting d (0.1)", "fake": ["d"]},
-        {"design": "unary ε = 2, 4 options, padded", "question": _question("multi_select", {"design": "unary", "epsilon": 2}, options),
+        {"design": "unary ε = 2, 4 options, padded",
+         "question": _poison_question("multi_select", {"design": "unary", "epsilon": 2}, options),
          "truth": np.array([0.4, 0.3, 0.2, 0.1]), "target": "share selecting d (0.1)", "fake": "padded"},
     ]
 
