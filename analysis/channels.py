@@ -47,12 +47,22 @@ def left_inverse(q: np.ndarray) -> np.ndarray:
     return np.linalg.pinv(q)
 
 
+def symmetric_covariance(channel: "BinaryChannel", rates: np.ndarray) -> np.ndarray:
+    """Q⁻¹(diag λ − λλᵀ)Q⁻ᵀ for a k-ary randomized-response channel Q = (p − o)I + o11ᵀ, in closed form: its
+    inverse is (I − o11ᵀ)/(p − o) (the columns sum to 1) and (diag λ − λλᵀ) sends 1 to 0, so the product is
+    (diag λ − λλᵀ)/(p − o)². O(k²) to write out, no inversion (tests compare it with the dense route)."""
+    return (np.diag(rates) - np.outer(rates, rates)) / (channel.p - channel.q) ** 2
+
+
 def fitted_covariance(q: np.ndarray, pi: np.ndarray) -> np.ndarray:
     """Covariance of the maximum-likelihood estimate for one respondent, at the fitted rates λ = Qπ:
     the inverse Fisher information Qᵀdiag(1/λ)Q, restricted to the simplex (Σπ = 1). For a square
     channel it equals the moment estimator's covariance Q⁻¹(diag λ − λλᵀ)Q⁻ᵀ evaluated at λ = Qπ, so
     wherever the two estimates agree their standard errors agree; for a tall channel (numeric grids)
-    it is the smaller, efficient one."""
+    it is the smaller, efficient one. A k-ary randomized-response channel takes the closed form."""
+    marginal = marginal_channel(q)
+    if marginal is not None:
+        return symmetric_covariance(marginal, q @ pi)
     rates = q @ pi
     reached = rates > 0
     weighted = q[reached] / rates[reached, None]

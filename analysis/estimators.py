@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
-from .channels import BinaryChannel, left_inverse
+from .channels import BinaryChannel, left_inverse, marginal_channel, symmetric_covariance
 from .errors import AnalysisError
 
 BINARY_METHODS = ("likelihood", "clopper-pearson", "wilson", "wald")
@@ -41,6 +41,9 @@ def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     if n == 0:
         raise AnalysisError("no reports to estimate from")
     rates = counts / n
+    marginal = marginal_channel(q)
+    if marginal is not None:  # k-ary randomized response: Q⁻¹ in closed form (`channels.symmetric_covariance`)
+        return marginal.prevalence(rates), symmetric_covariance(marginal, rates) / n
     inverse = left_inverse(q)
     estimate = inverse @ rates
     covariance = inverse @ ((np.diag(rates) - np.outer(rates, rates)) / n) @ inverse.T

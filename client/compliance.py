@@ -12,12 +12,12 @@ columns of its own channel (`latent_classes`), since non-compliance is a way of 
 
 from __future__ import annotations
 
-import secrets
 from fractions import Fraction
 
 from .exact import parse_fraction
 from .identifiers import identifier
 from .mechanisms import YES_NO, ChannelMechanism
+from .randomness import default_source
 
 #: What a respondent in a group may type.
 GROUP_REPORTS = YES_NO
@@ -63,7 +63,7 @@ class GroupedMechanism(ChannelMechanism):
 
     def assign_group(self, rng=None) -> str:
         """The group a new respondent is shown: uniform over the groups, from a CSPRNG (or ``rng``)."""
-        return self.groups[(rng or secrets).randbelow(len(self.groups))]
+        return self.groups[(rng or default_source()).randbelow(len(self.groups))]
 
     def instruction(self, group: str):
         """The instruction a respondent of ``group`` follows (a text, or a map of languages)."""

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import secrets
 from fractions import Fraction
 from functools import cached_property
 
 from .exact import json_number, parse_fraction
 from .mechanisms import Mechanism
+from .randomness import default_source
 
 
 class LaplaceMechanism(Mechanism):
@@ -123,7 +123,7 @@ class LaplaceMechanism(Mechanism):
         index = self.answer_index(answer)
         if self.alpha is None:
             return self._value(index)
-        rng = rng or secrets
+        rng = rng or default_source()
         low, high = self.report_range
         # U's first 64 bits, then (for a non-zero magnitude) one more word whose low bit is the sign: word for
         # word what the JS twin reads, so a panel memo's stream gives both clients the same report.

@@ -20,12 +20,11 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import secrets
 from fractions import Fraction
 from functools import cached_property
 
 from .exact import epsilon_of
-from .randomness import WORD, WordPool
+from .randomness import WORD, WordPool, default_source
 
 YES_NO = ("yes", "no")
 
@@ -214,7 +213,7 @@ class ChannelMechanism(Mechanism):
         return self._samplers[a]
 
     def randomize(self, answer, rng=None):
-        rng = rng or secrets
+        rng = rng or default_source()
         denominator, thresholds = self._sampler(self._answer_index[self.validate_answer(answer)])
         draw = rng.randbelow(denominator)
         return self._reports[bisect.bisect_right(thresholds, draw)]
@@ -288,7 +287,7 @@ class SymmetricMechanism(ChannelMechanism):
         return out
 
     def randomize(self, answer, rng=None):
-        rng = rng or secrets
+        rng = rng or default_source()
         a = self._answer_index[self.validate_answer(answer)]
         draw = rng.randbelow(self._denominator)
         before = a * self._other_width
@@ -428,11 +427,29 @@ class UnaryMechanism(Mechanism):
         per_bit = _worst_ratio(self.bit_channel())
         return None if per_bit is None else per_bit ** len(self.options)
 
+    @cached_property
+    def _thresholds(self) -> tuple:
+        """(numerator, denominator) of P(reported | bit 0) and of P(reported | bit 1), as integers."""
+        return ((self.flip_zero.numerator, self.flip_zero.denominator),
+                (self.keep_one.numerator, self.keep_one.denominator))
+
     def randomize(self, answer, rng=None):
-        rng = rng or secrets
-        report = []
-        for option, bit in zip(self.options, self._bits(answer, "answer")):
-            p_one = self.keep_one if bit else self.flip_zero
-            if rng.randbelow(p_one.denominator) < p_one.numerator:
-                report.append(option)
-        return report
+        rng = rng or default_source()
+        thresholds = self._thresholds
+        draw = rng.randbelow  # one integer draw per option, as the JS twin makes them
+        return [option for option, bit in zip(self.options, self._bits(answer, "answer"))
+                if draw(thresholds[bit][1]) < thresholds[bit][0]]
+
+    def _draw_many(self, canonical, words):
+        (zero_n, zero_d), (one_n, one_d) = self._thresholds
+        if max(zero_d, one_d) > WORD:
+            return None
+        below, options, memo, out = words.below, self.options, {}, []
+        for answer in canonical:
+            key = tuple(answer)
+            selected = memo.get(key)
+            if selected is None:
+                selected = memo[key] = [o in answer for o in options]
+            out.append([o for o, bit in zip(options, selected)
+                        if (below(one_d) < one_n if bit else below(zero_d) < zero_n)])
+        return out

@@ -26,6 +26,7 @@ from .compliance import GroupedMechanism
 from .exact import EpsilonRequest
 from .laplace import LaplaceMechanism
 from .mechanisms import ChannelMechanism, Mechanism, SymmetricMechanism, UnaryMechanism
+from .randomness import default_source
 
 #: Without ``instant_epsilon``, the instantaneous layer replaces the permanent report by a uniformly drawn
 #: one (possibly itself) with this probability: one report keeps 90% of the design's signal, so its ε and
@@ -187,7 +188,5 @@ class MemoizedLaplace(LaplaceMechanism):
         return worst
 
     def randomize(self, answer, rng=None):
-        import secrets
-
-        rng = rng or secrets
+        rng = rng or default_source()
         return self.layer.apply(self, super().randomize(answer, rng), rng)

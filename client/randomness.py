@@ -8,6 +8,7 @@ seeded one; real use must not. Twin of the JS client's ``src/randomness.js``.
 from __future__ import annotations
 
 import os
+import threading
 from array import array
 
 #: One word: 32 random bits.
@@ -54,6 +55,7 @@ class WordPool(WordSource):
         self._size = max(64, words)
         self._words = array("I")
         self._next = 0
+        self.pid = os.getpid()
         assert self._words.itemsize == 4
 
     def word(self) -> int:
@@ -63,3 +65,25 @@ class WordPool(WordSource):
         word = self._words[self._next]
         self._next += 1
         return word
+
+
+_local = threading.local()
+
+
+def default_source() -> WordPool:
+    """The source a single draw uses when none is given: this thread's pool of the operating system's words
+    (256 words read at a time), so one report costs a few array reads rather than an ``os.urandom`` call. Never
+    shared: one pool per thread (two threads never read the same word), and a forked process starts its own
+    (a child must not replay the words its parent has buffered)."""
+    pool = getattr(_local, "pool", None)
+    if pool is None or pool.pid != os.getpid():
+        pool = _local.pool = WordPool(256)
+    return pool
+
+
+def _forget_after_fork():
+    _local.__dict__.pop("pool", None)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)

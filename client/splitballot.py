@@ -16,9 +16,9 @@ in the randomized arm has exactly the design's guarantee, and one in the direct 
 from __future__ import annotations
 
 import json
-import secrets
 
 from .exact import canonical_json, parse_fraction
+from .randomness import default_source
 
 ARMS = ("direct", "randomized")
 
@@ -50,7 +50,7 @@ class SplitBallot:
     def assign_arm(self, rng=None) -> str:
         """The arm a new respondent is shown: "direct" with probability ``direct``, from a CSPRNG (or ``rng``);
         the same integer draw as the JS twin."""
-        draw = (rng or secrets).randbelow(self.direct.denominator)
+        draw = (rng or default_source()).randbelow(self.direct.denominator)
         return "direct" if draw < self.direct.numerator else "randomized"
 
     @staticmethod

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import secrets
 from fractions import Fraction
 from pathlib import Path
 
@@ -49,6 +48,7 @@ from .questions import (
     localize,
     refuse_unknown_fields,
 )
+from .randomness import default_source
 
 
 class Survey:
@@ -483,7 +483,7 @@ class Survey:
         if not typed:  # the device's draw, or a simulated respondent's fixed fact, keyed on the answer
             stream = memo.stream(self.id, question.id, "report", permanent.answer_position(value))
             value = permanent.randomize(value, stream)
-        return mechanism.instant.apply(permanent, value, rng or secrets)
+        return mechanism.instant.apply(permanent, value, rng or default_source())
 
     def _memo_arms(self, answers: dict, arms, memo) -> dict:
         """A repeated survey's arms are the memo's: given ones must be those."""

@@ -47,3 +47,31 @@ def test_the_largest_channels_are_columns_of_probabilities():
         matrix = channels.channel_matrix(mechanism)
         assert np.isfinite(matrix).all() and (matrix > 0).all()
         np.testing.assert_allclose(matrix.sum(axis=0), 1, rtol=1e-9)
+
+
+@pytest.mark.parametrize("k, epsilon", [(2, "ln 3"), (4, 1), (30, "ln 2"), (300, 3)])
+def test_k_ary_covariances_in_closed_form_equal_the_dense_route(k, epsilon):
+    """The k-ary channel's inverse is (I − o11ᵀ)/(p − o): the fitted and the unbiased covariances (and the
+    unbiased estimate) are the dense route's, without inverting anything."""
+    from deniable.analysis import estimators as est
+    from deniable.client import Survey
+
+    question = Survey.from_dict({"id": "v", "title": "v", "questions": [
+        {"id": "q", "type": "choice", "text": "?", "options": [f"o{i}" for i in range(k)],
+         "privacy": {"design": "k_rr", "epsilon": epsilon}}]}).questions["q"]
+    q = channels.channel_matrix(question.mechanism)
+    rng = np.random.default_rng(k)
+    pi = rng.dirichlet(np.ones(k))
+    pi[0] = 0.0
+    pi /= pi.sum()
+    counts = rng.multinomial(5000, q @ pi)
+    inverse = np.linalg.inv(q)
+    rates = q @ pi
+    dense = inverse @ (np.diag(rates) - np.outer(rates, rates)) @ inverse.T
+    assert channels.marginal_channel(q) is not None
+    assert np.allclose(channels.fitted_covariance(q, pi), dense, atol=1e-12)
+    observed = counts / counts.sum()
+    estimate, covariance = est.unbiased(q, counts)
+    assert np.allclose(estimate, inverse @ observed, atol=1e-10)
+    assert np.allclose(covariance, inverse @ (np.diag(observed) - np.outer(observed, observed)) @ inverse.T / counts.sum(),
+                       atol=1e-12)
