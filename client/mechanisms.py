@@ -24,7 +24,7 @@ from fractions import Fraction
 from functools import cached_property
 
 from .exact import epsilon_of
-from .randomness import WORD, WordPool, default_source
+from .randomness import WORD, WordPool, bernoulli, default_source
 
 YES_NO = ("yes", "no")
 
@@ -434,22 +434,18 @@ class UnaryMechanism(Mechanism):
                 (self.keep_one.numerator, self.keep_one.denominator))
 
     def randomize(self, answer, rng=None):
-        rng = rng or default_source()
+        return self._draw(self._bits(answer, "answer"), rng or default_source())
+
+    def _draw(self, bits, source) -> list:
         thresholds = self._thresholds
-        draw = rng.randbelow  # one integer draw per option, as the JS twin makes them
-        return [option for option, bit in zip(self.options, self._bits(answer, "answer"))
-                if draw(thresholds[bit][1]) < thresholds[bit][0]]
+        return [option for option, bit in zip(self.options, bits) if bernoulli(*thresholds[bit], source)]
 
     def _draw_many(self, canonical, words):
-        (zero_n, zero_d), (one_n, one_d) = self._thresholds
-        if max(zero_d, one_d) > WORD:
-            return None
-        below, options, memo, out = words.below, self.options, {}, []
+        selected: dict = {}
+        out = []
         for answer in canonical:
             key = tuple(answer)
-            selected = memo.get(key)
-            if selected is None:
-                selected = memo[key] = [o in answer for o in options]
-            out.append([o for o, bit in zip(options, selected)
-                        if (below(one_d) < one_n if bit else below(zero_d) < zero_n)])
+            if key not in selected:
+                selected[key] = [int(o in answer) for o in self.options]
+            out.append(self._draw(selected[key], words))
         return out

@@ -67,6 +67,22 @@ class WordPool(WordSource):
         return word
 
 
+def bernoulli(numerator: int, denominator: int, source) -> bool:
+    """True with probability numerator/denominator exactly, from as few 32-bit words as it takes (usually one):
+    U's first 32 bits decide unless the threshold falls inside the interval they leave open, and then the next
+    word refines U. A denominator near 2^32 or above (an ε met on the 2^-32 grid) would cost a multi-word
+    rejection draw each time by ``randbelow``; this costs one word. Twin of the JS client's ``bernoulli``."""
+    word = source.word if hasattr(source, "word") else (lambda: source.randbelow(WORD))
+    value, scale = word(), WORD
+    while True:
+        threshold = numerator * scale
+        if (value + 1) * denominator <= threshold:
+            return True
+        if value * denominator >= threshold:
+            return False
+        value, scale = value * WORD + word(), scale * WORD
+
+
 _local = threading.local()
 
 

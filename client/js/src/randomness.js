@@ -81,8 +81,17 @@ export function wordOf(source) {
   return source.word ? source.word() : Number(source.randomBelow(TWO_32_BIG));
 }
 
-/** True with probability n/d (a Fraction), exactly. */
+/** True with probability p = n/d (a Fraction), exactly, from as few 32-bit words as it takes (usually one): U's
+ * first 32 bits decide unless p falls inside the interval they leave open, and then the next word refines U
+ * (the twin of Python's randomness.bernoulli: the same words give the same answer). */
 export function bernoulli(p, source) {
-  if (p.d <= TWO_32_BIG && source.below) return source.below(Number(p.d)) < Number(p.n);
-  return source.randomBelow(p.d) < p.n;
+  let value = BigInt(wordOf(source));
+  let scale = TWO_32_BIG;
+  for (;;) {
+    const threshold = p.n * scale;
+    if ((value + 1n) * p.d <= threshold) return true;
+    if (value * p.d >= threshold) return false;
+    value = value * TWO_32_BIG + BigInt(wordOf(source));
+    scale *= TWO_32_BIG;
+  }
 }
