@@ -59,6 +59,8 @@ def _tally(reports):
         reports = reports.tolist()
     if not isinstance(reports, (list, tuple)):
         reports = list(reports)
+    if any(isinstance(value, np.generic) for value in reports):  # a list of numpy scalars: their Python values
+        reports = [value.item() if isinstance(value, np.generic) else value for value in reports]
     try:
         counter = collections.Counter(reports)
     except TypeError:  # multi-select reports are lists, grouped ones mappings: count them by canonical text

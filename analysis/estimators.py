@@ -14,7 +14,7 @@ For a channel Q (reports × answers) and observed report frequencies λ̂ from n
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy import optimize, stats
@@ -26,13 +26,11 @@ BINARY_METHODS = ("likelihood", "clopper-pearson", "wilson", "wald")
 DEFAULT_BINARY_METHOD = "clopper-pearson"  # chosen by the coverage study in docs/validation.md
 
 
-@dataclass(frozen=True)
-class ConfidenceInterval:
+class ConfidenceInterval(NamedTuple):
+    """An interval that unpacks and indexes like scipy's (``low, high = ci``; ``ci[0]``) and names its ends."""
+
     low: float
     high: float
-
-    def __iter__(self):
-        return iter((self.low, self.high))
 
 
 def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

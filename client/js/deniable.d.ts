@@ -495,7 +495,8 @@ export interface OutboxEntry {
 
 /** Randomized bodies (never true answers) waiting for a connection; each is sent with its own idempotency key. */
 export class Outbox {
-  constructor(options?: { storage?: OutboxStorage; key?: string });
+  /** Refuses (TypeError) a storage without getItem, setItem and removeItem. */
+  constructor(options?: OutboxStorage | { storage?: OutboxStorage; key?: string });
   readonly storage: OutboxStorage;
   readonly key: string;
   entries(): OutboxEntry[];

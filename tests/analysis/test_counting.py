@@ -59,3 +59,22 @@ def test_a_million_reports_in_any_container_give_one_estimate():
         assert (result.counts == results[0].counts).all()
         assert result.table.equals(results[0].table)
     assert math.isclose(results[0].n, 1_000_000)
+
+
+def test_a_list_of_numpy_scalars_counts_as_their_values_and_a_numpy_boolean_is_still_refused():
+    import numpy as np
+
+    from deniable.analysis import AnalysisError, estimate
+    from deniable.analysis.counting import count_reports
+    from deniable.client import Survey
+
+    number = Survey.from_dict({"id": "v", "title": "v", "questions": [
+        {"id": "q", "type": "number", "text": "?", "min": 0, "max": 2, "privacy": {"design": "laplace", "epsilon": 1}}]}
+    ).questions["q"].mechanism
+    plain = count_reports(number, [0, 1, 1, 2, -2])
+    assert (count_reports(number, [np.int64(v) for v in [0, 1, 1, 2, -2]]) == plain).all()
+    assert (count_reports(number, [np.float32(v) for v in [0, 1, 1, 2, -2]]) == plain).all()
+    with pytest.raises(AnalysisError, match="True is not a report"):
+        count_reports(number, [np.bool_(True), 1])
+    low, high = estimate(number, [np.int64(1)] * 50).mean.ci  # intervals unpack and index like scipy's
+    assert estimate(number, [np.int64(1)] * 50).mean.ci[0] == low < high

@@ -20,7 +20,17 @@ const OUTBOX_FIELDS = ["spec_hash", "idempotency_key", "reports", "token", "wave
  * so a body that did arrive before the connection dropped is stored once however often it is sent.
  */
 export class Outbox {
-  constructor({ storage = globalThis.localStorage ?? new MemoryStorage(), key = "deniable-outbox" } = {}) {
+  /** `new Outbox()`, `new Outbox(localStorage)` or `new Outbox({storage, key})`; a storage without getItem,
+   * setItem and removeItem is refused (it would lose every body silently). */
+  constructor(options = {}) {
+    const given = typeof options?.getItem === "function" ? { storage: options } : options ?? {};
+    const { storage = globalThis.localStorage ?? new MemoryStorage(), key = "deniable-outbox" } = given;
+    const missing = ["getItem", "setItem", "removeItem"].filter((name) => typeof storage?.[name] !== "function");
+    if (missing.length) {
+      throw new TypeError(`Outbox: the storage has no ${missing.join(", ")}; pass localStorage, a MemoryStorage, or any ` +
+        "object with getItem, setItem and removeItem (new Outbox(storage) or new Outbox({ storage, key }))");
+    }
+    if (typeof key !== "string" || !key) throw new TypeError("Outbox: key must be a non-empty string");
     this.storage = storage;
     this.key = key;
   }

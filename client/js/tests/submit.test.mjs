@@ -131,3 +131,13 @@ test("errors other than no connection are not queued", async () => {
   await assert.rejects(submit("http://x", "tax", { dodged: "no" }, { fetch: server.fetch, outbox }), TokenAlreadyUsed);
   assert.deepEqual(outbox.entries(), []);
 });
+
+test("an outbox takes a storage or {storage, key}, and refuses a storage of the wrong shape", () => {
+  const storage = new MemoryStorage();
+  const direct = new Outbox(storage);
+  assert.equal(direct.storage, storage);
+  assert.equal(new Outbox({ storage, key: "k" }).key, "k");
+  assert.throws(() => new Outbox({ storage: { getItem() {}, setItem() {} } }), /no removeItem/);
+  assert.throws(() => new Outbox({ storage: new Map() }), /no getItem, setItem, removeItem/);
+  assert.throws(() => new Outbox({ storage, key: "" }), /key must be/);
+});
