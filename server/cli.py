@@ -3,6 +3,7 @@ becomes a one-line message and exit status 1, in one place (`Commands`)."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import sys
 from pathlib import Path
@@ -254,7 +255,7 @@ def survey_add(spec_file, db_path, access):
     parsed = _load(spec_file)
     with _store(db_path, must_exist=False) as store:
         previous = store.versions(parsed.id) if parsed.id in {r.id for r in store.list_surveys()} else []
-        record, outcome = store.add_survey(parsed, access)
+        record, outcome = store.add_survey(parsed, access, actor=cli_actor())
     if outcome == "created":
         click.echo(f"Added survey {record.id!r} (version 1, hash {record.hash[:12]}), access: {record.access}.")
     elif outcome == "unchanged":
@@ -328,7 +329,7 @@ def _echo_waves(survey_id: str, waves: list[dict]):
 def survey_close(survey_id, db_path):
     """Stop accepting responses."""
     with _store(db_path) as store:
-        record = store.close_survey(survey_id)
+        record = store.close_survey(survey_id, actor=cli_actor())
     click.echo(f"Survey {survey_id!r} is closed (since {record.closed_on}).")
 
 
@@ -345,10 +346,10 @@ def survey_wave(survey_id, db_path, label, close):
         raise click.UsageError("give --open LABEL or --close, not both")
     with _store(db_path, read_only=label is None and not close) as store:
         if label is not None:
-            wave = store.open_wave(survey_id, label, actor="cli")
+            wave = store.open_wave(survey_id, label, actor=cli_actor())
             click.echo(f"Wave {wave['label']!r} of survey {survey_id!r} is open (since {wave['opened_on']}).")
         elif close:
-            wave = store.close_wave(survey_id, actor="cli")
+            wave = store.close_wave(survey_id, actor=cli_actor())
             click.echo(f"Wave {wave['label']!r} of survey {survey_id!r} is closed ({wave['responses']} responses).")
         else:
             store.require_repeated(survey_id)
@@ -361,7 +362,7 @@ def survey_wave(survey_id, db_path, label, close):
 def survey_reopen(survey_id, db_path):
     """Accept responses again (closed by mistake, or a second wave)."""
     with _store(db_path) as store:
-        store.reopen_survey(survey_id, actor="cli")
+        store.reopen_survey(survey_id, actor=cli_actor())
     click.echo(f"Survey {survey_id!r} accepts responses again.")
 
 
@@ -376,7 +377,7 @@ def tokens(survey_id, count, db_path, base_url):
     """Create single-use respondent tokens and print them as invitation links (the survey then needs one)."""
     with _store(db_path) as store:
         was_open = store.get_survey(survey_id).access == "open"
-        issued = store.issue_tokens(survey_id, count)
+        issued = store.issue_tokens(survey_id, count, actor=cli_actor())
     if was_open:
         click.echo(f"Survey {survey_id!r} now accepts only responses with a token.", err=True)
     for token in issued:
@@ -407,6 +408,7 @@ def export(survey_id, fmt, output, spec_hash, version, db_path):
             if not output:
                 for chunk in chunks:
                     click.echo(chunk, nl=False)
+                _audit_export(db_path, record, fmt)
                 return
             target = Path(output)
             _atomic_write(target, lambda path: _write_chunks(path, chunks, export.binary))
@@ -416,7 +418,26 @@ def export(survey_id, fmt, output, spec_hash, version, db_path):
         except ExportUnavailable as error:
             raise click.ClickException(str(error)) from None
         described = "the codebook" if fmt == "codebook" else f"{record.responses} responses of version {record.version}"
+    _audit_export(db_path, record, fmt)
     click.echo(f"Wrote {described} to {output}" + ("" if fmt == "codebook" else f" (codebook: {beside})"), err=True)
+
+
+def _audit_export(db_path, record, fmt: str):
+    """The export's line in the audit log, as the dashboard and the API write theirs. The export itself only
+    reads; a database that cannot take the line (read-only, a replica) is said, not fatal."""
+    try:
+        with _store(db_path) as store:
+            store.audit(cli_actor(), "responses exported", record.id, f"version {record.version}, {fmt}")
+    except storage.StorageError as error:
+        click.echo(f"NOTE: the export was not written to the audit log ({error.message})", err=True)
+
+
+def cli_actor() -> str:
+    """Who the audit log names for a command: the command line and the operating-system user."""
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no user name in this environment
+        return "cli"
 
 
 def _write_chunks(path: Path, chunks, binary: bool):

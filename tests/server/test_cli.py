@@ -143,3 +143,18 @@ def test_every_command_has_help():
     for path, command in walk(main):
         assert command.help, f"deniable {' '.join(path)} has no help"
         assert run(*path, "--help").exit_code == 0
+
+
+def test_cli_actions_are_in_the_audit_log_as_the_dashboards_are(runner, tmp_path):
+    db = str(tmp_path / "audit.db")
+    spec = str(EXAMPLES / "tax.yaml")
+    for args in (["survey", "add", spec], ["tokens", "tax", "--count", "2"], ["export", "tax", "--format", "csv"],
+                 ["survey", "close", "tax"], ["survey", "reopen", "tax"]):
+        result = runner.invoke(main, [*args, "--db", db])
+        assert result.exit_code == 0, (args, result.output)
+    with storage.Store(db) as store:
+        entries = store.audit_log(20)
+    actions = [e["action"] for e in reversed(entries)]
+    assert actions == ["survey created", "invitation tokens issued", "responses exported", "survey closed",
+                       "survey reopened"]
+    assert all(e["actor"].startswith("cli") for e in entries)
