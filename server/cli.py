@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -372,16 +373,24 @@ def survey_reopen(survey_id, db_path):
 @click.argument("survey_id")
 @click.option("--count", type=click.IntRange(1, 100_000), required=True, help="How many tokens.")
 @db_option
-@click.option("--base-url", default="http://127.0.0.1:8000", show_default=True, help="Where respondents reach the server.")
+@click.option("--base-url", envvar="DENIABLE_BASE_URL",
+              help="Where respondents reach the server, e.g. https://survey.example.org (default: $DENIABLE_BASE_URL). "
+                   "Without it the tokens are printed alone: a guessed address would send invitations nowhere.")
 def tokens(survey_id, count, db_path, base_url):
     """Create single-use respondent tokens and print them as invitation links (the survey then needs one)."""
+    if base_url is not None and not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", base_url):
+        raise click.BadParameter(f"{base_url!r} is not an http(s) address such as https://survey.example.org",
+                                 param_hint="--base-url")
     with _store(db_path) as store:
         was_open = store.get_survey(survey_id).access == "open"
         issued = store.issue_tokens(survey_id, count, actor=cli_actor())
     if was_open:
         click.echo(f"Survey {survey_id!r} now accepts only responses with a token.", err=True)
+    if base_url is None:
+        click.echo(f"No --base-url (or $DENIABLE_BASE_URL): the tokens alone follow; each invitation link is "
+                   f"<your server>/s/{survey_id}?t=<token>.", err=True)
     for token in issued:
-        click.echo(f"{base_url.rstrip('/')}/s/{survey_id}?t={token}")
+        click.echo(token if base_url is None else f"{base_url.rstrip('/')}/s/{survey_id}?t={token}")
 
 
 @main.command()

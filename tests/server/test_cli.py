@@ -158,3 +158,18 @@ def test_cli_actions_are_in_the_audit_log_as_the_dashboards_are(runner, tmp_path
     assert actions == ["survey created", "invitation tokens issued", "responses exported", "survey closed",
                        "survey reopened"]
     assert all(e["actor"].startswith("cli") for e in entries)
+
+
+def test_tokens_print_links_only_with_a_base_url(runner, tmp_path, monkeypatch):
+    db = str(tmp_path / "links.db")
+    assert runner.invoke(main, ["survey", "add", str(EXAMPLES / "tax.yaml"), "--db", db]).exit_code == 0
+    monkeypatch.delenv("DENIABLE_BASE_URL", raising=False)
+    bare = runner.invoke(main, ["tokens", "tax", "--count", "2", "--db", db])
+    lines = [line for line in bare.output.splitlines() if line and not line.startswith(("No --base-url", "Survey"))]
+    assert bare.exit_code == 0 and len(lines) == 2 and all("/" not in line for line in lines)
+    assert "127.0.0.1" not in bare.output and "<your server>/s/tax?t=<token>" in bare.output
+    monkeypatch.setenv("DENIABLE_BASE_URL", "https://survey.example.org/")
+    linked = runner.invoke(main, ["tokens", "tax", "--count", "1", "--db", db])
+    assert linked.output.strip().splitlines()[-1].startswith("https://survey.example.org/s/tax?t=")
+    wrong = runner.invoke(main, ["tokens", "tax", "--count", "1", "--db", db, "--base-url", "survey.example.org"])
+    assert wrong.exit_code == 2 and "is not an http(s) address" in wrong.output
