@@ -285,7 +285,7 @@ def build(question_type: str, privacy, where: str, options=None, grid=None, text
     else:
         mechanism = laplace(privacy, where, *grid)
     # A requested ε is met from below (on a 2^-32 grid): 0.01 asked may come out a hair under 0.01.
-    if mechanism.exp_epsilon is not None and mechanism.epsilon < MIN_EPSILON * (1 - 1e-3):
+    if mechanism.is_private and mechanism.epsilon < MIN_EPSILON * (1 - 1e-3):
         raise ValueError(f"{where}: ε = {mechanism.epsilon:.3g} is so close to 0 that a report says next to nothing "
                          f"about the answer; estimates would need millions of respondents. Use ε ≥ {MIN_EPSILON} "
                          "(0.5 to 3 is usual)")

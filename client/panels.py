@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .compliance import GroupedMechanism
-from .exact import EpsilonRequest
+from .exact import EpsilonRequest, epsilon_of
 from .laplace import LaplaceMechanism
 from .mechanisms import ChannelMechanism, Mechanism, SymmetricMechanism, UnaryMechanism
 from .randomness import default_source
@@ -173,6 +173,10 @@ class MemoizedLaplace(LaplaceMechanism):
 
     def _channel_key(self):
         return self.alpha, self.layer.keep, self.layer.other
+
+    @property
+    def epsilon(self) -> float:
+        return epsilon_of(self.exp_epsilon)  # the composite's, from its exact ratio (not the permanent's closed form)
 
     @property
     def exp_epsilon(self):

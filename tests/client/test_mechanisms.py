@@ -422,3 +422,18 @@ def test_the_word_pool_draws_uniformly_below_n(n):
         edges = [-(-i * n // k) for i in range(k + 1)]  # the first integer in each bin
         expected = [(edges[i + 1] - edges[i]) / n * 6000 for i in range(k)]
         assert stats.chisquare(bins, expected).pvalue > GOF_ALPHA
+
+
+@pytest.mark.parametrize("low, high, step, epsilon", [(0, 4, 1, 1), (0, 1000, 1, "ln 3"), (-1, 1, 0.5, 0.05),
+                                                      (0, 10, 2, 7), (0, 100, 1, 0.5)])
+def test_a_numbers_epsilon_in_closed_form_never_understates_the_exact_one(low, high, step, epsilon):
+    """N·ln(1/α) rounded upward, against ε from the exact e^ε = α^−N: equal to a few ulps, never below."""
+    from deniable.client import Survey
+    from deniable.client.exact import epsilon_of
+
+    mechanism = Survey.from_dict({"id": "v", "title": "v", "questions": [
+        {"id": "q", "type": "number", "text": "?", "min": low, "max": high, "step": step,
+         "privacy": {"design": "laplace", "epsilon": epsilon}}]}).questions["q"].mechanism
+    exact = epsilon_of(mechanism.exp_epsilon)
+    assert exact <= mechanism.epsilon <= exact * (1 + 1e-14)
+    assert mechanism.is_private
