@@ -89,6 +89,11 @@ MESSAGES = {
                                         "waves together protect what the statement above says for one design report, no "
                                         "less and no more. If your answer changes, the new answer gets a report of its own.",
         "unavailable": "The survey cannot be reached for a moment. Nothing was lost: please try again shortly.",
+        "rate_limited_heading": "Too many requests from your connection",
+        "rate_limited_message": "This connection opened or sent the survey more often in the last minute than the server "
+                                "allows one address. Nothing you entered was sent. Wait a minute, then reload the page. "
+                                "If many people share this connection (an office, a campus), tell the survey's "
+                                "organisers: they can raise the limit.",
         "no_wave_heading": "Not open right now",
         "no_wave_message": "This survey is asked in waves, and no wave is open at the moment. Please come back when "
                            "you are invited to the next one.",
@@ -240,6 +245,11 @@ MESSAGES = {
                                         "informe del diseño, ni más ni menos. Si su respuesta cambia, la nueva recibe un "
                                         "informe propio.",
         "unavailable": "No se puede acceder a la encuesta por un momento. No se perdió nada: vuelva a intentarlo en breve.",
+        "rate_limited_heading": "Demasiadas solicitudes desde su conexión",
+        "rate_limited_message": "Esta conexión abrió o envió la encuesta más veces en el último minuto de lo que el "
+                                "servidor permite a una dirección. No se envió nada de lo que escribió. Espere un minuto "
+                                "y recargue la página. Si muchas personas comparten esta conexión (una oficina, un "
+                                "campus), avise a quienes organizan la encuesta: pueden subir el límite.",
         "no_wave_heading": "No está abierta ahora",
         "no_wave_message": "Esta encuesta se hace por oleadas y ahora no hay ninguna abierta. Vuelva cuando le inviten a "
                            "la próxima.",

@@ -22,12 +22,15 @@ CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'se
 #: Requests per client address on the public endpoints (and sign-in). Counted in this process's
 #: memory only: addresses never reach the disk or the logs. With N worker processes a client may
 #: reach N times as much; the admin API, which needs a token, is not limited.
+#: Per client address and minute. A workplace or campus behind one NAT address is one "client": these let
+#: about 500 people behind one address open and answer a survey within a few minutes (docs/api.md says so and
+#: how to lower them for a public survey facing scripted floods).
 RATE_LIMITS = {
-    "api.get_survey": "300 per minute",
-    "api.post_response": "120 per minute",
+    "api.get_survey": "1200 per minute",
+    "api.post_response": "600 per minute",
     "api.post_batch": "30 per minute",
-    "respond.survey_page": "60 per minute",
-    "respond.submit_form": "30 per minute",
+    "respond.survey_page": "600 per minute",
+    "respond.submit_form": "300 per minute",
     "admin.sign_in": "10 per minute",
 }
 
@@ -101,6 +104,12 @@ def create_app(config: dict | None = None):
 
         if request.path.startswith("/api/"):
             return api.error_body(error.code, error.description, getattr(error, "field", None)), error.code
+        if error.code == 429:  # said in the respondent's words: what happened and what to do
+            from deniable.client import catalogue
+
+            words = catalogue.messages(request.accept_languages.best_match(list(catalogue.MESSAGES)))
+            return render_template("message.html", heading=words["rate_limited_heading"],
+                                   message=words["rate_limited_message"], error=True), 429
         return render_template("message.html", heading=error.name, message=error.description, error=True), error.code
 
     @app.get("/healthz")

@@ -44,6 +44,8 @@ def test_pages_and_sign_in_are_limited_too(limited, survey):
     client = limited.test_client()
     environ = {"REMOTE_ADDR": ADDRESS}
     assert [client.get("/s/tax", environ_base=environ).status_code for _ in range(4)] == [200, 200, 200, 429]
+    page = client.get("/s/tax", environ_base=environ, headers={"Accept-Language": "es"}).get_data(as_text=True)
+    assert "Demasiadas solicitudes" in page and "No se envió nada" in page  # said in the respondent's words
     assert [client.post("/admin/login", data={"token": "x"}, environ_base=environ).status_code
             for _ in range(3)] == [403, 403, 429]
     assert client.get("/s/tax", environ_base={"REMOTE_ADDR": "198.51.100.99"}).status_code == 200
@@ -56,6 +58,17 @@ def test_behind_a_proxy_the_forwarded_address_is_counted(db_path, survey):
     first = [_post(client, survey, address="10.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.1").status_code for _ in range(3)]
     second = [_post(client, survey, address="10.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.2").status_code for _ in range(2)]
     assert first == [201, 201, 429] and second == [201, 201]
+
+
+def test_the_default_limits_let_an_office_behind_one_address_answer(db_path, survey):
+    """500 people behind one NAT address open the page and answer within a minute or two."""
+    from deniable.server import RATE_LIMITS
+
+    assert RATE_LIMITS["respond.survey_page"] == "600 per minute" and RATE_LIMITS["api.post_response"] == "600 per minute"
+    app = create_app({"DATABASE": db_path, "ADMIN_TOKEN": ADMIN})
+    client = app.test_client()
+    opened = [client.get("/s/tax", environ_base={"REMOTE_ADDR": ADDRESS}).status_code for _ in range(500)]
+    assert set(opened) == {200}
 
 
 def test_limits_can_be_turned_off(db_path, survey):
