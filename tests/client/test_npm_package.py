@@ -105,6 +105,19 @@ def test_node_imports_the_installed_package_without_a_warning(installed):
     assert json.loads(result.stdout)["q"] in ("yes", "no")
 
 
+def test_a_commonjs_consumer_requires_the_package(installed):
+    """No top-level await: require() of the ES module works (Node ≥ 20.19 / 22.12), no crash with
+    ERR_REQUIRE_ASYNC_MODULE."""
+    script = ("const { Survey, Memo } = require('deniable');"
+              "const s = Survey.fromSpec({id: 't', title: 'T', questions: [{id: 'q', type: 'yes_no', text: '?'}]});"
+              "console.log(JSON.stringify({report: s.randomize({q: 'yes'}).q, memo: typeof Memo}));")
+    result = subprocess.run(["node", "--input-type=commonjs", "-e", script], cwd=installed["project"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "ERR_REQUIRE" not in result.stderr, result.stderr
+    out = json.loads(result.stdout)
+    assert out["report"] in ("yes", "no") and out["memo"] == "function"
+
+
 def test_every_runtime_export_is_declared(installed):
     listed = subprocess.run(["node", "--input-type=module", "-e",
                              "import * as d from 'deniable'; console.log(JSON.stringify(Object.keys(d)))"],

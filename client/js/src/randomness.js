@@ -1,7 +1,13 @@
 // Randomness: crypto.getRandomValues words and exact rejection sampling (Python: randomness.py).
 // Part of deniable.js; no dependencies.
 
-export const cryptoSource = globalThis.crypto ?? (await import("node:crypto")).webcrypto;
+// No top-level await (so require() of this ES module works on Node >= 20.19): every browser and Node >= 20 has
+// globalThis.crypto; where it is missing, importing fails rather than fall back to a non-cryptographic source.
+export const cryptoSource = globalThis.crypto;
+if (typeof cryptoSource?.getRandomValues !== "function") {
+  throw new Error("deniable needs crypto.getRandomValues (every browser, Node >= 20, or react-native-get-random-values " +
+    "imported first); it never falls back to a non-cryptographic generator");
+}
 
 
 // Random words come from a pool that one crypto.getRandomValues call fills: drawing one word per
