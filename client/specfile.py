@@ -13,10 +13,12 @@ from .exact import MAX_JSON_DEPTH
 #: A spec file or body larger than this is refused before it is parsed (a 200-question bilingual
 #: survey is about 120 KB).
 MAX_SPEC_BYTES = 256 * 1024
-#: The pure-Python YAML 1.2 parser costs about 25 µs per token, whatever its length: a YAML spec
-#: with more structural marks (line breaks, commas, colons, dashes, brackets) than this is refused
-#: before it is parsed (a 200-question bilingual survey has about 7,500).
-MAX_YAML_MARKS = 15_000
+#: The pure-Python YAML 1.2 parser costs 50-60 µs per structural mark (line breaks, commas, colons,
+#: dashes, brackets) on the dense flow lists of the worst case: a YAML spec with more marks than this is
+#: refused before it is parsed, so the largest one checks in about 0.6 s of CPU (at 15,000 it took
+#: 0.86-1.24 s, over the second every input must be answered in). A 200-question bilingual survey has
+#: about 7,500; larger questionnaires fit as JSON, which has no such cost.
+MAX_YAML_MARKS = 10_000
 _YAML_MARKS = re.compile(r"[\n,:\-\[\]{}]")
 
 

@@ -206,6 +206,7 @@ def test_a_flood_of_concurrent_guesses_checks_at_most_five_and_locks(db_path, st
     assert len(checked) <= storage.SIGN_IN_FAILURES
 
 
+@pytest.mark.serial  # a CPU-time bound: measured alone (scripts/test.sh runs these after the rest)
 def test_every_name_costs_the_same_work(store, survey):
     """Unknown, locked and existing names each cost one password hash: CPU time of each within a factor of 2."""
     import time
@@ -225,6 +226,7 @@ def test_every_name_costs_the_same_work(store, survey):
     assert 0.5 < unknown / existing < 2 and 0.5 < locked / existing < 2, (unknown, locked, existing)
 
 
+@pytest.mark.serial  # a CPU-time bound: measured alone (scripts/test.sh runs these after the rest)
 def test_a_sign_in_flood_gets_429_at_once_and_never_holds_a_respondent(client, survey, store):
     """While the process's password checks are all busy, a further sign-in is refused at once (429, no
     hash computed) and a respondent's page is served as usual."""

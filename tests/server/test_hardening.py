@@ -124,6 +124,7 @@ def worst(tmp_path_factory):
     return Context(tmp_path_factory.mktemp("worst"))
 
 
+@pytest.mark.serial  # a CPU-time bound: measured alone (scripts/test.sh runs these after the rest)
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_each_worst_case_answers_within_a_second(worst, case):
     status, cpu_seconds = timed(case, worst, clock=time.process_time)  # CPU: holds on a busy machine

@@ -36,6 +36,7 @@ def test_a_nul_character_is_refused_where_text_enters_and_nothing_is_stored(clie
     assert store.response_count("tax") == 0
 
 
+@pytest.mark.serial  # a CPU-time bound: measured alone (scripts/test.sh runs these after the rest)
 @pytest.mark.sqlite_only
 @pytest.mark.parametrize("text", ["{" * 5000, "id: t\ntitle: t\nquestions: []\nbig: " + "9" * 5000])
 def test_a_malformed_spec_is_a_fast_422_and_a_one_line_message(client, survey, text, tmp_path, runner):

@@ -228,6 +228,7 @@ def test_designs_the_respondent_randomizes_read_from_and_write_to_a_form(tmp_pat
         read_xlsform(form(tmp_path / "both.xlsx", both, CHOICES, columns=columns + ["privacy::companion"]))
 
 
+@pytest.mark.serial  # a CPU-time bound: measured alone (scripts/test.sh runs these after the rest)
 def test_a_zip_bomb_is_refused_from_the_zip_directory_before_parsing(tmp_path):
     """A workbook whose sheet unpacks to 200 MiB (a few hundred KiB on disk), and one whose single row has
     three million cells: refused in well under a second of CPU, nothing parsed."""
