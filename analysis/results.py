@@ -167,11 +167,13 @@ class EstimateResult:
         positions = np.arange(len(table))
         errors = np.vstack([values - table["ci_low"], table["ci_high"] - values])
         ax.errorbar(values, positions, xerr=errors, fmt="o", capsize=4)
-        ax.set_yticks(positions, [str(i) for i in table.index])
+        names = table["label"] if "label" in table else table.index  # labels where estimate(language=...) gave them
+        ax.set_yticks(positions, [str(i) for i in names])
         ax.invert_yaxis()
         ax.set_xlim(-0.02, 1.02)
         ax.set_xlabel(f"estimated share ({self.level:.0%} {'simultaneous ' if self.simultaneous else ''}intervals)")
         ax.set_title(f"{self.question_id or self.design} (n = {self.n})" + ("" if self.converged else " — NOT CERTIFIED"))
+        ax.figure.tight_layout()  # long answer labels stay inside the figure
         return ax
 
     def __repr__(self) -> str:

@@ -243,7 +243,7 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
             chart["notes"] = [note for note in result.notes if note != described]  # said once, above
             if result.mean is not None:
                 chart["mean"] = result.mean
-            chart["rows"] = _bars(result.table)
+            chart["rows"] = _bars(result.table, question)
             if result.split_ballot is not None:
                 from deniable.analysis.splitballot import ASSUMPTION
 
@@ -370,12 +370,20 @@ def _day_bars(days: list[tuple[str, int]]) -> dict | None:
     return {"bars": bars, "width": len(days) * DAY_BAR, "most": most, "height": DAY_HEIGHT}
 
 
-def _bars(table) -> list[dict]:
+def _bars(table, question=None) -> list[dict]:
+    """One bar per row, labelled as respondents read the answer (an option's label, not its stable code)."""
+    def label(answer) -> str:
+        if isinstance(answer, (list, tuple)):
+            return ", ".join(label(a) for a in answer)
+        if question is not None and question.options and answer in question.options:
+            return question.option_label(answer)
+        return str(answer)
+
     rows = []
     for position, (answer, row) in enumerate(table.dropna(subset=["estimate"]).iterrows()):
         clamp = lambda v: min(max(float(v), 0.0), 1.0)  # noqa: E731 - the axis is [0, 1]
         rows.append({
-            "label": ", ".join(answer) if isinstance(answer, (list, tuple)) else str(answer),
+            "label": label(answer),
             "y": position * ROW_HEIGHT, "estimate": float(row["estimate"]), "unbiased": float(row["unbiased"]),
             "low": float(row["ci_low"]), "high": float(row["ci_high"]),
             "bar": PLOT_WIDTH * clamp(row["estimate"]),

@@ -160,3 +160,23 @@ def test_a_question_asked_of_some_is_estimated_among_them_on_every_surface(demo_
     page = dashboard(demo_db)
     chart = page[page.index('id="chart-cash"'):page.index('id="chart-undeclared"')]
     assert f"Asked of respondents with worked = &#39;yes&#39;: the estimates describe them (n = {worked})" in chart
+
+
+def test_plot_keeps_long_answer_labels_inside_the_figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from deniable.analysis import estimate
+    from deniable.client import Survey
+
+    question = Survey.from_dict({"id": "v", "title": "v", "questions": [
+        {"id": "tenure", "type": "choice", "text": "How long have you worked here?", "privacy": {"design": "k_rr", "epsilon": 2},
+         "options": [{"value": "lt1", "label": "Less than a year"}, {"value": "1to5", "label": "Between one and five years"},
+                     {"value": "gt5", "label": "More than five years, a very long time indeed"}]}]}).questions["tenure"]
+    result = estimate(question, [question.mechanism.randomize("1to5") for _ in range(200)], language="en")
+    ax = result.plot()
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    labels = ax.get_yticklabels()
+    assert [label.get_text() for label in labels][0] == "Less than a year"  # the label, not the code lt1
+    assert all(label.get_window_extent(renderer).x0 >= 0 for label in labels)

@@ -190,3 +190,18 @@ def test_the_demo_page_speaks_the_browsers_language(client, store):
     english = client.get("/s/tax?lang=en", headers={"Accept-Language": "es"}).data.decode()
     assert 'lang="en"' in english and "Which region do you live in?" in english
     assert client.get("/s/tax?lang=xx", headers={"Accept-Language": "fr"}).data.decode().count('lang="en"') >= 1
+
+
+def test_the_dashboard_shows_option_labels_not_codes(client, store):
+    from deniable.client import Survey
+    from tests.server.conftest import sign_in
+
+    survey = Survey.from_dict({"id": "codes", "title": "Codes", "questions": [
+        {"id": "tenure", "type": "choice", "text": "How long?", "privacy": {"design": "k_rr", "epsilon": 2},
+         "options": [{"value": "lt1", "label": "Less than a year"}, {"value": "gt1", "label": "A year or more"}]}]})
+    store.add_survey(survey)
+    for _ in range(30):
+        store.submit("codes", survey.hash, __import__("secrets").token_hex(8), survey.randomize({"tenure": "lt1"}))
+    sign_in(client)
+    page = client.get("/admin/surveys/codes").get_data(as_text=True)
+    assert "Less than a year:" in page and "A year or more:" in page and ">lt1:" not in page
