@@ -30,7 +30,8 @@ MAX_WORKBOOK_BYTES = 4 * 1024 * 1024
 MAX_UNPACKED_BYTES = 64 * 1024 * 1024
 MAX_PART_BYTES = 16 * 1024 * 1024
 MAX_PARTS = 1000
-_SETTINGS = {"form_id", "form_title", "version", "default_language", "description", "layout"}
+_SETTINGS = {"form_id", "form_title", "version", "default_language", "description", "layout", "max_epsilon", "repeated",
+             "instant_epsilon"}
 _NAMED_LANGUAGES = {"english": "en", "spanish": "es", "español": "es", "french": "fr", "français": "fr",
                     "portuguese": "pt", "português": "pt", "arabic": "ar", "swahili": "sw", "kiswahili": "sw",
                     "german": "de", "deutsch": "de", "hindi": "hi", "russian": "ru", "chinese": "zh"}
@@ -239,14 +240,17 @@ def _read(workbook, path: Path) -> dict:
                                                           "in groups; put every question in a group, or none")
     if not problems.items and not sections and not loose:
         problems.add("survey", None, None, None, "the form has no questions")
+    repeated = _repeated_setting(settings, problems)
     if problems.items:
         count = len(problems.items)
         raise SpecError(f"{path.name}: {count} problem{'s' if count > 1 else ''} in the form:\n"
                         + "\n".join(f"  - {p}" for p in problems.items))
     spec = {"id": settings.get("form_id") or _default_id(path), "title": settings.get("form_title") or path.stem}
-    for key in ("description", "version", "layout"):
+    for key in ("description", "version", "layout", "max_epsilon"):
         if key in settings:
             spec[key] = settings[key]
+    if repeated is not None:
+        spec["repeated"] = repeated
     if declared:
         spec["languages"] = declared
         spec["default_language"] = default
@@ -484,6 +488,19 @@ def _simplify(options: list) -> list:
         else:
             simple.append(option)
     return simple
+
+
+def _repeated_setting(settings: dict, problems: "_Problems"):
+    """The settings sheet's ``repeated`` (yes/no) and ``instant_epsilon`` as the spec's ``repeated``."""
+    flag = settings.get("repeated", "").strip().lower()
+    if flag in ("", "no", "false"):
+        if "instant_epsilon" in settings:
+            problems.add("settings", 2, "instant_epsilon", settings["instant_epsilon"], "needs repeated = yes")
+        return None
+    if flag not in ("yes", "true"):
+        problems.add("settings", 2, "repeated", settings["repeated"], "must be yes or no")
+        return None
+    return {"instant_epsilon": settings["instant_epsilon"]} if "instant_epsilon" in settings else True
 
 
 def _read_settings(sheet, problems: _Problems) -> dict:

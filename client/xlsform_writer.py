@@ -102,9 +102,13 @@ def write_xlsform(survey: Survey, path) -> None:
             settings.update({f"{target}::{code}": text for code, text in value.items()})
         elif value is not None:
             settings[target] = value
-    for key in ("version", "layout", "default_language"):
+    for key in ("version", "layout", "default_language", "max_epsilon"):
         if key in spec:
             settings[key] = spec[key]
+    if "repeated" in spec:  # a panel: repeated = yes, and the instantaneous layer's ε when the spec sets one
+        settings["repeated"] = "yes"
+        if isinstance(spec["repeated"], dict):
+            settings["instant_epsilon"] = spec["repeated"]["instant_epsilon"]
     settings_sheet = book.create_sheet("settings")
     settings_sheet.append(list(settings))
     settings_sheet.append(list(settings.values()))

@@ -153,7 +153,12 @@ def test_a_spec_without_groups_and_in_one_language_imports_flat(tmp_path):
     assert spec["questions"][1]["options"] == ["a", {"value": "b", "label": "Bee"}]
 
 
-@pytest.mark.parametrize("survey", [demo_survey(), Survey.from_file(EXAMPLES / "tax.yaml")], ids=["demo", "tax"])
+PANEL = Survey.from_file(EXAMPLES / "panel.yaml")
+
+
+@pytest.mark.parametrize("survey", [demo_survey(), Survey.from_file(EXAMPLES / "tax.yaml"), PANEL,
+                                    Survey.from_dict({**PANEL.to_dict(), "repeated": {"instant_epsilon": "ln 9"}})],
+                         ids=["demo", "tax", "panel (repeated, max_epsilon)", "panel with instant_epsilon"])
 def test_export_reads_back_to_the_same_hash(tmp_path, survey):
     write_xlsform(survey, tmp_path / "out.xlsx")
     assert Survey.from_dict(read_xlsform(tmp_path / "out.xlsx")).hash == survey.hash
@@ -256,3 +261,16 @@ def test_a_zip_bomb_is_refused_from_the_zip_directory_before_parsing(tmp_path):
         with pytest.raises(SpecError, match="unpacks to"):
             read_xlsform(path)
         assert time.process_time() - start < 1.0
+
+
+def test_a_settings_sheet_says_repeated_yes_or_no(tmp_path):
+    from openpyxl import load_workbook
+
+    write_xlsform(PANEL, tmp_path / "panel.xlsx")
+    book = load_workbook(tmp_path / "panel.xlsx")
+    sheet = book["settings"]
+    header = [cell.value for cell in sheet[1]]
+    sheet.cell(row=2, column=header.index("repeated") + 1, value="sometimes")
+    book.save(tmp_path / "bad.xlsx")
+    with pytest.raises(SpecError, match="repeated.*must be yes or no"):
+        read_xlsform(tmp_path / "bad.xlsx")
