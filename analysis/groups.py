@@ -66,6 +66,13 @@ class Comparison:
                 f"z = {self.statistic:.3f}, p = {self.pvalue:.4g})")
 
 
+def default_answer(result: EstimateResult):
+    """What a comparison compares when not told: a number's mean, else the share of "yes", else the first answer's."""
+    if isinstance(result.mechanism, LaplaceMechanism):
+        return "mean"
+    return "yes" if "yes" in result.table.index else result.table.index[0]
+
+
 def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float = 0.95) -> Comparison:
     """Two-sided Wald test of equal shares of ``answer`` in groups ``a`` and ``b`` of the public question
     ``by``: the difference of the two groups' estimates (the same figures `subgroups` shows), with standard
@@ -79,9 +86,8 @@ def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float =
         if group not in results:
             raise AnalysisError(f"{by}={group!r}: no responses in this group (groups: {list(results)})")
     first, second = results[a], results[b]
-    numeric = isinstance(first.mechanism, LaplaceMechanism)
     if answer is None:
-        answer = "mean" if numeric else "yes" if "yes" in first.table.index else first.table.index[0]
+        answer = default_answer(first)
     if answer == "mean":
         if first.mean is None:
             raise AnalysisError(f"{question_id}: answer='mean' needs a number or an ordinal question")
@@ -103,4 +109,4 @@ def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float =
                       (first, second))
 
 
-__all__ = ["Comparison", "EstimateResult", "compare", "subgroup_frame", "subgroups"]
+__all__ = ["Comparison", "EstimateResult", "compare", "default_answer", "subgroup_frame", "subgroups"]

@@ -57,6 +57,7 @@ class LoadedSurvey:
         self.n = sum(v.n for v in self.versions)
         self._cache = {}
         self._pools = {}
+        self._wave_order: list | None = None  # the waves' count keys, in the order they opened (`waves`)
 
     @property
     def pooled(self) -> bool:
@@ -107,7 +108,7 @@ class LoadedSurvey:
         return [json.loads(k) for k in self._wave_keys()]
 
     def _wave_keys(self) -> list:
-        if "waves" not in self._pools:
+        if self._wave_order is None:
             ordered: dict = {}
             for version in self.versions:
                 if version.survey.repeated is None:
@@ -115,8 +116,8 @@ class LoadedSurvey:
                 first = next(iter(version.survey.questions))
                 for key in (version.counter(first, WAVES) if version.waves is None else map(_key, version.waves)):
                     ordered[key] = None
-            self._pools["waves"] = list(ordered)
-        return self._pools["waves"]
+            self._wave_order = list(ordered)
+        return self._wave_order
 
     def _raw_counts(self, question_id: str, by: str | None) -> dict:
         if (question_id, by) not in self._cache:

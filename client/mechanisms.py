@@ -230,6 +230,18 @@ class ChannelMechanism(Mechanism):
                 for denominator, thresholds in map(samplers.__getitem__, canonical)]
 
 
+def symmetric_index(draw: int, position: int, keep: int, other: int) -> int:
+    """The report index an integer draw gives in k-ary randomized response: the draw's range is laid out as
+    ``other`` for each index before ``position``, ``keep`` for ``position``, ``other`` for each after it (the
+    thresholds the written-out column would give, so shared vectors agree)."""
+    before = position * other
+    if draw < before:
+        return draw // other
+    if draw < before + keep:
+        return position
+    return position + 1 + (draw - before - keep) // other
+
+
 class SymmetricMechanism(ChannelMechanism):
     """A k×k channel that keeps the answer with probability ``keep`` and sends each other
     option with ``other`` (k-ary RR; the identity of a public choice). Held as those two
@@ -274,28 +286,14 @@ class SymmetricMechanism(ChannelMechanism):
         if self._denominator > WORD:
             return None
         limit, keep, other = self._denominator, self._keep_width, self._other_width
-        below, index, reports, out = words.below, self._answer_index, self._reports, []
-        for answer in canonical:
-            draw, a = below(limit), index[answer]
-            before = a * other
-            if draw < before:
-                out.append(reports[draw // other])
-            elif draw < before + keep:
-                out.append(reports[a])
-            else:
-                out.append(reports[a + 1 + (draw - before - keep) // other])
-        return out
+        below, index, reports = words.below, self._answer_index, self._reports
+        return [reports[symmetric_index(below(limit), index[answer], keep, other)] for answer in canonical]
 
     def randomize(self, answer, rng=None):
         rng = rng or default_source()
         a = self._answer_index[self.validate_answer(answer)]
         draw = rng.randbelow(self._denominator)
-        before = a * self._other_width
-        if draw < before:
-            return self._reports[draw // self._other_width]
-        if draw < before + self._keep_width:
-            return self._reports[a]
-        return self._reports[a + 1 + (draw - before - self._keep_width) // self._other_width]
+        return self._reports[symmetric_index(draw, a, self._keep_width, self._other_width)]
 
 
 class OrdinalMechanism(ChannelMechanism):

@@ -25,8 +25,8 @@ from fractions import Fraction
 from .compliance import GroupedMechanism
 from .exact import EpsilonRequest, epsilon_of
 from .laplace import LaplaceMechanism
-from .mechanisms import ChannelMechanism, Mechanism, SymmetricMechanism, UnaryMechanism
-from .randomness import default_source
+from .mechanisms import ChannelMechanism, Mechanism, SymmetricMechanism, UnaryMechanism, symmetric_index
+from .randomness import bernoulli, default_source
 
 #: Without ``instant_epsilon``, the instantaneous layer replaces the permanent report by a uniformly drawn
 #: one (possibly itself) with this probability: one report keeps 90% of the design's signal, so its ε and
@@ -87,32 +87,20 @@ class InstantLayer:
     def exp_epsilon(self) -> Fraction:
         return self.keep / self.other
 
-    @property
-    def epsilon(self) -> float:
-        return math.log(self.keep) - math.log(self.other)
-
     def apply(self, mechanism: Mechanism, report, rng):
-        """A fresh re-randomization of ``report`` (a permanent report, or what a respondent typed)."""
+        """A fresh re-randomization of ``report`` (a permanent report, or what a respondent typed): each option's
+        bit kept with ``keep`` (an exact Bernoulli draw), or k-ary randomized response within the report's block
+        drawn as `SymmetricMechanism` draws."""
         if self.per_bit:
             chosen = set(report)
-            flipped = []
-            for option in mechanism.options:
-                kept = rng.randbelow(self.keep.denominator) < self.keep.numerator
-                if (option in chosen) == kept:
-                    flipped.append(option)
-            return flipped
+            kept = (self.keep.numerator, self.keep.denominator)
+            return [option for option in mechanism.options if (option in chosen) == bernoulli(*kept, rng)]
         block = _block(mechanism, report)
         position = next(i for i, r in enumerate(block) if r == report)
         denominator = math.lcm(self.keep.denominator, self.other.denominator)
         keep = self.keep.numerator * (denominator // self.keep.denominator)
         other = self.other.numerator * (denominator // self.other.denominator)
-        draw = rng.randbelow(denominator)  # [other]·position, keep, [other]·(k − 1 − position): as k-RR draws
-        before = position * other
-        if draw < before:
-            return block[draw // other]
-        if draw < before + keep:
-            return block[position]
-        return block[position + 1 + (draw - before - keep) // other]
+        return block[symmetric_index(rng.randbelow(denominator), position, keep, other)]
 
     def transform(self, probability: Fraction, block_mass: Fraction = Fraction(1)) -> Fraction:
         """P(r | a) after the layer, from P(r | a) before it and the mass of r's block under a."""

@@ -333,14 +333,13 @@ def _wave_rows(data, question_id: str) -> dict:
     """One question wave by wave (the share of "yes", of the first answer, or the mean) and the change
     between the last two waves: the figures `LoadedSurvey.by_wave` and `compare_waves` give."""
     from deniable.analysis import AnalysisError
+    from deniable.analysis.groups import default_answer
 
     try:
         results = data.by_wave(question_id)
     except AnalysisError as error:
         return {"error": str(error)}
-    first = next(iter(results.values()))
-    answer = "mean" if first.mean is not None and first.table.index.dtype.kind in "if" else \
-        "yes" if "yes" in first.table.index else first.table.index[0]
+    answer = default_answer(next(iter(results.values())))  # what compare_waves compares below
     rows = []
     for wave, result in results.items():
         if answer == "mean":

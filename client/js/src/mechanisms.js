@@ -92,6 +92,17 @@ export class ChannelMechanism extends Mechanism {
   }
 }
 
+/** The report index an integer draw gives in k-ary randomized response: `other` for each index before `position`,
+ * `keep` for it, `other` for each after (Numbers, or BigInts for wide denominators; Python: symmetric_index). */
+export function symmetricIndex(draw, position, keep, other) {
+  const big = typeof draw === "bigint";
+  const divide = (x, y) => Number(big ? x / y : Math.floor(x / y));
+  const before = (big ? BigInt(position) : position) * other;
+  if (draw < before) return divide(draw, other);
+  if (draw < before + keep) return position;
+  return position + 1 + divide(draw - before - keep, other);
+}
+
 /** k-ary RR and the identity of a public choice: keep the answer with `keep`, send each other
  * option with `other`. Held as two numbers, not k² entries (twin of Python's SymmetricMechanism). */
 export class SymmetricMechanism extends ChannelMechanism {
@@ -127,17 +138,9 @@ export class SymmetricMechanism extends ChannelMechanism {
     const a = this._index.get(this.validateAnswer(answer));
     if (this._small !== null && source.below) {
       const { limit, keep, other } = this._small;
-      const draw = source.below(limit);
-      const before = a * other;
-      if (draw < before) return this._reports[Math.floor(draw / other)];
-      if (draw < before + keep) return this._reports[a];
-      return this._reports[a + 1 + Math.floor((draw - before - keep) / other)];
+      return this._reports[symmetricIndex(source.below(limit), a, keep, other)];
     }
-    const draw = source.randomBelow(this._denominator);
-    const before = BigInt(a) * this._otherWidth;
-    if (draw < before) return this._reports[Number(draw / this._otherWidth)];
-    if (draw < before + this._keepWidth) return this._reports[a];
-    return this._reports[a + 1 + Number((draw - before - this._keepWidth) / this._otherWidth)];
+    return this._reports[symmetricIndex(source.randomBelow(this._denominator), a, this._keepWidth, this._otherWidth)];
   }
 }
 

@@ -5,8 +5,8 @@
 
 import { SpecError, isMapping, show } from "./errors.js";
 import { EpsilonRequest, ONE, frac, fmax, fmin, gcd } from "./exact.js";
-import { ChannelMechanism, LaplaceMechanism, SymmetricMechanism, UnaryMechanism } from "./mechanisms.js";
-import { defaultSource } from "./randomness.js";
+import { ChannelMechanism, LaplaceMechanism, SymmetricMechanism, UnaryMechanism, symmetricIndex } from "./mechanisms.js";
+import { bernoulli, defaultSource } from "./randomness.js";
 import { GroupedMechanism } from "./compliance.js";
 
 /** Without instant_epsilon the layer replaces the permanent report by a uniform one with this probability. */
@@ -60,18 +60,14 @@ export class InstantLayer {
   apply(mechanism, report, source) {
     if (this.perBit) {
       const chosen = new Set(report);
-      return mechanism.options.filter((option) => chosen.has(option) === (source.randomBelow(this.keep.d) < this.keep.n));
+      return mechanism.options.filter((option) => chosen.has(option) === bernoulli(this.keep, source));
     }
     const block = mechanism instanceof GroupedMechanism ? mechanism.reports.filter((r) => r.group === report.group) : mechanism.reports;
     const position = block.findIndex((r) => sameReport(r, report));
     const denominator = (this.keep.d * this.other.d) / gcd(this.keep.d, this.other.d);
     const keep = this.keep.n * (denominator / this.keep.d);
     const other = this.other.n * (denominator / this.other.d);
-    const draw = source.randomBelow(denominator);
-    const before = BigInt(position) * other;
-    if (draw < before) return block[Number(draw / other)];
-    if (draw < before + keep) return block[position];
-    return block[position + 1 + Number((draw - before - keep) / other)];
+    return block[symmetricIndex(source.randomBelow(denominator), position, keep, other)];
   }
   transform(probability, blockMass = ONE) { return this.other.mul(blockMass).add(this.keep.sub(this.other).mul(probability)); }
 }
