@@ -2,7 +2,7 @@
 1, 2 and 4 worker processes, beside raw-insert floors and a trivial Flask app.
 
     python benchmarks/ingest.py [--seconds 4] [--clients 8] [--batch 500] [--workers 1,2,4]
-                                [--engines sqlite,postgresql] [--pg-url postgresql://…]
+                                [--engines sqlite,postgresql] [--pg-url postgresql://…] [--rounds 5]
 
 For each engine and worker count: responses/s through the single endpoint and reports/s through
 the batch endpoint. Beside them, in the same run: the same rows inserted through the same driver
@@ -11,6 +11,12 @@ a trivial Flask + SQLite one-row POST app (benchmarks/trivial_app.py) under guni
 number of workers. Without --pg-url a throwaway PostgreSQL cluster is started (tests/postgres.py).
 Bounded in time and count; talks only to 127.0.0.1; stops every server it started. Rate limits are
 off for the run (one client address sends everything).
+
+When `wrk` is installed (Debian's package), a second table: the trivial app and deniable serve both
+running, loaded in turn by wrk (C, event-driven: the load generator takes little of the CPU the
+servers need) for --rounds pairs of runs, each deniable run beside the trivial run just before it;
+the ratios of the pairs (min / median / max). Every wrk request to deniable carries a fresh
+idempotency key, so each one is a stored response (checked: the stored count covers wrk's count).
 """
 
 from __future__ import annotations
@@ -18,8 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
+import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -182,15 +191,9 @@ def stop(process: subprocess.Popen):
 def trivial_app(workers: int, clients: int, seconds: float) -> float:
     """POSTs/s to the one-row Flask + SQLite app under gunicorn with this many workers."""
     with tempfile.TemporaryDirectory() as folder:
-        port = free_port()
-        gunicorn = str(Path(sys.executable).with_name("gunicorn"))
-        server = subprocess.Popen([gunicorn, "-w", str(workers), "-k", "gthread", "--threads", str(clients),
-                                   "-b", f"127.0.0.1:{port}", "--chdir", str(Path(__file__).parent), "trivial_app:app"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  env={**os.environ, "TRIVIAL_DB": str(Path(folder) / "trivial.db")})
+        server, base = serve_trivial(folder, workers, clients)
         try:
-            wait_until_up(f"http://127.0.0.1:{port}/")
-            url = f"http://127.0.0.1:{port}/r"
+            url = f"{base}/r"
             body = {"spec_hash": "x" * 64, "idempotency_key": "y" * 32, "reports": simulated_answers()}
             lock, done = threading.Lock(), [0]
             deadline = time.perf_counter() + seconds
@@ -214,17 +217,8 @@ def trivial_app(workers: int, clients: int, seconds: float) -> float:
 
 
 def measure(url: str, survey: Survey, workers: int, args) -> dict:
-    with storage.Store(url) as store:
-        store.add_survey(survey)
-    port = free_port()
-    deniable = str(Path(sys.executable).with_name("deniable"))
-    server = subprocess.Popen([deniable, "serve", "--db", url, "--port", str(port), "--threads", str(args.clients),
-                               "--workers", str(workers), "--no-rate-limits"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env={**os.environ, "DENIABLE_ADMIN_TOKEN": "bench"})
-    base = f"http://127.0.0.1:{port}"
+    server, base = serve_deniable(url, survey, workers, args.clients)
     try:
-        wait_until_up(f"{base}/healthz")
         singles, single_time = single_endpoint(base, survey, args.seconds, args.clients)
         reports, batch_time = batch_endpoint(base, survey, args.seconds, args.batch)
     finally:
@@ -235,6 +229,97 @@ def measure(url: str, survey: Survey, workers: int, args) -> dict:
             "singles": singles, "reports": reports}
 
 
+WRK_SCRIPT = """
+-- Each request a fresh idempotency key (wrk thread id, counter): every one is a new response.
+local made = 0
+function setup(thread)
+  made = made + 1
+  thread:set("id", made)
+end
+function init(args)
+  counter = 0
+  wrk.method = "POST"
+  wrk.headers["Content-Type"] = "application/json"
+end
+function request()
+  counter = counter + 1
+  return wrk.format(nil, nil, nil, string.format(TEMPLATE, PREFIX, id, counter))
+end
+"""
+
+
+def wrk_rate(url: str, body: dict, seconds: float, connections: int) -> tuple[float, int]:
+    """(requests/s, requests) of one wrk run POSTing ``body`` with a fresh idempotency key each time; a
+    non-2xx answer fails the run."""
+    key = secrets.token_hex(8)
+    template = json.dumps({**body, "idempotency_key": "KEY"}).replace("%", "%%").replace('"KEY"', '"%s-%d-%d"')
+    lua = f"TEMPLATE = [=[{template}]=]\nPREFIX = \"{key}\"\n" + WRK_SCRIPT
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(lua)
+    try:
+        out = subprocess.run(["wrk", "-t", "2", "-c", str(connections), "-d", f"{seconds:g}s", "-s", script.name, url],
+                             capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
+    finally:
+        os.unlink(script.name)
+    if "Non-2xx" in out or "Socket errors" in out:
+        raise RuntimeError(f"wrk saw failed requests at {url}:\n{out}")
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    return float(re.search(r"Requests/sec:\s*([\d.]+)", out).group(1)), requests
+
+
+def serve_trivial(folder: str, workers: int, threads: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+    server = subprocess.Popen([gunicorn, "-w", str(workers), "-k", "gthread", "--threads", str(threads),
+                               "-b", f"127.0.0.1:{port}", "--chdir", str(Path(__file__).parent), "trivial_app:app"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "TRIVIAL_DB": str(Path(folder) / "trivial.db")})
+    wait_until_up(f"http://127.0.0.1:{port}/")
+    return server, f"http://127.0.0.1:{port}"
+
+
+def serve_deniable(url: str, survey: Survey, workers: int, threads: int) -> tuple[subprocess.Popen, str]:
+    with storage.Store(url) as store:
+        store.add_survey(survey)
+    port = free_port()
+    deniable = str(Path(sys.executable).with_name("deniable"))
+    server = subprocess.Popen([deniable, "serve", "--db", url, "--port", str(port), "--threads", str(threads),
+                               "--workers", str(workers), "--no-rate-limits"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "DENIABLE_ADMIN_TOKEN": "bench"})
+    wait_until_up(f"http://127.0.0.1:{port}/healthz")
+    return server, f"http://127.0.0.1:{port}"
+
+
+def wrk_pairs(url: str, survey: Survey, workers: int, args) -> dict:
+    """Interleaved wrk runs against the trivial app and deniable (both up throughout)."""
+    body = response_body(survey)
+    with tempfile.TemporaryDirectory() as folder:
+        trivial, trivial_base = serve_trivial(folder, workers, args.clients)
+        try:
+            server, base = serve_deniable(url, survey, workers, args.clients)
+        except BaseException:
+            stop(trivial)
+            raise
+        try:
+            trivial_rates, deniable_rates, sent = [], [], 0
+            for _ in range(args.rounds):
+                trivial_rates.append(wrk_rate(f"{trivial_base}/r", body, args.seconds, args.clients)[0])
+                rate, requests = wrk_rate(f"{base}/api/v1/surveys/{survey.id}/responses", body, args.seconds, args.clients)
+                deniable_rates.append(rate)
+                sent += requests
+        finally:
+            stop(server)
+            stop(trivial)
+    with storage.Store(url, read_only=True) as store:
+        stored = store.response_count(survey.id)
+    if stored < sent:
+        raise RuntimeError(f"wrk counted {sent} responses, {stored} are stored")
+    ratios = sorted(d / t for d, t in zip(deniable_rates, trivial_rates))
+    return {"deniable": statistics.median(deniable_rates), "trivial": statistics.median(trivial_rates),
+            "ratios": ratios, "stored": stored, "sent": sent}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=4.0)
@@ -243,6 +328,8 @@ def main():
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--engines", default="sqlite,postgresql")
     parser.add_argument("--pg-url", help="An existing, empty PostgreSQL database (default: a throwaway cluster).")
+    parser.add_argument("--rounds", type=int, default=5, help="Interleaved pairs of wrk runs (when wrk is installed).")
+    parser.add_argument("--only-wrk", action="store_true", help="Only the interleaved wrk table.")
     args = parser.parse_args()
     survey = demo_survey()
     workers = [int(w) for w in args.workers.split(",")]
@@ -253,20 +340,36 @@ def main():
 
         cluster = ThrowawayPostgres()
     print(f"demo survey: {len(survey.questions)} questions per response; deniable serve (gunicorn gthread, "
-          f"{args.clients} threads per worker; waitress for 1 worker); {args.clients} client threads on 127.0.0.1; "
-          f"{os.cpu_count()} CPUs")
-    print(f"{'engine':<11}{'workers':>8}{'single resp/s':>15}{'raw floor':>11}{'ratio':>7}{'trivial app':>13}{'vs app':>8}"
-          f"{'batch reports/s':>17}{'raw floor':>11}{'ratio':>7}")
+          f"{args.clients} threads per worker; waitress for 1 worker); {os.cpu_count()} CPUs")
     try:
-        trivial = {w: trivial_app(w, args.clients, args.seconds) for w in workers}
+        if not args.only_wrk:
+            print(f"\n{args.clients} Python client threads on 127.0.0.1 (they share the CPUs with the servers)")
+            print(f"{'engine':<11}{'workers':>8}{'single resp/s':>15}{'raw floor':>11}{'ratio':>7}{'trivial app':>13}"
+                  f"{'vs app':>8}{'batch reports/s':>17}{'raw floor':>11}{'ratio':>7}")
+            trivial = {w: trivial_app(w, args.clients, args.seconds) for w in workers}
+            for engine in engines:
+                for w in workers:
+                    with tempfile.TemporaryDirectory() as folder:
+                        url = str(Path(folder) / "bench.db") if engine == "sqlite" else (args.pg_url or cluster.fresh_url())
+                        r = measure(url, survey, w, args)
+                    print(f"{engine:<11}{w:>8}{r['single']:>15,.0f}{r['floor_single']:>11,.0f}"
+                          f"{r['single'] / r['floor_single']:>7.2f}{trivial[w]:>13,.0f}{r['single'] / trivial[w]:>8.2f}"
+                          f"{r['batch']:>17,.0f}{r['floor_batch']:>11,.0f}{r['batch'] / r['floor_batch']:>7.2f}", flush=True)
+        if shutil.which("wrk") is None:
+            print("\nwrk is not installed (apt install wrk): no interleaved wrk table")
+            return
+        print(f"\nwrk, {args.clients} connections, {args.rounds} interleaved pairs of {args.seconds:g} s runs: "
+              "single responses/s, deniable / trivial app per pair")
+        print(f"{'engine':<11}{'workers':>8}{'deniable':>10}{'trivial':>9}{'ratio min':>11}{'median':>8}{'max':>7}"
+              f"{'stored':>9}")
         for engine in engines:
             for w in workers:
                 with tempfile.TemporaryDirectory() as folder:
                     url = str(Path(folder) / "bench.db") if engine == "sqlite" else (args.pg_url or cluster.fresh_url())
-                    r = measure(url, survey, w, args)
-                print(f"{engine:<11}{w:>8}{r['single']:>15,.0f}{r['floor_single']:>11,.0f}{r['single'] / r['floor_single']:>7.2f}"
-                      f"{trivial[w]:>13,.0f}{r['single'] / trivial[w]:>8.2f}"
-                      f"{r['batch']:>17,.0f}{r['floor_batch']:>11,.0f}{r['batch'] / r['floor_batch']:>7.2f}", flush=True)
+                    r = wrk_pairs(url, survey, w, args)
+                ratios = r["ratios"]
+                print(f"{engine:<11}{w:>8}{r['deniable']:>10,.0f}{r['trivial']:>9,.0f}{ratios[0]:>11.2f}"
+                      f"{statistics.median(ratios):>8.2f}{ratios[-1]:>7.2f}{r['stored']:>9,}", flush=True)
     finally:
         if cluster is not None:
             cluster.stop()

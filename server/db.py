@@ -18,6 +18,7 @@ def init_app(app):
     with storage.Store(app.config["DATABASE"]):
         pass
     app.extensions["deniable_stores"] = threading.local()
+    app.extensions["deniable_group_commit"] = storage.GroupCommit()
     app.teardown_appcontext(release_store)
 
 
@@ -27,10 +28,11 @@ def get_store() -> storage.Store:
         local = current_app.extensions["deniable_stores"]
         store = getattr(local, "store", None)
         if store is None:
+            group_commit = current_app.extensions["deniable_group_commit"]
             try:
-                store = storage.Store(current_app.config["DATABASE"], migrate=False)
+                store = storage.Store(current_app.config["DATABASE"], migrate=False, group_commit=group_commit)
             except storage.Unavailable:  # once more: a connection lost to a restart is replaced by now
-                store = storage.Store(current_app.config["DATABASE"], migrate=False)
+                store = storage.Store(current_app.config["DATABASE"], migrate=False, group_commit=group_commit)
             if store.reusable:
                 local.store = store
         g.store = store

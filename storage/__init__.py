@@ -4,8 +4,9 @@ One facade, `Store`, over two engines chosen by the database URL (SQLite through
 embedded default; PostgreSQL through psycopg 3 and a pool). Its concerns each have a module:
 ``engines`` (connections, transactions, retries), ``schema`` (migrations, older layouts),
 ``surveys`` (surveys, versions, invitation tokens, settings), ``writes`` (responses and running
-totals), ``reads`` (counts, report rows, exports), ``accounts`` (admins, sessions, API tokens,
-audit), ``maintenance`` (copy, backup), ``location`` (which database: `resolve_database`).
+totals), ``group_commit`` (a server process's concurrent submissions in one transaction), ``reads``
+(counts, report rows, exports), ``accounts`` (admins, sessions, API tokens, audit), ``maintenance``
+(copy, backup), ``location`` (which database: `resolve_database`).
 
 Readers (every reading command, the dashboard and the analysis) open ``Store(url, read_only=True)``,
 which reads any schema from 1 on without migrating it.
@@ -15,6 +16,7 @@ from .accounts import MIN_PASSWORD_LENGTH, SESSION_LIFETIME, SIGN_IN_FAILURES, S
 from .common import GRANULARITIES, canonical
 from .engines import describe, is_postgres, sqlite_path
 from .errors import Conflict, Gone, Invalid, NotFound, StorageError, Unavailable
+from .group_commit import GroupCommit
 from .location import DEFAULT_DATABASE, resolve_database
 from .maintenance import backup_sqlite, copy_database
 from .schema import KEYS, SCHEMA_VERSION, TABLES, rebuild_counts
@@ -22,7 +24,7 @@ from .store import Store
 from .surveys import SurveyRecord
 
 __all__ = [
-    "Conflict", "DEFAULT_DATABASE", "GRANULARITIES", "Gone", "Invalid", "KEYS", "MIN_PASSWORD_LENGTH", "NotFound",
+    "Conflict", "DEFAULT_DATABASE", "GRANULARITIES", "Gone", "GroupCommit", "Invalid", "KEYS", "MIN_PASSWORD_LENGTH", "NotFound",
     "SCHEMA_VERSION", "SESSION_LIFETIME", "SIGN_IN_FAILURES", "SIGN_IN_LOCK", "StorageError", "Store", "SurveyRecord",
     "TABLES", "Unavailable", "backup_sqlite", "canonical", "copy_database", "describe", "is_postgres", "rebuild_counts",
     "resolve_database", "sqlite_path",

@@ -17,12 +17,15 @@ class Store(Surveys, Writes, Reads, Accounts):
     """One connection to the database (a SQLite file or a PostgreSQL URL); create one per request
     or per command, or keep one per thread on SQLite (``reusable``)."""
 
-    def __init__(self, url, migrate: bool = True, read_only: bool = False):
+    def __init__(self, url, migrate: bool = True, read_only: bool = False, group_commit=None):
         """``read_only``: the reader of every command and analysis that only reads. A SQLite file
         must exist and is opened read-only (a mistyped path never creates an empty database); any
         schema from 1 on is read as it is, migrating nothing. Otherwise the schema is created or
-        migrated first (unless ``migrate`` is False: a server's request, after start-up did it)."""
+        migrated first (unless ``migrate`` is False: a server's request, after start-up did it).
+        ``group_commit``: a `GroupCommit` shared by the stores of one process's threads, which then store
+        concurrent single submissions in one transaction."""
         self.url = str(url)
+        self.group_commit = group_commit
         self.engine = open_engine(self.url, read_only)
         self.reusable = self.engine.dialect == "sqlite"
         self.read_only = read_only

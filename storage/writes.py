@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import secrets
+from typing import NamedTuple
 
 from deniable.client.reports import ReportError, validate_reports
 
@@ -14,8 +15,24 @@ from .errors import Conflict, Gone, Invalid, StorageError
 from .schema import rebuild_counts
 
 
+class Prepared(NamedTuple):
+    """One response validated and ready to store (`Writes._prepare`), and where its outcome goes."""
+    position: int
+    survey_id: str
+    spec_hash: str
+    key: str
+    token: str | None
+    record: object
+    values: list
+    fingerprint: str
+    wave: str | None
+
+
 class Writes:
     """The part of `Store` that stores responses."""
+
+    #: Shared by a server process's stores: their single submissions are committed together (`GroupCommit`).
+    group_commit = None
 
     def submit(self, survey_id: str, spec_hash, idempotency_key, reports, token=None,
                answerable=None, wave=None) -> tuple[dict, bool]:
@@ -30,8 +47,14 @@ class Writes:
         be that wave, so a response that arrives after its wave closed is refused, not counted in the next.
         """
         record, values, fingerprint = self._prepare(survey_id, spec_hash, idempotency_key, reports, token, answerable, wave)
-        return retrying(lambda: self._store_response(survey_id, spec_hash, idempotency_key, token, record, values,
-                                                           fingerprint, wave))
+        entry = Prepared(0, survey_id, spec_hash, idempotency_key, token, record, values, fingerprint, wave)
+        if self.group_commit is not None:
+            return self.group_commit.submit(self, entry)
+        return self._store_one(entry)
+
+    def _store_one(self, entry: Prepared) -> tuple[dict, bool]:
+        return retrying(lambda: self._store_response(entry.survey_id, entry.spec_hash, entry.key, entry.token,
+                                                     entry.record, entry.values, entry.fingerprint, entry.wave))
 
     def _prepare(self, survey_id, spec_hash, idempotency_key, reports, token, answerable=None, wave=None):
         """Everything about one response that needs no write: (record, sorted report rows, fingerprint)."""
@@ -71,7 +94,7 @@ class Writes:
         return retrying(store)
 
     def _submit_many(self, survey_id: str, items: list[tuple], results: list):
-        prepared = []  # (position, spec_hash, key, values, fingerprint)
+        prepared = []  # Prepared, each at its item's position
         for position, (spec_hash, key, reports, token, *named) in enumerate(items):
             wave = named[0] if named else None
             try:
@@ -79,15 +102,25 @@ class Writes:
             except StorageError as error:
                 results[position] = error
                 continue
-            if record.access == "token" or record.survey.repeated is not None:
+            prepared.append(Prepared(position, survey_id, spec_hash, key, token, record, values, fingerprint, wave))
+        self._store_prepared(survey_id, prepared, results)
+
+    def _store_prepared(self, survey_id: str, entries: list[Prepared], results: list):
+        """Store validated responses to one survey inside the caller's transaction; each one's outcome goes to
+        ``results[entry.position]``. Open surveys' responses go in with a handful of multi-row statements; a
+        token survey's or a repeated one's one by one, each in its own savepoint (undone alone on refusal)."""
+        prepared = []  # (position, spec_hash, key, values, fingerprint)
+        for entry in entries:
+            if entry.record.access == "token" or entry.record.survey.repeated is not None:
                 try:
-                    with self.transaction():  # a savepoint: this item alone is undone on refusal
-                        results[position] = self._store_response(survey_id, spec_hash, key, token, record, values,
-                                                                 fingerprint, wave)
+                    with self.transaction():
+                        results[entry.position] = self._store_response(
+                            survey_id, entry.spec_hash, entry.key, entry.token, entry.record, entry.values,
+                            entry.fingerprint, entry.wave)
                 except StorageError as error:
-                    results[position] = error
+                    results[entry.position] = error
             else:
-                prepared.append((position, spec_hash, key, values, fingerprint))
+                prepared.append((entry.position, entry.spec_hash, entry.key, entry.values, entry.fingerprint))
         if not prepared:
             return
         closed = self._in_transaction("survey", survey_id, lambda: self._survey_row(survey_id))["closed_on"] is not None
