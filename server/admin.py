@@ -164,17 +164,19 @@ def pooled_estimates(survey_id):
 
 
 @blueprint.get("/surveys/<survey_id>/versions/<int:number>/export.<fmt>")
+@blueprint.get("/surveys/<survey_id>/pooled/export.<fmt>")
 @signed_in
-def export_download(survey_id, number, fmt):
-    """One version's reports (CSV, JSON lines, SPSS, Stata) or its codebook, as the API serves them."""
+def export_download(survey_id, fmt, number=None):
+    """One version's reports (CSV, JSON lines, SPSS, Stata) or its codebook, or every version's in one file
+    (no number), as the API serves them."""
     session = current_session()
     from .api import export_response
-    from .exports import EXPORT_FORMATS, ExportUnavailable
+    from .exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord
 
     if fmt not in EXPORT_FORMATS:
         abort(404)
     store = get_store()
-    record = store.find_version(survey_id, version=number)
+    record = PooledRecord.of(store, survey_id) if number is None else store.find_version(survey_id, version=number)
     try:
         return export_response(store, record, fmt, session["admin"])
     except ExportUnavailable as error:

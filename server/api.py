@@ -21,7 +21,7 @@ from deniable.client.specfile import MAX_SPEC_BYTES
 
 from .auth import bearer_caller
 from .db import get_store
-from .exports import EXPORT_FORMATS, SUFFIXES, ExportUnavailable
+from .exports import EXPORT_FORMATS, SUFFIXES, ExportUnavailable, PooledRecord, describe
 
 blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -295,7 +295,15 @@ def export(survey_id):
     if fmt not in EXPORT_FORMATS:
         raise ApiError(422, f"format: must be one of {', '.join(EXPORT_FORMATS)}", "format")
     store = get_store()
-    record = store.find_version(survey_id, request.args.get("spec_hash"), request.args.get("version"))
+    all_versions = request.args.get("all_versions", "0")
+    if all_versions not in ("0", "1", "true", "false"):
+        raise ApiError(422, "all_versions: must be 1 or 0 (true or false)", "all_versions")
+    if all_versions in ("1", "true"):
+        if request.args.get("spec_hash") or request.args.get("version"):
+            raise ApiError(422, "all_versions: exports every version; leave out spec_hash and version", "all_versions")
+        record = PooledRecord.of(store, survey_id)
+    else:
+        record = store.find_version(survey_id, request.args.get("spec_hash"), request.args.get("version"))
     try:
         return export_response(store, record, fmt, caller)
     except ExportUnavailable as error:
@@ -303,10 +311,13 @@ def export(survey_id):
 
 
 def export_response(store, record, fmt: str, actor: str) -> Response:
-    """One version's reports as a download (API and dashboard alike), written to the audit log."""
+    """One version's reports, or every version's (`PooledRecord`), as a download (API and dashboard alike),
+    written to the audit log."""
     export = EXPORT_FORMATS[fmt]
-    body = export.write(record, store.export(record.id, record.hash))
+    pooled = isinstance(record, PooledRecord)
+    body = export.write(record, store.export_all_versions(record.id) if pooled else store.export(record.id, record.hash))
     body = b"".join(body) if export.binary else "".join(body)
-    store.audit(actor, "responses exported", record.id, f"version {record.version}, {fmt}")
+    store.audit(actor, "responses exported", record.id, f"{describe(record)}, {fmt}")
+    name = f"{record.id}-all-versions" if pooled else f"{record.id}-v{record.version}"
     return Response(body, mimetype=export.mimetype, headers={
-        "Content-Disposition": f'attachment; filename="{record.id}-v{record.version}.{SUFFIXES[fmt]}"'})
+        "Content-Disposition": f'attachment; filename="{name}.{SUFFIXES[fmt]}"'})

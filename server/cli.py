@@ -401,18 +401,27 @@ def tokens(survey_id, count, db_path, base_url):
               help="Write here (and the codebook beside it, NAME.codebook.md) instead of standard output.")
 @click.option("--spec-hash", help="Export this version: its hash or a unique prefix (default: the current one).")
 @click.option("--version", "version", type=click.IntRange(1), help="Export this version, by number.")
+@click.option("--all-versions", is_flag=True,
+              help="Export every version in one file: a version column, columns of every version, a codebook per version.")
 @db_option
-def export(survey_id, fmt, output, spec_hash, version, db_path):
-    """Export the stored reports of a survey version. Private columns hold randomized reports: analyse
-    them with `deniable estimate`, not by tabulating them."""
-    from .exports import EXPORT_FORMATS, ExportUnavailable
+def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
+    """Export the stored reports of a survey version (or of all of them). Private columns hold randomized
+    reports: analyse them with `deniable estimate`, not by tabulating them."""
+    from .exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord, describe
 
     export = EXPORT_FORMATS[fmt]
     if export.binary and not output:
         raise click.UsageError(f"--format {fmt} writes a binary file: give --output FILE.{fmt}")
+    if all_versions and (spec_hash or version):
+        raise click.UsageError("--all-versions exports every version: leave out --spec-hash and --version")
     with _store(db_path, read_only=True) as store:
-        record = store.find_version(survey_id, spec_hash, version)
-        chunks = export.write(record, store.export(survey_id, record.hash))
+        if all_versions:
+            record = PooledRecord.of(store, survey_id)
+            rows = store.export_all_versions(survey_id)
+        else:
+            record = store.find_version(survey_id, spec_hash, version)
+            rows = store.export(survey_id, record.hash)
+        chunks = export.write(record, rows)
         try:
             if not output:
                 for chunk in chunks:
@@ -426,7 +435,7 @@ def export(survey_id, fmt, output, spec_hash, version, db_path):
                 _atomic_write(beside, lambda path: _write_chunks(path, EXPORT_FORMATS["codebook"].write(record), False))
         except ExportUnavailable as error:
             raise click.ClickException(str(error)) from None
-        described = "the codebook" if fmt == "codebook" else f"{record.responses} responses of version {record.version}"
+        described = "the codebook" if fmt == "codebook" else f"{record.responses} responses of {describe(record)}"
     _audit_export(db_path, record, fmt)
     click.echo(f"Wrote {described} to {output}" + ("" if fmt == "codebook" else f" (codebook: {beside})"), err=True)
 
@@ -434,9 +443,11 @@ def export(survey_id, fmt, output, spec_hash, version, db_path):
 def _audit_export(db_path, record, fmt: str):
     """The export's line in the audit log, as the dashboard and the API write theirs. The export itself only
     reads; a database that cannot take the line (read-only, a replica) is said, not fatal."""
+    from .exports import describe
+
     try:
         with _store(db_path) as store:
-            store.audit(cli_actor(), "responses exported", record.id, f"version {record.version}, {fmt}")
+            store.audit(cli_actor(), "responses exported", record.id, f"{describe(record)}, {fmt}")
     except storage.StorageError as error:
         click.echo(f"NOTE: the export was not written to the audit log ({error.message})", err=True)
 

@@ -1,5 +1,5 @@
-"""Exports of one version's stored reports: JSON lines, CSV, labelled SPSS (.sav) and Stata (.dta)
-files, and the codebook that says what each column holds.
+"""Exports of one version's stored reports, or of every version pooled (`PooledRecord`): JSON lines, CSV,
+labelled SPSS (.sav) and Stata (.dta) files, and the codebook that says what each column holds.
 
 Private columns hold randomized reports, not answers: a table of them is not a table of the truth.
 Every labelled file says so (file label, variable labels) and the codebook explains each column's
@@ -26,6 +26,9 @@ from deniable.client.reports import WAVE_COLUMN, arm_column, direct_column, grou
 from deniable.client.splitballot import SplitBallot
 
 #: What each labelled file and the codebook say about private columns.
+#: The column of a pooled export that names each row's version (its number).
+VERSION_COLUMN = "version"
+
 RANDOMIZED_NOTE = ("Columns marked [randomized] hold each respondent's randomized report, not their answer: "
                    "analyse them with deniable (deniable estimate, deniable.analysis), which removes the "
                    "randomization; tabulating them directly gives wrong shares.")
@@ -35,11 +38,55 @@ def _grouped(question: Question) -> bool:
     return isinstance(question.mechanism, GroupedMechanism)
 
 
+@dataclass(frozen=True)
+class PooledRecord:
+    """Every version of a survey in one export: each row carries its ``version`` (number) beside its spec
+    hash; columns are the union over versions (newest first), empty where a row's version lacks one."""
+
+    versions: tuple  # SurveyRecord, oldest first
+
+    @classmethod
+    def of(cls, store, survey_id: str) -> "PooledRecord":
+        return cls(tuple(store.find_version(survey_id, entry["hash"]) for entry in store.versions(survey_id)))
+
+    @property
+    def id(self) -> str:
+        return self.versions[-1].id
+
+    @property
+    def survey(self):
+        return self.versions[-1].survey
+
+    @property
+    def responses(self) -> int:
+        return sum(v.responses for v in self.versions)
+
+    @property
+    def label(self) -> str:
+        return "all versions"
+
+
+def _versions(record) -> list:
+    """The versions an export holds, newest first."""
+    return list(reversed(record.versions)) if isinstance(record, PooledRecord) else [record]
+
+
+def _union(lists) -> list:
+    return list(dict.fromkeys(item for items in lists for item in items))
+
+
 def _columns(record) -> list[str]:
+    columns = _union(_survey_columns(version.survey) for version in _versions(record))
+    if isinstance(record, PooledRecord):
+        columns.insert(columns.index("spec_hash") + 1, VERSION_COLUMN)
+    return columns
+
+
+def _survey_columns(survey) -> list[str]:
     columns = ["id", "spec_hash", "received_on"]
-    if record.survey.repeated is not None:
+    if survey.repeated is not None:
         columns.append(WAVE_COLUMN)
-    for qid, question in record.survey.questions.items():
+    for qid, question in survey.questions.items():
         if question.split_ballot is not None:
             columns.append(arm_column(qid))
         if question.type == "multi_select":
@@ -66,30 +113,39 @@ def export_jsonl(record, rows):
         yield json.dumps(row, ensure_ascii=False) + "\n"
 
 
+def _csv_cells(survey, row) -> dict:
+    cells = {"id": row["id"], "spec_hash": row["spec_hash"], "received_on": row["received_on"]}
+    if VERSION_COLUMN in row:
+        cells[VERSION_COLUMN] = row[VERSION_COLUMN]
+    if survey.repeated is not None:
+        cells[WAVE_COLUMN] = row.get("wave") or ""
+    for qid, question in survey.questions.items():
+        arm, value, direct = _arms(question, row["reports"].get(qid))
+        if question.split_ballot is not None:
+            cells[arm_column(qid)] = arm or ""
+        if question.type == "multi_select":
+            for option in question.options:
+                cells[option_column(qid, option)] = "" if value is None else int(option in value)
+        elif _grouped(question):
+            cells[group_column(qid)], cells[qid] = ("", "") if value is None else (value["group"], value["report"])
+        else:
+            cells[qid] = "" if value is None else value
+        if question.split_ballot is not None:
+            cells[direct_column(qid)] = direct or ""
+    return cells
+
+
 def export_csv(record, rows):
     """One column per question, and one 0/1 column per option of a multi-select question (empty when the
-    question was not answered)."""
+    question was not answered, or, pooled, not asked in the row's version)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow([spreadsheet_safe(column) for column in _columns(record)])
+    columns = _columns(record)
+    surveys = {version.hash: version.survey for version in _versions(record)}
+    writer.writerow([spreadsheet_safe(column) for column in columns])
     for row in rows:
-        values = [row["id"], row["spec_hash"], row["received_on"]]
-        if record.survey.repeated is not None:
-            values.append(row.get("wave") or "")
-        for qid, question in record.survey.questions.items():
-            arm, value, direct = _arms(question, row["reports"].get(qid))
-            if question.split_ballot is not None:
-                values.append(arm or "")
-            if question.type == "multi_select":
-                values += [""] * len(question.options) if value is None else \
-                    [int(option in value) for option in question.options]
-            elif _grouped(question):
-                values += ["", ""] if value is None else [value["group"], value["report"]]
-            else:
-                values.append("" if value is None else value)
-            if question.split_ballot is not None:
-                values.append(direct or "")
-        writer.writerow([spreadsheet_safe(value) for value in values])
+        cells = _csv_cells(surveys[row["spec_hash"]], row)
+        writer.writerow([spreadsheet_safe(cells.get(column, "")) for column in columns])
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()
@@ -108,6 +164,7 @@ class Variable:
     read: Callable
     question: Question | None = None
     option: str | None = None
+    codes: dict | None = None  # a coded answer's value → code (pooling recodes versions by value, not by code)
 
 
 def _name(wanted: str, taken: set) -> str:
@@ -145,6 +202,9 @@ def _group_codes(question: Question) -> dict:
 
 
 def variables(record) -> list[Variable]:
+    """The columns of a labelled file: one version's, or every version's pooled (`_pooled_variables`)."""
+    if isinstance(record, PooledRecord):
+        return _pooled_variables(record)
     taken = {"id", "spec_hash", "received_on"}
     found = [Variable("id", "Response id (random)", None, lambda row: row["id"]),
              Variable("spec_hash", "Spec hash of the version the answers were randomized under", None,
@@ -180,23 +240,69 @@ def variables(record) -> list[Variable]:
             found.append(Variable(_name(f"{qid}_group", taken), f"Group shown for: {text}"[:256],
                                   {code: group for group, code in groups.items()},
                                   lambda row, report=report, groups=groups: None if report(row) is None
-                                  else groups[report(row)["group"]], question))
+                                  else groups[report(row)["group"]], question, codes=groups))
             found.append(Variable(_name(qid, taken), f"{mark}{text}"[:256], {code: v for v, code in codes.items()},
                                   lambda row, report=report, codes=codes: None if report(row) is None
-                                  else codes[report(row)["report"]], question))
+                                  else codes[report(row)["report"]], question, codes=codes))
         else:
             codes = _codes(question)
             labels = {code: (question.option_label(value) if question.type != "yes_no" else value)
                       for value, code in codes.items()}
             found.append(Variable(_name(qid, taken), f"{mark}{text}"[:256], labels,
                                   lambda row, report=report, codes=codes: None if report(row) is None
-                                  else codes[report(row)], question))
+                                  else codes[report(row)], question, codes=codes))
         if question.split_ballot is not None:
             found.append(Variable(_name(f"{qid}_direct", taken), f"[asked directly] {text}"[:256],
                                   {code: value for value, code in YES_NO_CODES.items()},
                                   lambda row, qid=qid, question=question: YES_NO_CODES.get(
                                       _arms(question, row["reports"].get(qid))[2]), question))
     return found
+
+
+def _pooled_variables(record: PooledRecord) -> list[Variable]:
+    """One variable per name over every version (newest first), each row read by its own version's variable.
+    A coded answer keeps the newest version's codes and labels; a value only an older version has gets the
+    next free code. A name whose meaning changed (a number become a choice, or other value labels) gets its
+    older version's own variable, suffixed ``_v<version>``."""
+    versions = _versions(record)
+    merged: dict[str, dict] = {}  # name → {"variable": the newest's, "readers": {hash: read}, codes…}
+    taken: set = set()
+    for version in versions:
+        for variable in variables(version):
+            name, entry = variable.name, merged.get(variable.name)
+            if entry is not None and variable.codes is not None and entry["variable"].codes is not None:
+                codes, labels = entry["codes"], entry["labels"]
+                for value, code in variable.codes.items():
+                    if value not in codes:
+                        codes[value] = max(codes.values(), default=0) + 1
+                        labels[codes[value]] = variable.value_labels[code]
+                entry["readers"][version.hash] = _recoded(variable, codes)
+                continue
+            if entry is not None and variable.codes is None and entry["variable"].codes is None and \
+                    variable.value_labels == entry["variable"].value_labels:
+                entry["readers"][version.hash] = variable.read
+                continue
+            if entry is not None:
+                name = _name(f"{variable.name}_v{version.version}", taken)
+            taken.add(name)
+            merged[name] = {"variable": variable, "readers": {version.hash: variable.read},
+                            "codes": dict(variable.codes or {}), "labels": dict(variable.value_labels or {})}
+    found = []
+    for name, entry in merged.items():
+        variable, readers = entry["variable"], entry["readers"]
+        found.append(Variable(name, variable.label, entry["labels"] or None,
+                              lambda row, readers=readers: (readers[row["spec_hash"]](row) if row["spec_hash"] in readers
+                                                            else None),
+                              variable.question, variable.option, entry["codes"] or None))
+    found.insert(2, Variable(VERSION_COLUMN, "Version of the survey the response answered", None,
+                             lambda row: row[VERSION_COLUMN]))
+    return found
+
+
+def _recoded(variable: Variable, codes: dict) -> Callable:
+    """``variable.read`` with its version's codes replaced by the pooled ``codes`` of the same values."""
+    to_value = {code: value for value, code in variable.codes.items()}
+    return lambda row: None if (code := variable.read(row)) is None else codes[to_value[code]]
 
 
 def _frame(record, rows, found: list[Variable]):
@@ -208,7 +314,7 @@ def _frame(record, rows, found: list[Variable]):
             data[v.name].append(v.read(row))
     frame = pd.DataFrame(data)
     for v in found:
-        if v.name not in ("id", "spec_hash", "received_on", WAVE_COLUMN):
+        if v.name not in ("id", "spec_hash", "received_on", WAVE_COLUMN):  # the version number is numeric too
             frame[v.name] = pd.to_numeric(frame[v.name]).astype("float64")
     return frame
 
@@ -223,7 +329,7 @@ def _labelled(record, rows, suffix: str) -> bytes:
     frame = _frame(record, rows, found)
     labels = {v.name: v.label for v in found}
     values = {v.name: v.value_labels for v in found if v.value_labels}
-    title = f"deniable export: {record.id} version {record.version}"
+    title = f"deniable export: {record.id} {describe(record)}"
     handle, path = tempfile.mkstemp(suffix=suffix)
     os.close(handle)
     try:
@@ -266,14 +372,51 @@ def _alphabet(question: Question) -> str:
     return typed
 
 
+CSV_AND_CODES = ("CSV files have one 0/1 column per option of a multi-select question, named `question.option`; "
+                 "SPSS and Stata files name it `question_option` and code the other answers as below "
+                 "(text in CSV).\n\n")
+
+
+def describe(record) -> str:
+    """What an export holds, for titles, messages and the audit log: "version 2" or "versions 1, 2, 3"."""
+    if isinstance(record, PooledRecord):
+        return "versions " + ", ".join(str(v.version) for v in record.versions)
+    return f"version {record.version}"
+
+
 def codebook(record, rows=()) -> Iterable[str]:
     """A plain-text (Markdown) description of every column: question, privacy, report alphabet, codes."""
-    survey = record.survey
-    yield (f"# Codebook: {survey.title}\n\nSurvey `{record.id}`, version {record.version} "
-           f"(spec hash {record.hash}).\n\n{RANDOMIZED_NOTE}\n\n"
-           "CSV files have one 0/1 column per option of a multi-select question, named `question.option`; "
-           "SPSS and Stata files name it `question_option` and code the other answers as below "
-           "(text in CSV).\n\n")
+    if isinstance(record, PooledRecord):
+        yield from _pooled_codebook(record)
+        return
+    yield (f"# Codebook: {record.survey.title}\n\nSurvey `{record.id}`, version {record.version} "
+           f"(spec hash {record.hash}).\n\n{RANDOMIZED_NOTE}\n\n{CSV_AND_CODES}")
+    yield from _questions(record.survey, "##")
+
+
+def _pooled_codebook(record: PooledRecord) -> Iterable[str]:
+    newest = record.versions[-1]
+    yield (f"# Codebook: {newest.survey.title}\n\nSurvey `{record.id}`, {describe(record)} pooled: each row is "
+           f"one response, and its `{VERSION_COLUMN}` column (with `spec_hash`) says which version it answered. "
+           "A column a version does not have is empty in its rows. Estimate pooled versions with deniable "
+           "(`deniable estimate --all-versions`), which pools a question only where its randomization is the same "
+           f"in every version.\n\n{RANDOMIZED_NOTE}\n\n"
+           "## The pooled SPSS and Stata files\n\nEach coded answer keeps the newest version's code; an answer only "
+           "an older version offered gets the next free code; a column whose meaning changed between versions "
+           "gets the older version's own variable, suffixed `_v<version>`. Codes in the pooled files:\n\n")
+    for variable in variables(record):
+        if variable.value_labels:
+            codes = ", ".join(f"{code} = {label}" for code, label in sorted(variable.value_labels.items()))
+            yield f"- `{variable.name}`: {codes}\n"
+    yield "\n"
+    for version in reversed(record.versions):
+        yield (f"## Version {version.version} (spec hash {version.hash}, {version.responses} responses)\n\n"
+               "As this version asked its questions; codes below are this version's own (those of a one-version "
+               f"export).\n\n{CSV_AND_CODES}")
+        yield from _questions(version.survey, "###")
+
+
+def _questions(survey, heading: str) -> Iterable[str]:
     taken = {"id", "spec_hash", "received_on"}
     for qid, question in survey.questions.items():
         private = question.is_private
@@ -285,7 +428,7 @@ def codebook(record, rows=()) -> Iterable[str]:
             [_name(f"{qid}_{o}", taken) for o in question.options] if question.type == "multi_select"
             else [_name(f"{qid}_group", taken), _name(qid, taken)] if _grouped(question)
             else [_name(qid, taken)]) + ([_name(f"{qid}_direct", taken)] if split is not None else [])
-        yield (f"## `{qid}`{' [randomized]' if private else ''}\n\n"
+        yield (f"{heading} `{qid}`{' [randomized]' if private else ''}\n\n"
                f"- Text: {question.text}\n- Type: {question.type}\n- Privacy: {privacy}\n"
                f"- Report values: {_alphabet(question)}\n"
                f"- SPSS/Stata variable{'s' if len(names) > 1 else ''}: {', '.join(names)}\n")

@@ -101,6 +101,12 @@ class Reads:
         if current is not None:
             yield ordered(current)
 
+    def export_all_versions(self, survey_id: str):
+        """`export`'s rows of every version, oldest first, each with its ``version`` number after its spec hash."""
+        for entry in self.versions(survey_id):
+            for row in self.export(survey_id, entry["hash"]):
+                yield {"id": row.pop("id"), "spec_hash": row.pop("spec_hash"), "version": entry["version"], **row}
+
 
 
 def ordered_counts(survey: Survey, table: dict) -> dict:

@@ -225,3 +225,116 @@ def test_the_dashboard_reaches_every_version(client, study):
     assert f"<strong>{FIRST + SECOND}</strong> responses" in pooled
     assert "Not pooled: hours: cannot pool" in pooled and "Pooled over versions 1" in pooled
     assert client.get("/admin/surveys/tax/versions/5").status_code == 404
+
+
+# --- every version in one export (issue 23 §2) ------------------------------------------------------
+
+def _third_version(second: Survey) -> Survey:
+    """`cash` offers one more answer, listed first: every old code of it moves."""
+    spec = second.to_dict()
+    for question in spec["questions"]:
+        if question["id"] == "cash":
+            question["options"] = ["Tips", *question["options"]]
+    return Survey.from_dict(spec)
+
+
+def test_export_all_versions_in_every_format(runner, study, tmp_path):
+    import csv
+
+    import pyreadstat
+
+    first, second = study["first"], study["second"]
+    third = _third_version(second)
+    rng = random.Random(3)
+    with storage.Store(study["db"]) as store:
+        store.add_survey(third)
+        _respond(store, third, 50, rng)
+    total = FIRST + SECOND + 50
+    db = ["--db", study["db"]]
+
+    lines = runner.invoke(main, ["export", "tax", *db, "--all-versions", "--format", "jsonl"]).stdout.splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert len(rows) == total
+    assert [r["version"] for r in rows].count(1) == FIRST and [r["version"] for r in rows].count(3) == 50
+    assert list(rows[0])[:4] == ["id", "spec_hash", "version", "received_on"]
+    by_id = {r["id"]: r for r in rows}
+    one = [json.loads(line) for line in runner.invoke(main, ["export", "tax", *db, "--version", "1", "--format",
+                                                               "jsonl"]).stdout.splitlines()]
+    assert all(by_id[r["id"]]["reports"] == r["reports"] and by_id[r["id"]]["spec_hash"] == first.hash for r in one)
+
+    output = tmp_path / "all.csv"
+    result = runner.invoke(main, ["export", "tax", *db, "--all-versions", "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    assert f"Wrote {total} responses of versions 1, 2, 3" in result.output
+    table = list(csv.DictReader(output.read_text().splitlines()))
+    header = output.read_text().splitlines()[0].split(",")
+    assert header[:4] == ["id", "spec_hash", "version", "received_on"] and "audited" in header
+    assert len(table) == total
+    for row in table:
+        source = by_id[row["id"]]
+        assert int(row["version"]) == source["version"]
+        assert row["dodged"] == source["reports"]["dodged"]
+        # A question version 1 did not ask is empty in its rows, and only there.
+        assert (row["audited"] == "") == (source["version"] == 1)
+    assert "(codebook: " in result.output
+    book = (tmp_path / "all.codebook.md").read_text()
+    assert "versions 1, 2, 3 pooled" in book and book.index("## Version 3") < book.index("## Version 1")
+    assert "### `audited`" in book
+
+    sav = tmp_path / "all.sav"
+    assert runner.invoke(main, ["export", "tax", *db, "--all-versions", "--format", "sav", "--output", str(sav)]).exit_code == 0
+    frame, meta = pyreadstat.read_sav(str(sav))
+    assert len(frame) == total and list(frame["version"].value_counts().sort_index()) == [FIRST, SECOND, 50]
+    labels = meta.variable_value_labels["cash"]
+    # The newest version's codes (Tips = 1, …), older rows recoded by value, never by their old position.
+    assert labels[1.0] == "Tips" and sorted(labels.values()) == sorted(third.questions["cash"].options)
+    for position, response_id in enumerate(frame["id"]):
+        assert labels[frame["cash"][position]] == by_id[response_id]["reports"]["cash"]
+    assert "cash_v1" not in frame.columns and "cash_v2" not in frame.columns
+    assert frame["audited"].isna().sum() == FIRST
+
+    refused = runner.invoke(main, ["export", "tax", *db, "--all-versions", "--version", "1"])
+    assert refused.exit_code == 2 and "--all-versions" in refused.output
+
+
+def test_a_column_whose_meaning_changed_keeps_each_versions_own_variable(runner, db_path, tmp_path):
+    import pyreadstat
+
+    first = Survey.from_dict({"id": "s", "title": "S", "questions": [
+        {"id": "q", "type": "number", "text": "How many?", "min": 0, "max": 3, "privacy": "none"}]})
+    second = Survey.from_dict({"id": "s", "title": "S", "questions": [
+        {"id": "q", "type": "choice", "text": "Which?", "options": ["a", "b"], "privacy": "none"}]})
+    with storage.Store(db_path) as store:
+        store.add_survey(first)
+        store.submit("s", first.hash, "key-00000001", {"q": 2})
+        store.add_survey(second)
+        store.submit("s", second.hash, "key-00000002", {"q": "b"})
+    sav = tmp_path / "s.sav"
+    result = runner.invoke(main, ["export", "s", "--db", db_path, "--all-versions", "--format", "sav", "--output", str(sav)])
+    assert result.exit_code == 0, result.output
+    frame, meta = pyreadstat.read_sav(str(sav))
+    by_version = frame.set_index("version")
+    assert by_version.loc[2, "q"] == 2 and meta.variable_value_labels["q"][2] == "b"
+    assert by_version.loc[1, "q_v1"] == 2 and by_version.loc[2, ["q_v1"]].isna().all()
+    assert by_version.loc[1, ["q"]].isna().all()
+
+
+def test_the_api_and_dashboard_export_every_version(client, study):
+    headers = {"Authorization": f"Bearer {ADMIN}"}
+    export = client.get("/api/v1/surveys/tax/export?all_versions=1", headers=headers)
+    assert export.status_code == 200, export.get_data(as_text=True)
+    assert 'filename="tax-all-versions.jsonl"' in export.headers["Content-Disposition"]
+    rows = [json.loads(line) for line in export.get_data(as_text=True).splitlines()]
+    assert len(rows) == FIRST + SECOND and {r["version"] for r in rows} == {1, 2}
+    both = client.get("/api/v1/surveys/tax/export?all_versions=1&version=1", headers=headers)
+    assert both.status_code == 422 and both.get_json()["error"]["field"] == "all_versions"
+    odd = client.get("/api/v1/surveys/tax/export?all_versions=maybe", headers=headers)
+    assert odd.status_code == 422 and odd.get_json()["error"]["field"] == "all_versions"
+    sign_in(client)
+    page = client.get("/admin/surveys/tax/pooled").get_data(as_text=True)
+    assert "/admin/surveys/tax/pooled/export.csv" in page
+    download = client.get("/admin/surveys/tax/pooled/export.csv")
+    assert download.status_code == 200 and len(download.get_data(as_text=True).splitlines()) == FIRST + SECOND + 1
+    with storage.Store(study["db"], read_only=True) as store:
+        details = [line["detail"] for line in store.audit_log() if line["action"] == "responses exported"]
+    assert details.count("versions 1, 2, jsonl") == 1 and details.count("versions 1, 2, csv") == 1
