@@ -145,8 +145,11 @@ def add_survey():
 @blueprint.get("/surveys/<survey_id>")
 @signed_in
 def survey_estimates(survey_id):
-    """Live estimates of the current version, with intervals and a chart each (SVG, no script)."""
-    return _estimates_page(survey_id)
+    """Live estimates, with intervals and a chart each (SVG, no script): of every version pooled once two
+    versions hold responses (after a wording change the current version alone is a fraction of the data),
+    else of the current version. Each version keeps its own tab."""
+    answered = [v for v in get_store().versions(survey_id) if v["responses"]]
+    return _estimates_page(survey_id, pooled=len(answered) > 1)
 
 
 @blueprint.get("/surveys/<survey_id>/versions/<int:number>")

@@ -215,8 +215,14 @@ def test_the_dashboard_reaches_every_version(client, study):
     sign_in(client)
     listing = client.get("/admin/").get_data(as_text=True)
     assert f"{FIRST + SECOND} <span class=\"note\">({SECOND} in version 2)</span>" in listing
-    current = client.get("/admin/surveys/tax").get_data(as_text=True)
+    # Two versions hold responses: the survey's page lands on them pooled, each version a tab.
+    landing = client.get("/admin/surveys/tax").get_data(as_text=True)
+    assert f"<strong>{FIRST + SECOND}</strong> responses" in landing and "All versions pooled (" in landing
+    assert re.search(r'pooled" aria-current="page">All versions pooled \(700\)', landing)
+    assert "/admin/surveys/tax/versions/1" in landing and "/admin/surveys/tax/versions/2" in landing
+    current = client.get("/admin/surveys/tax/versions/2").get_data(as_text=True)
     assert "Other versions hold responses too" in current and "/admin/surveys/tax/versions/1" in current
+    assert re.search(r'versions/2" aria-current="page">Version 2 \(current\) \(300\)', current)
     old = client.get("/admin/surveys/tax/versions/1")
     page = old.get_data(as_text=True)
     assert old.status_code == 200 and f"Version 1 <code>{first.hash[:12]}</code> (not the current version)" in page
