@@ -17,7 +17,7 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
-from . import channels, compliance, fit, likelihood, splitballot
+from . import channels, compliance, fit, likelihood, splitballot, spread
 from . import estimators as est
 from .counting import count_reports
 from .errors import AnalysisError
@@ -240,7 +240,9 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         _check_method(method, CATEGORICAL_METHODS, mechanism.design)
     n = int(counts.sum())
     pi, certificate = likelihood.certified_maximum(q, counts)
-    covariance = channels.fitted_covariance(q, pi) / n
+    # The SE of the estimate published: the inverse information where it is that (k-ary RR, a public choice);
+    # a parametric bootstrap of the fit where it is the unbiased estimator's instead (`analysis.spread`).
+    covariance = channels.fitted_covariance(q, pi) / n if marginal is not None else spread.published_covariance(q, pi, n)
     se = np.sqrt(np.clip(np.diag(covariance), 0, None))
     unbiased, unbiased_covariance = est.unbiased(q, counts)
     unbiased_se = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))

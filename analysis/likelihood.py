@@ -33,7 +33,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
 
 from .errors import AnalysisError
 
@@ -291,6 +290,8 @@ def _unique(observed_q: np.ndarray, gradient: np.ndarray, pi: np.ndarray, slack:
         return False  # a direction within the support: both signs stay feasible
     # Any other direction must raise some zero share: ask an LP for the largest such rise.
     bounds = [(-1.0, 1.0) if p else (0.0, 1.0) for p in positive]
+    from scipy import optimize  # here, not at the top: planning fits (`spread`) without loading scipy
+
     result = optimize.linprog(-np.where(positive, 0.0, 1.0), A_eq=system, b_eq=np.zeros(len(system)), bounds=bounds,
                               method="highs")
     return not (result.status == 0 and -result.fun > 1e-9)
@@ -315,6 +316,8 @@ def profile_loglikelihood(q: np.ndarray, counts: np.ndarray, answer: int, share:
 
 def likelihood_cut(level: float) -> float:
     """Half the χ²₁ quantile: the log-likelihood drop that bounds a ``level`` profile interval."""
+    from scipy import stats
+
     return float(stats.chi2.ppf(level, 1)) / 2
 
 

@@ -1,6 +1,11 @@
 """Planning: the variance each design costs, sample sizes for a margin of error, power.
 
-Per-respondent variance of the unbiased estimator of one answer's share π (n = 1):
+What planning promises is the precision of the estimate deniable will publish (`published_se`): for k-ary
+randomized response, multi-select and compliance designs its asymptotic standard error, which shrinks as
+1/√n; for ordinal scales and numeric grids the spread of the constrained maximum-likelihood fit at that n,
+by parametric bootstrap (`analysis.spread`) — far below the unbiased estimator's, and not shrinking as 1/√n.
+
+Per-respondent variance of the unbiased estimator of one answer's share π (n = 1), `unit_variance`:
 
 * binary designs: λ(1 − λ)/(p − q)², λ = q + (p − q)π;
 * any channel Q: the diagonal of Q⁻¹(diag λ − λλᵀ)Q⁻ᵀ, λ = Qπ;
@@ -21,7 +26,7 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
-from . import channels
+from . import channels, spread
 from .errors import AnalysisError
 
 
@@ -71,9 +76,62 @@ def unit_variance(question_or_mechanism, distribution=None) -> np.ndarray:
     return (inverse**2) @ rates - (inverse @ rates) ** 2
 
 
+def _bootstrapped(mechanism: Mechanism) -> bool:
+    """Is the published estimate's spread a bootstrap (ordinal scales, numeric grids), not an inverse information?"""
+    if isinstance(mechanism, (UnaryMechanism, GroupedMechanism)):
+        return False
+    return channels.marginal_channel(channels.channel_matrix(mechanism)) is None
+
+
+def _distribution(mechanism: Mechanism, distribution) -> np.ndarray:
+    k = len(mechanism.answers)
+    return np.full(k, 1 / k) if distribution is None else np.asarray(distribution, dtype=float)
+
+
+def published_covariance(question_or_mechanism, n: int, distribution=None) -> np.ndarray | None:
+    """The covariance of the published shares with ``n`` respondents where it is a bootstrap (`_bootstrapped`
+    channels), else None (the inverse information over n: `unit_variance`)."""
+    mechanism = _mechanism(question_or_mechanism)
+    if not _bootstrapped(mechanism):
+        return None
+    return spread.published_covariance(channels.channel_matrix(mechanism), _distribution(mechanism, distribution), n)
+
+
+def published_se(question_or_mechanism, n: int, distribution=None) -> np.ndarray:
+    """The standard error of each answer's published share with ``n`` respondents at ``distribution``."""
+    covariance = published_covariance(question_or_mechanism, n, distribution)
+    if covariance is None:
+        return np.sqrt(unit_variance(question_or_mechanism, distribution) / n)
+    return np.sqrt(np.clip(np.diag(covariance), 0, None))
+
+
+#: The largest n planning searches for a margin; beyond it the answer is "more than this".
+MAX_PLANNED_N = 10**9
+
+
 def sample_size(question_or_mechanism, margin: float, level: float = 0.95, distribution=None) -> int:
-    """Respondents needed so that every answer's share has a Wald half-width ≤ ``margin``."""
-    return _n_for(float(np.max(unit_variance(question_or_mechanism, distribution))), margin, level)
+    """Respondents needed so that every answer's published share has a Wald half-width ≤ ``margin``:
+    closed form where the standard error shrinks as 1/√n, else the smallest n (to 1%) whose bootstrapped
+    standard error meets it, searched below the unbiased estimator's n (returned as it is above `MAX_PLANNED_N`)."""
+    mechanism = _mechanism(question_or_mechanism)
+    if not _bootstrapped(mechanism):
+        return _n_for(float(np.max(unit_variance(mechanism, distribution))), margin, level)
+    if not 0 < margin < 1:
+        raise AnalysisError("margin must be between 0 and 1 (a share, e.g. 0.03)")
+    z = _z(level)
+
+    def meets(n: int) -> bool:
+        return z * float(np.max(published_se(mechanism, n, distribution))) <= margin
+
+    # The unbiased estimator's n is an upper bound (the simplex only shrinks the spread, and by that n the fit is
+    # inside it and as precise as the unbiased estimate, which the bootstrap's own 5% error could deny): search below.
+    low, high = 0, _n_for(float(np.max(unit_variance(mechanism, distribution))), margin, level)
+    if high > MAX_PLANNED_N:
+        return high
+    while high - low > max(1, high // 100):
+        middle = (low + high) // 2
+        low, high = (low, middle) if meets(middle) else (middle, high)
+    return high
 
 
 def _n_for(worst_unit_variance: float, margin: float, level: float) -> int:
@@ -84,9 +142,8 @@ def _n_for(worst_unit_variance: float, margin: float, level: float) -> int:
 
 
 def margin_of_error(question_or_mechanism, n: int, level: float = 0.95, distribution=None) -> float:
-    """The Wald half-width of the least precise answer's share with ``n`` respondents."""
-    z = _z(level)
-    return float(z * math.sqrt(float(np.max(unit_variance(question_or_mechanism, distribution))) / n))
+    """The Wald half-width of the least precise answer's published share with ``n`` respondents."""
+    return float(_z(level) * np.max(published_se(question_or_mechanism, n, distribution)))
 
 
 def power(question_or_mechanism, share_a: float, share_b: float, n_a: int, n_b: int, level: float = 0.95) -> float:
@@ -322,14 +379,13 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
             if time_limit is not None and time.perf_counter() - start >= time_limit:
                 plans.unplanned.append(question.id)
                 continue
-            known[key] = (float(np.max(unit_variance(question))), mean_unit_variance(question))
-        worst, mean_variance = known[key]
+            known[key] = _channel_precision(question, n, target, level)
+        worst, bootstrapped_se, needed, mean_se = known[key]
         # A split ballot's design sees only the randomized arm: the precision of its estimate is at that n.
         asked = n if question.split_ballot is None else max(1, n - round(n * float(question.split_ballot.direct)))
-        needed = _n_for(worst, target, level)
         if question.split_ballot is not None:
             needed = int(math.ceil(needed / (1 - float(question.split_ballot.direct))))
-        se = math.sqrt(worst / asked)
+        se = bootstrapped_se if worst is None else math.sqrt(worst / asked)
         entry = QuestionPlan(question.id, question.mechanism.design, question.epsilon, n, level, se, z * se,
                              needed, target)
         if question.mechanism.design == "cheating_detection":
@@ -337,9 +393,9 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
             if question.split_ballot is not None:
                 entry.n_to_detect_cheaters = int(math.ceil(entry.n_to_detect_cheaters / (1 - float(question.split_ballot.direct))))
         entry.split_ballot = split_ballot_plan(question, n, level)
-        if mean_variance is not None:
+        if mean_se is not None:
             values = scores(question)
-            entry.mean_se = math.sqrt(mean_variance / n)
+            entry.mean_se = mean_se
             entry.mean_margin = z * entry.mean_se
             entry.scale = (float(values[0]), float(values[-1]))
         if not entry.shares_usable:
@@ -350,6 +406,20 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
             entry.flags.append(f"{what} will be uninformative at n = {n:,} ({_points(entry.margin)}); {advice}")
         plans.append(entry)
     return plans
+
+
+def _channel_precision(question: Question, n: int, target: float, level: float):
+    """(worst unit variance or None, the worst share's bootstrapped SE at n or None, n for ±target, the mean's SE
+    at n or None) of a question's channel: what `plan` reports, the published estimate's precision."""
+    values = scores(question)
+    covariance = published_covariance(question, n)
+    if covariance is None:
+        mean_variance = mean_unit_variance(question)
+        worst = float(np.max(unit_variance(question)))
+        return worst, None, _n_for(worst, target, level), None if mean_variance is None else math.sqrt(mean_variance / n)
+    se = float(np.sqrt(np.max(np.diag(covariance))))
+    mean_se = None if values is None else math.sqrt(max(float(values @ covariance @ values), 0.0))
+    return None, se, sample_size(question, target, level), mean_se
 
 
 def _channel_identity(question: Question):

@@ -131,7 +131,12 @@ def test_survey_check_gives_the_precision_at_the_planned_n(runner, tmp_path):
     result = runner.invoke(main, ["survey", "check", path])
     assert result.exit_code == 0, result.output
     assert "Planning at n = 1,000 respondents" in result.output
-    assert "n for ±5 points: 2,867,604" in result.output  # the 0-20 number at ε = 2
+    # The 0-20 number at ε = 2: the n its published shares need, searched by bootstrap (`sample_size`).
+    from deniable.analysis import sample_size
+
+    drinks = Survey.from_file(path).questions["drinks"]
+    assert f"n for ±5 points: {sample_size(drinks, 0.05):,}" in result.output
+    assert f"SE {plan(Survey.from_file(path), 1000)[2].se:.3f}" in result.output
     flags = [line for line in result.output.splitlines() if "FLAG" in line]
     assert len(flags) == 2 and all("only the mean is usable" in line for line in flags)
     assert not [line for line in flags if "cannabis" in line]
