@@ -14,6 +14,8 @@ Per-respondent variance of the unbiased estimator of one answer's share π (n = 
 
 from __future__ import annotations
 
+import collections
+import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from deniable.client import Question, Survey
+from deniable.client import Question, Survey, skiplogic
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, UnaryMechanism
@@ -339,6 +341,14 @@ class QuestionPlan:
     n_to_detect_cheaters: int | None = None
     #: a split ballot: arms' n, SE of the difference, detectable difference (`split_ballot_plan`)
     split_ballot: dict | None = None
+    #: skip logic: the share of respondents expected to be asked, and whence ("given" or "uniform public answers")
+    asked_share: float = 1.0
+    asked_from: str | None = None
+
+    @property
+    def asked_n(self) -> int:
+        """The respondents expected to answer it: the planned n times the share asked (at least 1)."""
+        return max(1, round(self.n * self.asked_share))
 
     @property
     def shares_usable(self) -> bool:
@@ -359,40 +369,50 @@ PLANNING_SECONDS = 2.0
 
 
 def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.05,
-         time_limit: float | None = None) -> Plans:
+         time_limit: float | None = None, asked: dict | None = None) -> Plans:
     """Per private question: the standard error and margin of each share expected with ``n`` respondents,
     the n for a ±``target`` margin, the mean's precision for numbers and scales, and flags for designs
     whose per-answer estimates will be uninformative at that n. Skip logic asking a question of some
     respondents only makes its n smaller: the advice is for the respondents who see it.
 
     ``time_limit`` (seconds): questions whose channel is not yet worked out when it has passed are
-    listed in ``.unplanned`` instead."""
+    listed in ``.unplanned`` instead.
+
+    ``asked``: question id → the share of respondents expected to be asked it, for questions skip logic
+    asks of some only; without it, the share is worked out from the skip logic assuming every public
+    answer equally likely (`asked_shares`). Precision is planned at n × that share, and the n for ±target
+    is of all respondents."""
     if not isinstance(n, int) or n < 1:
         raise AnalysisError(f"n must be a whole number of respondents ≥ 1, got {n!r}")
+    shares = asked_shares(survey, asked)
     z = _z(level)
     plans = Plans()
     known = {}  # questions asked through the same channel (a battery of items at one ε) cost once
     start = time.perf_counter()
     for question in survey.private_questions:
-        key = _channel_identity(question)
+        share, source = shares.get(question.id, (1.0, None))
+        reached = max(1, round(n * share))  # the respondents skip logic lets answer it
+        key = (_channel_identity(question), reached)
         if key not in known:
             if time_limit is not None and time.perf_counter() - start >= time_limit:
                 plans.unplanned.append(question.id)
                 continue
-            known[key] = _channel_precision(question, n, target, level)
+            known[key] = _channel_precision(question, reached, target, level)
         worst, bootstrapped_se, needed, mean_se = known[key]
         # A split ballot's design sees only the randomized arm: the precision of its estimate is at that n.
-        asked = n if question.split_ballot is None else max(1, n - round(n * float(question.split_ballot.direct)))
+        randomized = reached if question.split_ballot is None else max(
+            1, reached - round(reached * float(question.split_ballot.direct)))
         if question.split_ballot is not None:
             needed = int(math.ceil(needed / (1 - float(question.split_ballot.direct))))
-        se = bootstrapped_se if worst is None else math.sqrt(worst / asked)
+        needed = int(math.ceil(needed / share))  # of all respondents: only this share of them answer it
+        se = bootstrapped_se if worst is None else math.sqrt(worst / randomized)
         entry = QuestionPlan(question.id, question.mechanism.design, question.epsilon, n, level, se, z * se,
-                             needed, target)
+                             needed, target, asked_share=share, asked_from=source)
         if question.mechanism.design == "cheating_detection":
             entry.n_to_detect_cheaters = n_to_detect_cheaters(question)
             if question.split_ballot is not None:
                 entry.n_to_detect_cheaters = int(math.ceil(entry.n_to_detect_cheaters / (1 - float(question.split_ballot.direct))))
-        entry.split_ballot = split_ballot_plan(question, n, level)
+        entry.split_ballot = split_ballot_plan(question, reached, level)
         if mean_se is not None:
             values = scores(question)
             entry.mean_se = mean_se
@@ -403,9 +423,78 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
                     else "each option's share" if question.type != "yes_no" else "the share")
             advice = ("only the mean is usable" if entry.mean_se is not None
                       else "raise ε, use fewer options, or plan for more respondents")
-            entry.flags.append(f"{what} will be uninformative at n = {n:,} ({_points(entry.margin)}); {advice}")
+            asked_of = "" if share == 1 else f" (asked of {reached:,})"
+            entry.flags.append(f"{what} will be uninformative at n = {n:,}{asked_of} ({_points(entry.margin)}); {advice}")
         plans.append(entry)
     return plans
+
+
+#: Up to this many joint answers of the public questions a condition reads are enumerated; beyond, sampled.
+ENUMERATED_ANSWERS = 4096
+SAMPLED_ANSWERS = 4096
+
+
+def asked_shares(survey: Survey, given: dict | None = None) -> dict:
+    """Question id → (share of respondents expected to be asked it, whence: "given" or "uniform public
+    answers"), for every private question skip logic asks of some only. ``given`` overrides the computed
+    share per question; a share not in (0, 1], or a question that is not conditional, is refused."""
+    given = dict(given or {})
+    conditional = {q.id for q in survey.private_questions if survey.condition(q.id) is not None}
+    for qid, share in given.items():
+        if qid not in survey.questions:
+            raise AnalysisError(f"asked: no question {qid!r} in this survey")
+        if qid not in conditional:
+            raise AnalysisError(f"asked: {qid!r} is asked of every respondent (no skip logic decides it)")
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+            raise AnalysisError(f"asked: the share asked {qid!r} must be a number in (0, 1], got {share!r}")
+    computed = _uniform_shares(survey, sorted(conditional - set(given)))
+    return {**{qid: (float(share), "given") for qid, share in given.items()},
+            **{qid: (share, "uniform public answers") for qid, share in computed.items()}}
+
+
+def _uniform_shares(survey: Survey, question_ids: list) -> dict:
+    """The share of respondents shown each question when every public answer is equally likely (multi-select:
+    each option ticked with probability ½), by `Survey.shown`: exactly where the joint answers of the questions
+    the conditions read are few, else over a seeded sample of them."""
+    if not question_ids:
+        return {}
+    read: list = []
+    for qid in question_ids:
+        read += [r for r in skiplogic.references(survey.condition(qid)) if r not in read]
+    pending = list(read)
+    while pending:  # a question read by a condition may itself be shown only sometimes
+        wanted = pending.pop()
+        condition = survey.condition(wanted) if any(i.id == wanted for i in survey.items) else None
+        for r in [] if condition is None else skiplogic.references(condition):
+            if r not in read:
+                read.append(r)
+                pending.append(r)
+    read = [r for r in read if r in survey.questions]
+    questions = [survey.questions[r] for r in read]
+    sizes = [2 ** len(q.options) if q.type == "multi_select" else len(q.mechanism.answers) for q in questions]
+    if math.prod(sizes) <= ENUMERATED_ANSWERS:
+        combinations = list(itertools.product(*map(_possible_answers, questions)))
+    else:
+        rng = np.random.default_rng(20261124)
+        combinations = [tuple(_drawn_answer(q, rng) for q in questions) for _ in range(SAMPLED_ANSWERS)]
+    shown = collections.Counter()
+    for combination in combinations:
+        shown.update(set(survey.shown(dict(zip(read, combination)))) & set(question_ids))
+    return {qid: shown[qid] / len(combinations) for qid in question_ids}
+
+
+def _possible_answers(question: Question) -> list:
+    if question.type == "multi_select":
+        options = question.options
+        return [list(subset) for size in range(len(options) + 1) for subset in itertools.combinations(options, size)]
+    return list(question.mechanism.answers)
+
+
+def _drawn_answer(question: Question, rng):
+    if question.type == "multi_select":
+        return [option for option in question.options if rng.random() < 0.5]
+    answers = question.mechanism.answers
+    return answers[rng.integers(len(answers))]
 
 
 def _channel_precision(question: Question, n: int, target: float, level: float):
@@ -450,6 +539,9 @@ def describe_plan(plans: list[QuestionPlan]) -> str:
     for p in plans:
         line = (f"  {p.question_id:<20} SE {p.se:.3f}, {_points(p.margin)} per share; "
                 f"n for ±{p.target * 100:g} points: {p.n_for_margin:,}")
+        if p.asked_share < 1:
+            whence = "as given" if p.asked_from == "given" else "if every public answer is equally likely; --asked"
+            line += f"; asked of {p.asked_share:.0%} ({p.asked_n:,} of {p.n:,}, {whence})"
         if p.mean_se is not None:
             low, high = p.scale
             line += f"; mean ±{p.mean_margin:.3g} on {low:g}–{high:g}"

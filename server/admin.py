@@ -261,10 +261,20 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
 
     planned = request.args.get("n", "1000")
     planned = int(planned) if planned.isdigit() and 0 < int(planned) <= 10**9 else 1000
+    # A question skip logic asks of some only is planned at the share of respondents asked it so far.
+    observed = {}
+    for chart in charts:
+        qid = chart["id"]
+        if chart["population"] and data.survey.questions[qid].is_private:
+            respondents = sum(v.n for v in data.versions_for(qid))  # of the versions that ask it
+            reached = float(data.question_counts(qid).sum()) / respondents if respondents else 0.0
+            if 0 < reached <= 1:
+                observed[qid] = reached
     return render_template("estimates.html", record=record, current=current, survey=data.survey, charts=charts,
                            n=data.n, inf=math.inf, pooled=pooled, loaded=data, days=_day_bars(store.responses_per_day(survey_id)),
                            waves=store.waves(survey_id) if current.survey.repeated is not None else None,
-                           plans=plan(data.survey, planned, time_limit=PLANNING_SECONDS), planning_seconds=PLANNING_SECONDS,
+                           plans=plan(data.survey, planned, time_limit=PLANNING_SECONDS, asked=observed),
+                           planning_seconds=PLANNING_SECONDS,
                            added=request.args.get("added"),
                            planned=planned, tokens=store.token_counts(survey_id), versions=store.versions(survey_id))
 

@@ -83,19 +83,24 @@ def survey():
               help="Planned number of respondents, for the precision each question will give.")
 @click.option("--plan/--no-plan", "planning", default=True, show_default=True,
               help="Print the precision at --n (loads numpy, about 0.2 s; --no-plan only validates).")
+@click.option("--asked", "asked", multiple=True, metavar="QUESTION=SHARE",
+              help="The share of respondents skip logic will ask QUESTION (e.g. took_cash=0.4; repeatable). "
+                   "Default: worked out from the skip logic with every public answer equally likely.")
 @click.option("--compare", is_flag=True,
               help="Also print the yes/no designs side by side at --n: this survey's and the usual alternatives.")
-def check(spec_file, prior, as_json, planned, planning, compare):
+def check(spec_file, prior, as_json, planned, planning, asked, compare):
     """Validate SPEC_FILE (YAML or JSON) and print its privacy summary (ε per question and in total)
     and what each question will give at the planned sample size."""
     parsed = _load(spec_file)
-    plans = _plans(parsed, planned) if planning else None
+    plans = _plans(parsed, planned, _asked_shares(asked)) if planning else None
     if as_json:
         figures = {p.question_id: p for p in plans or []}
 
         def figures_of(qid):
             p = figures.get(qid)
-            return None if p is None else {"n": p.n, "se": p.se, "margin": p.margin, "n_for_margin": p.n_for_margin,
+            return None if p is None else {"n": p.n, "asked_share": p.asked_share, "asked_n": p.asked_n,
+                                           "asked_from": p.asked_from,
+                                           "se": p.se, "margin": p.margin, "n_for_margin": p.n_for_margin,
                                            "target": p.target, "mean_se": p.mean_se, "flags": p.flags,
                                            "n_to_detect_cheaters": p.n_to_detect_cheaters, "split_ballot": p.split_ballot}
 
@@ -124,13 +129,33 @@ def check(spec_file, prior, as_json, planned, planning, compare):
             _echo_comparison(parsed, planned)
 
 
-def _plans(survey: Survey, planned: int):
+def _asked_shares(pairs) -> dict:
+    """--asked QUESTION=SHARE pairs as {question: share}; a malformed pair is a usage error."""
+    shares = {}
+    for pair in pairs:
+        qid, equals, text = pair.partition("=")
+        try:
+            share = float(text)
+        except ValueError:
+            share = None
+        if not equals or not qid or share is None:
+            raise click.BadParameter(f"{pair!r}: expected QUESTION=SHARE, a share between 0 and 1 (e.g. took_cash=0.4)",
+                                     param_hint="--asked")
+        shares[qid] = share
+    return shares
+
+
+def _plans(survey: Survey, planned: int, asked: dict | None = None):
     """Planning figures per private question (None without the analysis extra, which has numpy)."""
     try:
+        from deniable.analysis.errors import AnalysisError
         from deniable.analysis.planning import PLANNING_SECONDS, plan
     except ImportError:
         return None
-    return plan(survey, planned, time_limit=PLANNING_SECONDS)
+    try:
+        return plan(survey, planned, time_limit=PLANNING_SECONDS, asked=asked)
+    except AnalysisError as error:
+        raise click.BadParameter(str(error), param_hint="--asked") from None
 
 
 def _echo_comparison(survey: Survey, planned: int):

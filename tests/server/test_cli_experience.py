@@ -181,3 +181,22 @@ def test_planning_loads_numpy_but_not_scipy_pandas_or_statsmodels():
               "assert plan is same; print(sorted(m for m in ('scipy', 'pandas', 'statsmodels') if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
+
+
+def test_survey_check_plans_a_conditional_question_at_the_share_asked(runner):
+    from deniable.analysis import plan
+    from deniable.client import Survey
+
+    path = str(EXAMPLES / "questionnaire.yaml")
+    shown = runner.invoke(main, ["survey", "check", path, "--n", "2000"])
+    assert shown.exit_code == 0, shown.output
+    assert "asked of 50% (1,000 of 2,000, if every public answer is equally likely; --asked)" in shown.output
+    given = runner.invoke(main, ["survey", "check", path, "--n", "2000", "--asked", "cash=0.4", "--json"])
+    cash = json.loads(given.output)["questions"]["cash"]["planning"]
+    expected = {p.question_id: p for p in plan(Survey.from_file(path), 2000, asked={"cash": 0.4})}["cash"]
+    assert (cash["asked_share"], cash["asked_n"], cash["asked_from"]) == (0.4, 800, "given")
+    assert cash["se"] == pytest.approx(expected.se)
+    for wrong, why in (("dodged=0.4", "asked of every respondent"), ("cash=1.4", "must be a number in (0, 1]"),
+                       ("cash", "expected QUESTION=SHARE"), ("nope=0.3", "no question 'nope'")):
+        refused = runner.invoke(main, ["survey", "check", path, "--asked", wrong])
+        assert refused.exit_code == 2 and why in refused.output and "Traceback" not in refused.output

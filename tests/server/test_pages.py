@@ -205,3 +205,22 @@ def test_the_dashboard_shows_option_labels_not_codes(client, store):
     sign_in(client)
     page = client.get("/admin/surveys/codes").get_data(as_text=True)
     assert "Less than a year:" in page and "A year or more:" in page and ">lt1:" not in page
+
+
+def test_the_dashboard_plans_a_conditional_question_at_the_share_asked_so_far(client, store):
+    """Of 50 respondents 20 worked, so `cash` (asked of those who did) is planned at 40% of the planned n."""
+    from deniable.analysis import plan
+    from tests.conftest import EXAMPLES
+
+    survey = Survey.from_file(EXAMPLES / "questionnaire.yaml")
+    store.add_survey(survey)
+    for number in range(50):
+        answers = {"region": "North", "worked": "yes" if number < 20 else "no", "dodged": "no", "fairness": "Agree"}
+        if number < 20:
+            answers.update(cash="Salary", undeclared=[], hours=0)
+        store.submit(survey.id, survey.hash, secrets.token_hex(16), survey.randomize(answers))
+    sign_in(client)
+    page = client.get(f"/admin/surveys/{survey.id}?n=2000").get_data(as_text=True)
+    expected = {p.question_id: p for p in plan(survey, 2000, asked={"cash": 0.4, "undeclared": 0.4, "hours": 0.4})}
+    assert "cash: asked of 40%\n      (800 of 2,000: the share asked so far)" in page
+    assert f"<td>{expected['cash'].se:.3f}</td>" in page and f"<td>{expected['cash'].n_for_margin:,}</td>" in page
