@@ -21,7 +21,7 @@ _HOMES = {
     "QuestionPlan": "planning", "compare_designs": "planning", "describe_plan": "planning",
     "margin_of_error": "planning", "plan": "planning", "power": "planning", "sample_size": "planning",
     "unit_variance": "planning",
-    "logistic": "regression",
+    "logistic": "regression", "SeparationWarning": "regression",
     "EstimateTable": "tables", "estimate_table": "tables",
     "CATEGORICAL_METHODS": "results", "EstimateResult": "results", "MeanEstimate": "results", "Summary": "results",
     "estimate": "estimation", "population": "estimation", "AnalysisError": "errors",

@@ -73,6 +73,67 @@ class RandomizedLogit(GenericLikelihoodModel):
         return (self.exog * weights[:, None]).T @ self.exog
 
 
+class FirthRandomizedLogit(RandomizedLogit):
+    """`RandomizedLogit` with Firth's penalty: ℓ(β) + ½ log det I(β), I the expected information
+    Xᵀ diag(w) X, w = (p − q)²σ²(1 − σ)² / (P(1 − P)), P = q + (p − q)σ. The penalty keeps every
+    coefficient finite where some group's reports are fitted best by a share of 0 or 1 (separation), and
+    removes most of the maximum-likelihood estimate's small-sample bias. Derivatives are numerical."""
+
+    def penalty(self, params) -> float:
+        sigma = expit(self.exog @ params)
+        scale = self.p_yes - self.q_yes
+        probability = np.clip(self.q_yes + scale * sigma, 1e-15, 1 - 1e-15)
+        weights = scale**2 * (sigma * (1 - sigma)) ** 2 / (probability * (1 - probability))
+        sign, logdet = np.linalg.slogdet((self.exog * weights[:, None]).T @ self.exog)
+        return 0.5 * logdet if sign > 0 else -np.inf
+
+    def nloglikeobs(self, params):
+        return super().nloglikeobs(params) - self.penalty(params) / len(self.endog)
+
+    def score_obs(self, params):
+        return GenericLikelihoodModel.score_obs(self, params)
+
+    def score(self, params):
+        return approx_fprime(params, self.loglike, centered=True)
+
+    def hessian(self, params):
+        from statsmodels.tools.numdiff import approx_hess3
+
+        return approx_hess3(params, self.loglike)
+
+
+class SeparationWarning(UserWarning):
+    """A coefficient at the boundary (quasi-separation): its estimate and standard error mean nothing."""
+
+
+#: A coefficient this large on the logit scale (odds × 20,000), or a standard error this large, is taken for a
+#: fit that ran off to the boundary: some group's reports are fitted best by a share of exactly 0 or 1.
+BOUNDARY_COEFFICIENT = 10.0
+BOUNDARY_SE = 100.0
+
+
+def boundary_terms(result) -> list[str]:
+    """The terms whose coefficient ran off to the boundary (`BOUNDARY_COEFFICIENT`, `BOUNDARY_SE`)."""
+    params, bse = pd.Series(result.params), pd.Series(result.bse)
+    return [str(term) for term in params.index
+            if abs(params[term]) >= BOUNDARY_COEFFICIENT or not bse[term] < BOUNDARY_SE]
+
+
+def _judge_boundary(result, firth: bool):
+    """Name the terms at the boundary on the result (``boundary_terms``) and in a warning in deniable's words."""
+    found = [term for term in boundary_terms(result) if not term.startswith("logit(")]  # a class share may be 0
+    result._results.boundary_terms = found
+    if found:
+        params, bse = pd.Series(result.params), pd.Series(result.bse)
+        listed = "; ".join(f"{term} = {params[term]:.4g} (SE {bse[term]:.3g})" for term in found)
+        advice = ("even the penalized fit is at the boundary: drop or merge these terms" if firth else
+                  "merge the level with another, drop the term, or refit with firth=True (a penalized fit that stays finite)")
+        warnings.warn(f"separation: {listed}: the reports of {'this term' if len(found) == 1 else 'these terms'} are "
+                      f"fitted best by a share of exactly 0 or 1, so the coefficient ran off to the boundary and its "
+                      f"estimate, SE and interval mean nothing; {advice}", SeparationWarning, stacklevel=3)
+    return result
+
+
 #: Per grouped design: the constant class share fitted beside β, and the latent-class weights (σ, share). Each
 #: weight is affine in σ and in the share separately, so a difference of two ends is its exact derivative.
 CLASS_WEIGHTS = {
@@ -140,7 +201,7 @@ def _fit(model, starts, fit_kwargs, method="newton"):
     """The best of fits from several starting points (a latent-class likelihood may have more than one peak, and
     may be flat far from it): a start that fails is skipped; AnalysisError when every start fails."""
     fit_kwargs = {"method": method, "maxiter": 500 if method == "bfgs" else 200, "disp": False, **fit_kwargs}
-    best, failures = None, []
+    best, failures, diverged = None, [], None
     for start in starts:
         try:
             fitted = _quietly(model, start, fit_kwargs)
@@ -153,9 +214,13 @@ def _fit(model, starts, fit_kwargs, method="newton"):
             continue
         if not fitted.mle_retvals.get("converged", True) or not np.isfinite(fitted.bse).all():
             failures.append("did not converge" if np.isfinite(fitted.bse).all() else "a singular information matrix")
+            if np.isfinite(fitted.llf) and boundary_terms(fitted) and (diverged is None or fitted.llf > diverged.llf):
+                diverged = fitted  # still climbing toward a coefficient of ±∞: separation, said by the caller
             continue
         if best is None or fitted.llf > best.llf + 1e-9:
             best = fitted
+    if best is None and diverged is not None:
+        return diverged
     if best is None:
         raise AnalysisError(f"the maximum-likelihood fit did not converge from any start ({'; '.join(failures)})")
     return best
@@ -171,7 +236,7 @@ def _quietly(model, start, fit_kwargs):
 
 
 def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = None, *, intercept: bool = True,
-             **fit_kwargs):
+             firth: bool = False, **fit_kwargs):
     """Fit the design-adjusted logistic regression; returns statsmodels results with ``params``,
     ``bse``, ``conf_int()`` and ``summary()`` indexed by term (``Intercept`` first).
 
@@ -181,11 +246,16 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = N
 
     (patsy formulas: a choice question is categorical with or without ``C()``), or the parts:
     ``logistic(question, reports, covariates)`` with a DataFrame of numeric covariates.
+
+    A term whose coefficient runs off to the boundary (separation: a level whose reports are fitted best by a
+    share of exactly 0 or 1) is named in a `SeparationWarning` and in ``result.boundary_terms``.
+    ``firth=True`` maximises Firth's penalized likelihood instead (`FirthRandomizedLogit`): finite coefficients
+    and less small-sample bias, Wald standard errors from the penalized information; yes/no designs only.
     """
     if isinstance(question_or_mechanism, str):
         if covariates is not None:
             raise TypeError("logistic(formula, data): the covariates come from the formula")
-        return _from_formula(question_or_mechanism, reports, fit_kwargs)
+        return _from_formula(question_or_mechanism, reports, {**fit_kwargs, "firth": firth})
     if covariates is None:
         raise TypeError("logistic(question, reports, covariates): covariates are required (or use a formula)")
     mechanism = question_or_mechanism.mechanism if isinstance(question_or_mechanism, Question) else question_or_mechanism
@@ -206,16 +276,22 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = N
     keep = present & design.notna().all(axis=1).to_numpy()
     exog = design[keep]
     if isinstance(mechanism, GroupedMechanism):
-        return _grouped_logistic(mechanism, y[keep], exog, fit_kwargs)
+        if firth:
+            raise AnalysisError("firth=True: the penalized fit is for yes/no designs without compliance classes")
+        return _judge_boundary(_grouped_logistic(mechanism, y[keep], exog, fit_kwargs), firth)
     # The model is for the first report (yes; same for crosswise; no_to_both for triangular), through the channel.
     channel = channels.binary_channel(mechanism)
     first = mechanism.reports[0]
     if not set(y[keep]) <= set(mechanism.reports):
         raise AnalysisError(f"reports must be {' or '.join(map(repr, mechanism.reports))}")
     endog = pd.Series((y[keep] == first).astype(float).to_numpy(), index=exog.index, name="report_yes")
-    model = RandomizedLogit(endog, exog, channel.p, channel.q)
+    if firth:
+        model = FirthRandomizedLogit(endog, exog, channel.p, channel.q)
+        fitted = _fit(model, [np.zeros(exog.shape[1])], fit_kwargs, method="bfgs")
+    else:
+        fitted = _fit(RandomizedLogit(endog, exog, channel.p, channel.q), [np.zeros(exog.shape[1])], fit_kwargs)
     # The wrapper gives pandas-labelled params, bse and conf_int, as statsmodels' own models do.
-    return LikelihoodResultsWrapper(_fit(model, [np.zeros(exog.shape[1])], fit_kwargs))
+    return _judge_boundary(LikelihoodResultsWrapper(fitted), firth)
 
 
 def _missing(report) -> bool:

@@ -264,3 +264,66 @@ def test_logistic_through_a_crosswise_outcome_recovers_known_coefficients():
     assert np.all((np.mean(ses, axis=0) / sd > 0.7) & (np.mean(ses, axis=0) / sd < 1.4))
     with pytest.raises(ValueError, match="'same' or 'different'"):
         logistic(crosswise, ["same", "yes"], pd.DataFrame({"a": [1.0, 2.0]}))
+
+
+# --- separation: a coefficient at the boundary, and Firth's penalized fit (issue 23 §4) ---------------------
+
+def _separated(rng, n=600):
+    """A forced-response outcome whose "gt5" group never has the sensitive answer: its reports are all the design's
+    noise, so the best-fitting share there is exactly 0 and its coefficient runs off to −∞."""
+    coin = Survey.from_file(EXAMPLES / "tax.yaml").questions["dodged"]
+    x = pd.DataFrame({"gt5": (rng.random(n) < 0.3).astype(float), "age": rng.normal(size=n)})
+    truth = np.where(x["gt5"] == 1, False, rng.random(n) < 0.5)
+    reports = [coin.mechanism.randomize("yes" if t else "no", rng=_Source(rng)) for t in truth]
+    # Make the separated group's reports fit a share of 0 exactly: no more "yes" than the design forces.
+    forced_yes = float(coin.mechanism.channel()[0][1])  # P(report yes | answer no)
+    group = np.flatnonzero(x["gt5"] == 1)
+    allowed = int(np.floor(forced_yes * len(group) * 0.8))
+    for count, i in enumerate(group):
+        reports[i] = "yes" if count < allowed else "no"
+    return coin, reports, x
+
+
+class _Source:
+    def __init__(self, rng):
+        self.rng = rng
+
+    def randbelow(self, n):
+        return int(self.rng.integers(n))
+
+
+def test_a_coefficient_at_the_boundary_is_named_and_firth_keeps_it_finite():
+    from scipy import optimize
+
+    from deniable.analysis import SeparationWarning
+    from deniable.analysis.regression import FirthRandomizedLogit
+
+    coin, reports, x = _separated(np.random.default_rng(8))
+    with pytest.warns(SeparationWarning, match=r"separation: gt5 = -\d.*firth=True"):
+        plain = logistic(coin, reports, x)
+    assert plain.boundary_terms == ["gt5"] and plain.params["gt5"] < -10
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SeparationWarning)
+        penalized = logistic(coin, reports, x, firth=True)
+    assert penalized.boundary_terms == [] and -10 < penalized.params["gt5"] < 0
+    assert np.isfinite(penalized.bse).all() and (penalized.bse < 5).all()
+    # Optimality: the penalized score is zero there, and an independent optimiser from elsewhere agrees.
+    model = FirthRandomizedLogit(plain.model.endog, plain.model.exog, plain.model.p_yes, plain.model.q_yes)
+    assert np.abs(model.score(penalized.params.to_numpy())).max() < 1e-4
+    found = optimize.minimize(lambda b: -model.loglike(b), np.full(3, 0.5), method="Nelder-Mead",
+                              options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 20000, "maxfev": 20000})
+    assert found.x == pytest.approx(penalized.params.to_numpy(), abs=1e-3)
+
+
+def test_firth_is_close_to_the_maximum_likelihood_fit_without_separation():
+    rng = np.random.default_rng(9)
+    coin = Survey.from_file(EXAMPLES / "tax.yaml").questions["dodged"]
+    x = pd.DataFrame({"age": rng.normal(size=3000)})
+    truth = rng.random(3000) < 1 / (1 + np.exp(-(-0.4 + 0.8 * x["age"])))
+    reports = [coin.mechanism.randomize("yes" if t else "no", rng=_Source(rng)) for t in truth]
+    plain, penalized = logistic(coin, reports, x), logistic(coin, reports, x, firth=True)
+    assert plain.boundary_terms == []
+    assert np.all(np.abs(plain.params - penalized.params) < 0.1 * plain.bse)
+    assert penalized.bse.to_numpy() == pytest.approx(plain.bse.to_numpy(), rel=0.05)
