@@ -139,6 +139,36 @@ class EstimateResult:
                            self.simultaneous if simultaneous is None else simultaneous)
         return again.table[["ci_low", "ci_high"]]
 
+    def binned(self, bins: int = 5) -> pd.DataFrame:
+        """A number's distribution in at most ``bins`` ranges of adjacent grid values (equal in count): each
+        range's share with its SE (from ``covariance``) and its profile-likelihood interval at ``level``, the
+        interval of the sum of those values' shares. Where one value's share is uninformative, a range of them
+        may not be. Indexed by the range ("0–5"); numbers only."""
+        from deniable.client.laplace import LaplaceMechanism
+
+        from . import channels
+
+        if not isinstance(self.mechanism, LaplaceMechanism):
+            raise ValueError("binned(): only number questions have a grid of values to bin")
+        if not (isinstance(bins, int) and bins >= 1):
+            raise ValueError(f"binned(): bins must be a whole number ≥ 1, got {bins!r}")
+        values = np.array(self.mechanism.answers, dtype=float)
+        pi = self.table["estimate"].to_numpy()
+        q = channels.channel_matrix(self.mechanism)
+        cut = likelihood.likelihood_cut(self.level)
+        rows, index = [], []
+        for members in np.array_split(np.arange(len(values)), min(bins, len(values))):
+            indicator = np.zeros(len(values))
+            indicator[members] = 1.0
+            share = float(indicator @ pi)
+            se = math.sqrt(max(float(indicator @ self.covariance @ indicator), 0.0)) if self.covariance is not None else math.nan
+            low, high = likelihood.profile_interval(q, self.counts, pi, indicator, cut)
+            low, high = min(max(low, 0.0), share), max(min(high, 1.0), share)
+            first, last = (f"{v:g}" for v in (values[members[0]], values[members[-1]]))
+            index.append(first if first == last else f"{first}–{last}")
+            rows.append((share, se, low, high))
+        return pd.DataFrame(rows, columns=["estimate", "se", "ci_low", "ci_high"], index=pd.Index(index, name="values"))
+
     def to_frame(self) -> pd.DataFrame:
         frame = self.table.copy()
         frame.attrs.update({"question": self.question_id, "text": self.text, "population": self.population,

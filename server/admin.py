@@ -212,6 +212,8 @@ def estimates_download(survey_id, fmt, number=None):
 
 def _estimates_page(survey_id, version: int | None = None, pooled: bool = False):
     from deniable.analysis import LoadError, PoolingError, load  # the dashboard is the server's one use of analysis
+    from deniable.analysis.planning import UNINFORMATIVE_MARGIN
+    from deniable.client.laplace import LaplaceMechanism
 
     store = get_store()
     current = store.get_survey(survey_id)
@@ -249,6 +251,11 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
             if result.mean is not None:
                 chart["mean"] = result.mean
             chart["rows"] = _bars(result.table, question)
+            widest = float(((result.table["ci_high"] - result.table["ci_low"]) / 2).max())
+            if isinstance(question.mechanism, LaplaceMechanism) and widest > UNINFORMATIVE_MARGIN:
+                # Per-value bars would be noise (`survey check` says so before fielding): lead with the mean and
+                # ranges of values, the per-value bars one click away.
+                chart.update(bins=_bars(result.binned()), widest=widest)
             if result.split_ballot is not None:
                 from deniable.analysis.splitballot import ASSUMPTION
 
@@ -398,7 +405,8 @@ def _bars(table, question=None) -> list[dict]:
         clamp = lambda v: min(max(float(v), 0.0), 1.0)  # noqa: E731 - the axis is [0, 1]
         rows.append({
             "label": label(answer),
-            "y": position * ROW_HEIGHT, "estimate": float(row["estimate"]), "unbiased": float(row["unbiased"]),
+            "y": position * ROW_HEIGHT, "estimate": float(row["estimate"]),
+            "unbiased": float(row["unbiased"]) if "unbiased" in row else None,
             "low": float(row["ci_low"]), "high": float(row["ci_high"]),
             "bar": PLOT_WIDTH * clamp(row["estimate"]),
             "x_low": PLOT_LEFT + PLOT_WIDTH * clamp(row["ci_low"]),

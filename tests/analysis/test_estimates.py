@@ -163,3 +163,22 @@ def test_vectorised_clopper_pearson_agrees_with_the_scalar_one():
             low, high = _clopper_pearson_shares(channel, counts, n, 0.95)
             scalar = np.array([tuple(est.binary_interval(channel, int(c), n, 0.95, "clopper-pearson")[0]) for c in counts]).T
             assert low == pytest.approx(scalar[0], abs=1e-12) and high == pytest.approx(scalar[1], abs=1e-12)
+
+
+def test_a_number_s_distribution_in_ranges():
+    hours = question(type="number", min=0, max=40, step=5, privacy={"design": "laplace", "epsilon": 1})
+    rng = np.random.default_rng(3)
+    result = estimate(hours, [hours.mechanism.randomize(int(v)) for v in rng.choice([0, 5, 10, 40], 300)])
+    ranges = result.binned()
+    assert list(ranges.index) == ["0–5", "10–15", "20–25", "30–35", "40"]
+    assert ranges["estimate"].sum() == pytest.approx(1)
+    assert (ranges["ci_low"] <= ranges["estimate"]).all() and (ranges["estimate"] <= ranges["ci_high"]).all()
+    # A range's share is the sum of its values' shares; its SE from the same covariance as theirs.
+    assert ranges.loc["0–5", "estimate"] == pytest.approx(result.table["estimate"].iloc[:2].sum())
+    assert ranges.loc["40", "se"] == pytest.approx(result.table["se"].iloc[-1])
+    whole = result.binned(1)
+    assert whole["estimate"].iloc[0] == pytest.approx(1) and whole["ci_high"].iloc[0] == pytest.approx(1)
+    with pytest.raises(ValueError, match="only number questions"):
+        estimate(question(type="yes_no"), ["yes", "no"]).binned()
+    with pytest.raises(ValueError, match="bins must be"):
+        result.binned(0)

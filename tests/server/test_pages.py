@@ -224,3 +224,27 @@ def test_the_dashboard_plans_a_conditional_question_at_the_share_asked_so_far(cl
     expected = {p.question_id: p for p in plan(survey, 2000, asked={"cash": 0.4, "undeclared": 0.4, "hours": 0.4})}
     assert "cash: asked of 40%\n      (800 of 2,000: the share asked so far)" in page
     assert f"<td>{expected['cash'].se:.3f}</td>" in page and f"<td>{expected['cash'].n_for_margin:,}</td>" in page
+
+
+def test_a_number_too_noisy_value_by_value_leads_with_its_mean_and_ranges(client, store):
+    """0–30 at ε = 1 and n = 60: each of 31 values is uninformative, so the page shows the mean and five ranges,
+    the per-value bars folded away; the ranges are `binned()`'s figures."""
+    from deniable.analysis import load
+
+    survey = Survey.from_dict({"id": "hours", "title": "Hours", "questions": [
+        {"id": "h", "type": "number", "text": "Hours?", "min": 0, "max": 30, "privacy": {"design": "laplace", "epsilon": 1}},
+        {"id": "c", "type": "choice", "text": "Which?", "options": ["a", "b"], "privacy": {"design": "k_rr", "epsilon": 3}}]})
+    store.add_survey(survey)
+    for number in range(60):
+        store.submit("hours", survey.hash, secrets.token_hex(8), survey.randomize({"h": number % 8, "c": "a"}))
+    sign_in(client)
+    page = client.get("/admin/surveys/hours").get_data(as_text=True)
+    data = load(db=store.url, survey_id="hours")
+    ranges = data.estimate("h").binned()
+    assert 'id="binned-h"' in page and "<details><summary>Each of the 31 values</summary>" in page
+    assert list(ranges.index) == ["0–6", "7–12", "13–18", "19–24", "25–30"]
+    for label, row in ranges.iterrows():
+        assert f"<td>{label}</td><td>{row['estimate']:.3f}</td>" in page
+        assert row["ci_low"] <= row["estimate"] <= row["ci_high"]
+    assert page.index('id="binned-h"') < page.index("<details>")
+    assert 'id="binned-c"' not in page  # a choice keeps its bars
