@@ -59,6 +59,10 @@ def refusal(error) -> StorageError | None:
     return refused
 
 
+#: `SQLiteEngine._writer_lock` when the lock file could not be created.
+NO_WRITER_LOCK = -1
+
+
 class SQLiteEngine:
     """One SQLite connection (sqlite-utils), WAL, ``synchronous=FULL``; writers queue on
     ``BEGIN IMMEDIATE``. Schema version in ``PRAGMA user_version``."""
@@ -106,10 +110,14 @@ class SQLiteEngine:
         database polls with growing sleeps (up to 100 ms each): a process whose writers all queue behind one
         sleeping thread (a group commit's) stalls while the other writes. flock queues writers in the kernel
         and wakes the next at once; the busy timeout still covers writers outside deniable."""
-        if self.path != ":memory:" and fcntl is not None:
+        if self.path != ":memory:" and fcntl is not None and self._writer_lock != NO_WRITER_LOCK:
             if self._writer_lock is None:
-                self._writer_lock = os.open(f"{self.path}-writer", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            fcntl.flock(self._writer_lock, fcntl.LOCK_EX)
+                try:
+                    self._writer_lock = os.open(f"{self.path}-writer", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                except OSError:  # a folder we cannot create in: SQLite's own wait alone, and its own error if any
+                    self._writer_lock = NO_WRITER_LOCK
+            if self._writer_lock != NO_WRITER_LOCK:
+                fcntl.flock(self._writer_lock, fcntl.LOCK_EX)
         try:
             self.execute(self.begin)
         except BaseException:
@@ -123,7 +131,7 @@ class SQLiteEngine:
             self._release_writer_lock()
 
     def _release_writer_lock(self):
-        if self._writer_lock is not None:
+        if self._writer_lock not in (None, NO_WRITER_LOCK):
             fcntl.flock(self._writer_lock, fcntl.LOCK_UN)
 
     def execute(self, sql: str, params=()):
@@ -179,9 +187,9 @@ class SQLiteEngine:
 
     def close(self):
         self.db.conn.close()
-        if self._writer_lock is not None:
+        if self._writer_lock not in (None, NO_WRITER_LOCK):
             os.close(self._writer_lock)
-            self._writer_lock = None
+        self._writer_lock = None
 
 
 _POOLS: dict = {}

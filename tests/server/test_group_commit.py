@@ -204,3 +204,23 @@ def test_the_server_commits_concurrent_posts_together(app, client, survey):
                             json=dict(zip(("spec_hash", "idempotency_key", "reports"), body(survey)))).status_code
                 for _ in range(3)]
     assert statuses == [201, 201, 201] and committer.responses == 3
+
+
+def test_a_writer_without_its_lock_file_still_writes(tmp_path, monkeypatch, demo):
+    """The lock file beside the database cannot be created (a folder others own): SQLite's own wait serves."""
+    import os
+
+    path = str(tmp_path / "locked.db")
+    with storage.Store(path) as store:
+        store.add_survey(demo)
+    real_open = os.open
+
+    def refuse(name, *args, **kwargs):
+        if str(name).endswith("-writer"):
+            raise PermissionError(13, "Permission denied", name)
+        return real_open(name, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    with storage.Store(path, migrate=False) as store:
+        _, created = store.submit("tax", *body(demo))
+        assert created and store.response_count("tax") == 1
