@@ -156,6 +156,9 @@ MESSAGES = {
         "offline": "There is no connection to the survey server",
         "server_trouble": "The survey server is having trouble right now.",
         "saved_heading": "Saved on this device",
+        "saved_explained": "Your true answers never left this device. This is exactly what will be sent once there "
+                           "is a connection; where a report differs from what you answered, that is the "
+                           "randomization protecting you.",
         "saved_offline": "There is no connection right now. Your answers, already randomized, are saved on this "
                          "device and will be sent when you are back online. You can close this page: they will also "
                          "be sent the next time you open this survey.",
@@ -313,6 +316,9 @@ MESSAGES = {
         "offline": "No hay conexión con el servidor de la encuesta",
         "server_trouble": "El servidor de la encuesta tiene problemas en este momento.",
         "saved_heading": "Guardadas en este dispositivo",
+        "saved_explained": "Sus respuestas verdaderas nunca salieron de este dispositivo. Esto es exactamente lo que "
+                           "se enviará cuando haya conexión; donde un informe difiere de lo que respondió, es la "
+                           "aleatorización que le protege.",
         "saved_offline": "Ahora no hay conexión. Sus respuestas, ya aleatorizadas, quedan guardadas en este "
                          "dispositivo y se enviarán cuando vuelva a tener conexión. Puede cerrar esta página: también "
                          "se enviarán la próxima vez que abra esta encuesta.",

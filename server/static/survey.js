@@ -310,12 +310,16 @@ form.addEventListener("submit", async (event) => {
   }
   const { body } = pending;
   sendButton.disabled = true;
+  const label = sendButton.textContent;
+  sendButton.textContent = words.sending; // at once: a send without signal would otherwise look like nothing happened
   let saved = false;
   try {
-    await postResponse(window.location.origin, survey.id, body);
+    // Known to be offline: one attempt, then the outbox, instead of four retries' seconds of waiting.
+    await postResponse(window.location.origin, survey.id, body, navigator.onLine === false && outbox ? { retries: 0 } : {});
   } catch (error) {
     if (!(outbox && isUnreachable(error))) {
       const said = sendProblem(error);
+      sendButton.textContent = label;
       sendButton.disabled = !said.retry;
       showProblem(said);
       return;
@@ -343,6 +347,7 @@ function showSent(body, saved) {
   document.getElementById("sent-body").textContent = JSON.stringify(body, null, 2);
   const sent = document.getElementById("sent");
   sent.querySelector("h2").textContent = saved ? words.saved_heading : words.sent;
+  document.getElementById("sent-explained").textContent = saved ? words.saved_explained : words.sent_explained;
   if (saved) showOutboxStatus(words.saved_offline);
   sent.hidden = false;
   sent.querySelector("h2").focus();
@@ -361,7 +366,10 @@ async function deliverSaved() {
   if (sent.length && !kept) {
     showOutboxStatus(words.outbox_sent);
     const heading = document.querySelector("#sent h2");
-    if (heading && !document.getElementById("sent").hidden) heading.textContent = words.sent;
+    if (heading && !document.getElementById("sent").hidden) {
+      heading.textContent = words.sent;
+      document.getElementById("sent-explained").textContent = words.sent_explained;
+    }
   } else if (refused.length) {
     showOutboxStatus(sendProblem(refused[0]).text);
   }
