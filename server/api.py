@@ -21,7 +21,7 @@ from deniable.client.specfile import MAX_SPEC_BYTES
 
 from .auth import bearer_caller
 from .db import get_store
-from .exports import EXPORT_FORMATS, SUFFIXES, ExportUnavailable, PooledRecord, describe
+from .exports import EXPORT_FORMATS, SUFFIXES, ExportUnavailable, PooledRecord, describe, export_rows
 
 blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -314,10 +314,9 @@ def export_response(store, record, fmt: str, actor: str) -> Response:
     """One version's reports, or every version's (`PooledRecord`), as a download (API and dashboard alike),
     written to the audit log."""
     export = EXPORT_FORMATS[fmt]
-    pooled = isinstance(record, PooledRecord)
-    body = export.write(record, store.export_all_versions(record.id) if pooled else store.export(record.id, record.hash))
+    body = export.write(record, export_rows(store, record))
     body = b"".join(body) if export.binary else "".join(body)
     store.audit(actor, "responses exported", record.id, f"{describe(record)}, {fmt}")
-    name = f"{record.id}-all-versions" if pooled else f"{record.id}-v{record.version}"
+    name = f"{record.id}-all-versions" if isinstance(record, PooledRecord) else f"{record.id}-v{record.version}"
     return Response(body, mimetype=export.mimetype, headers={
         "Content-Disposition": f'attachment; filename="{name}.{SUFFIXES[fmt]}"'})

@@ -432,7 +432,7 @@ def tokens(survey_id, count, db_path, base_url):
 def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
     """Export the stored reports of a survey version (or of all of them). Private columns hold randomized
     reports: analyse them with `deniable estimate`, not by tabulating them."""
-    from .exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord, describe
+    from .exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord, describe, export_rows
 
     export = EXPORT_FORMATS[fmt]
     if export.binary and not output:
@@ -440,13 +440,8 @@ def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
     if all_versions and (spec_hash or version):
         raise click.UsageError("--all-versions exports every version: leave out --spec-hash and --version")
     with _store(db_path, read_only=True) as store:
-        if all_versions:
-            record = PooledRecord.of(store, survey_id)
-            rows = store.export_all_versions(survey_id)
-        else:
-            record = store.find_version(survey_id, spec_hash, version)
-            rows = store.export(survey_id, record.hash)
-        chunks = export.write(record, rows)
+        record = PooledRecord.of(store, survey_id) if all_versions else store.find_version(survey_id, spec_hash, version)
+        chunks = export.write(record, export_rows(store, record))
         try:
             if not output:
                 for chunk in chunks:

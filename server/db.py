@@ -28,11 +28,11 @@ def get_store() -> storage.Store:
         local = current_app.extensions["deniable_stores"]
         store = getattr(local, "store", None)
         if store is None:
-            group_commit = current_app.extensions["deniable_group_commit"]
+            settings = {"migrate": False, "group_commit": current_app.extensions["deniable_group_commit"]}
             try:
-                store = storage.Store(current_app.config["DATABASE"], migrate=False, group_commit=group_commit)
+                store = storage.Store(current_app.config["DATABASE"], **settings)
             except storage.Unavailable:  # once more: a connection lost to a restart is replaced by now
-                store = storage.Store(current_app.config["DATABASE"], migrate=False, group_commit=group_commit)
+                store = storage.Store(current_app.config["DATABASE"], **settings)
             if store.reusable:
                 local.store = store
         g.store = store

@@ -66,6 +66,13 @@ class PooledRecord:
         return "all versions"
 
 
+def export_rows(store, record):
+    """The stored rows an export of ``record`` holds: one version's, or (`PooledRecord`) every version's."""
+    if isinstance(record, PooledRecord):
+        return store.export_all_versions(record.id)
+    return store.export(record.id, record.hash)
+
+
 def _versions(record) -> list:
     """The versions an export holds, newest first."""
     return list(reversed(record.versions)) if isinstance(record, PooledRecord) else [record]

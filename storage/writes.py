@@ -53,8 +53,7 @@ class Writes:
         return self._store_one(entry)
 
     def _store_one(self, entry: Prepared) -> tuple[dict, bool]:
-        return retrying(lambda: self._store_response(entry.survey_id, entry.spec_hash, entry.key, entry.token,
-                                                     entry.record, entry.values, entry.fingerprint, entry.wave))
+        return retrying(lambda: self._store_response(entry))
 
     def _prepare(self, survey_id, spec_hash, idempotency_key, reports, token, answerable=None, wave=None):
         """Everything about one response that needs no write: (record, sorted report rows, fingerprint)."""
@@ -109,25 +108,23 @@ class Writes:
         """Store validated responses to one survey inside the caller's transaction; each one's outcome goes to
         ``results[entry.position]``. Open surveys' responses go in with a handful of multi-row statements; a
         token survey's or a repeated one's one by one, each in its own savepoint (undone alone on refusal)."""
-        prepared = []  # (position, spec_hash, key, values, fingerprint)
+        prepared = []  # the open survey's entries, written together below
         for entry in entries:
             if entry.record.access == "token" or entry.record.survey.repeated is not None:
                 try:
                     with self.transaction():
-                        results[entry.position] = self._store_response(
-                            survey_id, entry.spec_hash, entry.key, entry.token, entry.record, entry.values,
-                            entry.fingerprint, entry.wave)
+                        results[entry.position] = self._store_response(entry)
                 except StorageError as error:
                     results[entry.position] = error
             else:
-                prepared.append((entry.position, entry.spec_hash, entry.key, entry.values, entry.fingerprint))
+                prepared.append(entry)
         if not prepared:
             return
         closed = self._in_transaction("survey", survey_id, lambda: self._survey_row(survey_id))["closed_on"] is not None
         received_on = today(self._in_transaction("setting", "received_on", self.received_on_granularity))
         first = {}  # key -> the batch's first item with it (a later one is a retry of it)
         for entry in prepared:
-            first.setdefault(entry[2], entry)
+            first.setdefault(entry.key, entry)
         ids = {key: secrets.token_hex(16) for key in first}
         inserted = set()
         for chunk in chunks([] if closed else first.values(), 500):
@@ -135,8 +132,8 @@ class Writes:
                 "INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) VALUES "
                 + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk))
                 + " ON CONFLICT (survey_id, idempotency_key) DO NOTHING RETURNING idempotency_key",
-                [x for _, spec_hash, key, _, fingerprint in chunk
-                 for x in (ids[key], survey_id, spec_hash, received_on, key, fingerprint)])
+                [x for entry in chunk
+                 for x in (ids[entry.key], survey_id, entry.spec_hash, received_on, entry.key, entry.fingerprint)])
             inserted.update(r[0] for r in cursor.fetchall())
         # Keys stored before this batch (retries) get their first acknowledgement.
         previous = {}
@@ -147,22 +144,21 @@ class Writes:
             names = [c[0] for c in cursor.description]
             previous.update({row[-1]: dict(zip(names, row)) for row in cursor.fetchall()})
         for key in inserted:
-            _, spec_hash, _, _, fingerprint = first[key]
-            previous[key] = {"id": ids[key], "survey_id": survey_id, "spec_hash": spec_hash, "received_on": received_on,
-                             "fingerprint": fingerprint}
+            previous[key] = {"id": ids[key], "survey_id": survey_id, "spec_hash": first[key].spec_hash,
+                             "received_on": received_on, "fingerprint": first[key].fingerprint}
         written = []  # (response id, spec hash, values) of the responses inserted now
         for entry in prepared:
-            position, spec_hash, key, values, fingerprint = entry
+            position, key = entry.position, entry.key
             stored = previous.get(key)
             if stored is None:
                 results[position] = (Gone(f"survey {survey_id!r} is closed", "survey_id") if closed else
                                      StorageError("idempotency_key: stored by another request meanwhile; send it again",
                                                   "idempotency_key"))
-            elif stored["fingerprint"] != fingerprint:
+            elif stored["fingerprint"] != entry.fingerprint:
                 results[position] = Invalid("idempotency_key: already used for a different response", "idempotency_key")
             elif key in inserted and first[key] is entry:
                 results[position] = (self._acknowledgement(stored), True)
-                written.append((ids[key], spec_hash, values))
+                written.append((ids[key], entry.spec_hash, entry.values))
             else:
                 results[position] = (self._acknowledgement(stored), False)
         self._write_reports(written)
@@ -189,7 +185,9 @@ class Writes:
                            f"(deniable survey wave {survey_id} --open LABEL) before responses are accepted", "wave")
         return open_label
 
-    def _store_response(self, survey_id, spec_hash, idempotency_key, token, record, values, fingerprint, wave=None):
+    def _store_response(self, entry: Prepared):
+        survey_id, spec_hash, idempotency_key, token = entry.survey_id, entry.spec_hash, entry.key, entry.token
+        record, values, fingerprint, wave = entry.record, entry.values, entry.fingerprint, entry.wave
         # Few round trips (each costs a network wait on PostgreSQL): the survey row and the date
         # setting are read once per transaction (once per batch), the response row is inserted
         # first and stands for the idempotency check, reports and counters go in one statement each.
