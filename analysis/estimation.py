@@ -242,7 +242,8 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
     pi, certificate = likelihood.certified_maximum(q, counts)
     # The SE of the estimate published: the inverse information where it is that (k-ary RR, a public choice);
     # a parametric bootstrap of the fit where it is the unbiased estimator's instead (`analysis.spread`).
-    covariance = channels.fitted_covariance(q, pi) / n if marginal is not None else spread.published_covariance(q, pi, n)
+    covariance = spread.published_covariance(q, pi, n) if spread.needs_bootstrap(mechanism) else \
+        channels.fitted_covariance(q, pi) / n
     se = np.sqrt(np.clip(np.diag(covariance), 0, None))
     unbiased, unbiased_covariance = est.unbiased(q, counts)
     unbiased_se = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))

@@ -78,23 +78,16 @@ def unit_variance(question_or_mechanism, distribution=None) -> np.ndarray:
     return (inverse**2) @ rates - (inverse @ rates) ** 2
 
 
-def _bootstrapped(mechanism: Mechanism) -> bool:
-    """Is the published estimate's spread a bootstrap (ordinal scales, numeric grids), not an inverse information?"""
-    if isinstance(mechanism, (UnaryMechanism, GroupedMechanism)):
-        return False
-    return channels.marginal_channel(channels.channel_matrix(mechanism)) is None
-
-
 def _distribution(mechanism: Mechanism, distribution) -> np.ndarray:
     k = len(mechanism.answers)
     return np.full(k, 1 / k) if distribution is None else np.asarray(distribution, dtype=float)
 
 
 def published_covariance(question_or_mechanism, n: int, distribution=None) -> np.ndarray | None:
-    """The covariance of the published shares with ``n`` respondents where it is a bootstrap (`_bootstrapped`
+    """The covariance of the published shares with ``n`` respondents where it is a bootstrap (`spread.needs_bootstrap`
     channels), else None (the inverse information over n: `unit_variance`)."""
     mechanism = _mechanism(question_or_mechanism)
-    if not _bootstrapped(mechanism):
+    if not spread.needs_bootstrap(mechanism):
         return None
     return spread.published_covariance(channels.channel_matrix(mechanism), _distribution(mechanism, distribution), n)
 
@@ -119,7 +112,7 @@ def sample_size(question_or_mechanism, margin: float, level: float = 0.95, distr
     closed form where the standard error shrinks as 1/√n, else the smallest n (to 2%) whose bootstrapped
     standard error meets it, searched below the unbiased estimator's n (returned as it is above `MAX_PLANNED_N`)."""
     mechanism = _mechanism(question_or_mechanism)
-    if not _bootstrapped(mechanism):
+    if not spread.needs_bootstrap(mechanism):
         return _n_for(float(np.max(unit_variance(mechanism, distribution))), margin, level)
     if not 0 < margin < 1:
         raise AnalysisError("margin must be between 0 and 1 (a share, e.g. 0.03)")

@@ -19,7 +19,11 @@ import hashlib
 
 import numpy as np
 
-from . import likelihood
+from deniable.client.compliance import GroupedMechanism
+from deniable.client.laplace import LaplaceMechanism
+from deniable.client.mechanisms import UnaryMechanism
+
+from . import channels, likelihood
 
 #: Up to this many answers the bootstrap's surveys are fitted together (`_batched_maximise`: 15 ms for 1,000
 #: surveys of a 5-point scale, 60 ms for 11 values, 0.9 s for 21); a longer grid's surveys are fitted one by one.
@@ -28,6 +32,17 @@ BATCH_ANSWERS = 24
 #: (200 surveys, 5%, left a mean's SE 14% off in a test); a grid longer than `BATCH_ANSWERS` takes 200.
 REPLICATES = 1000
 LONG_GRID_REPLICATES = 200
+
+
+def needs_bootstrap(mechanism) -> bool:
+    """Is the standard error of this design's estimate the bootstrap, not the inverse information? For the designs
+    estimated on the simplex of answers (`estimation._grid`: ordinal scales, numeric grids, other channels) whose
+    channel is not k-ary randomized response. Yes/no designs, multi-select and compliance designs: no."""
+    if isinstance(mechanism, (GroupedMechanism, UnaryMechanism)):
+        return False
+    if not isinstance(mechanism, LaplaceMechanism) and channels.is_binary(mechanism):
+        return False
+    return channels.marginal_channel(channels.channel_matrix(mechanism)) is None
 
 
 def _seed(q: np.ndarray, pi: np.ndarray, n: int) -> int:
