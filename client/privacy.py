@@ -33,12 +33,8 @@ ONE_SIDED_STATEMENT = ("Your answer is randomized on your device before it is se
 
 
 def privacy_statement(epsilon: float, prior: float = 0.02) -> str:
-    """Plain-language privacy note for one question, used on survey pages and summaries."""
-    if math.isinf(epsilon):
-        return ("This answer is sent exactly as you give it: it is not randomized, "
-                "and anyone who sees the data sees your answer.")
-    factor = math.exp(epsilon)
-    return (f"Your answer is randomized on your device before it is sent. Whatever anyone "
-            f"believed about you beforehand, your report can change the odds by a factor of at "
-            f"most {factor:.3g} (ε = {epsilon:.3g}): someone {prior:.0%} sure would become at "
-            f"most {posterior_bound(prior, epsilon):.1%} sure.")
+    """Plain-language privacy note for one question, in English (`catalogue.privacy_statement` in any language:
+    one template per language, the same figures)."""
+    from .catalogue import privacy_statement as statement  # the catalogue builds on posterior_bound above
+
+    return statement(epsilon, None, prior)

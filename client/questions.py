@@ -12,7 +12,6 @@ from .exact import json_number, parse_fraction
 from .identifiers import identifier
 from .mechanisms import Mechanism
 from .panels import memoized
-from .privacy import ONE_SIDED_STATEMENT, privacy_statement
 from .splitballot import SplitBallot
 
 QUESTION_TYPES = ("yes_no", "choice", "ordinal", "multi_select", "number")
@@ -25,7 +24,7 @@ MAX_SECTIONS = 200
 MAX_TEXT_LENGTH = 5000
 _LANGUAGE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}")
 _SURVEY_FIELDS = {"id", "title", "description", "version", "languages", "default_language", "layout",
-                  "questions", "sections", "max_epsilon", "repeated"}
+                  "questions", "sections", "max_epsilon", "repeated", "page_words"}
 _SECTION_FIELDS = {"id", "title", "intro", "relevant", "questions"}
 _QUESTION_FIELDS = {"id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required",
                     "relevant", "constraint_message", "control", "split_ballot"}
@@ -251,6 +250,9 @@ class Question(_Item):
                 "multi_select": "{design: unary, epsilon: 2}", "number": "{design: laplace, epsilon: 1}"}[self.type]
 
     def _read_options(self, spec, where):
+        if self.type == "yes_no" and "options" in spec:
+            self._read_yes_no_labels(spec["options"], f"{where}.options")
+            return None
         needs = self.type in ("choice", "ordinal", "multi_select")
         if not needs:
             if "options" in spec:
@@ -277,6 +279,18 @@ class Question(_Item):
         if self.type == "multi_select" and len(values) > mechanisms.MAX_MULTI_SELECT_OPTIONS:
             raise SpecError(f"{where}.options: at most {mechanisms.MAX_MULTI_SELECT_OPTIONS} options for multi_select")
         return values
+
+    def _read_yes_no_labels(self, options, where):
+        """A yes/no question's own labels for its two answers (an XLSForm's list, "Oui, déjà" / "Jamais"):
+        ``[{value: yes, label: …}, {value: no, label: …}]``; without them the page says the catalogue's Yes/No."""
+        if not isinstance(options, list) or len(options) != 2 or not all(isinstance(o, dict) for o in options):
+            raise SpecError(f"{where}: a yes/no question takes only labels for its answers, as "
+                            "[{value: yes, label: …}, {value: no, label: …}], got " + repr(options))
+        for i, option in enumerate(options):
+            refuse_unknown_fields(option, _OPTION_FIELDS, f"{where}[{i}]")
+            if option.get("value") != ("yes", "no")[i]:
+                raise SpecError(f"{where}[{i}].value: must be {('yes', 'no')[i]!r} (yes first), got {option.get('value')!r}")
+            self.option_labels[option["value"]] = self.languages.text(option.get("label"), f"{where}[{i}].label")
 
     def _read_grid(self, spec, where):
         fields = [f for f in ("min", "max", "step") if f in spec]
@@ -336,24 +350,29 @@ class Question(_Item):
         if self.split_ballot is not None:
             self.split_ballot.mechanism = self.mechanism
 
-    def option_label(self, value: str, language: str | None = None) -> str:
-        """An option's label in ``language`` (its value when it has no label of its own)."""
-        return localize(self.option_labels.get(value, value), language, self.languages.default)
+    def option_label(self, value: str, language: str | None = None, words=None) -> str:
+        """An option's label in ``language``: its own label, else for a yes/no answer the page word (of ``words``,
+        a table from `catalogue.messages`, else of ``language``), else its value."""
+        if value in self.option_labels:
+            return localize(self.option_labels[value], language, self.languages.default)
+        if self.type == "yes_no" and value in ("yes", "no"):
+            return catalogue.table(language if words is None else words)[value]
+        return value
 
     def constraint_message_in(self, language: str | None = None) -> str | None:
         return localize(self.constraint_messages, language, self.languages.default)
 
-    def privacy_statement(self, prior: float = 0.02) -> str:
-        if self.mechanism.respondent_randomizes:
-            statement = catalogue.privacy_statement(self.epsilon, None, prior, respondent=self.mechanism.design)
-        elif self.is_private and math.isinf(self.epsilon):
-            statement = ONE_SIDED_STATEMENT
-        else:
-            statement = privacy_statement(self.epsilon, prior)
+    def privacy_statement(self, prior: float = 0.02, words=None) -> str:
+        """What this question's report can reveal, in plain words: in English, or in ``words`` (a table from
+        `catalogue.messages`, or a language code). One template per language, filled with the same figures."""
+        words = catalogue.table(words)
+        respondent = self.mechanism.design if self.mechanism.respondent_randomizes else None
+        statement = catalogue.privacy_statement(self.epsilon, words, prior, randomized=self.is_private,
+                                                respondent=respondent)
         if self.split_ballot is not None:
-            statement += " " + catalogue.split_ballot_statement(self.split_ballot.direct, None)
+            statement += " " + catalogue.split_ballot_statement(self.split_ballot.direct, words)
         if self.permanent is not self.mechanism:
-            statement += " " + catalogue.repeated_statement(self.epsilon_all_waves, None)
+            statement += " " + catalogue.repeated_statement(self.epsilon_all_waves, words)
         return statement
 
     def to_dict(self) -> dict:
@@ -366,6 +385,8 @@ class Question(_Item):
         if self.options is not None:
             spec["options"] = [{"value": o, "label": self.option_labels[o]} if o in self.option_labels else o
                                for o in self.options]
+        elif self.option_labels:  # a yes/no question's own labels
+            spec["options"] = [{"value": o, "label": self.option_labels[o]} for o in ("yes", "no")]
         if self.grid is not None:
             spec.update(zip(("min", "max", "step"), map(json_number, self.grid)))
         if self.constraint_messages is not None:

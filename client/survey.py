@@ -22,12 +22,13 @@ Every mistake raises `SpecError` with a message naming the question and the fiel
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
 from fractions import Fraction
 from pathlib import Path
 
-from . import skiplogic, specfile
+from . import catalogue, skiplogic, specfile
 from .errors import AnswerError, SpecError
 from .exact import EpsilonRequest, canonical_json, check_json_text
 from .identifiers import identifier
@@ -95,6 +96,69 @@ class Survey:
             for question in self.private_questions:
                 question.make_repeated(self.repeated)
         self.max_epsilon = self._read_budget(spec.get("max_epsilon"))
+        self.page_words = self._read_page_words(spec.get("page_words"))
+
+    @property
+    def page_languages(self) -> list[str]:
+        """The languages its pages are shown in: its declared languages, else English."""
+        return list(self.languages.codes) if self.languages.declared else [catalogue.DEFAULT]
+
+    def words(self, language: str | None = None) -> dict:
+        """The page words of ``language``: the shipped catalogue's, completed or overridden by ``page_words``."""
+        return catalogue.messages(language, self.page_words.get(language))
+
+    def statement_words(self) -> set[str]:
+        """The page words its privacy statements are made of (a language must have them to be fielded)."""
+        recording = catalogue.Recording(catalogue.shipped(catalogue.DEFAULT))
+        for question in self.questions.values():
+            question.privacy_statement(words=recording)
+        return recording.read
+
+    def _read_page_words(self, raw) -> dict:
+        """``page_words: {fr: {send: …}}``: page words a survey completes or overrides per language. A word keeps
+        English's placeholders exactly (a statement's figures cannot be dropped or added), and a language
+        deniable does not ship must give every word of the privacy statements its questions use."""
+        where = "survey.page_words"
+        read = {}
+        if raw is not None:
+            if not isinstance(raw, dict) or not raw:
+                raise SpecError(f"{where}: a mapping of language to {{word: text}}, e.g. {{fr: {{send: Envoyer}}}}, got {raw!r}")
+            english = catalogue.shipped(catalogue.DEFAULT)
+            for code, words in raw.items():
+                if code not in self.page_languages:
+                    raise SpecError(f"{where}.{code}: not one of the survey's languages ({', '.join(self.page_languages)})")
+                if not isinstance(words, dict) or not words:
+                    raise SpecError(f"{where}.{code}: a mapping of page word to text, e.g. {{send: Envoyer}}, got {words!r}")
+                for key, text in words.items():
+                    if key not in english:
+                        close = difflib.get_close_matches(str(key), english, n=1)
+                        raise SpecError(f"{where}.{code}.{key}: not a page word"
+                                        + (f" (did you mean {close[0]!r}?)" if close else "")
+                                        + "; `deniable survey words` lists them")
+                    _plain_text(text, f"{where}.{code}.{key}")
+                    try:
+                        names = catalogue.placeholders(text)
+                    except ValueError as error:
+                        raise SpecError(f"{where}.{code}.{key}: {error} (write a literal brace as {{{{ or }}}})") from None
+                    wanted = catalogue.placeholders(english[key])
+                    if names != wanted:
+                        shown = ", ".join(f"{{{name}}}" for name in sorted(wanted)) or "no placeholder"
+                        raise SpecError(f"{where}.{code}.{key}: must fill in exactly {shown}, as English does "
+                                        f"(got {', '.join(f'{{{n}}}' for n in sorted(names)) or 'none'})")
+                read[code] = dict(words)
+        return read
+
+    def check_fieldable(self):
+        """SpecError when a language of the survey has no privacy statement: deniable ships no page words for it and
+        ``page_words`` does not give the ones its statements need. A respondent must read the guarantee in the
+        survey's language, so such a survey is refused where it is added (a stored one still loads)."""
+        needed = self.statement_words()
+        for code in self.page_languages:
+            missing = [key for key in catalogue.fallbacks(code, self.page_words.get(code)) if key in needed]
+            if missing:
+                raise SpecError(f"survey.page_words.{code}: deniable ships no {code!r} page words, and the privacy "
+                                f"statements of this survey need {', '.join(missing)}: give them under page_words.{code} "
+                                "(a respondent must read the guarantee in the survey's language), or drop the language")
 
     def _read_sections(self, spec) -> list[Section]:
         if "sections" in spec:
@@ -233,6 +297,11 @@ class Survey:
         warnings = [f"{len(places)} text(s) have no {code!r} translation and fall back to "
                     f"{self.languages.default!r}: {', '.join(places[:5])}{', ...' if len(places) > 5 else ''}"
                     for code, places in by_language.items()]
+        for code in self.page_languages:
+            english = catalogue.fallbacks(code, self.page_words.get(code))
+            if english:
+                warnings.append(f"{len(english)} page word(s) in {code!r} fall back to English (give them under "
+                                f"page_words.{code}): {', '.join(english)}")
         for q in self.private_questions:
             if q.split_ballot is not None:
                 warnings.append(f"question {q.id!r}: a split ballot asks {float(q.split_ballot.direct):.3g} of respondents "
@@ -345,6 +414,8 @@ class Survey:
             spec["repeated"] = self.repeated.canonical()
         if self.max_epsilon is not None:
             spec["max_epsilon"] = self.max_epsilon.canonical()
+        if self.page_words:
+            spec["page_words"] = self.page_words
         if self.sections[0].id is None:
             spec["questions"] = [item.to_dict() for item in self.items]
         else:

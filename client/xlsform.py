@@ -11,7 +11,7 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
-from . import skiplogic
+from . import catalogue, skiplogic
 from .errors import SpecError
 from .survey import Survey
 from .xlsform_writer import write_xlsform
@@ -241,6 +241,7 @@ def _read(workbook, path: Path) -> dict:
     if not problems.items and not sections and not loose:
         problems.add("survey", None, None, None, "the form has no questions")
     repeated = _repeated_setting(settings, problems)
+    page_words = _read_page_words(sheets.get("ui"), default, problems)
     if problems.items:
         count = len(problems.items)
         raise SpecError(f"{path.name}: {count} problem{'s' if count > 1 else ''} in the form:\n"
@@ -254,6 +255,8 @@ def _read(workbook, path: Path) -> dict:
     if declared:
         spec["languages"] = declared
         spec["default_language"] = default
+    if page_words:
+        spec["page_words"] = page_words
     for section in sections:
         section["questions"] = [item for _, item in section["questions"]]
     if sections:
@@ -328,6 +331,9 @@ def _read_item(number, record, kind, name, choices, localized, problems):
         values = [o["value"] if isinstance(o, dict) else o for o in options]
         if word == "select_one" and sorted(values) == ["no", "yes"]:
             item["type"] = "yes_no"
+            labels = _yes_no_labels(options)
+            if labels:
+                item["options"] = labels
         else:
             design = privacy.get("design") if isinstance(privacy, dict) else None
             item["type"] = "multi_select" if word == "select_multiple" else "ordinal" if design == "ordinal" else "choice"
@@ -476,6 +482,51 @@ def _read_choices(sheet, problems: _Problems) -> dict:
             option = name
         lists.setdefault(list_name, []).append(option)
     return {name: _simplify(options) for name, options in lists.items()}
+
+
+def _yes_no_labels(options: list) -> list | None:
+    """A yes/no list's labels as the question's own, unless they are the page's words for Yes and No (the shipped
+    catalogue's, in every language given): then the page says them and the spec needs none."""
+    by_value = {option["value"] if isinstance(option, dict) else option: option for option in options}
+    if not all(isinstance(by_value[value], dict) for value in ("yes", "no")):
+        return None  # a list without labels: the page's words
+
+    def page_words(label, value) -> bool:
+        texts = label.items() if isinstance(label, dict) else [(None, label)]
+        return all(text == catalogue.messages(code)[value] for code, text in texts)
+
+    if all(page_words(by_value[value]["label"], value) for value in ("yes", "no")):
+        return None
+    return [{"value": value, "label": by_value[value]["label"]} for value in ("yes", "no")]
+
+
+def _read_page_words(sheet, default: str | None, problems: _Problems) -> dict:
+    """The ``ui`` sheet: a row per page word (``name``), a ``label::Language (code)`` column per language (or one
+    ``label`` column in the default language) → the spec's ``page_words``."""
+    words: dict[str, dict] = {}
+    if sheet is None:
+        return words
+    header, rows = _rows(sheet)
+    for number, record in rows:
+        name = _cell_text(record.get("name", ""))
+        if not name:
+            problems.add("ui", number, "name", None, "every row names a page word (e.g. send); `deniable survey words` "
+                                                     "lists them")
+            continue
+        for column, value in record.items():
+            base, _, suffix = column.partition("::")
+            if base == "label" and suffix:
+                code = _language(suffix, "ui", number, column, problems)
+            elif column == "label":
+                code = default or catalogue.DEFAULT
+            elif column == "name":
+                continue
+            else:
+                problems.add("ui", number, column, value, "the ui sheet has a name and label (or label::Language) columns")
+                continue
+            if code:
+                words.setdefault(code, {})[name] = _cell_text(value)
+    return words
 
 
 def _simplify(options: list) -> list:

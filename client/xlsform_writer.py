@@ -68,7 +68,11 @@ def write_xlsform(survey: Survey, path) -> None:
                             row.update(zip([f"privacy::{text_columns[key]}{s}" for s in suffixes], cells(text)))
                         elif key != "design":
                             row[f"privacy::{key}"] = value
-                if qtype == "yes_no":
+                if qtype == "yes_no" and "options" in item:  # its own labels: a list of its own
+                    row["type"] = f"select_one {item['id']}"
+                    for option in item["options"]:
+                        choices.append((item["id"], option["value"], *cells(option["label"])))
+                elif qtype == "yes_no":
                     row["type"] = "select_one yes_no"
                     if not yes_no_written:
                         from .catalogue import messages
@@ -109,6 +113,12 @@ def write_xlsform(survey: Survey, path) -> None:
         settings["repeated"] = "yes"
         if isinstance(spec["repeated"], dict):
             settings["instant_epsilon"] = spec["repeated"]["instant_epsilon"]
+    if "page_words" in spec:  # the ui sheet: a row per page word, a label column per language
+        languages = list(spec["page_words"])
+        ui = book.create_sheet("ui")
+        ui.append(["name", *[f"label::{code}" for code in languages]])
+        for name in dict.fromkeys(name for words in spec["page_words"].values() for name in words):
+            ui.append([name, *[spec["page_words"][code].get(name) for code in languages]])
     settings_sheet = book.create_sheet("settings")
     settings_sheet.append(list(settings))
     settings_sheet.append(list(settings.values()))

@@ -107,7 +107,7 @@ def create_app(config: dict | None = None):
         if error.code == 429:  # said in the respondent's words: what happened and what to do
             from deniable.client import catalogue
 
-            words = catalogue.messages(request.accept_languages.best_match(list(catalogue.MESSAGES)))
+            words = catalogue.messages(request.accept_languages.best_match(list(catalogue.SHIPPED)))
             return render_template("message.html", heading=words["rate_limited_heading"],
                                    message=words["rate_limited_message"], error=True), 429
         return render_template("message.html", heading=error.name, message=error.description, error=True), error.code

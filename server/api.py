@@ -65,6 +65,9 @@ def privacy_summary(record: storage.SurveyRecord, prior: float = 0.02) -> dict:
             "posterior_bound": posterior_bound(prior, q.epsilon) if q.is_private else 1.0,
             "statement": q.privacy_statement(prior),
         }
+        if survey.languages.declared:  # the statement each language's page shows (the same figures)
+            questions[q.id]["statements"] = {code: q.privacy_statement(prior, survey.words(code))
+                                             for code in survey.page_languages}
         if survey.repeated is not None and q.is_private:  # one wave's ε above; every wave's here
             questions[q.id]["epsilon_all_waves"] = q.epsilon_all_waves if math.isfinite(q.epsilon_all_waves) else None
     warnings = []

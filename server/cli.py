@@ -92,6 +92,10 @@ def check(spec_file, prior, as_json, planned, planning, asked, compare):
     """Validate SPEC_FILE (YAML or JSON) and print its privacy summary (ε per question and in total)
     and what each question will give at the planned sample size."""
     parsed = _load(spec_file)
+    try:
+        parsed.check_fieldable()
+    except DeniableError as error:
+        raise click.ClickException(f"{spec_file}: {error}") from None
     plans = _plans(parsed, planned, _asked_shares(asked)) if planning else None
     if as_json:
         figures = {p.question_id: p for p in plans or []}
@@ -127,6 +131,26 @@ def check(spec_file, prior, as_json, planned, planning, asked, compare):
             _echo_plans(plans)
         if compare:
             _echo_comparison(parsed, planned)
+
+
+@survey.command("words")
+@click.argument("language", default="en")
+def words(language):
+    """Print the respondent pages' words in LANGUAGE (default: en) as a page_words block to paste into a spec and
+    translate or adjust; a word LANGUAGE has no shipped text for is given in English and marked."""
+    from deniable.client import catalogue
+    from deniable.client.questions import _LANGUAGE
+
+    if not _LANGUAGE.fullmatch(language):
+        raise click.BadParameter(f"{language!r} is not a language code such as fr or pt-BR", param_hint="LANGUAGE")
+    table, english = catalogue.messages(language), set(catalogue.fallbacks(language))
+    shipped = catalogue.shipped_for(language)
+    click.echo(f"# Page words for {language!r}: " + (f"shipped with deniable ({shipped}.json); override any of them"
+                                                     if shipped else "none ship with deniable; every word below is "
+                                                     "English, to translate (the privacy statements at least)"))
+    click.echo(f"page_words:\n  {language}:")
+    for key, text in table.items():
+        click.echo(f"    {key}: {json.dumps(text, ensure_ascii=False)}" + ("  # English" if key in english else ""))
 
 
 def _asked_shares(pairs) -> dict:

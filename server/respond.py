@@ -42,7 +42,7 @@ def page_language(survey=None) -> str:
     if survey is not None and not survey.languages.declared:
         # Its texts are in one unnamed language: English page words, unless it declares `languages: [xx]`.
         return catalogue.DEFAULT
-    offered = survey.languages.codes if survey is not None else list(catalogue.MESSAGES)
+    offered = survey.languages.codes if survey is not None else list(catalogue.SHIPPED)
     asked = request.values.get("lang")
     if asked in offered:
         return asked
@@ -52,8 +52,9 @@ def page_language(survey=None) -> str:
     return survey.default_language if survey is not None and survey.default_language else catalogue.DEFAULT
 
 
-def _message(status: int, heading: str, message: str, back: str | None = None, language: str | None = None):
-    words = catalogue.messages(language)
+def _message(status: int, heading: str, message: str, back: str | None = None, language: str | None = None,
+             words: dict | None = None):
+    words = words or catalogue.messages(language)
     return render_template("message.html", heading=heading, message=message, error=status >= 400, back=back,
                            lang=language or catalogue.DEFAULT, dir="rtl" if is_right_to_left(language) else "ltr",
                            back_words=words["back_to_survey"]), status
@@ -118,24 +119,20 @@ def _item_view(survey, item, language: str, words: dict) -> dict:
     view = {"id": item.id, "type": item.type, "text": item.text_in(language), "hint": item.hint_in(language)}
     condition = survey.condition(item.id)
     view["condition"] = None if condition is None else \
-        words["only_if"].format(condition=catalogue.describe_condition(condition, survey, language))
+        words["only_if"].format(condition=catalogue.describe_condition(condition, survey, language, words))
     if item.type == "note":
         return view
     required = item.required
     respondent = item.mechanism.design if item.mechanism.respondent_randomizes else None
     view.update(required=required is True, conditionally_required=not isinstance(required, bool),
                 is_private=item.is_private, respondent=respondent_prompt(item, language, words),
-                statement=catalogue.privacy_statement(item.epsilon, language, randomized=item.is_private,
-                                                      respondent=respondent),
-                **offline_form_question(item, survey.repeated is not None))
-    if item.permanent is not item.mechanism:  # a repeated survey: what the memo means over the waves
-        view["statement"] += " " + catalogue.repeated_statement(item.epsilon_all_waves, language)
+                statement=item.privacy_statement(words=words), **offline_form_question(item, survey.repeated is not None))
+    yes_no = [(value, item.option_label(value, language, words)) for value in ("yes", "no")]
     if item.split_ballot is not None:
         # Both arms are on the page; the page script shows the one it draws before the question is answered (the
         # no-JavaScript form: the one the server drew, in a hidden field).
-        view["statement"] += " " + catalogue.split_ballot_statement(item.split_ballot.direct, language)
         view["split"] = {"notice": words["direct_notice"], "form_arm": item.split_ballot.assign_arm(),
-                         "direct": {"type": "yes_no", "options": [("yes", words["yes"]), ("no", words["no"])]}}
+                         "direct": {"type": "yes_no", "options": yes_no}}
     if isinstance(item.mechanism, GroupedMechanism):
         # Cheating detection, lie detector: every group's instruction is on the page; the page script shows
         # the one of the group it draws (the no-JavaScript form: the one the server drew, in a hidden field).
@@ -143,11 +140,10 @@ def _item_view(survey, item, language: str, words: dict) -> dict:
             instruction=localize(item.mechanism.instruction(group), language, item.languages.default)))
             for group in item.mechanism.groups]
         view["form_group"] = item.mechanism.assign_group()
-        view["options"] = [("yes", words["yes"]), ("no", words["no"])]
+        view["options"] = yes_no
     elif item.type == "yes_no":
         # What the respondent chooses is what is sent: the reports of a design they randomize themselves.
-        choices = item.mechanism.reports if respondent else ("yes", "no")
-        view["options"] = [(value, words[value]) for value in choices]
+        view["options"] = [(value, words[value]) for value in item.mechanism.reports] if respondent else yes_no
     elif item.options:
         view["options"] = [(value, item.option_label(value, language)) for value in item.options]
     if item.grid:
@@ -158,8 +154,7 @@ def _item_view(survey, item, language: str, words: dict) -> dict:
     return view
 
 
-def _warnings(record, language: str) -> list[str]:
-    words = catalogue.messages(language)
+def _warnings(record, language: str, words: dict) -> list[str]:
     warnings = []
     public = record.survey.public_questions
     if public:
@@ -189,16 +184,16 @@ def survey_page(survey_id):
     record = get_store().get_survey(survey_id)
     survey = record.survey
     language = page_language(survey)
-    words = catalogue.messages(language)
+    words = survey.words(language)
     if record.closed:
-        return _message(410, words["closed_heading"], words["closed_message"], language=language)
+        return _message(410, words["closed_heading"], words["closed_message"], language=language, words=words)
     wave = get_store().open_wave_label(survey_id) if survey.repeated is not None else None
     if survey.repeated is not None and wave is None:
-        return _message(409, words["no_wave_heading"], words["no_wave_message"], language=language)
+        return _message(409, words["no_wave_heading"], words["no_wave_message"], language=language, words=words)
     token = request.args.get("t")
     refused = _invitation_problem(record, token, words)
     if refused:
-        return _message(*refused, language=language)
+        return _message(*refused, language=language, words=words)
     sections = [{"id": section.id, "title": section.title_in(language) if section.id else None,
                  "intro": section.intro_in(language) if section.id else None,
                  "items": [_item_view(survey, item, language, words) for item in section.items]}
@@ -215,7 +210,7 @@ def survey_page(survey_id):
     form_key = secrets.token_urlsafe(16)
     response = make_response(render_template(
         "survey.html", survey=survey, record=record, sections=sections, title=survey.title_in(language),
-        description=survey.description_in(language), warnings=_warnings(record, language),
+        description=survey.description_in(language), warnings=_warnings(record, language, words),
         words=words, lang=language, dir="rtl" if is_right_to_left(language) else "ltr",
         languages=languages, page_data=page_data, token=token, idempotency_key=secrets.token_hex(16),
         form_key=form_key, skipped=[q["text"] for q in questions if not q["offline"]]))
@@ -232,19 +227,19 @@ def submit_form(survey_id):
     record = store.get_survey(survey_id, request.form.get("spec_hash") or None)
     survey = record.survey
     language = page_language(survey)
-    words = catalogue.messages(language)
+    words = survey.words(language)
     lang = language if survey.languages.declared else None  # one-language surveys keep plain addresses
     back = url_for("respond.survey_page", survey_id=survey_id, lang=lang)
     presented, expected = request.form.get("form_key", ""), request.cookies.get(FORM_COOKIE, "")
     if not secrets_match(presented, expected):
-        return _message(403, words["check_heading"], words["form_expired"], back, language)
+        return _message(403, words["check_heading"], words["form_expired"], back, language, words=words)
     offline = {q.id for q in survey.questions.values() if offline_form_question(q, survey.repeated is not None)["offline"]}
     grouped = {f"{qid}.group" for qid in offline if isinstance(survey.questions[qid].mechanism, GroupedMechanism)}
     split = {arm_column(qid) for qid in offline if survey.questions[qid].split_ballot is not None}
     unknown = sorted(set(request.form) - offline - grouped - split
                      - {"spec_hash", "idempotency_key", "token", "lang", "form_key"})
     if unknown:
-        return _message(422, words["check_heading"], words["cannot_accept"], language=language)
+        return _message(422, words["check_heading"], words["cannot_accept"], language=language, words=words)
     reports = {}
     for question in survey.questions.values():
         if question.id not in offline:
@@ -270,7 +265,7 @@ def submit_form(survey_id):
                     value = json_number(parse_fraction(value.strip(), question.id))
                 except ValueError:
                     return _message(422, words["check_heading"],
-                                    words["enter_number"].format(question=question.text_in(language)), back, language)
+                                    words["enter_number"].format(question=question.text_in(language)), back, language, words=words)
             reports[question.id] = value
     for qid, report in reports.items():
         if survey.questions[qid].split_ballot is not None and request.form.get(arm_column(qid), "") != "direct":
@@ -281,11 +276,11 @@ def submit_form(survey_id):
         store.submit(survey_id, record.hash, request.form.get("idempotency_key"), reports,
                      request.form.get("token") or None, answerable=offline)
     except storage.Gone:
-        return _message(410, words["closed_heading"], words["closed_message"], language=language)
+        return _message(410, words["closed_heading"], words["closed_message"], language=language, words=words)
     except storage.Conflict as error:
         if error.field == "wave":
-            return _message(409, words["no_wave_heading"], words["no_wave_message"], language=language)
-        return _message(409, words["used_heading"], words["used_message"], language=language)
+            return _message(409, words["no_wave_heading"], words["no_wave_message"], language=language, words=words)
+        return _message(409, words["used_heading"], words["used_message"], language=language, words=words)
     except storage.Invalid as error:
         qid = (error.field or "").removeprefix("reports.")
         question = survey.questions.get(qid)
@@ -293,7 +288,7 @@ def submit_form(survey_id):
             detail = error.message
         else:
             detail = words["enter_number" if question.type == "number" else "tick_one"].format(question=question.text_in(language))
-        return _message(422, words["check_heading"], detail, back, language)
+        return _message(422, words["check_heading"], detail, back, language, words=words)
     return redirect(url_for("respond.thanks", survey_id=survey_id, lang=lang, sent="form"), code=303)
 
 
@@ -301,8 +296,8 @@ def submit_form(survey_id):
 def thanks(survey_id):
     record = get_store().get_survey(survey_id)
     language = page_language(record.survey)
-    words = catalogue.messages(language)
+    words = record.survey.words(language)
     # The form without JavaScript sends what was ticked: only the coin protected it, so say no more.
     message = words["thanks_coin" if request.args.get("sent") == "form" else "thanks_message"]
     return _message(200, words["thanks_heading"], message.format(title=record.survey.title_in(language)),
-                    language=language)
+                    language=language, words=words)

@@ -65,6 +65,10 @@ class Surveys:
         """
         if access not in (None, "open", "token"):
             raise Invalid(f"access must be 'open' or 'token', got {access!r}", "access")
+        try:
+            survey.check_fieldable()
+        except SpecError as error:
+            raise Invalid(str(error), "page_words") from None
         # The stored text reads back to this very survey: remember it, so the record below does not
         # parse and build every mechanism of the spec a second time.
         _SPEC_CACHE.setdefault(survey.canonical_json(), survey)

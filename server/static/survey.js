@@ -236,7 +236,9 @@ backButton.addEventListener("click", () => {
 });
 
 function describe(question, report) {
-  const label = (value) => (question.type === "yes_no" ? words[value] : question.optionLabel(value, data.lang));
+  // A yes/no answer without a label of its own is said in the page's words (as are the reports of a design the
+  // respondent randomizes).
+  const label = (value) => (question.type === "yes_no" && !(value in question.optionLabels) ? words[value] : question.optionLabel(value, data.lang));
   if (question.splitBallot) {
     const [arm, inner] = SplitBallot.unwrap(report);
     if (arm === "direct") return format(words.direct_report, { report: label(inner) });

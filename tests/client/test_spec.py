@@ -123,7 +123,7 @@ def test_answers_outside_a_question_are_refused_never_clamped(answers, message):
     (spec(question(type="choice", options=["a", "a"], privacy="none")), r"'a' appears more than once"),
     (spec(question(type="choice", options=["a", ""], privacy="none")), r"options\[1\]: must be a non-empty string"),
     (spec(question(type="choice", options=["a", "b"])), r"question 'q'\.privacy: required for choice"),
-    (spec(question(type="yes_no", options=["a", "b"])), r"question 'q'\.options: yes_no questions take no options"),
+    (spec(question(type="yes_no", options=["a", "b"])), r"question 'q'\.options: a yes/no question takes only labels for its answers"),
     (spec(question(type="number", min=5, max=5, privacy="none")), r"question 'q'\.min: must be less than max"),
     (spec(question(type="number", max=5, privacy="none")), r"question 'q'\.min: required"),
     (spec(question(type="number", min=0, max=1, step=0.3, privacy="none")), r"whole number of steps"),

@@ -20,7 +20,7 @@ export const MAX_OPTIONS = 1000;
 export const MAX_SECTIONS = 200;
 const MAX_TEXT_LENGTH = 5000;
 const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
-const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated"];
+const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated", "page_words"];
 const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions"];
 const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control", "split_ballot"];
 const NOTE_FIELDS = ["id", "type", "text", "hint", "relevant"];
@@ -182,6 +182,21 @@ export class Question extends Item {
     return `one of ${this.mechanism.answers.map(show).join(", ")}`;
   }
   _readOptions(spec, where) {
+    if (this.type === "yes_no" && "options" in spec) {
+      // Its own labels for yes and no (an XLSForm's list); without them the page says the catalogue's Yes/No.
+      const options = spec.options;
+      if (!Array.isArray(options) || options.length !== 2 || !options.every(isMapping)) {
+        throw new SpecError(`${where}.options: a yes/no question takes only labels for its answers, as [{value: yes, label: …}, {value: no, label: …}], got ${show(options)}`);
+      }
+      options.forEach((option, i) => {
+        const unknown = Object.keys(option).filter((key) => key !== "value" && key !== "label").sort();
+        if (unknown.length) throw new SpecError(`${where}.options[${i}]: unknown field '${unknown[0]}' (allowed: label, value)`);
+        const wanted = ["yes", "no"][i];
+        if (option.value !== wanted) throw new SpecError(`${where}.options[${i}].value: must be '${wanted}' (yes first), got ${show(option.value)}`);
+        this.optionLabels[wanted] = this.languages.text(option.label, `${where}.options[${i}].label`);
+      });
+      return null;
+    }
     if (!["choice", "ordinal", "multi_select"].includes(this.type)) {
       if ("options" in spec) throw new SpecError(`${where}.options: ${this.type} questions take no options`);
       return null;
@@ -318,6 +333,9 @@ export class Survey {
     this.repeated = Repeated.parse(spec.repeated);
     if (this.repeated !== null) for (const question of this.privateQuestions) question.makeRepeated(this.repeated);
     this.maxEpsilon = this._readBudget(spec.max_epsilon);
+    if (spec.page_words != null && !isMapping(spec.page_words)) throw new SpecError(`survey.page_words: a mapping of language to {word: text}, got ${show(spec.page_words)}`);
+    /** Page words the survey completes or overrides per language (checked in full by the Python twin, which fields it). */
+    this.pageWords = spec.page_words ?? {};
   }
   _readSections(spec) {
     if ("sections" in spec) {
