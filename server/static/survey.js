@@ -8,7 +8,7 @@
 import { Memo, Outbox, SplitBallot, Survey, isUnreachable, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
 
 const data = JSON.parse(document.getElementById("survey-data").textContent);
-const words = data.messages;
+let words = data.messages; // replaced when the respondent switches language
 const format = (template, values) => template.replace(/\{(\w+)\}/g, (_, key) => values[key]);
 const survey = Survey.fromSpec(data.spec);
 const form = document.getElementById("survey-form");
@@ -191,20 +191,21 @@ function numberProblem(fieldset, text) {
   return value.cmp(low) < 0 || value.cmp(high) > 0 ? constraint : "";
 }
 
+/** What is wrong with a shown question's answer, in the page's words ("" when nothing is). */
+function problemOf(fieldset, answers, required) {
+  const answer = answers[fieldset.dataset.question] ?? null;
+  if (answer === null && required.has(fieldset.dataset.question)) return words.answer_this;
+  if (answer !== null && fieldset.dataset.type === "number") return numberProblem(fieldset, answer);
+  return "";
+}
+
 /** Check the shown questions inside `scope`; mark problems, move focus to the first. */
 function validate(scope) {
   const answers = readAnswers();
   const required = new Set(survey.requiredNow(answers));
   let first = null;
   for (const fieldset of scope.querySelectorAll("fieldset.question")) {
-    if (fieldset.hidden) {
-      setProblem(fieldset, "");
-      continue;
-    }
-    const answer = answers[fieldset.dataset.question] ?? null;
-    let message = "";
-    if (answer === null && required.has(fieldset.dataset.question)) message = words.answer_this;
-    else if (answer !== null && fieldset.dataset.type === "number") message = numberProblem(fieldset, answer);
+    const message = fieldset.hidden ? "" : problemOf(fieldset, answers, required);
     setProblem(fieldset, message);
     if (message && !first) first = fieldset;
   }
@@ -270,7 +271,11 @@ function sendProblem(error) {
   return { text: `${format(words.not_sent, { reason })} ${words.answers_kept}`, retry: true };
 }
 
-function showProblem({ text, reload }) {
+let shownProblem = null; // what the send problem says, to say it again in another language
+
+function showProblem(said, { focus = true } = {}) {
+  shownProblem = said;
+  const { text, reload } = said;
   problem.replaceChildren(text);
   if (reload) {
     const button = document.createElement("button");
@@ -280,6 +285,7 @@ function showProblem({ text, reload }) {
     problem.append(" ", button);
   }
   problem.hidden = false;
+  if (!focus) return;
   // At the top of the page, where a phone shows it, and read out at once.
   problem.focus();
   problem.scrollIntoView({ block: "start" });
@@ -312,7 +318,6 @@ form.addEventListener("submit", async (event) => {
   }
   const { body } = pending;
   sendButton.disabled = true;
-  const label = sendButton.textContent;
   sendButton.textContent = words.sending; // at once: a send without signal would otherwise look like nothing happened
   let saved = false;
   try {
@@ -321,7 +326,7 @@ form.addEventListener("submit", async (event) => {
   } catch (error) {
     if (!(outbox && isUnreachable(error))) {
       const said = sendProblem(error);
-      sendButton.textContent = label;
+      sendButton.textContent = words.send; // in the words of now: the language may have switched meanwhile
       sendButton.disabled = !said.retry;
       showProblem(said);
       return;
@@ -350,14 +355,15 @@ function showSent(body, saved) {
   const sent = document.getElementById("sent");
   sent.querySelector("h2").textContent = saved ? words.saved_heading : words.sent;
   document.getElementById("sent-explained").textContent = saved ? words.saved_explained : words.sent_explained;
-  if (saved) showOutboxStatus(words.saved_offline);
+  if (saved) showOutboxStatus("saved_offline");
   sent.hidden = false;
   sent.querySelector("h2").focus();
   sent.scrollIntoView({ block: "start" });
 }
 
-function showOutboxStatus(text) {
+function showOutboxStatus(key, text = words[key]) {
   outboxStatus.textContent = text;
+  outboxStatus.dataset.word = key ?? "";
   outboxStatus.hidden = false;
 }
 
@@ -366,22 +372,96 @@ async function deliverSaved() {
   if (!outbox || !outbox.entries().some((entry) => entry.surveyId === survey.id)) return;
   const { sent, refused, kept } = await outbox.flush({ surveyId: survey.id, retries: 1 });
   if (sent.length && !kept) {
-    showOutboxStatus(words.outbox_sent);
+    showOutboxStatus("outbox_sent");
     const heading = document.querySelector("#sent h2");
     if (heading && !document.getElementById("sent").hidden) {
       heading.textContent = words.sent;
       document.getElementById("sent-explained").textContent = words.sent_explained;
     }
   } else if (refused.length) {
-    showOutboxStatus(sendProblem(refused[0]).text);
+    showOutboxStatus(null, sendProblem(refused[0]).text);
   }
 }
 
 // Answers saved on an earlier visit: this respondent has answered; send them rather than ask again.
 if (outbox?.entries().some((entry) => entry.surveyId === survey.id)) {
   form.remove();
-  showOutboxStatus(words.outbox_waiting);
+  showOutboxStatus("outbox_waiting");
 }
+// Switching language keeps the answers given so far, in this page's memory only: the page is fetched in the other
+// language and its words are laid over this one, element by element (the same template for the same version, so the
+// same elements). Answers, drawn arms and groups, the section shown and focus stay as they are; nothing is stored.
+// Where that cannot be done (another version published since, no connection), the link is followed as before.
+const DYNAMIC = "script, #send-problem, #outbox-status, #progress, .problem, #sent-reports, #sent-body";
+const WORDED_ATTRIBUTES = ["aria-label", "data-constraint", "title"];
+
+function elementsOf(root) {
+  const walker = root.ownerDocument.createTreeWalker(root, NodeFilter.SHOW_ELEMENT, {
+    acceptNode: (node) => (node.matches(DYNAMIC) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+  });
+  const elements = [root];
+  while (walker.nextNode()) elements.push(walker.currentNode);
+  return elements;
+}
+
+const ownTexts = (element) => [...element.childNodes].filter((node) => node.nodeType === Node.TEXT_NODE);
+
+/** Pairs of this page's elements and the other language's, checked to be the same elements before any changes. */
+function matchPages(here, there) {
+  const [mine, theirs] = [elementsOf(here), elementsOf(there)];
+  if (mine.length !== theirs.length) throw new Error("the pages differ");
+  return mine.map((element, i) => {
+    const other = theirs[i];
+    if (element.tagName !== other.tagName || ownTexts(element).length !== ownTexts(other).length) throw new Error("the pages differ");
+    return [element, other];
+  });
+}
+
+async function switchLanguage(link) {
+  const response = await fetch(link.href, { credentials: "same-origin" });
+  if (!response.ok) throw new Error(`status ${response.status}`);
+  const next = new DOMParser().parseFromString(await response.text(), "text/html");
+  const nextData = JSON.parse(next.getElementById("survey-data").textContent);
+  if (nextData.hash !== data.hash) throw new Error("another version"); // a new version: its own page
+  next.getElementById("coin-form")?.remove();
+  for (const [element, other] of matchPages(document.querySelector("main"), next.querySelector("main"))) {
+    ownTexts(other).forEach((text, i) => { ownTexts(element)[i].data = text.data; });
+    for (const name of WORDED_ATTRIBUTES) if (other.hasAttribute(name)) element.setAttribute(name, other.getAttribute(name));
+  }
+  document.documentElement.lang = next.documentElement.lang;
+  document.documentElement.dir = next.documentElement.dir;
+  document.title = next.title;
+  data.lang = nextData.lang;
+  words = nextData.messages;
+  for (const other of document.querySelectorAll(".languages a")) {
+    if (other.lang === data.lang) other.setAttribute("aria-current", "true");
+    else other.removeAttribute("aria-current");
+  }
+  history.replaceState(null, "", `${window.location.pathname}?lang=${encodeURIComponent(data.lang)}`);
+  // What the script wrote in the old words: said again in the new ones.
+  showPage();
+  const answers = readAnswers();
+  const required = new Set(survey.requiredNow(answers));
+  for (const fieldset of form.querySelectorAll("fieldset.question")) {
+    if (!fieldset.querySelector(".problem").hidden) setProblem(fieldset, problemOf(fieldset, answers, required));
+  }
+  if (!formProblem.hidden) formProblem.textContent = words.check_answers;
+  if (!problem.hidden && shownProblem) showProblem(shownProblem, { focus: false });
+  if (!outboxStatus.hidden && outboxStatus.dataset.word) showOutboxStatus(outboxStatus.dataset.word);
+}
+
+for (const link of document.querySelectorAll(".languages a")) {
+  link.addEventListener("click", async (event) => {
+    if (!form.isConnected || link.lang === data.lang) return; // nothing on the page to keep: the link as it is
+    event.preventDefault();
+    try {
+      await switchLanguage(link);
+    } catch {
+      window.location.assign(link.href);
+    }
+  });
+}
+
 window.addEventListener("online", deliverSaved);
 deliverSaved();
 

@@ -6,7 +6,7 @@ import json
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
-from deniable.client import Survey
+from deniable.client import Survey, catalogue
 from deniable.server.demo import demo_survey
 from tests.server.test_browser import Recorder, browser  # noqa: F401 - the module's Chromium fixture
 
@@ -46,12 +46,13 @@ def open_page(browser, live_server, size, language=None, page_script=True):  # n
     return context, page, recorder
 
 
-@pytest.mark.parametrize("language", ["en", "es"])
+@pytest.mark.parametrize("language", ["en", "es", "fr"])
 def test_on_a_phone_one_section_per_screen_with_progress_checks_and_skip_logic(browser, live_server,  # noqa: F811
                                                                                  questionnaire, store, language):
     context, page, recorder = open_page(browser, live_server, PHONE, language)
     words = {"en": ("Section 1 of 2", "Section 2 of 2", "Please answer this question.", "Sent"),
-             "es": ("Sección 1 de 2", "Sección 2 de 2", "Por favor, responda esta pregunta.", "Enviado")}[language]
+             "es": ("Sección 1 de 2", "Sección 2 de 2", "Por favor, responda esta pregunta.", "Enviado"),
+             "fr": ("Partie 1 sur 2", "Partie 2 sur 2", "Veuillez répondre à cette question.", "Envoyé")}[language]
     assert page.get_attribute("html", "lang") == language and page.get_attribute("html", "dir") == "ltr"
     assert page.text_content("#progress") == words[0]
     assert page.is_visible("#title-you") and page.is_hidden("#title-taxes")
@@ -114,7 +115,7 @@ def test_the_work_section_appears_for_those_who_worked_and_ranges_are_checked(br
     context.close()
 
 
-@pytest.mark.parametrize("language", ["en", "es"])
+@pytest.mark.parametrize("language", ["en", "es", "fr"])
 def test_on_a_desktop_the_whole_questionnaire_is_one_page(browser, live_server, questionnaire, language):  # noqa: F811
     context, page, _ = open_page(browser, live_server, DESKTOP, language)
     assert page.is_hidden("#progress") and page.is_hidden("#next")
@@ -144,6 +145,47 @@ def test_the_language_switcher_and_right_to_left_languages(browser, live_server,
     page.wait_for_function("!new URLSearchParams(location.search).has('t')")
     assert page.get_attribute("html", "dir") == "rtl"
     assert page.text_content("h1") == "الصحة" and "t=" not in page.url
+    context.close()
+
+
+def test_switching_language_keeps_the_answers_in_the_page(browser, live_server, questionnaire, store):  # noqa: F811
+    context, page, recorder = open_page(browser, live_server, PHONE, "en")
+    page.check("#q-region input[value='South']")
+    page.check("#q-worked input[value='yes']")
+    page.click("#next")
+    page.check("#q-dodged input[value='yes']")
+    page.click("#next")  # fairness left unanswered: flagged in English
+    assert page.text_content("#problem-fairness") == "Please answer this question."
+    page.evaluate("window.sameDocument = true")  # gone if the page were loaded again
+    page.click(".languages a[lang=fr]")
+    page.wait_for_selector("html[lang=fr]")
+    assert page.evaluate("window.sameDocument") is True and page.url.endswith("/s/tax?lang=fr")
+    french = catalogue.shipped("fr")
+    assert page.text_content("h1") == "Les impôts et la vie quotidienne"
+    assert page.text_content("#progress") == "Partie 2 sur 3" and page.is_visible("#title-taxes")
+    assert page.text_content("#problem-fairness") == french["answer_this"]
+    assert page.text_content("#form-problem") == french["check_answers"]
+    assert page.text_content("#q-dodged legend").startswith("Avez-vous déjà fraudé le fisc ?")
+    statement = questionnaire.questions["dodged"].privacy_statement(words=questionnaire.words("fr"))
+    assert page.text_content("#q-dodged .privacy") == statement
+    assert page.text_content("#next") == french["next"] and page.get_attribute(".languages a[lang=fr]", "aria-current") == "true"
+    assert page.is_checked("#q-dodged input[value='yes']")  # the answers given stay, and nothing stored them
+    assert page.evaluate("JSON.stringify(localStorage) + document.cookie").find("South") == -1
+    no_violations(page, "phone fr: after switching from en, errors shown")
+    page.check("#q-fairness input[value='Agree']")
+    page.click("#next")
+    page.check("#q-cash input[value='Salary']")
+    page.fill("#q-hours input", "10")
+    page.click(".languages a[lang=es]")  # and on again, at the last section
+    page.wait_for_selector("html[lang=es]")
+    assert page.text_content("#send") == catalogue.shipped("es")["send"] and page.input_value("#q-hours input") == "10"
+    page.click("#send")
+    page.wait_for_selector("#sent:not([hidden])")
+    assert page.text_content("#sent h2") == catalogue.shipped("es")["sent"]
+    body = json.loads(recorder.posts()[0]["body"])
+    assert body["reports"]["region"] == "South" and body["reports"]["worked"] == "yes"
+    assert set(body["reports"]) == {"region", "worked", "dodged", "fairness", "cash", "undeclared", "hours"}
+    assert store.response_count("tax") == 1 and recorder.errors == []
     context.close()
 
 
