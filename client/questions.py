@@ -3,7 +3,6 @@ their texts are written in. `Survey` (in `survey`) puts them together."""
 
 from __future__ import annotations
 
-import math
 import re
 
 from . import catalogue, designs, mechanisms, skiplogic
