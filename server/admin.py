@@ -135,6 +135,7 @@ def add_survey():
         if not text.strip():
             raise SpecError("survey: paste a spec or choose a file")
         survey = Survey.from_yaml(text)  # YAML 1.2 reads JSON too
+        survey.check_fieldable()  # said here with the spec kept in the form (storage refuses it too)
     except SpecError as error:
         return _dashboard(problem=str(error), spec=text), 422
     access = request.form.get("access") if request.form.get("access") in ("open", "token") else None

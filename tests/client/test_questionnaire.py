@@ -26,7 +26,7 @@ def test_the_demo_questionnaire_round_trips_through_its_canonical_form(spec):
     assert [i.id for i in survey.items] == ["region", "worked", "coin_note", "dodged", "fairness", "cash",
                                             "undeclared", "hours"]
     assert "coin_note" not in survey.questions  # a note is shown, never answered or reported
-    assert survey.languages.codes == ["en", "es"] and survey.default_language == "en"
+    assert survey.languages.codes == ["en", "es", "fr"] and survey.default_language == "en"
 
 
 def test_every_text_has_its_language_and_falls_back_to_the_default(spec):
@@ -40,7 +40,8 @@ def test_every_text_has_its_language_and_falls_back_to_the_default(spec):
     assert survey.questions["hours"].constraint_message_in("es").startswith("Escriba")
     assert survey.sections[2].title_in("es") == "Su trabajo"
     assert survey.title_in("xx") == "Taxes and daily life"
-    assert survey.warnings == ["1 text(s) have no 'es' translation and fall back to 'en': question 'fairness'.text"]
+    assert survey.warnings == [f"1 text(s) have no {code!r} translation and fall back to 'en': question 'fairness'.text"
+                               for code in ("es", "fr")]
 
 
 def test_the_hash_covers_every_language_but_not_the_spelling_of_an_expression(spec):
@@ -62,9 +63,9 @@ def test_options_keep_stable_names_under_their_labels(spec):
 @pytest.mark.parametrize("change,message", [
     (lambda s: s.update(languages=["en", "en"]), r"survey\.languages: a language appears more than once"),
     (lambda s: s.update(languages=["english"]), r"survey\.languages\[0\]: must be a language code"),
-    (lambda s: s.update(default_language="fr"), r"survey\.default_language: 'fr' is not one of the languages \(en, es\)"),
+    (lambda s: s.update(default_language="de"), r"survey\.default_language: 'de' is not one of the languages \(en, es, fr\)"),
     (lambda s: s.update(layout="cards"), r"survey\.layout: must be one of auto, paged, single"),
-    (lambda s: s["sections"][0].update(intro={"fr": "x"}), r"section 'you'\.intro: language 'fr'"),
+    (lambda s: s["sections"][0].update(intro={"de": "x"}), r"section 'you'\.intro: language 'de'"),
     (lambda s: s["sections"][0].update(questions=[]), r"section 'you'\.questions: must be a non-empty list"),
     (lambda s: s["sections"][1].update(id="you"), r"section 'you'\.id: duplicate id"),
     (lambda s: s["sections"][0]["questions"][0]["options"][0].update(colour="red"), r"options\[0\]: unknown field 'colour'"),

@@ -9,6 +9,8 @@ from openpyxl import Workbook
 from deniable.client import Survey, catalogue
 from deniable.client.xlsform import read_xlsform, write_xlsform
 from deniable.server.cli import main
+from tests.server.conftest import sign_in
+from tests.server.test_admin_security import _csrf
 
 COIN = {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}
 WORKPLACE = {
@@ -60,6 +62,11 @@ def test_a_language_without_its_privacy_statement_is_refused_everywhere_it_would
     error = refused.get_json()["error"]
     assert refused.status_code == 422 and error["field"] == "page_words" and "private_statement" in error["message"]
     assert store.list_surveys() == []  # nothing written
+    sign_in(client)
+    page = client.get("/admin/").get_data(as_text=True)
+    pasted = client.post("/admin/surveys", data={"spec": json.dumps(italian), "csrf": _csrf(page)})
+    assert pasted.status_code == 422 and "deniable ships no &#39;it&#39; page words" in pasted.get_data(as_text=True)
+    assert store.list_surveys() == []
     spec = tmp_path / "italian.json"
     spec.write_text(json.dumps(italian))
     checked = runner.invoke(main, ["survey", "check", str(spec), "--no-plan"])
