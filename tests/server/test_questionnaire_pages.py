@@ -145,6 +145,8 @@ def test_the_language_switcher_and_right_to_left_languages(browser, live_server,
     page.wait_for_function("!new URLSearchParams(location.search).has('t')")
     assert page.get_attribute("html", "dir") == "rtl"
     assert page.text_content("h1") == "الصحة" and "t=" not in page.url
+    assert page.text_content("#send") == catalogue.shipped("ar")["send"]  # the page's own words in Arabic too
+    no_violations(page, "desktop ar: right to left")
     context.close()
 
 
