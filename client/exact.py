@@ -193,8 +193,14 @@ def check_json_text(value, field: str, max_depth: int = MAX_JSON_DEPTH, text: bo
     exhaust the stack. ``text=False`` checks depth only."""
     if text:
         try:  # the common case at C speed: no lone surrogate and no NUL anywhere, keys included
-            if "\\u0000" not in json.dumps(value, ensure_ascii=False).encode("utf-8").decode("utf-8"):
+            dumped = json.dumps(value, ensure_ascii=False)
+            dumped.encode("utf-8")  # a lone surrogate cannot be encoded
+            if "\\u0000" not in dumped:
                 text = False
+                # Fewer brackets in all than the depth allowed: nothing can nest that deep (brackets inside strings
+                # only count extra, so this never skips a value that is too deep).
+                if dumped.count("{") + dumped.count("[") <= max_depth:
+                    return
         except (UnicodeEncodeError, RecursionError, TypeError, ValueError):
             pass  # find where, below
     stack = [(value, field, 0)]

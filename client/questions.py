@@ -21,6 +21,8 @@ MAX_ITEMS = 1000
 MAX_OPTIONS = 1000
 MAX_SECTIONS = 200
 MAX_TEXT_LENGTH = 5000
+#: Distinct valid reports a question remembers (a number question's grid can be long; the memo stays small).
+_REPORT_MEMO_SIZE = 4096
 _LANGUAGE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}")
 _SURVEY_FIELDS = {"id", "title", "description", "version", "languages", "default_language", "layout",
                   "questions", "sections", "max_epsilon", "repeated", "page_words"}
@@ -195,6 +197,7 @@ class Question(_Item):
             raise SpecError(f"{where}.required: must be true, false or a skip-logic expression, got {required!r}")
         self.required = required
         self.option_labels = {}
+        self._valid_reports = {}  # (type, report) -> its canonical form, see validate_report
         self.options = self._read_options(spec, where)
         self.grid = self._read_grid(spec, where)
         self.constraint_messages = languages.text(spec.get("constraint_message"), f"{where}.constraint_message",
@@ -228,7 +231,17 @@ class Question(_Item):
 
     def validate_report(self, report):
         """The canonical form of a report of this question; ValueError when it is not one."""
-        return self.report_space.validate_report(report)
+        # A question's reports come from a small alphabet: a text or whole number seen before is answered from
+        # a memo (ingest judges every report of every response; the canonical forms are immutable).
+        key = (type(report), report) if type(report) in (str, int) else None
+        if key is not None:
+            clean = self._valid_reports.get(key)
+            if clean is not None:
+                return clean
+        clean = self.report_space.validate_report(report)
+        if key is not None and len(self._valid_reports) < _REPORT_MEMO_SIZE:
+            self._valid_reports[key] = clean
+        return clean
 
     def _read_control(self, control, where: str):
         """``control: {share: 0}``: an item whose true "yes" share is known (a fictitious country nobody can
@@ -348,6 +361,7 @@ class Question(_Item):
         self.mechanism = memoized(self.mechanism, repeated.layer(self.mechanism))
         if self.split_ballot is not None:
             self.split_ballot.mechanism = self.mechanism
+        self._valid_reports.clear()
 
     def option_label(self, value: str, language: str | None = None, words=None) -> str:
         """An option's label in ``language``: its own label, else for a yes/no answer the page word (of ``words``,

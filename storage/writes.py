@@ -14,6 +14,21 @@ from .engines import retrying
 from .errors import Conflict, Gone, Invalid, StorageError
 from .schema import rebuild_counts
 
+#: The stored text of reports seen before: a question's reports come from a small alphabet.
+_REPORT_TEXT: dict = {}
+
+
+def _canonical_report(value) -> str:
+    key = (type(value), value) if type(value) in (str, int) else None
+    if key is None:
+        return canonical(value)
+    text = _REPORT_TEXT.get(key)
+    if text is None:
+        text = canonical(value)
+        if len(_REPORT_TEXT) < 65536:
+            _REPORT_TEXT[key] = text
+    return text
+
 
 class Prepared(NamedTuple):
     """One response validated and ready to store (`Writes._prepare`), and where its outcome goes."""
@@ -74,7 +89,7 @@ class Writes:
             raise Invalid(error.message, error.field) from None
         fingerprint = digest(canonical({"spec_hash": spec_hash, "reports": clean}))
         # Counter rows in one order for everyone: two transactions never wait on each other crosswise.
-        values = sorted((spec_hash, qid, canonical(value)) for qid, value in clean.items())
+        values = sorted((spec_hash, qid, _canonical_report(value)) for qid, value in clean.items())
         return record, values, fingerprint
 
     def submit_many(self, survey_id: str, items: list[tuple]) -> list:
