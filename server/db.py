@@ -46,3 +46,6 @@ def release_store(_exc=None):
     store.engine.rollback()  # never carry a transaction over
     if not store.reusable:
         store.close()
+        local = current_app.extensions["deniable_stores"]
+        if getattr(local, "store", None) is store:  # a SQLite connection that turned out read-only: the next opens anew
+            local.store = None

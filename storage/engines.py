@@ -59,6 +59,14 @@ def refusal(error) -> StorageError | None:
     return refused
 
 
+def on_read_only_file_system(path: str) -> bool:
+    """Whether the folder of ``path`` sits on a file system mounted read-only (a read-only mount, media)."""
+    try:
+        return bool(os.statvfs(os.path.dirname(os.path.abspath(path)) or ".").f_flag & os.ST_RDONLY)
+    except OSError:  # no such folder: the open below says so in its own words
+        return False
+
+
 #: `SQLiteEngine._writer_lock` when the lock file could not be created.
 NO_WRITER_LOCK = -1
 
@@ -75,11 +83,23 @@ class SQLiteEngine:
     def __init__(self, url: str, read_only: bool = False):
         self.path = sqlite_path(url)
         self.memo = {}  # what the current transaction read once (Store._in_transaction)
+        frozen = self.path != ":memory:" and on_read_only_file_system(self.path)
         if read_only:
             if self.path == ":memory:" or not os.path.isfile(self.path):
                 raise NotFound(f"{self.path}: no such database file", "db")
-            target = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro"
+            # SQLite reads a logged (WAL) database through a shared-memory file it creates beside it. Where it cannot
+            # (a read-only file system; a folder this user cannot write, the log not there), nothing is in a log and
+            # no writer is connected (a connected writer keeps its log): the file alone is the database, read as the
+            # immutable file it is for this command.
+            folder = os.path.dirname(os.path.abspath(self.path))
+            unlogged = not os.path.exists(f"{self.path}-wal") and not os.access(folder, os.W_OK)
+            target = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro" + (
+                "&immutable=1" if frozen or unlogged else "")
             connection = sqlite3.connect(target, uri=True, timeout=30, isolation_level=None, check_same_thread=False)
+        elif frozen:
+            raise Unavailable(f"{self.path}: the database is on a read-only file system: serving and every command "
+                              "that writes need it writable (commands that only read, such as estimate and export, "
+                              "read it as it is)", "db")
         else:
             connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         try:
@@ -91,6 +111,9 @@ class SQLiteEngine:
 
         self.db = sqlite_utils.Database(connection)
         self._writer_lock = None  # the open lock file, once this connection has written (`begin_transaction`)
+        # Not to be kept when it is (or turns out) read-only: opened while the file could not be written, SQLite keeps
+        # the connection read-only for its life.
+        self.reopen = not read_only and self.path != ":memory:" and not os.access(self.path, os.W_OK)
         if self.path != ":memory:" and not read_only:
             try:
                 self.db.enable_wal()
@@ -101,14 +124,25 @@ class SQLiteEngine:
                     raise
                 raise Unavailable(f"{self.path}: {refused.message.split(':')[0]} (the file or its folder cannot be "
                                   "written)", "db") from None
-        # FULL: a commit reaches the disk before the client hears "201" (invariant 6).
-        self.db.execute("PRAGMA synchronous=FULL")
-        # Rows are keyed by random ids (nothing stored keeps arrival order), so each insert dirties a page of its
-        # own: a larger page cache and checkpoints every 40 MiB of log instead of 4 rewrite hot pages less often
-        # (batch ingest +20% measured; durability unchanged, the log is synced at each commit).
-        self.db.execute("PRAGMA cache_size=-32768")
-        self.db.execute("PRAGMA wal_autocheckpoint=10000")
-        self.db.execute("PRAGMA foreign_keys=ON")
+        try:
+            # FULL: a commit reaches the disk before the client hears "201" (invariant 6).
+            self.db.execute("PRAGMA synchronous=FULL")
+            # Rows are keyed by random ids (nothing stored keeps arrival order), so each insert dirties a page of its
+            # own: a larger page cache and checkpoints every 40 MiB of log instead of 4 rewrite hot pages less often
+            # (batch ingest +20% measured; durability unchanged, the log is synced at each commit).
+            self.db.execute("PRAGMA cache_size=-32768")
+            self.db.execute("PRAGMA wal_autocheckpoint=10000")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the file is read now, not mid-request
+        except sqlite3.DatabaseError as error:
+            connection.close()
+            refused = refusal(error)
+            if "not a database" in str(error):
+                raise Unavailable(f"{self.path}: cannot open the database: the file is not a SQLite database", "db") from None
+            reason = refused.message.split(":")[0] if refused else str(error)
+            raise Unavailable(f"{self.path}: cannot open the database: {reason} (check the file, its log files "
+                              f"{os.path.basename(self.path)}-wal and -shm, and that this user may read them and write "
+                              "their folder)", "db") from None
 
     def begin_transaction(self):
         """BEGIN IMMEDIATE, after taking ``<database>-writer`` with flock. SQLite's own wait for a busy
@@ -143,13 +177,21 @@ class SQLiteEngine:
         try:
             return self.db.conn.execute(sql, params)
         except sqlite3.OperationalError as error:
-            raise refusal(error) or error from None
+            raise self._refused(error) from None
 
     def executemany(self, sql: str, rows):
         try:
             return self.db.conn.executemany(sql, rows)
         except sqlite3.OperationalError as error:
-            raise refusal(error) or error from None
+            raise self._refused(error) from None
+
+    def _refused(self, error):
+        refused = refusal(error)
+        if isinstance(refused, Unavailable):
+            # A connection opened while the file could not be written stays read-only for its life: once the file
+            # is writable again, only a new connection writes. Its owner drops this one (`Store.reusable`).
+            self.reopen = True
+        return refused or error
 
     def stream(self, sql: str, params=()):
         yield from self.db.conn.execute(sql, params)

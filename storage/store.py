@@ -27,7 +27,6 @@ class Store(Surveys, Writes, Reads, Accounts):
         self.url = str(url)
         self.group_commit = group_commit
         self.engine = open_engine(self.url, read_only)
-        self.reusable = self.engine.dialect == "sqlite"
         self.read_only = read_only
         if read_only:
             try:
@@ -60,6 +59,12 @@ class Store(Surveys, Writes, Reads, Accounts):
     def execute(self, sql: str, params=()):
         """Run one statement written with ``?`` placeholders, on either engine."""
         return self.engine.execute(sql, params)
+
+    @property
+    def reusable(self) -> bool:
+        """Whether a thread may keep this store for its next request: a SQLite connection may, unless it turned out
+        read-only (opened while the file could not be written); PostgreSQL's go back to the pool."""
+        return self.engine.dialect == "sqlite" and not self.engine.reopen
 
     def close(self):
         self.engine.close()
