@@ -150,6 +150,9 @@ def export_csv(record, rows):
     columns = _columns(record)
     surveys = {version.hash: version.survey for version in _versions(record)}
     writer.writerow([spreadsheet_safe(column) for column in columns])
+    yield buffer.getvalue()  # the header on its own: a version with no responses yet still has its columns
+    buffer.seek(0)
+    buffer.truncate()
     for row in rows:
         cells = _csv_cells(surveys[row["spec_hash"]], row)
         writer.writerow([spreadsheet_safe(cells.get(column, "")) for column in columns])

@@ -47,6 +47,15 @@ def test_csv_has_one_0_1_column_per_option_and_loads_back(runner, db_path, fille
         assert from_file.question_counts(qid).tolist() == from_db.question_counts(qid).tolist(), qid
 
 
+def test_a_version_without_responses_exports_its_header(runner, db_path, survey, tmp_path):
+    target = tmp_path / "empty.csv"
+    result = runner.invoke(main, ["export", "tax", "--db", db_path, "--output", str(target)])
+    assert result.exit_code == 0 and "Wrote 0 responses" in result.output, result.output
+    frame = pd.read_csv(target, dtype=str)
+    assert frame.empty and list(frame.columns)[:3] == ["id", "spec_hash", "received_on"] and "dodged" in frame.columns
+    assert runner.invoke(main, ["export", "tax", "--db", db_path]).output.startswith("id,spec_hash,received_on,")
+
+
 def _spec_file(runner, db_path, tmp_path):
     path = tmp_path / "tax.json"
     assert runner.invoke(main, ["survey", "export", "tax", "--db", db_path, "--format", "json", "--output", str(path)]).exit_code == 0
