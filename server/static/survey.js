@@ -393,7 +393,7 @@ if (outbox?.entries().some((entry) => entry.surveyId === survey.id)) {
 // same elements). Answers, drawn arms and groups, the section shown and focus stay as they are; nothing is stored.
 // Where that cannot be done (another version published since, no connection), the link is followed as before.
 const DYNAMIC = "script, #send-problem, #outbox-status, #progress, .problem, #sent-reports, #sent-body";
-const WORDED_ATTRIBUTES = ["aria-label", "data-constraint", "title"];
+const WORDED_ATTRIBUTES = ["aria-label", "data-constraint", "title", "href"]; // href: the thank-you link's language
 
 function elementsOf(root) {
   const walker = root.ownerDocument.createTreeWalker(root, NodeFilter.SHOW_ELEMENT, {
@@ -417,8 +417,15 @@ function matchPages(here, there) {
   });
 }
 
+class Offline extends Error {}
+
 async function switchLanguage(link) {
-  const response = await fetch(link.href, { credentials: "same-origin" });
+  let response;
+  try {
+    response = await fetch(link.href, { credentials: "same-origin" });
+  } catch {
+    throw new Offline(); // following the link would lose the answers as well as fail: stay
+  }
   if (!response.ok) throw new Error(`status ${response.status}`);
   const next = new DOMParser().parseFromString(await response.text(), "text/html");
   const nextData = JSON.parse(next.getElementById("survey-data").textContent);
@@ -456,8 +463,9 @@ for (const link of document.querySelectorAll(".languages a")) {
     event.preventDefault();
     try {
       await switchLanguage(link);
-    } catch {
-      window.location.assign(link.href);
+    } catch (error) {
+      if (error instanceof Offline) showProblem({ text: `${words.offline}.` });
+      else window.location.assign(link.href); // another version, or not the survey page: the page as the link gives it
     }
   });
 }

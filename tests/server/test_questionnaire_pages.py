@@ -174,6 +174,12 @@ def test_switching_language_keeps_the_answers_in_the_page(browser, live_server, 
     assert page.is_checked("#q-dodged input[value='yes']")  # the answers given stay, and nothing stored them
     assert page.evaluate("JSON.stringify(localStorage) + document.cookie").find("South") == -1
     no_violations(page, "phone fr: after switching from en, errors shown")
+    context.set_offline(True)  # no connection: the switch cannot fetch the other language, and the answers stay
+    page.click(".languages a[lang=es]")
+    page.wait_for_selector("#send-problem:not([hidden])")
+    assert page.get_attribute("html", "lang") == "fr" and page.is_checked("#q-dodged input[value='yes']")
+    assert page.evaluate("window.sameDocument") is True and french["offline"] in page.text_content("#send-problem")
+    context.set_offline(False)
     page.check("#q-fairness input[value='Agree']")
     page.click("#next")
     page.check("#q-cash input[value='Salary']")
@@ -184,10 +190,12 @@ def test_switching_language_keeps_the_answers_in_the_page(browser, live_server, 
     page.click("#send")
     page.wait_for_selector("#sent:not([hidden])")
     assert page.text_content("#sent h2") == catalogue.shipped("es")["sent"]
+    assert "lang=es" in page.get_attribute("#thanks-link", "href")  # the thank-you page in the language now shown
     body = json.loads(recorder.posts()[0]["body"])
     assert body["reports"]["region"] == "South" and body["reports"]["worked"] == "yes"
     assert set(body["reports"]) == {"region", "worked", "dodged", "fairness", "cash", "undeclared", "hours"}
-    assert store.response_count("tax") == 1 and recorder.errors == []
+    assert store.response_count("tax") == 1
+    assert [e for e in recorder.errors if "ERR_INTERNET_DISCONNECTED" not in e] == []  # the offline fetch's own message
     context.close()
 
 
