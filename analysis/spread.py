@@ -85,6 +85,7 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
     x /= x.sum(axis=1, keepdims=True)
     tolerance = likelihood.KKT_TOLERANCE
     eye = np.eye(k)
+    outer = (q[:, :, None] * q[:, None, :]).reshape(q.shape[0], k * k)  # each report's q_r q_rᵀ, flattened
 
     def rates_and_weights(points, c):
         lam = points @ q.T
@@ -113,7 +114,7 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
         if not len(moving):
             break
         free = (xm > 0) | (gradient > n[:, None] * (1 + tolerance))
-        curvature = (q.T[None, :, :] * (weights / np.clip(lam, 1e-300, None))[:, None, :]) @ q
+        curvature = ((weights / np.clip(lam, 1e-300, None)) @ outer).reshape(-1, k, k)  # Σ_r w_r q_r q_rᵀ, one GEMM
         curvature += 1e-12 * np.trace(curvature, axis1=1, axis2=2)[:, None, None] * eye
         direction = _newton_on_face(curvature, gradient, free)
         if direction is None:

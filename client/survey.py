@@ -115,9 +115,9 @@ class Survey:
         return recording.read
 
     def _read_page_words(self, raw) -> dict:
-        """``page_words: {fr: {send: …}}``: page words a survey completes or overrides per language. A word keeps
-        English's placeholders exactly (a statement's figures cannot be dropped or added), and a language
-        deniable does not ship must give every word of the privacy statements its questions use."""
+        """``page_words: {fr: {send: …}}``: page words a survey completes or overrides per language, each a word the
+        catalogue has, keeping English's placeholders exactly (a statement's figures cannot be dropped or added).
+        Whether every language has its privacy statements is `check_fieldable`'s question."""
         where = "survey.page_words"
         read = {}
         if raw is not None:
