@@ -256,8 +256,9 @@ def variables(record) -> list[Variable]:
                                   else codes[report(row)["report"]], question, codes=codes))
         else:
             codes = _codes(question)
-            labels = {code: (question.option_label(value) if question.type != "yes_no" else value)
-                      for value, code in codes.items()}
+            # A yes/no answer is labelled by its own label where the question gives one ("Yes, once"), else "yes"/"no".
+            labels = {code: (question.option_label(value) if question.type != "yes_no" or value in question.option_labels
+                             else value) for value, code in codes.items()}
             found.append(Variable(_name(qid, taken), f"{mark}{text}"[:256], labels,
                                   lambda row, report=report, codes=codes: None if report(row) is None
                                   else codes[report(row)], question, codes=codes))

@@ -130,3 +130,16 @@ def test_xlsform_yes_no_labels_and_ui_sheet_survive_import_and_export(tmp_path):
         written = tmp_path / f"{original.id}-out.xlsx"
         write_xlsform(original, written)
         assert Survey.from_dict(read_xlsform(written)).hash == original.hash
+
+
+def test_labelled_files_use_a_yes_no_questions_own_labels(runner, db_path, store, tmp_path):
+    import pyreadstat
+
+    survey = Survey.from_dict(WORKPLACE)
+    store.add_survey(survey)
+    store.submit("workplace", survey.hash, "key-0001-labels", survey.randomize({"cash": "no", "late": "yes"}))
+    target = tmp_path / "workplace.sav"
+    assert runner.invoke(main, ["export", "workplace", "--db", db_path, "--format", "sav", "--output", str(target)]).exit_code == 0
+    _, meta = pyreadstat.read_sav(str(target))
+    assert meta.variable_value_labels["cash"] == {1.0: "Yes, at least once", 0.0: "Never"}  # the default language's
+    assert meta.variable_value_labels["late"] == {1.0: "yes", 0.0: "no"}
