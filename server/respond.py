@@ -81,10 +81,16 @@ def _storage_error(error):
 
 @blueprint.get("/js/deniable.js")
 @blueprint.get("/js/src/<module>.js")
-def client_module(module: str | None = None):
+@blueprint.get("/js/src/words/<language>.js")
+def client_module(module: str | None = None, language: str | None = None):
     # The very modules the Python package ships: one client, not a copy that could drift.
     root = resources.files("deniable.client").joinpath("js")
-    source = root.joinpath("deniable.js") if module is None else root.joinpath("src", f"{module}.js")
+    if language is not None:  # a shipped language's page words (the statements' templates)
+        if language not in catalogue.SHIPPED:
+            abort(404)
+        source = root.joinpath("src", "words", f"{language}.js")
+    else:
+        source = root.joinpath("deniable.js") if module is None else root.joinpath("src", f"{module}.js")
     if module is not None and (not CLIENT_MODULE.fullmatch(module) or not source.is_file()):
         abort(404)
     return Response(source.read_text(encoding="utf-8"), mimetype="text/javascript", headers={"Cache-Control": "no-cache"})

@@ -202,14 +202,16 @@ export const WEAK_EPSILON: number;
 /** The largest posterior an observer can reach from `prior` after one report. */
 export function posteriorBound(prior: number, epsilon: number): number;
 /** Plain-language privacy note for one question. */
-export function privacyStatement(epsilon: number, prior?: number): string;
+/** Page words of one language (import from "deniable/words/fr" and the like): the statements' templates. */
+export type PageWords = Readonly<Record<string, string>>;
+export function privacyStatement(epsilon: number, prior?: number, words?: PageWords): string;
 /** The note of a one-sided randomized design (ε = ∞). */
 export const ONE_SIDED_STATEMENT: string;
 /** The note of a design in which the respondent randomizes: the device never sees the answer, and the
  * assumption the guarantee rests on, in words. */
-export function respondentStatement(epsilon: number, design: "crosswise" | "triangular" | "forced_response" | "cheating_detection" | "stochastic_lie_detector", prior?: number): string;
+export function respondentStatement(epsilon: number, design: "crosswise" | "triangular" | "forced_response" | "cheating_detection" | "stochastic_lie_detector", prior?: number, words?: PageWords): string;
 /** What a split ballot means for the respondent (said after the question's own statement). */
-export function splitBallotStatement(direct: Fraction): string;
+export function splitBallotStatement(direct: Fraction, words?: PageWords): string;
 
 // ---------------------------------------------------------------- skip logic
 
@@ -281,7 +283,7 @@ export class Question extends Item {
   describeAnswers(): string;
   optionLabel(value: string, language: string | null): string;
   constraintMessageIn(language: string | null): string | null;
-  privacyStatement(prior?: number): string;
+  privacyStatement(prior?: number, words?: PageWords): string;
   /** The question's split ballot (a share asked directly), or null. */
   readonly splitBallot: SplitBallot | null;
   /** What a report of this question may be: the mechanism's reports, or with a split ballot both arms'. */
@@ -415,7 +417,7 @@ export class InstantLayer {
 /** The composite channel instantaneous ∘ permanent, shaped like the permanent mechanism. */
 export function memoized(mechanism: Mechanism, layer: InstantLayer): Mechanism;
 /** What a repeated survey's memo means for the respondent (ε over all waves). */
-export function repeatedStatement(epsilonAll: number): string;
+export function repeatedStatement(epsilonAll: number, words?: PageWords): string;
 
 // ---------------------------------------------------------------- sending reports
 

@@ -21,6 +21,7 @@ TYPESCRIPT = "typescript@5"
 CONSUMER = """
 import { Survey, submit, fetchSurvey, postResponse, newIdempotencyKey, SubmitError, AnswerError,
          type Reports, type ResponseBody, type Mechanism } from "deniable";
+import french from "deniable/words/fr";
 
 const survey: Survey = Survey.fromSpec({ id: "tax", title: "Tax", questions: [
   { id: "dodged", type: "yes_no", text: "Ever?" },
@@ -41,7 +42,8 @@ async function send(): Promise<void> {
     if (error instanceof AnswerError) console.log(error.question, error.allowed);
   }
 }
-console.log(epsilon, numerator + denominator, send);
+const statement: string = survey.questions["dodged"].privacyStatement(0.02, french);
+console.log(epsilon, numerator + denominator, send, statement);
 """
 
 # A wrong use the declarations must catch: if this type-checks, the types say nothing.
@@ -78,11 +80,12 @@ def installed(tmp_path_factory):
 
 
 def test_the_tarball_holds_the_module_its_types_and_readme_and_nothing_else(installed):
-    modules = sorted(f"package/src/{path.name}" for path in (PACKAGE / "src").glob("*.js"))
+    modules = sorted(f"package/{path.relative_to(PACKAGE)}" for path in (PACKAGE / "src").rglob("*.js"))
+    assert "package/src/words/fr.js" in modules  # the page words of each shipped language
     with tarfile.open(installed["tarball"]) as tar:
         names = sorted(tar.getnames())
-    assert names == sorted(["package/README.md", "package/deniable.d.ts", "package/deniable.js", "package/package.json",
-                            *modules])
+    assert names == sorted(["package/README.md", "package/deniable.d.ts", "package/words.d.ts", "package/deniable.js",
+                            "package/package.json", *modules])
     # one source: the files the server serves to browsers are the files in the package
     with tarfile.open(installed["tarball"]) as tar:
         for name in ["package/deniable.js", *modules]:
@@ -103,6 +106,22 @@ def test_node_imports_the_installed_package_without_a_warning(installed):
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # no MODULE_TYPELESS_PACKAGE_JSON, no experimental warnings
     assert json.loads(result.stdout)["q"] in ("yes", "no")
+
+
+def test_an_embedder_states_the_guarantee_in_another_language(installed):
+    """The page words ship as "deniable/words/<code>" (not loaded by "deniable" itself): the statement in French is the
+    Python client's, figure for figure."""
+    script = ("import { Survey } from 'deniable'; import fr from 'deniable/words/fr';"
+              "const s = Survey.fromSpec({id: 't', title: 'T', questions: [{id: 'q', type: 'yes_no', text: '?'}]});"
+              "console.log(s.questions.q.privacyStatement(0.02, fr));")
+    result = subprocess.run(["node", "--input-type=module", "-e", script], cwd=installed["project"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    from deniable.client import Survey, catalogue
+
+    survey = Survey.from_dict({"id": "t", "title": "T", "questions": [{"id": "q", "type": "yes_no", "text": "?"}]})
+    assert result.stdout.strip() == survey.questions["q"].privacy_statement(words=catalogue.messages("fr"))
+    assert "ε = 1,1" in result.stdout
 
 
 def test_a_commonjs_consumer_requires_the_package(installed):

@@ -177,3 +177,17 @@ def test_yes_no_questions_keep_their_own_labels():
 def test_split_ballot_share_is_said_in_each_language():
     for language, expected in (("en", "12.5%"), ("fr", "12,5\u202f%"), ("de", "12,5\u00a0%"), ("pt", "12,5%")):
         assert catalogue.split_ballot_statement(Fraction(1, 8), language).startswith(expected), language
+
+
+def test_the_js_clients_word_modules_are_the_shipped_tables():
+    """client/js/src/words/<code>.js are written from the JSON tables (python scripts/words_js.py): never edited apart."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("words_js", root / "scripts" / "words_js.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for code in catalogue.SHIPPED:
+        written = (root / "client" / "js" / "src" / "words" / f"{code}.js").read_text(encoding="utf-8")
+        assert written == module.render(code), f"{code}.js is stale: run python scripts/words_js.py"

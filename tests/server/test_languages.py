@@ -143,3 +143,10 @@ def test_labelled_files_use_a_yes_no_questions_own_labels(runner, db_path, store
     _, meta = pyreadstat.read_sav(str(target))
     assert meta.variable_value_labels["cash"] == {1.0: "Yes, at least once", 0.0: "Never"}  # the default language's
     assert meta.variable_value_labels["late"] == {1.0: "yes", 0.0: "no"}
+
+
+def test_the_js_clients_word_modules_are_served_for_shipped_languages_only(client):
+    french = client.get("/js/src/words/fr.js")
+    assert french.status_code == 200 and french.mimetype == "text/javascript" and "Langue" in french.get_data(as_text=True)
+    for path in ("/js/src/words/xx.js", "/js/src/words/..%2Fsurvey.js", "/js/src/words/fr.json"):
+        assert client.get(path).status_code == 404, path

@@ -10,7 +10,7 @@ import json
 import math
 from pathlib import Path
 
-from deniable.client import Survey
+from deniable.client import Survey, catalogue
 
 VECTORS = Path(__file__).with_name("channels.json")
 
@@ -172,6 +172,9 @@ def vectors() -> list[dict]:
                 "epsilon": None if not mechanism.is_private else mechanism.epsilon,
                 "respondent_randomizes": mechanism.respondent_randomizes,
                 "statement": question.privacy_statement(),
+                # Every shipped language's statement: the JS twin fills the same templates with the same figures.
+                "statements": {code: question.privacy_statement(words=catalogue.messages(code))
+                               for code in catalogue.SHIPPED if code != catalogue.DEFAULT},
             }
             if hasattr(mechanism, "latent_classes"):  # the analysis channel's columns, exact
                 questions[qid]["latent_classes"] = [[label, [str(p) for p in column]]

@@ -1,5 +1,7 @@
-// Privacy for people: posterior bounds and plain-words statements (Python: privacy.py).
-// Part of deniable.js; no dependencies.
+// Privacy for people: posterior bounds and plain-words statements (Python: privacy.py and catalogue.py).
+// Part of deniable.js; no dependencies. The statements are the page words' templates (client/words/<code>.json,
+// as modules in ./words/): English by default, any shipped language with its table.
+import ENGLISH from "./words/en.js";
 
 /** Below this epsilon a randomized question is refused (e^epsilon < 1.01: its reports carry next to nothing). */
 export const MIN_EPSILON = 0.01;
@@ -14,70 +16,56 @@ export function posteriorBound(prior, epsilon) {
   return scaled / (scaled + 1 - prior);
 }
 
-const percent = (x, digits) => `${(x * 100).toFixed(digits)}%`;
+/** A page-words template filled with `values` (`{{` and `}}` stand for braces, as in Python's str.format). */
+const fill = (template, values) => template.replace(/\{\{|\}\}|\{(\w+)\}/g, (match, key) => (key === undefined ? match[0] : String(values[key])));
+/** x to three significant digits, with the words' decimal mark (Python: catalogue._number). */
+const number = (x, words) => String(Number(x.toPrecision(3))).replace(".", words.decimal_mark);
+/** A share as a percentage with `decimals` places (Python: catalogue._percent). */
+const percent = (share, decimals, words) => fill(words.percent, { value: (share * 100).toFixed(decimals).replace(".", words.decimal_mark) });
+/** A share as a percentage to three significant digits (Python: catalogue._share). */
+const share = (x, words) => fill(words.percent, { value: number(x * 100, words) });
 
-/** Plain-language privacy note for one question. */
-export function privacyStatement(epsilon, prior = 0.02) {
-  if (epsilon === Infinity) {
-    return "This answer is sent exactly as you give it: it is not randomized, and anyone who sees the data sees your answer.";
-  }
-  return (
-    `Your answer is randomized on your device before it is sent. Whatever anyone believed about you beforehand, ` +
-    `your report can change the odds by a factor of at most ${Number(Math.exp(epsilon).toPrecision(3))} ` +
-    `(ε = ${Number(epsilon.toPrecision(3))}): someone ${percent(prior, 0)} sure would become at most ` +
-    `${percent(posteriorBound(prior, epsilon), 1)} sure.`
-  );
+function figures(epsilon, prior, words) {
+  return { factor: number(Math.exp(epsilon), words), epsilon: number(epsilon, words), prior: percent(prior, 0, words),
+    posterior: percent(posteriorBound(prior, epsilon), 1, words) };
 }
 
-/** For a randomized answer whose epsilon is infinite (one-sided designs such as Safely Report's garbling). */
-export const ONE_SIDED_STATEMENT = "Your answer is randomized on your device before it is sent, but only one way: one of the " +
-  "reports is only ever sent for one particular true answer, and then reveals it.";
+/** Plain-language privacy note for one question; in another language with `words` (a table from "deniable/words/fr" and
+ * the like): one template per language, the same figures (Python: catalogue.privacy_statement). */
+export function privacyStatement(epsilon, prior = 0.02, words = ENGLISH) {
+  if (epsilon === Infinity) return words.public_statement;
+  return fill(words.private_statement, figures(epsilon, prior, words));
+}
 
-/** Per respondent-side design: how the respondent randomizes, and the fact the guarantee assumes unknown. */
+/** For a randomized answer whose epsilon is infinite (one-sided designs such as Safely Report's garbling), in English. */
+export const ONE_SIDED_STATEMENT = ENGLISH.one_sided_statement;
+
+/** Per respondent-side design: the words for how the respondent randomizes, and for the fact the guarantee assumes unknown. */
 const BY_RESPONDENT = {
-  crosswise: ["You give one combined answer to this question and a second one", "your answer to the second question"],
-  triangular: ["You give one combined answer to this question and a second one", "your answer to the second question"],
-  forced_response: ["You follow the instruction yourself", "the outcome of the instruction's draw (such as a birthday)"],
-  cheating_detection: ["You follow the instruction yourself", "the outcome of the instruction's draw (such as a birthday)"],
-  stochastic_lie_detector: ["You follow the instruction yourself", "the outcome of the instruction's draw (such as a birthday)"],
+  crosswise: ["respondent_combined", "respondent_companion_fact"],
+  triangular: ["respondent_combined", "respondent_companion_fact"],
+  forced_response: ["respondent_instruction", "respondent_draw_fact"],
+  cheating_detection: ["respondent_instruction", "respondent_draw_fact"],
+  stochastic_lie_detector: ["respondent_instruction", "respondent_draw_fact"],
 };
 
 /** The privacy note of a design in which the respondent randomizes: the device never sees the true answer,
- * and the guarantee rests on one assumption, said in words (twin of Python's respondent_statement). */
-export function respondentStatement(epsilon, design, prior = 0.02) {
-  const [how, fact] = BY_RESPONDENT[design];
-  const opening = `${how}, so this device never sees your true answer and sends only what you choose. `;
-  const assumption = ` This holds as long as the researcher cannot know ${fact}, and it has nothing to do with your answer to this question.`;
-  if (epsilon === Infinity) {
-    return opening + "One choice is only ever made by someone whose true answer is no, so choosing it reveals that answer; " +
-      "the other hides your answer among everyone who made it." + assumption;
-  }
-  return opening + `Whatever anyone believed about you beforehand, what you send can change the odds by a factor of at most ` +
-    `${Number(Math.exp(epsilon).toPrecision(3))} (ε = ${Number(epsilon.toPrecision(3))}): someone ${percent(prior, 0)} sure ` +
-    `would become at most ${percent(posteriorBound(prior, epsilon), 1)} sure.` + assumption;
+ * and the guarantee rests on one assumption, said in words (twin of Python's respondent statement). */
+export function respondentStatement(epsilon, design, prior = 0.02, words = ENGLISH) {
+  const [how, fact] = BY_RESPONDENT[design].map((key) => words[key]);
+  if (epsilon === Infinity) return fill(words.respondent_one_sided_statement, { how, fact });
+  return fill(words.respondent_statement, { how, fact, ...figures(epsilon, prior, words) });
 }
 
 /** What a split ballot means for the respondent, said after the question's own statement (Python:
  * catalogue.split_ballot_statement). `direct`: the share asked directly, a Fraction. */
-export function splitBallotStatement(direct) {
-  const share = `${Number((Number(direct.n) / Number(direct.d) * 100).toPrecision(3))}%`;
-  return `${share} of respondents, chosen at random by the device before the question is shown, are asked it directly ` +
-    "instead: they are told so, and their answer is sent exactly as they give it.";
+export function splitBallotStatement(direct, words = ENGLISH) {
+  return fill(words.split_ballot_statement, { share: share(Number(direct.n) / Number(direct.d), words) });
 }
 
 /** What a repeated survey's memo means for the respondent, after the question's statement (which gives one
  * report's epsilon); `epsilonAll`: over all waves (Python: catalogue.repeated_statement). */
-export function repeatedStatement(epsilonAll) {
-  if (epsilonAll === Infinity) {
-    return "This survey is asked again in later waves. Your device keeps one random secret (never an answer) so that the " +
-      "same answer is randomized the same way underneath in every wave, then randomized afresh on top for each report; the " +
-      "reports of all waves together protect what the statement above says for one design report, no less and no more. " +
-      "If your answer changes, the new answer gets a report of its own.";
-  }
-  const factor = Number(Math.exp(epsilonAll).toPrecision(3));
-  return "This survey is asked again in later waves. Your device keeps one random secret (never an answer) so that the " +
-    "same answer is randomized the same way underneath in every wave, and then randomized afresh on top for each report: " +
-    `all your reports together, in every wave, change the odds by a factor of at most ${factor} ` +
-    `(ε = ${Number(epsilonAll.toPrecision(3))}) as long as your answer stays the same; if it changes, the new answer gets ` +
-    `a randomized report of its own, and the factor can be up to ${factor} again.`;
+export function repeatedStatement(epsilonAll, words = ENGLISH) {
+  if (epsilonAll === Infinity) return words.repeated_one_sided_statement;
+  return fill(words.repeated_statement, { factor_all: number(Math.exp(epsilonAll), words), epsilon_all: number(epsilonAll, words) });
 }

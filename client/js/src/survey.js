@@ -261,13 +261,15 @@ export class Question extends Item {
   /** An option's label in `language` (its value when it has no label of its own). */
   optionLabel(value, language) { return localize(this.optionLabels[value] ?? value, language, this.languages.default); }
   constraintMessageIn(language) { return localize(this.constraintMessages, language, this.languages.default); }
-  privacyStatement(prior = 0.02) {
+  /** What this question's report can reveal, in plain words: English, or the language of `words` (a table from
+   * "deniable/words/fr" and the like; Python: Question.privacy_statement(words=…)). */
+  privacyStatement(prior = 0.02, words = undefined) {
     let statement;
-    if (this.mechanism.respondentRandomizes) statement = respondentStatement(this.epsilon, this.mechanism.design, prior);
-    else if (this.isPrivate && this.epsilon === Infinity) statement = ONE_SIDED_STATEMENT;
-    else statement = privacyStatement(this.epsilon, prior);
-    if (this.splitBallot) statement += ` ${splitBallotStatement(this.splitBallot.direct)}`;
-    if (this.permanent !== this.mechanism) statement += ` ${repeatedStatement(this.epsilonAllWaves)}`;
+    if (this.mechanism.respondentRandomizes) statement = respondentStatement(this.epsilon, this.mechanism.design, prior, words);
+    else if (this.isPrivate && this.epsilon === Infinity) statement = words ? words.one_sided_statement : ONE_SIDED_STATEMENT;
+    else statement = privacyStatement(this.epsilon, prior, words);
+    if (this.splitBallot) statement += ` ${splitBallotStatement(this.splitBallot.direct, words)}`;
+    if (this.permanent !== this.mechanism) statement += ` ${repeatedStatement(this.epsilonAllWaves, words)}`;
     return statement;
   }
 }

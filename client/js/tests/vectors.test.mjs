@@ -3,6 +3,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { Memo, Survey } from "../deniable.js";
+import ar from "../src/words/ar.js";
+import de from "../src/words/de.js";
+import es from "../src/words/es.js";
+import fr from "../src/words/fr.js";
+import pt from "../src/words/pt.js";
+
+const WORDS = { ar, de, es, fr, pt };
 
 const cases = JSON.parse(readFileSync(new URL("../../../tests/vectors/channels.json", import.meta.url), "utf8"));
 const text = ([n, d]) => (d === 1n ? `${n}` : `${n}/${d}`);
@@ -28,6 +35,10 @@ for (const vector of cases) {
       if (expected.epsilon === null) assert.equal(mechanism.epsilon, Infinity);
       else assert.ok(Math.abs(mechanism.epsilon - expected.epsilon) <= 1e-12 * Math.max(1, expected.epsilon), id);
       assert.equal(survey.questions[id].privacyStatement(), expected.statement, `${id}: privacy statement`);
+      assert.deepEqual(Object.keys(expected.statements).sort(), Object.keys(WORDS).sort(), `${id}: every shipped language`);
+      for (const [code, statement] of Object.entries(expected.statements)) {
+        assert.equal(survey.questions[id].privacyStatement(0.02, WORDS[code]), statement, `${id}: privacy statement in ${code}`);
+      }
       const split = survey.questions[id].splitBallot;
       if (expected.split_ballot) {
         assert.equal(String(split.direct), expected.split_ballot.direct, `${id}: direct share`);
