@@ -4,12 +4,13 @@ Standard library only. Every mechanism is an exact channel (`fractions.Fraction`
 ε is computed from it. See docs/mechanisms.md.
 """
 
+from .catalogue import english_statement as privacy_statement
 from .errors import AnswerError, DeniableError, SpecError
 from .exact import EpsilonRequest
 from .laplace import LaplaceMechanism
 from .mechanisms import ChannelMechanism, Mechanism, UnaryMechanism
 from .memo import Memo, MemoError
-from .privacy import posterior_bound, privacy_statement
+from .privacy import posterior_bound
 from .questions import QUESTION_TYPES, Question
 from .reports import ReportError, grouping_question, validate_reports
 from .submit import (

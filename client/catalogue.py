@@ -128,6 +128,11 @@ def privacy_statement(epsilon: float, words=None, prior: float = 0.02, randomize
     return words["private_statement"].format(**figures)
 
 
+def english_statement(epsilon: float, prior: float = 0.02) -> str:
+    """Plain-language privacy note for one question, in English (`deniable.client.privacy_statement`)."""
+    return privacy_statement(epsilon, None, prior)
+
+
 def split_ballot_statement(direct, words=None) -> str:
     """What a split ballot means for the respondent, said beside the question's own privacy statement."""
     words = table(words)

@@ -25,16 +25,3 @@ def posterior_bound(prior: float, epsilon: float) -> float:
         return 1.0 if prior > 0 else 0.0
     scaled = prior * math.exp(epsilon)
     return scaled / (scaled + 1 - prior)
-
-
-#: For a randomized answer whose ε is infinite (one-sided designs such as Safely Report's garbling).
-ONE_SIDED_STATEMENT = ("Your answer is randomized on your device before it is sent, but only one way: one of the "
-                       "reports is only ever sent for one particular true answer, and then reveals it.")
-
-
-def privacy_statement(epsilon: float, prior: float = 0.02) -> str:
-    """Plain-language privacy note for one question, in English (`catalogue.privacy_statement` in any language:
-    one template per language, the same figures)."""
-    from .catalogue import privacy_statement as statement  # the catalogue builds on posterior_bound above
-
-    return statement(epsilon, None, prior)
