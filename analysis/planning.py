@@ -129,6 +129,8 @@ def sample_size(question_or_mechanism, margin: float, level: float = 0.95, distr
     low, high = 0, _n_for(float(np.max(unit_variance(mechanism, distribution))), margin, level)
     if high > MAX_PLANNED_N:
         return high
+    if not meets(high - high // 50):  # already within the search's 2% of the bound: the fit is inside the simplex
+        return high
     while high - low > max(1, high // 50):
         middle = (low + high) // 2
         low, high = (low, middle) if meets(middle) else (middle, high)

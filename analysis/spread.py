@@ -65,12 +65,34 @@ def bootstrap_fits(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None
     rng = np.random.default_rng(_seed(q, pi, n))
     draws = rng.multinomial(n, rates / rates.sum(), size=replicates).astype(float)
     if q.shape[1] <= BATCH_ANSWERS:
-        fits, certified = _batched_maximise(q, draws, pi)
+        fits, certified = _batched_maximise(q, draws, _starts(q, draws, pi))
     else:
         fits, certified = np.empty((replicates, q.shape[1])), np.zeros(replicates, dtype=bool)
     for row in np.flatnonzero(~certified):
         fits[row] = likelihood.maximise(q, draws[row], start=pi)[0]
     return fits
+
+
+def _starts(q: np.ndarray, counts: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """Where each survey's fit starts: its unbiased estimate projected onto the simplex. At large n that is the fit
+    itself; at small n its zeros are mostly the fit's, so fewer passes of the active set remain (a 0-40 number at
+    n = 1,000: 69 → 50 ms). A start whose rates cannot produce the survey's reports (a zero in the channel) takes
+    ``fallback``."""
+    estimates = (counts / np.clip(counts.sum(axis=1, keepdims=True), 1, None)) @ channels.left_inverse(q).T
+    starts = simplex_projection(estimates)
+    impossible = ((starts @ q.T <= 0) & (counts > 0)).any(axis=1)
+    starts[impossible] = fallback
+    return starts
+
+
+def simplex_projection(points: np.ndarray) -> np.ndarray:
+    """The nearest point of the probability simplex to each row (Euclidean; sort and threshold, Held et al. 1974)."""
+    descending = -np.sort(-points, axis=1)
+    excess = np.cumsum(descending, axis=1) - 1
+    positions = np.arange(1, points.shape[1] + 1)
+    support = (descending - excess / positions > 0).sum(axis=1)
+    threshold = excess[np.arange(len(points)), support - 1] / support
+    return np.clip(points - threshold[:, None], 0, None)
 
 
 def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iterations: int = 40):
@@ -81,7 +103,7 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
     relative KKT residual within its tolerance."""
     rows, k = counts.shape[0], q.shape[1]
     totals = counts.sum(axis=1)
-    x = np.tile(np.where(start > 0, start, 0.0), (rows, 1))
+    x = np.where(start > 0, start, 0.0) * np.ones((rows, 1))  # one start for all rows, or one per row
     x /= x.sum(axis=1, keepdims=True)
     tolerance = likelihood.KKT_TOLERANCE
     eye = np.eye(k)

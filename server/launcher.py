@@ -6,10 +6,16 @@ server extra (``pip install deniable``) prints the one command that adds it inst
 
 from __future__ import annotations
 
+import os
 import sys
 
 
 def main():
+    # BLAS on one thread unless the caller chose otherwise, set before numpy loads: deniable's matrices are at most a
+    # few thousand wide, where OpenBLAS's threads spin more than they compute (`survey check` burnt 0.19 s of CPU
+    # beside its 0.36 s on two cores), and a server's parallelism is its workers.
+    for variable in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
     try:
         from deniable.server.cli import main as command
     except ModuleNotFoundError as error:

@@ -56,3 +56,35 @@ def q_scores(q_):
     from deniable.analysis.planning import scores
 
     return scores(q_)
+
+
+def test_the_simplex_projection_is_the_nearest_point_of_the_simplex():
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(7)
+    points = np.vstack([rng.normal(scale=s, size=(20, 6)) for s in (0.1, 1, 10)] + [np.full((1, 6), 1 / 6)])
+    projected = spread.simplex_projection(points)
+    assert np.all(projected >= 0) and projected.sum(axis=1) == pytest.approx(np.ones(len(points)))
+    for point, nearest in zip(points, projected):
+        # an independent solver of the same problem: min |x − v|² on the simplex
+        other = minimize(lambda x, v=point: ((x - v) ** 2).sum(), np.full(6, 1 / 6), method="SLSQP",
+                         bounds=[(0, 1)] * 6, constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1}],
+                         options={"ftol": 1e-14, "maxiter": 500}).x
+        assert nearest == pytest.approx(other, abs=1e-6)
+    assert spread.simplex_projection(np.full((1, 6), 1 / 6)) == pytest.approx(np.full((1, 6), 1 / 6))
+
+
+def test_a_start_that_cannot_produce_the_reports_falls_back():
+    # answer 0 is always reported as 0; answers 1 and 2 half the time as themselves
+    q = np.array([[1, 0.5, 0.5], [0, 0.5, 0], [0, 0, 0.5]])
+    counts = np.array([[0.0, 3.0, 1.0], [2.0, 1.0, 1.0], [5.0, 0.0, 0.0]])
+    fallback = np.full(3, 1 / 3)
+    assert spread.simplex_projection(counts[:1] / 4 @ np.linalg.inv(q).T)[0] == pytest.approx([0, 1, 0])  # report 2: impossible
+    starts = spread._starts(q, counts, fallback)
+    assert np.array_equal(starts[0], fallback)
+    assert not ((starts @ q.T <= 0) & (counts > 0)).any()  # every start's likelihood is finite
+    fits, certified = spread._batched_maximise(q, counts, starts)
+    assert certified.all()
+    for row, fit in zip(counts, fits):
+        alone = likelihood.maximise(q, row)[0]
+        assert likelihood.loglikelihood(q, row, fit) == pytest.approx(likelihood.loglikelihood(q, row, alone), abs=1e-9)
