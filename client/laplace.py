@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from fractions import Fraction
 from functools import cached_property
 
@@ -148,6 +149,49 @@ class LaplaceMechanism(Mechanism):
         noisy = index - magnitude if magnitude and rng.randbelow(1 << 32) & 1 else index + magnitude
         return self._value(min(max(noisy, low), high))
 
+    def _draw_many(self, canonical: list, words) -> list | None:
+        """`randomize` for every answer in one loop over one block of the pool's words (three per answer: U's first
+        64 bits, then the sign of a non-zero magnitude). The magnitude is found by bisecting the thresholds'
+        logarithms (`_log_thresholds`) where ln U sits clearly between two; within a hair of one, `_magnitude`
+        decides as for a single draw (exact comparisons, reading more of the pool). The same distribution as
+        `randomize`, not the same words: only single draws are the JS client's twin word for word."""
+        if self.alpha is None:
+            return None
+        low, high = self.report_range
+        fenced = self._log_thresholds  # −∞, the thresholds ascending, +∞: no bounds to check
+        beyond, log = len(fenced) - 1, math.log
+        below_by, above_by = _LOG_SLACK, _WIDEST_STEP + _LOG_SLACK
+        indexes, reported = {}, {}
+        word = iter(words.take(3 * len(canonical))).__next__
+        reports = []
+        for answer in canonical:
+            index = indexes.get(answer)
+            if index is None:
+                index = indexes[answer] = self.answer_index(answer)
+            prefix = word() << 32 | word()
+            sign = word()
+            logarithm = log(prefix) if prefix >= _SMALLEST_BISECTED else 0.0
+            above = bisect_right(fenced, logarithm)
+            # ln(2^64·U) lies in [ln prefix, ln(prefix + 1)]: decided when no threshold falls within a hair of it
+            if fenced[above - 1] < logarithm - below_by and fenced[above] > logarithm + above_by and logarithm:
+                magnitude = beyond - above
+            else:
+                magnitude = self._magnitude(words, prefix)
+            noisy = index - magnitude if sign & 1 else index + magnitude  # ±0 alike
+            noisy = low if noisy < low else high if noisy > high else noisy
+            value = reported.get(noisy)
+            if value is None:
+                value = reported[noisy] = self._value(noisy)
+            reports.append(value)
+        return reports
+
+    @cached_property
+    def _log_thresholds(self) -> list[float]:
+        """ln(2^64·t(m)) for m = 2N down to 1, ascending, between −∞ and +∞: U < t(m) ⇔ ln(2^64·U) < ln(2^64·t(m)),
+        so the magnitude (the largest m ≤ 2N with U < t(m)) is the number of thresholds above ln(2^64·U)."""
+        log_alpha, log_half = self._logs
+        return [-math.inf, *(_LOG_2_64 + m * log_alpha - log_half for m in range(2 * self.points, 0, -1)), math.inf]
+
     @cached_property
     def _logs(self) -> tuple[float, float]:
         gap = float(1 - self.alpha)
@@ -198,3 +242,10 @@ class LaplaceMechanism(Mechanism):
 
 
 _LOG_2_64 = 64 * math.log(2)
+#: Below this U's first 64 bits say too little for the logarithms to bisect (probability 2^-24): `_magnitude`.
+_SMALLEST_BISECTED = 1 << 40
+#: ln(prefix + 1) − ln(prefix) at most, for a prefix from `_SMALLEST_BISECTED` up.
+_WIDEST_STEP = 2.0**-40
+#: How far ln(2^64·U) (28 to 45) must sit from a threshold's float to decide: far above the rounding of a log, of
+#: m·ln α for m up to millions, and of the sums (each about 1e-14), so a decision by floats is always the exact one.
+_LOG_SLACK = 1e-7

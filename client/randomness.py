@@ -58,6 +58,11 @@ class WordPool(WordSource):
         self.pid = os.getpid()
         assert self._words.itemsize == 4
 
+    def take(self, count: int) -> array:
+        """The next ``count`` words at once, fresh from the operating system (a batch's loop reads them without a
+        call per word); the pool's own buffer is left as it was."""
+        return array("I", os.urandom(4 * count))
+
     def word(self) -> int:
         if self._next == len(self._words):
             self._words = array("I", os.urandom(4 * self._size))

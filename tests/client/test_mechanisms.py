@@ -298,8 +298,22 @@ def test_the_float_estimate_decides_only_where_the_exact_comparison_agrees(spec)
                 for m in checked for offset in (-2, -1, 0, 1, 2)]
     generator = random.Random(7)
     prefixes += [generator.randrange(1, 2**64) for _ in range(1000)] + [1, 2, 2**64 - 1]
-    for prefix in (p for p in prefixes if 0 < p < 2**64):
+    # just past the batch's slack either side of a threshold, where its bisection (not the exact path) decides
+    prefixes += [int(p * (1 + sign * k * 1e-7)) for p in prefixes[:5 * len(checked):5] for sign in (-1, 1) for k in (1, 1.5, 3)]
+    prefixes = [p for p in prefixes if 0 < p < 2**64]
+    for prefix in prefixes:
         assert mechanism._magnitude(Thirds(), prefix) == exact(prefix), f"prefix {prefix}"
+
+    class Block(Thirds):  # the words a batch takes: each prefix's two, then a sign word saying +
+        def take(self, count):
+            words = [word for prefix in prefixes for word in (prefix >> 32, prefix & 0xFFFFFFFF, 0)]
+            assert count == len(words)
+            return words
+
+    # randomize_many bisects the thresholds' logarithms: from the grid's first point, each report is the magnitude
+    reports = mechanism._draw_many([mechanism.answers[0]] * len(prefixes), Block())
+    for prefix, report in zip(prefixes, reports):
+        assert mechanism.report_index(report) == exact(prefix), f"prefix {prefix}"
 
 
 def test_default_source_is_secrets_and_draws_vary():
