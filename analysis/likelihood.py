@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import channels
 from .errors import AnalysisError
 
 #: Relative KKT tolerance: |g_j/n − 1| on the support and (g_j/n − 1)₊ off it must not exceed it.
@@ -263,7 +264,8 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
 def certified_maximum(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, "Certificate"]:
     """The maximum-likelihood shares on the simplex and the certificate that proves them (KKT residual,
     optimality gap, iterations, uniqueness): what every estimate of record is built from."""
-    pi, found = maximise(q, counts)
+    marginal = channels.marginal_channel(q)  # k-ary randomized response: the closed form, which the certificate proves
+    pi, found = maximise(q, counts, start=None if marginal is None else marginal.simplex_maximum(counts))
     checked = certify(q, counts, pi)
     return pi, Certificate(checked.kkt_residual, checked.optimality_gap, found.iterations, checked.tolerance,
                            checked.unique)
