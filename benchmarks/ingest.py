@@ -261,6 +261,10 @@ def wrk_rate(url: str, body: dict, seconds: float, connections: int) -> tuple[fl
 
 
 def serve_trivial(folder: str, workers: int, threads: int) -> tuple[subprocess.Popen, str]:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from trivial_app import prepare
+
+    prepare(str(Path(folder) / "trivial.db"))
     port = free_port()
     gunicorn = str(Path(sys.executable).with_name("gunicorn"))
     server = subprocess.Popen([gunicorn, "-w", str(workers), "-k", "gthread", "--threads", str(threads),

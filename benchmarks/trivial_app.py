@@ -1,7 +1,7 @@
 """The yardstick of benchmarks/ingest.py: the least a Flask + SQLite app can do per POST (parse
 JSON, insert one row, commit with synchronous=FULL, answer 201), served by gunicorn like deniable.
 
-    gunicorn -w 2 -k gthread --threads 8 --chdir benchmarks trivial_app:app   (TRIVIAL_DB=path)
+    gunicorn -w 2 -k gthread --threads 8 --chdir benchmarks trivial_app:app   (TRIVIAL_DB=path, made by `prepare`)
 """
 
 import os
@@ -15,12 +15,20 @@ app = Flask(__name__)
 _local = threading.local()
 
 
+def prepare(path: str):
+    """The database in WAL mode with its table, made once before the server starts: switching the journal mode
+    takes a lock that a busy timeout does not wait for, so sixteen threads doing it at their first request
+    answered some of them 500 ("database is locked")."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE IF NOT EXISTS rows (id TEXT PRIMARY KEY, body TEXT)")
+    db.close()
+
+
 def _connection():
     if getattr(_local, "db", None) is None:
         db = sqlite3.connect(os.environ["TRIVIAL_DB"], timeout=30, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
-        db.execute("CREATE TABLE IF NOT EXISTS rows (id TEXT PRIMARY KEY, body TEXT)")
         _local.db = db
     return _local.db
 
