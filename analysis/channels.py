@@ -109,7 +109,8 @@ class BinaryChannel:
         support = int(np.count_nonzero(descending > floor * levels))  # the s whose s-th count stays above the floor
         if support == 0:
             return None
-        return np.maximum(counts / levels[support - 1] - floor, 0.0)
+        shares = np.maximum(counts / levels[support - 1] - floor, 0.0)
+        return shares / shares.sum()  # (1 + floor) − floor is not always 1 in floats
 
 
 def is_binary(mechanism: Mechanism) -> bool:
