@@ -282,6 +282,14 @@ class SymmetricMechanism(ChannelMechanism):
         high, low = max(self.keep, self.other), min(self.keep, self.other)
         return None if low == 0 else high / low
 
+    def validate_answer(self, answer):
+        """As every mechanism checks an answer, by one lookup where the base class scans the k answers."""
+        try:
+            known = answer in self._answer_index
+        except TypeError:  # unhashable (a list): not an option
+            known = False
+        return answer if known and not isinstance(answer, bool) else super().validate_answer(answer)
+
     def _draw_many(self, canonical, words):
         if self._denominator > WORD:
             return None
