@@ -40,7 +40,8 @@ def _load(path: str) -> Survey:
     try:
         return Survey.from_file(path)
     except DeniableError as error:
-        raise click.ClickException(f"{path}: {error}") from None
+        message = str(error)  # an XLSForm's messages name the file already
+        raise click.ClickException(message if message.startswith(f"{path}:") else f"{path}: {message}") from None
 
 
 def _store(db_path: str, read_only: bool = False, must_exist: bool = True) -> storage.Store:

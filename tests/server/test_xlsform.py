@@ -261,6 +261,13 @@ def test_a_zip_bomb_is_refused_from_the_zip_directory_before_parsing(tmp_path):
         with pytest.raises(SpecError, match="unpacks to"):
             read_xlsform(path)
         assert time.process_time() - start < 1.0
+    from click.testing import CliRunner
+
+    from deniable.server.cli import main
+
+    refused = CliRunner().invoke(main, ["survey", "check", str(bomb)])
+    assert refused.exit_code == 1 and "Traceback" not in refused.output
+    assert refused.output.count(str(bomb)) == 1, refused.output  # the file named once, not twice
 
 
 def test_a_settings_sheet_says_repeated_yes_or_no(tmp_path):
