@@ -303,7 +303,7 @@ def _share_intervals(q, counts, pi, se, level, method):
     if method == "wald":
         z = stats.norm.isf((1 - level) / 2)
         return np.clip(pi - z * se, 0, None), np.clip(pi + z * se, None, 1)
-    cut = likelihood.likelihood_cut(level)
+    cut = likelihood.simplex_cut(level)
     ends = [likelihood.profile_interval(q, counts, pi, unit, cut) for unit in np.eye(len(pi))]
     low, high = np.array(ends).T
     return np.clip(low, 0, 1), np.clip(high, 0, 1)
@@ -316,7 +316,7 @@ def _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, grid, level,
         z = stats.norm.isf((1 - level) / 2)
         low, high = max(value - z * se, grid[0]), min(value + z * se, grid[-1])
     else:
-        low, high = likelihood.profile_interval(q, counts, pi, grid, likelihood.likelihood_cut(level))
+        low, high = likelihood.profile_interval(q, counts, pi, grid, likelihood.simplex_cut(level))
     unbiased_se = math.sqrt(max(float(grid @ unbiased_covariance @ grid), 0.0))
     return MeanEstimate(value, se, est.ConfidenceInterval(float(low), float(high)), level, method,
                         float(grid @ unbiased), unbiased_se)

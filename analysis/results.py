@@ -155,7 +155,7 @@ class EstimateResult:
         values = np.array(self.mechanism.answers, dtype=float)
         pi = self.table["estimate"].to_numpy()
         q = channels.channel_matrix(self.mechanism)
-        cut = likelihood.likelihood_cut(self.level)
+        cut = likelihood.simplex_cut(self.level)
         rows, index = [], []
         for members in np.array_split(np.arange(len(values)), min(bins, len(values))):
             indicator = np.zeros(len(values))

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deniable.analysis import DEFAULT_BINARY_METHOD, EstimateResult, channels, estimate, load
+from deniable.analysis import DEFAULT_BINARY_METHOD, EstimateResult, channels, estimate, likelihood, load
 from deniable.analysis import estimators as est
 from deniable.client import Survey
 from scripts.validation import (
@@ -151,6 +151,18 @@ def test_simulated_coverage_of_profile_likelihood_intervals(cell):
     assert row["per-answer (min)"] >= 0.92, row
     assert row["simultaneous"] >= 0.93, row
     assert row.get("mean", 1.0) >= 0.92, row
+
+
+def test_the_calibrated_cut_lifts_the_worst_cell_of_the_grid_to_95_percent(monkeypatch):
+    """The two-point numeric grid at ε = ln 3, n = 50 covered 93.2% at χ²₁'s cut (docs/validation.md before the
+    calibration): over 1000 surveys (Monte Carlo error 0.7 points) the calibrated cut covers at least 94.5% for the
+    shares and the mean, and χ²₁'s own cut, on the same surveys, falls below that."""
+    cell = ("laplace", "ln 3", 2, "uniform", 50)
+    (calibrated,) = coverage_grid(designs=("laplace",), reps=1000, cells={cell})
+    monkeypatch.setattr(likelihood, "SIMPLEX_CUT_SCALE", 1.0)
+    (uncorrected,) = coverage_grid(designs=("laplace",), reps=1000, cells={cell})
+    assert calibrated["per-answer (min)"] >= 0.945 and calibrated["mean"] >= 0.945, calibrated
+    assert uncorrected["per-answer (min)"] < 0.945, uncorrected
 
 
 def test_vectorised_clopper_pearson_agrees_with_the_scalar_one():

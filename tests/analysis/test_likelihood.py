@@ -107,6 +107,32 @@ def test_profile_interval_endpoints_sit_exactly_on_the_likelihood_cut():
         assert peak - likelihood.profile_loglikelihood(q, DEMO_CASH, j, min(high + 1e-4, 1.0)) > cut
 
 
+@pytest.mark.parametrize("spec, counts", [
+    ({"type": "ordinal", "options": list("abcd"), "privacy": {"design": "ordinal", "epsilon": 0.5}}, [40, 25, 20, 15]),
+    ({"type": "number", "min": 0, "max": 3, "step": 1, "privacy": {"design": "laplace", "epsilon": 1}},
+     [2, 3, 9, 14, 11, 8, 4, 3, 1, 1]),
+])
+def test_a_share_s_interval_on_the_simplex_ends_at_the_calibrated_cut(spec, counts):
+    """Ordinal and numeric shares (and a number's mean) take χ²₁'s cut scaled by `SIMPLEX_CUT_SCALE`, the
+    Bartlett-type correction the validation grid calibrates: each finite end sits exactly on it."""
+    result = _estimate(question(**spec).mechanism, np.array(counts), 0.95, None, "q")
+    q = channels.channel_matrix(result.mechanism)
+    pi = result.table["estimate"].to_numpy()
+    peak = likelihood.loglikelihood(q, result.counts, pi)
+    cut = likelihood.simplex_cut(0.95)
+    assert cut == pytest.approx(likelihood.likelihood_cut(0.95) * likelihood.SIMPLEX_CUT_SCALE)
+    assert likelihood.SIMPLEX_CUT_SCALE > 1
+    for j, (low, high) in enumerate(result.table[["ci_low", "ci_high"]].to_numpy()):
+        for end in (low, high):
+            if end in (0.0, 1.0):
+                continue
+            assert peak - likelihood.profile_loglikelihood(q, result.counts, j, end) == pytest.approx(cut, abs=1e-6)
+    if result.mean is not None:
+        grid = np.array(result.mechanism.answers, dtype=float)
+        assert (result.mean.ci.low, result.mean.ci.high) == pytest.approx(
+            likelihood.profile_interval(q, result.counts, pi, grid, cut))
+
+
 def test_the_binary_likelihood_interval_is_the_generic_profile_on_a_two_answer_channel():
     channel = channels.BinaryChannel(0.75, 0.25)
     q = np.array([[0.75, 0.25], [0.25, 0.75]])
