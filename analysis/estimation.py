@@ -248,13 +248,25 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         _check_method(method, CATEGORICAL_METHODS, mechanism.design)
     n = int(counts.sum())
     pi, certificate = likelihood.certified_maximum(q, counts)
-    # The SE of the estimate published: the inverse information where it is that (k-ary RR, a public choice);
-    # a parametric bootstrap of the fit where it is the unbiased estimator's instead (`analysis.spread`).
-    covariance = spread.published_covariance(q, pi, n) if spread.needs_bootstrap(mechanism) else \
-        channels.fitted_covariance(q, pi) / n
-    se = np.sqrt(np.clip(np.diag(covariance), 0, None))
-    unbiased, unbiased_covariance = est.unbiased(q, counts)
-    unbiased_se = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))
+    if marginal is not None:
+        # k-ary RR, a public choice: each share's report count is binomial through one channel, so the inverse
+        # information is the estimate's covariance and every standard error is in closed form, O(k); the one k × k
+        # matrix built is the result's covariance (a 1,000-option question spent most of its time in such matrices).
+        fitted_rates, rates = marginal.rate(pi), counts / n
+        covariance = channels.symmetric_covariance(marginal, fitted_rates) / n
+        se = np.sqrt(marginal.unit_variance(fitted_rates) / n)
+        unbiased = marginal.prevalence(rates)
+        unbiased_se = np.sqrt(marginal.unit_variance(rates) / n)
+        unbiased_covariance = None if scores is None else channels.symmetric_covariance(marginal, rates) / n
+    else:
+        # The SE of the estimate published: the inverse information where it is that (a public number); for
+        # ordinal scales and numeric grids, where it is the unbiased estimator's instead, a parametric bootstrap
+        # of the fit (`analysis.spread`).
+        covariance = spread.published_covariance(q, pi, n) if spread.needs_bootstrap(mechanism) else \
+            channels.fitted_covariance(q, pi) / n
+        se = np.sqrt(np.clip(np.diag(covariance), 0, None))
+        unbiased, unbiased_covariance = est.unbiased(q, counts)
+        unbiased_se = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))
     each = est.per_answer_level(level, len(pi), simultaneous)
     notes = []
     row_method = method
@@ -294,8 +306,8 @@ def _clopper_pearson_shares(channel, counts, n, level):
     computed in one vectorised call; the rare count whose mapped interval misses [0, 1] takes the scalar path."""
     rate_low, rate_high = est.clopper_pearson_rates(counts, n, level)
     low, high = np.sort(np.vstack([channel.prevalence(rate_low), channel.prevalence(rate_high)]), axis=0)
-    for j in np.flatnonzero((high <= 0) | (low >= 1)):
-        low[j], high[j] = est.binary_interval(channel, int(counts[j]), n, level, "clopper-pearson")[0]
+    for j in np.flatnonzero((high <= 0) | (low >= 1)):  # `binary_interval`'s own fallback, without its Clopper–Pearson again
+        low[j], high[j] = est.likelihood_interval(channel, int(counts[j]), n, level)
     return np.clip(low, 0, 1), np.clip(high, 0, 1)
 
 

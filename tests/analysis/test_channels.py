@@ -1,6 +1,8 @@
 """The float channel the analysis inverts: the numpy formulas for the large shapes must equal the exact
 channel entry by entry, and stay quick at the largest sizes a spec allows."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -75,6 +77,19 @@ def test_k_ary_covariances_in_closed_form_equal_the_dense_route(k, epsilon):
     assert np.allclose(estimate, inverse @ observed, atol=1e-10)
     assert np.allclose(covariance, inverse @ (np.diag(observed) - np.outer(observed, observed)) @ inverse.T / counts.sum(),
                        atol=1e-12)
+    # The estimate's own columns take the closed forms too (O(k)): each equals the dense route at its fit.
+    from deniable.analysis.estimation import _estimate
+
+    result = _estimate(question.mechanism, counts, 0.95, None, "q", scores=np.arange(k, dtype=float))
+    fitted = q @ result.table["estimate"].to_numpy()
+    fitted_dense = inverse @ (np.diag(fitted) - np.outer(fitted, fitted)) @ inverse.T / counts.sum()
+    assert np.allclose(result.covariance, fitted_dense, atol=1e-12)
+    assert np.allclose(result.table["se"], np.sqrt(np.clip(np.diag(fitted_dense), 0, None)), atol=1e-12)
+    assert np.allclose(result.table["unbiased"], inverse @ observed, atol=1e-10)
+    assert np.allclose(result.table["unbiased_se"], np.sqrt(np.diag(covariance)), atol=1e-12)
+    scores = np.arange(k, dtype=float)
+    if k > 2:  # two options are a yes/no question: no mean
+        assert result.mean.unbiased_se == pytest.approx(math.sqrt(scores @ covariance @ scores), rel=1e-9)
 
 
 @pytest.mark.parametrize("k, epsilon", [(2, "ln 3"), (3, 0.1), (3, 0.25), (10, 1), (100, "ln 3"), (1000, 2)])
