@@ -155,13 +155,13 @@ def test_simulated_coverage_of_profile_likelihood_intervals(cell):
 
 def test_the_calibrated_cut_lifts_the_worst_cell_of_the_grid_to_95_percent(monkeypatch):
     """The two-point numeric grid at ε = ln 3, n = 50 covered 93.2% at χ²₁'s cut (docs/validation.md before the
-    calibration): over 1000 surveys (Monte Carlo error 0.7 points) the calibrated cut covers at least 94.5% for the
-    shares and the mean, and χ²₁'s own cut, on the same surveys, falls below that."""
+    calibration): over 600 surveys (Monte Carlo error 0.9 points) the calibrated cut covers at least 95% for the
+    shares and the mean (96.3%), and χ²₁'s own cut, on the same surveys, falls below 94.5% (93.3%)."""
     cell = ("laplace", "ln 3", 2, "uniform", 50)
-    (calibrated,) = coverage_grid(designs=("laplace",), reps=1000, cells={cell})
+    (calibrated,) = coverage_grid(designs=("laplace",), reps=600, cells={cell})
     monkeypatch.setattr(likelihood, "SIMPLEX_CUT_SCALE", 1.0)
-    (uncorrected,) = coverage_grid(designs=("laplace",), reps=1000, cells={cell})
-    assert calibrated["per-answer (min)"] >= 0.945 and calibrated["mean"] >= 0.945, calibrated
+    (uncorrected,) = coverage_grid(designs=("laplace",), reps=600, cells={cell})
+    assert calibrated["per-answer (min)"] >= 0.95 and calibrated["mean"] >= 0.95, calibrated
     assert uncorrected["per-answer (min)"] < 0.945, uncorrected
 
 
