@@ -21,9 +21,10 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || install_debian postgresql
 # Habits before tests: lint (ruff) and the layers contract (import-linter, in pyproject.toml).
 ruff check .
 lint-imports
-# Two workers (the machines have two cores: about 6 minutes instead of 10), then the few tests that bound
-# the process's CPU time, alone: a neighbour on the same core inflates a process's CPU time.
-python -m pytest -n "${DENIABLE_TEST_WORKERS:-2}" -m "not serial" "$@" || exit $?
+# Three workers on the machines' two cores: a quarter of two workers' time went waiting on browsers, servers
+# and subprocesses (7:50 with two, 7:02 with three, for 11.5 minutes of CPU in both). Then
+# the few tests that bound the process's CPU time, alone: a neighbour on the same core inflates it.
+python -m pytest -n "${DENIABLE_TEST_WORKERS:-3}" -m "not serial" "$@" || exit $?
 python -m pytest -m serial "$@"
 status=$?
 [ "$status" -eq 5 ] && status=0  # "no tests collected": the arguments named none of them
