@@ -66,6 +66,12 @@ main(prog_name="deniable")
 """
 
 
+def _form_secret(page: str) -> str | None:
+    """The sign-in form's CSRF value on a page (a refused sign-in's page carries a new one)."""
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    return None if found is None else found.group(1)
+
+
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):
         return None
@@ -78,8 +84,7 @@ class Browser:
         self.base = base
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()),
                                                   _NoRedirect)
-        page = self.opener.open(f"{base}/admin/login", timeout=60).read().decode()
-        self.csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        self.csrf = _form_secret(self.opener.open(f"{base}/admin/login", timeout=60).read().decode())
 
     def sign_in(self, name: str, password: str) -> int:
         body = urllib.parse.urlencode({"csrf": self.csrf, "name": name, "password": password}).encode()
@@ -87,9 +92,7 @@ class Browser:
             with self.opener.open(f"{self.base}/admin/login", data=body, timeout=120) as response:
                 return response.status
         except urllib.error.HTTPError as error:
-            page = error.read().decode()
-            if (fresh := re.search(r'name="csrf" value="([^"]+)"', page)) is not None:
-                self.csrf = fresh.group(1)  # a refused sign-in sets a new form secret
+            self.csrf = _form_secret(error.read().decode()) or self.csrf  # a refused sign-in sets a new one
             return error.code
 
 
@@ -255,7 +258,6 @@ def main():
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
-        # First: the peak memory of children is read from getrusage, which keeps the largest child so far.
         print("## XLSForm zip bomb\n")
         bomb = zip_bomb(folder)
         print(f"{bomb['file MB']:.2f} MB on disk, sheet 200 MiB unpacked: deniable survey check took "

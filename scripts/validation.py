@@ -261,9 +261,8 @@ def planning_study(reps: int = 1000, stated: int = 100, seed: int = 20261125) ->
 
     rows = []
     for label, spec, n in PLANNING_CELLS:
-        q = _question(spec)
         survey = Survey.from_dict({"id": "v", "title": "v", "questions": [{"id": "q", "text": "?", **spec}]})
-        planned = plan(survey, n)[0]
+        q, planned = survey.questions["q"], plan(survey, n)[0]
         matrix = channels.channel_matrix(q.mechanism)
         k = matrix.shape[1]
         rng = np.random.default_rng([seed, zlib.crc32(label.encode())])
@@ -275,7 +274,7 @@ def planning_study(reps: int = 1000, stated: int = 100, seed: int = 20261125) ->
             unbiased.append(est.unbiased(matrix, counts)[0])
             if survey_number < stated:
                 stated_se.append(_estimate(q.mechanism, counts, 0.95, "wald", "q").table["se"].to_numpy())
-        spread, worst = np.std(shares, axis=0), None
+        spread = np.std(shares, axis=0)
         worst = int(np.argmax(spread))
         row = {"design": label, "n": n, "planned se": planned.se, "sd of estimate": float(spread[worst]),
                "stated se": float(np.mean(stated_se, axis=0)[worst]),
