@@ -119,6 +119,14 @@ def is_binary(mechanism: Mechanism) -> bool:
     return not isinstance(mechanism, UnaryMechanism) and len(mechanism.answers) == 2 and len(mechanism.reports) == 2
 
 
+def symmetric_channel(mechanism: Mechanism) -> BinaryChannel | None:
+    """`marginal_channel` read from the mechanism's two numbers, without writing out its k × k matrix: the (keep, other)
+    of k-ary randomized response or a public choice, for the estimators that work from the structure in O(k)."""
+    if isinstance(mechanism, SymmetricMechanism) and mechanism.keep > mechanism.other and len(mechanism.answers) >= 2:
+        return BinaryChannel(float(mechanism.keep), float(mechanism.other))
+    return None
+
+
 def marginal_channel(q: np.ndarray) -> BinaryChannel | None:
     """For a square channel with one value on the diagonal and one off it (k-ary randomized response, a
     public question), the count of report j is Binomial(n, o + (p − o)π_j): each answer's share has a

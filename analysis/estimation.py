@@ -203,7 +203,7 @@ def _binary(mechanism, counts, level, method, question_id):
     notes = [] if 0 <= unbiased <= 1 else [_outside_note([first], f"the observed rate of {first!r} reports is outside "
                                                                    "what the design can produce")]
     return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
-                          covariance=np.array([[se**2, -se**2], [-se**2, se**2]]), notes=notes)
+                          covariance_source=np.array([[se**2, -se**2], [-se**2, se**2]]), notes=notes)
 
 
 def _outside_note(answers, why: str) -> str:
@@ -238,8 +238,12 @@ def _multi_select(mechanism, counts, level, method, question_id, simultaneous):
 def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=None):
     """Single choice, ordinal, public choice and numeric grids: the simplex of answer shares."""
     numeric = isinstance(mechanism, LaplaceMechanism)
-    q = channels.channel_matrix(mechanism)
-    marginal = None if numeric else channels.marginal_channel(q)
+    # k-ary randomized response and public choices are worked from their two numbers, in O(k): the k × k matrix is
+    # written out only for what needs it (profile intervals, a mean, the covariance when read).
+    marginal = None if numeric else channels.symmetric_channel(mechanism)
+    q = functools.cache(lambda: channels.channel_matrix(mechanism))
+    if marginal is None and not numeric:
+        marginal = channels.marginal_channel(q())
     if marginal is not None:
         method = method or est.DEFAULT_BINARY_METHOD
         _check_method(method, MARGINAL_METHODS, mechanism.design)
@@ -247,13 +251,14 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         method = method or DEFAULT_CATEGORICAL_METHOD
         _check_method(method, CATEGORICAL_METHODS, mechanism.design)
     n = int(counts.sum())
-    pi, certificate = likelihood.certified_maximum(q, counts)
+    found = None if marginal is None else likelihood.symmetric_maximum(marginal, counts)
+    pi, certificate = found if found is not None else likelihood.certified_maximum(q(), counts)
     if marginal is not None:
-        # k-ary RR, a public choice: each share's report count is binomial through one channel, so the inverse
-        # information is the estimate's covariance and every standard error is in closed form, O(k); the one k × k
-        # matrix built is the result's covariance (a 1,000-option question spent most of its time in such matrices).
+        # Each share's report count is binomial through one channel, so the inverse information is the estimate's
+        # covariance and every standard error is in closed form, O(k); the k × k covariance is written out when read.
         fitted_rates, rates = marginal.rate(pi), counts / n
-        covariance = channels.symmetric_covariance(marginal, fitted_rates) / n
+        def covariance():
+            return channels.symmetric_covariance(marginal, fitted_rates) / n
         se = np.sqrt(marginal.unit_variance(fitted_rates) / n)
         unbiased = marginal.prevalence(rates)
         unbiased_se = np.sqrt(marginal.unit_variance(rates) / n)
@@ -262,10 +267,10 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         # The SE of the estimate published: the inverse information where it is that (a public number); for
         # ordinal scales and numeric grids, where it is the unbiased estimator's instead, a parametric bootstrap
         # of the fit (`analysis.spread`).
-        covariance = spread.published_covariance(q, pi, n) if spread.needs_bootstrap(mechanism) else \
-            channels.fitted_covariance(q, pi) / n
+        covariance = spread.published_covariance(q(), pi, n) if spread.needs_bootstrap(mechanism) else \
+            channels.fitted_covariance(q(), pi) / n
         se = np.sqrt(np.clip(np.diag(covariance), 0, None))
-        unbiased, unbiased_covariance = est.unbiased(q, counts)
+        unbiased, unbiased_covariance = est.unbiased(q(), counts)
         unbiased_se = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))
     each = est.per_answer_level(level, len(pi), simultaneous)
     notes = []
@@ -280,35 +285,54 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
             row_method = "wald"
             notes.append(f"the {len(pi)} grid rows have Wald intervals (profile intervals for each of more than "
                          f"{PROFILE_GRID_LIMIT} grid points would take seconds); the mean's interval is profile likelihood")
-        low, high = _share_intervals(q, counts, pi, se, each, row_method)
-    table = pd.DataFrame({"estimate": pi, "se": se, "ci_low": low, "ci_high": high, "unbiased": unbiased,
-                          "unbiased_se": unbiased_se},
-                         index=pd.Index(mechanism.answers, name="value" if numeric else "answer"))
-    outside = [a for a, u in zip(mechanism.answers, unbiased) if not -1e-12 <= u <= 1 + 1e-12]
-    if outside and not numeric:
-        notes.append(_outside_note(outside, "sampling noise at this n"))
-    mean = None
+        low, high = _share_intervals(None if row_method == "wald" else q(), counts, pi, se, each, row_method)
+    table = pd.DataFrame(np.column_stack([pi, se, low, high, unbiased, unbiased_se]), columns=_COLUMN_INDEX.copy(),
+                         index=_answer_index(tuple(mechanism.answers), "value" if numeric else "answer"))
+    outside = np.flatnonzero((unbiased < -1e-12) | (unbiased > 1 + 1e-12))
+    if len(outside) and not numeric:
+        notes.append(_outside_note([mechanism.answers[i] for i in outside], "sampling noise at this n"))
     if numeric:
         notes.append("rows are the estimated distribution on the grid; the mean is the grid average under it")
         scores = np.array(mechanism.answers, dtype=float) if scores is None else scores
     elif scores is not None:
         notes.append(f"the mean is the average position on the scale (1 = {mechanism.answers[0]}, "
                      f"{len(scores)} = {mechanism.answers[-1]}) under the estimated shares")
+    result = EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
+                            covariance, simultaneous=simultaneous, notes=notes)
     if scores is not None:
-        mean = _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, scores, level,
-                     "likelihood" if method == "clopper-pearson" else method)
-    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
-                          covariance, mean=mean, simultaneous=simultaneous, notes=notes)
+        result.mean = _mean(q(), counts, pi, result.covariance, unbiased, unbiased_covariance, scores, level,
+                            "likelihood" if method == "clopper-pearson" else method)
+    return result
+
+
+#: The table's columns as an Index, built once: a DataFrame given a list spends 90 µs making one (a fifth of a small
+#: question's estimate); each table gets a copy (an Index's name can be set in place).
+_COLUMN_INDEX = pd.Index(COLUMNS)
+
+
+@functools.lru_cache(maxsize=64)
+def _shared_answer_index(answers: tuple, name: str) -> pd.Index:
+    return pd.Index(answers, name=name)
+
+
+def _answer_index(answers: tuple, name: str) -> pd.Index:
+    """The table's index, built once per question (a thousand answers: 70 µs of a millisecond estimate), and handed
+    out as a copy: an Index's name can be set in place, which must not reach another result's table."""
+    return _shared_answer_index(answers, name).copy()
 
 
 def _clopper_pearson_shares(channel, counts, n, level):
     """`estimators.binary_interval` (Clopper–Pearson) for every answer's count at once: the quantiles are
-    computed in one vectorised call; the rare count whose mapped interval misses [0, 1] takes the scalar path."""
+    computed in one vectorised call; the rare count whose mapped interval misses [0, 1] takes the scalar path,
+    once per distinct count."""
     rate_low, rate_high = est.clopper_pearson_rates(counts, n, level)
-    low, high = np.sort(np.vstack([channel.prevalence(rate_low), channel.prevalence(rate_high)]), axis=0)
-    for j in np.flatnonzero((high <= 0) | (low >= 1)):  # `binary_interval`'s own fallback, without its Clopper–Pearson again
-        low[j], high[j] = est.likelihood_interval(channel, int(counts[j]), n, level)
-    return np.clip(low, 0, 1), np.clip(high, 0, 1)
+    ends = channel.prevalence(rate_low), channel.prevalence(rate_high)  # decreasing where p < q
+    low, high = np.minimum(*ends), np.maximum(*ends)
+    missed = (high <= 0) | (low >= 1)
+    for count in np.unique(counts[missed]) if missed.any() else ():  # `binary_interval`'s own fallback, without its Clopper–Pearson again
+        rows = missed & (counts == count)
+        low[rows], high[rows] = est.likelihood_interval(channel, int(count), n, level)
+    return np.minimum(np.maximum(low, 0.0), 1.0), np.minimum(np.maximum(high, 0.0), 1.0)
 
 
 def _share_intervals(q, counts, pi, se, level, method):

@@ -17,7 +17,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 from .channels import BinaryChannel, left_inverse, marginal_channel, symmetric_covariance
 from .errors import AnalysisError
@@ -50,19 +50,25 @@ def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 # --- binary designs --------------------------------------------------------------------------------
 
-def _binomial_loglik(k: int, n: int, rate):
-    rate = np.clip(rate, 1e-300, 1 - 1e-16)
-    return k * np.log(rate) + (n - k) * np.log1p(-rate)
+def _binomial_loglik(k: int, n: int, rate: float) -> float:
+    rate = min(max(float(rate), 1e-300), 1 - 1e-16)  # scalars: a root search calls this ~40 times per interval end
+    return k * math.log(rate) + (n - k) * math.log1p(-rate)
 
 
 def clopper_pearson_rates(k, n: int, level: float):
     """The exact binomial interval for the report rate behind k of n (k a number or an array)."""
     alpha = 1 - level
     k = np.asarray(k)
+    # Each distinct count once (a thousand answers of ten thousand reports share a few dozen counts), and by scipy.special
+    # directly: `stats.beta.ppf` and `.isf` give the same quantiles (to an ulp) after argument checks that were most of a
+    # small question's time.
+    distinct, position = np.unique(k, return_inverse=True) if k.size > 64 else (k, None)  # np.unique: 50 µs of overhead
     with np.errstate(invalid="ignore", divide="ignore"):
-        low = np.where(k == 0, 0.0, stats.beta.ppf(alpha / 2, k, n - k + 1))
-        high = np.where(k == n, 1.0, stats.beta.isf(alpha / 2, k + 1, n - k))
-    return low, high
+        low = np.where(distinct == 0, 0.0, special.betaincinv(distinct, n - distinct + 1, alpha / 2))
+        high = np.where(distinct == n, 1.0, special.betainccinv(distinct + 1, n - distinct, alpha / 2))
+    if position is None:
+        return low, high
+    return low[position].reshape(k.shape), high[position].reshape(k.shape)
 
 
 def binary_interval(channel: BinaryChannel, k: int, n: int, level: float, method: str) -> tuple[ConfidenceInterval, bool]:
@@ -106,7 +112,7 @@ def binary_mle(channel: BinaryChannel, k: int, n: int) -> float:
 def likelihood_interval(channel: BinaryChannel, k: int, n: int, level: float) -> ConfidenceInterval:
     """{π ∈ [0, 1] : 2(ℓ(π̃) − ℓ(π)) ≤ χ²₁(level)} for the binomial likelihood of the reports."""
     best = binary_mle(channel, k, n)
-    cut = stats.chi2.ppf(level, 1) / 2
+    cut = special.gammaincinv(0.5, level)  # χ²₁'s quantile / 2, as `stats.chi2.ppf` computes it
     peak = _binomial_loglik(k, n, channel.rate(best))
 
     def drop(pi):

@@ -271,6 +271,39 @@ def certified_maximum(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, "C
                            checked.unique)
 
 
+def symmetric_maximum(channel: channels.BinaryChannel, counts: np.ndarray,
+                      tolerance: float = KKT_TOLERANCE) -> tuple[np.ndarray, Certificate] | None:
+    """`certified_maximum` for a channel Q = (p − o)I + o11ᵀ (k-ary randomized response, a public choice; ``channel``
+    holds its (p, o)), from its structure in O(k log k) with no k × k matrix: the closed form
+    (`BinaryChannel.simplex_maximum`) and its certificate, whose gradient is g_j = o·Σ_r c_r/λ_r + (p − o)·c_j/λ_j.
+    None when the closed form does not exist or its certificate fails the tolerance (the caller goes to the
+    dense route); the same numbers as `certify` on the written-out matrix (a test holds them together)."""
+    pi = channel.simplex_maximum(counts)
+    if pi is None:
+        return None
+    counts = np.asarray(counts, dtype=float)
+    observed = counts > 0
+    rates = channel.rate(pi)
+    if (rates[observed] <= 0).any():
+        return None
+    ratio = np.zeros(len(counts))
+    ratio[observed] = counts[observed] / rates[observed]
+    gap = channel.p - channel.q
+    gradient = channel.q * float(ratio.sum()) + gap * ratio
+    n = float(counts.sum())
+    multiplier = float(pi @ gradient)
+    support = pi > 0
+    off = max(float((gradient - multiplier).max()), 0.0)
+    on = float(np.abs(gradient[support] - multiplier).max())
+    # Another maximiser keeps the rates of every observed report (ℓ is strictly concave in them), and Q_obs d = 0 with
+    # Σd = 0 leaves d free only on tight answers no one reported: a second maximiser exists iff two or more of those
+    # are tight and one of them has a share to give (the rank test and LP of `_unique`, solved by hand).
+    free = (gradient >= multiplier - tolerance * n) & ~observed
+    unique = not (np.count_nonzero(free) >= 2 and bool(support[free].any()))
+    certificate = Certificate(max(off, on) / n, off, 0, tolerance, unique)
+    return (pi, certificate) if certificate.converged else None
+
+
 def loglikelihood(q: np.ndarray, counts: np.ndarray, pi: np.ndarray) -> float:
     """Σ_r c_r log (Qπ)_r over the observed reports (−inf when an observed report has rate 0)."""
     return _Problem(np.asarray(q, dtype=float), np.asarray(counts, dtype=float)).value(np.asarray(pi, dtype=float))

@@ -7,6 +7,7 @@ moment estimate stays beside it as ``unbiased``. Intervals always contain the es
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 from dataclasses import dataclass, field
@@ -70,7 +71,8 @@ class EstimateResult:
     method: str
     table: pd.DataFrame = field(repr=False)
     certificate: likelihood.Certificate = field(repr=False)
-    covariance: np.ndarray | None = field(repr=False, default=None)
+    #: The estimate's covariance (answers × answers), or how to write it out (`covariance` reads it).
+    covariance_source: np.ndarray | Callable[[], np.ndarray] | None = field(repr=False, default=None, compare=False)
     mean: MeanEstimate | None = None
     simultaneous: bool = False
     notes: list = field(default_factory=list)
@@ -105,6 +107,13 @@ class EstimateResult:
     @property
     def n(self) -> int:
         return int(self.counts.sum())
+
+    @functools.cached_property
+    def covariance(self) -> np.ndarray | None:
+        """The estimate's covariance matrix, written out when first read: for k-ary randomized response every
+        standard error is a closed form in O(k), and this k × k matrix is the only O(k²) part of the estimate."""
+        source = self.covariance_source
+        return source() if callable(source) else source
 
     @property
     def estimate(self) -> pd.Series:

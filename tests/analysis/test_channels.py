@@ -120,6 +120,87 @@ def test_k_ary_maximum_likelihood_in_closed_form_is_the_iterative_maximiser_s(k,
         assert closed == pytest.approx(iterative, abs=1e-6)
 
 
+@pytest.mark.parametrize("k, epsilon", [(3, 0.25), (10, 1), (100, "ln 3"), (1000, 2), (5, "public")])
+def test_k_ary_estimates_are_worked_from_the_channel_s_two_numbers(k, epsilon, monkeypatch):
+    """k-ary randomized response and public choices never write out their k × k matrix: the certificate, the fit test
+    and the covariance computed from (p, o) are the dense route's on the written-out matrix, number for number."""
+    from deniable.analysis import fit, likelihood
+    from deniable.analysis.estimation import _estimate
+
+    privacy = "none" if epsilon == "public" else {"design": "k_rr", "epsilon": epsilon}
+    mechanism = _question("choice", options=[f"o{i}" for i in range(k)], privacy=privacy)
+    q = channels.channel_matrix(mechanism)
+    symmetric = channels.symmetric_channel(mechanism)
+    assert (symmetric.p, symmetric.q) == (channels.marginal_channel(q).p, channels.marginal_channel(q).q)
+    rng = np.random.default_rng(k)
+    cases = [rng.multinomial(n, q @ (truth / truth.sum())) for n in (1, 7, 200, 20_000)
+             for truth in (np.ones(k), 0.5 ** np.arange(k), np.eye(k)[-1])]
+    cases += [np.eye(k, dtype=int)[0], np.full(k, 3)]
+    for counts in cases:
+        pi, certificate = likelihood.symmetric_maximum(symmetric, counts)
+        dense = likelihood.certify(q, counts, pi)
+        assert certificate.converged and certificate.unique is dense.unique is True
+        assert certificate.kkt_residual == pytest.approx(dense.kkt_residual, abs=1e-13)
+        assert certificate.optimality_gap == pytest.approx(dense.optimality_gap, abs=1e-9)
+        structured, written = fit.symmetric_test(symmetric, counts, pi), fit.saturated_test(q, counts, pi)
+        assert (structured.df, structured.method) == (written.df, written.method)
+        assert structured.statistic == pytest.approx(written.statistic, abs=1e-9)
+        assert structured.pvalue == pytest.approx(written.pvalue, abs=1e-9)
+    def refuse(_):
+        raise AssertionError("the k × k channel was written out")
+
+    monkeypatch.setattr(channels, "channel_matrix", refuse)
+    for counts in cases:
+        result = _estimate(mechanism, counts, 0.95, None, "q")
+        assert result.certificate.converged
+    n = counts.sum()
+    expected = channels.fitted_covariance(q, result.table["estimate"].to_numpy()) / n
+    np.testing.assert_allclose(result.covariance, expected, atol=1e-15)  # written out when read, and then kept
+    assert result.covariance is result.covariance
+
+
+def test_a_closed_form_its_certificate_refuses_goes_to_the_dense_maximiser(monkeypatch):
+    from deniable.analysis import likelihood
+    from deniable.analysis.estimation import _estimate
+
+    mechanism = _question("choice", options=list("abcde"), privacy={"design": "k_rr", "epsilon": 1})
+    counts = np.array([40, 25, 20, 10, 5])
+    right = channels.symmetric_channel(mechanism).simplex_maximum(counts)
+    monkeypatch.setattr(channels.BinaryChannel, "simplex_maximum", lambda self, c: np.full(len(c), 1 / len(c)))
+    assert likelihood.symmetric_maximum(channels.symmetric_channel(mechanism), counts) is None
+    result = _estimate(mechanism, counts, 0.95, None, "q")
+    assert result.certificate.converged and result.certificate.iterations > 0
+    np.testing.assert_allclose(result.table["estimate"], right, atol=1e-8)
+
+
+def test_each_estimate_table_has_an_index_of_its_own():
+    """The answers' Index is built once per question and copied into each table: naming one table's index or
+    columns must not rename another's."""
+    from deniable.analysis.estimation import _estimate
+
+    mechanism = _question("choice", options=list("abcd"), privacy={"design": "k_rr", "epsilon": 1})
+    first, second = (_estimate(mechanism, np.array(counts), 0.95, None, "q") for counts in ([5, 1, 2, 0], [1, 1, 1, 1]))
+    first.table.index.name, first.table.columns.name = "renamed", "renamed"
+    assert (second.table.index.name, second.table.columns.name) == ("answer", None)
+    assert (_estimate(mechanism, np.array([2, 2, 0, 1]), 0.95, None, "q").table.index.name) == "answer"
+
+
+def test_clopper_pearson_rates_per_distinct_count_are_scipy_s_beta_quantiles():
+    from scipy import stats
+
+    from deniable.analysis import estimators as est
+
+    rng = np.random.default_rng(3)
+    for counts in (rng.integers(0, 40, 1000), np.array([0, 3, 3, 17, 40]), np.array([40] * 70 + [0] * 70)):
+        low, high = est.clopper_pearson_rates(counts, 40, 0.9)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            expected_low = np.where(counts == 0, 0.0, stats.beta.ppf(0.05, counts, 40 - counts + 1))
+            expected_high = np.where(counts == 40, 1.0, stats.beta.isf(0.05, counts + 1, 40 - counts))
+        np.testing.assert_allclose(low, expected_low, rtol=1e-14, atol=0)  # to an ulp or two
+        np.testing.assert_allclose(high, expected_high, rtol=1e-14, atol=0)
+    assert est.clopper_pearson_rates(0, 10, 0.95)[0] == 0 and est.clopper_pearson_rates(10, 10, 0.95)[1] == 1
+
+
 def test_public_choice_maximum_is_the_observed_shares():
     q = channels.channel_matrix(SHAPES["public choice"]())
     counts = np.array([3, 0, 1])
