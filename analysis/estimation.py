@@ -206,8 +206,14 @@ def _binary(mechanism, counts, level, method, question_id):
                           covariance_source=np.array([[se**2, -se**2], [-se**2, se**2]]), notes=notes)
 
 
+#: How many answers a note names before it counts the rest (a 1,000-option question can have hundreds outside).
+NOTE_NAMES = 8
+
+
 def _outside_note(answers, why: str) -> str:
-    listed = ", ".join(map(str, answers))
+    listed = ", ".join(map(str, answers[:NOTE_NAMES]))
+    if len(answers) > NOTE_NAMES:
+        listed += f" and {len(answers) - NOTE_NAMES} other answers"
     return (f"the unbiased estimate of {listed} lies outside [0, 1] ({why}); the estimate is the maximum-likelihood "
             "one on the parameter space and the interval is for it")
 
@@ -286,11 +292,12 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
             notes.append(f"the {len(pi)} grid rows have Wald intervals (profile intervals for each of more than "
                          f"{PROFILE_GRID_LIMIT} grid points would take seconds); the mean's interval is profile likelihood")
         low, high = _share_intervals(None if row_method == "wald" else q(), counts, pi, se, each, row_method)
+    answers = mechanism.answers  # a fresh list on every read
     table = pd.DataFrame(np.column_stack([pi, se, low, high, unbiased, unbiased_se]), columns=_COLUMN_INDEX.copy(),
-                         index=_answer_index(tuple(mechanism.answers), "value" if numeric else "answer"))
+                         index=_answer_index(tuple(answers), "value" if numeric else "answer"))
     outside = np.flatnonzero((unbiased < -1e-12) | (unbiased > 1 + 1e-12))
     if len(outside) and not numeric:
-        notes.append(_outside_note([mechanism.answers[i] for i in outside], "sampling noise at this n"))
+        notes.append(_outside_note([answers[i] for i in outside], "sampling noise at this n"))
     if numeric:
         notes.append("rows are the estimated distribution on the grid; the mean is the grid average under it")
         scores = np.array(mechanism.answers, dtype=float) if scores is None else scores

@@ -178,11 +178,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seconds", type=float, default=0.3)
+    rows = {"krr": single_krr, "unary": single_unary, "laplace": laplace, "estimation": estimation}
+    parser.add_argument("--only", choices=rows, action="append", help="run these rows only (repeatable)")
     args = parser.parse_args()
-    single_krr(args.rounds, args.seconds)
-    single_unary(args.rounds, args.seconds)
-    laplace(args.rounds, args.seconds)
-    estimation(args.rounds, args.seconds)
+    for name in args.only or rows:
+        rows[name](args.rounds, args.seconds)
 
 
 if __name__ == "__main__":

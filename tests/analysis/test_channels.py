@@ -173,6 +173,20 @@ def test_a_closed_form_its_certificate_refuses_goes_to_the_dense_maximiser(monke
     np.testing.assert_allclose(result.table["estimate"], right, atol=1e-8)
 
 
+def test_a_note_names_a_few_answers_outside_and_counts_the_rest():
+    from deniable.analysis.estimation import NOTE_NAMES, _estimate
+
+    k = 1000
+    mechanism = _question("choice", options=[f"o{i}" for i in range(k)], privacy={"design": "k_rr", "epsilon": 2})
+    counts = np.zeros(k, dtype=int)
+    counts[:3] = [5000, 3000, 2000]  # every answer's unbiased share is outside: above 1 for three, below 0 for the rest
+    result = _estimate(mechanism, counts, 0.95, None, "q")
+    assert ((result.table["unbiased"] < 0) | (result.table["unbiased"] > 1)).all()
+    note, = (note for note in result.notes if "lies outside" in note)
+    named = ", ".join(f"o{i}" for i in range(NOTE_NAMES))
+    assert f"the unbiased estimate of {named} and {k - NOTE_NAMES} other answers lies outside [0, 1]" in note
+
+
 def test_each_estimate_table_has_an_index_of_its_own():
     """The answers' Index is built once per question and copied into each table: naming one table's index or
     columns must not rename another's."""
