@@ -1,8 +1,10 @@
 import json
 import math
+import os
 import random
 import subprocess
 import sys
+from array import array
 from fractions import Fraction
 
 import pytest
@@ -320,6 +322,27 @@ def test_default_source_is_secrets_and_draws_vary():
     mechanism = one_question(type="yes_no").mechanism
     reports = {mechanism.randomize("yes") for _ in range(200)}
     assert reports == {"yes", "no"}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_never_replays_its_parent_s_buffered_words():
+    """The default source buffers the operating system's words; a child made by fork must draw its own, not the ones its
+    parent holds and is about to use (two respondents' reports would share their randomness)."""
+    from deniable.client.randomness import default_source
+
+    default_source().word()  # the parent's pool now holds 255 unread words
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        os.close(read)
+        os.write(write, array("I", [default_source().word() for _ in range(16)]).tobytes())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        in_child = array("I", pipe.read())
+    os.waitpid(child, 0)
+    in_parent = array("I", [default_source().word() for _ in range(16)])
+    assert len(in_child) == 16 and in_child != in_parent
 
 
 def test_client_imports_only_the_standard_library():
