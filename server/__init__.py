@@ -17,6 +17,10 @@ HERE = Path(__file__).resolve().parent
 # Strict: scripts and styles only from this server, nothing inline, no frames, forms only here.
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
                            "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+#: On every response (a route may set a policy of its own): the sniffing, framing and referrer rules. Invitation links
+#: carry a token: the URL must never leak to another site.
+SECURITY_HEADERS = (("Content-Security-Policy", CONTENT_SECURITY_POLICY), ("X-Content-Type-Options", "nosniff"),
+                    ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY"))
 
 
 #: Requests per client address on the public endpoints (and sign-in). Counted in this process's
@@ -83,11 +87,11 @@ def create_app(config: dict | None = None):
 
     @app.after_request
     def security_headers(response):
-        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        # Invitation links carry a token: never leak the URL to another site.
-        response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers["X-Frame-Options"] = "DENY"
+        for name, value in SECURITY_HEADERS:
+            if name == "Content-Security-Policy":
+                response.headers.setdefault(name, value)
+            else:
+                response.headers[name] = value
         if not response.headers.get("Cache-Control"):
             response.headers["Cache-Control"] = "no-store"
         return response
@@ -125,6 +129,9 @@ def create_app(config: dict | None = None):
     app.register_blueprint(api.blueprint)
     app.register_blueprint(respond.blueprint)
     app.register_blueprint(admin.blueprint)
+    from .ingest import SingleResponses
+
+    app.wsgi_app = SingleResponses(app, app.wsgi_app)  # beneath ProxyFix, which `_limit_rates` puts in front
     _limit_rates(app)
     return app
 
@@ -146,6 +153,9 @@ def _limit_rates(app):
     quiet = logging.getLogger("flask-limiter")
     quiet.setLevel(logging.CRITICAL + 1)
     quiet.propagate = False
+    from .ingest import ENDPOINT
+
     for endpoint, limit in app.config["RATE_LIMITS"].items():
-        app.view_functions[endpoint] = limiter.limit(limit)(app.view_functions[endpoint])
+        if endpoint != ENDPOINT:  # single responses are counted by `ingest`, which answers them beneath Flask
+            app.view_functions[endpoint] = limiter.limit(limit)(app.view_functions[endpoint])
     app.extensions["deniable_limiter"] = limiter

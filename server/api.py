@@ -96,15 +96,22 @@ def survey_payload(record: storage.SurveyRecord) -> dict:
 
 
 def _json_body(limit: int | None = None, check_text: bool = True):
-    """The request's JSON object. Refused with a 4xx before anything reads it: the wrong type,
-    too large, not JSON, nested deeper than any body needs (Python's parser would otherwise hit
-    its recursion limit), and, unless the caller judges parts on their own (a batch's items),
-    any string that is not valid Unicode text."""
-    if request.mimetype != "application/json":
+    """The request's JSON object (`parse_json_body`), read from Flask's request."""
+    return parse_json_body(request.mimetype, request.content_length, lambda: request.get_data(cache=False), limit,
+                           check_text)
+
+
+def parse_json_body(mimetype: str, content_length: int | None, read, limit: int | None = None,
+                    check_text: bool = True) -> dict:
+    """A request's JSON object (``read()`` returns its bytes). Refused with a 4xx (`ApiError`) before anything reads
+    it: the wrong type, too large, not JSON, nested deeper than any body needs (Python's parser would otherwise hit
+    its recursion limit), and, unless the caller judges parts on their own (a batch's items), any string that is not
+    valid Unicode text. Shared by the Flask routes and the WSGI path of single responses (`ingest`)."""
+    if mimetype != "application/json":
         raise ApiError(415, "send the body as application/json", "body")
-    if limit is not None and request.content_length is not None and request.content_length > limit:
+    if limit is not None and content_length is not None and content_length > limit:
         raise ApiError(413, f"the body is larger than {limit} bytes", "body")
-    raw = request.get_data(cache=False)
+    raw = read()
     if limit is not None and len(raw) > limit:
         raise ApiError(413, f"the body is larger than {limit} bytes", "body")
     try:
@@ -165,11 +172,7 @@ def get_survey(survey_id):
     return survey_payload(get_store().get_survey(survey_id))
 
 
-@blueprint.post("/surveys/<survey_id>/responses")
-def post_response(survey_id):
-    body = _json_body(current_app.config["MAX_RESPONSE_BYTES"], check_text=False)  # submit_item checks it
-    payload, status = submit_item(survey_id, body)
-    return payload, status, ({"Retry-After": "5"} if status in (503, 507) else {})
+# POST /surveys/<survey_id>/responses, one response, is answered beneath Flask by `ingest.SingleResponses`.
 
 
 @blueprint.post("/surveys/<survey_id>/responses:batch")
