@@ -21,6 +21,8 @@ from urllib.parse import parse_qsl
 from werkzeug.exceptions import InternalServerError, MethodNotAllowed
 from werkzeug.http import HTTP_STATUS_CODES
 
+from deniable.client.errors import DeniableError
+
 from . import api
 
 #: The endpoint's name in `RATE_LIMITS` (the Flask route it replaced was ``api.post_response``).
@@ -71,7 +73,7 @@ class SingleResponses:
             body = api.error_body(500, InternalServerError.description)
         data = (self.app.json.dumps(body, separators=(",", ":")) + "\n").encode()
         headers += [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
-        start_response(f"{status} {HTTP_STATUS_CODES[status].upper()}", headers)
+        start_response(f"{status} {HTTP_STATUS_CODES.get(status, 'unknown').upper()}", headers)
         return [data]
 
     def _answer(self, environ, survey_id: str, headers: list) -> tuple[int, dict]:
@@ -91,10 +93,11 @@ class SingleResponses:
         try:
             body = api.parse_json_body(_mimetype(environ), _content_length(environ),
                                        lambda: _read(environ, self.limit_bytes), self.limit_bytes, check_text=False)
-        except api.ApiError as error:
-            return error.status, api.error_body(error.status, error.message, error.field)
-        with self.app.app_context():
-            payload, status = api.submit_item(survey_id, body)
+            with self.app.app_context():
+                payload, status = api.submit_item(survey_id, body)
+        except DeniableError as error:  # as the API blueprint's handler answers one (`api._refused`)
+            status = getattr(error, "status", 422)
+            payload = api.error_body(status, error.message, error.field)
         if status in (503, 507):
             headers.append(("Retry-After", "5"))
         return status, payload

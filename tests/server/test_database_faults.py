@@ -32,6 +32,10 @@ def test_a_restart_fails_no_request_and_a_down_database_is_a_503(served, postgre
         api = served.get("/api/v1/surveys/tax")
         assert api.status_code == 503 and api.headers["Retry-After"] == "5"
         assert api.json["error"]["field"] == "db" and "unavailable" in api.json["error"]["message"]
+        survey = Survey.from_file(EXAMPLES / "tax.yaml")
+        sent = served.post("/api/v1/surveys/tax/responses", json={
+            "spec_hash": survey.hash, "idempotency_key": "k" * 16, "reports": survey.randomize(ANSWERS)})
+        assert sent.status_code == 503 and sent.headers["Retry-After"] == "5" and sent.json["error"]["field"] == "db"
         health = served.get("/healthz")
         assert health.status_code == 503 and health.json == {"ok": False, "error": "the database is unreachable"}
         page = served.get("/s/tax")
