@@ -304,3 +304,18 @@ def test_a_share_of_one_report_in_fifteen_thousand_is_certified_fast():
                           "options": list("abcdef"), "privacy": {"design": "ordinal", "epsilon": 4}}]}).questions["q"].mechanism)
     pi, certificate = likelihood.maximise(ordinal, counts)
     assert certificate.kkt_residual <= certificate.tolerance
+
+
+def test_rates_at_a_sparse_point_are_the_whole_product_s():
+    """`_Problem.rates` multiplies by the support's columns only when it is small (a long grid's fit sits on a few
+    answers); the product must be the whole matrix's, with and without an offset."""
+    rng = np.random.default_rng(5)
+    q = rng.dirichlet(np.ones(40), size=60).T  # 40 reports × 60 answers, columns summing to 1
+    counts = rng.integers(1, 9, 40)
+    for support in (1, 3, 14, 15, 60):
+        x = np.zeros(60)
+        x[rng.choice(60, support, replace=False)] = rng.dirichlet(np.ones(support))
+        for offset in (None, rng.random(40)):
+            problem = likelihood._Problem(q, counts, offset=offset)
+            whole = q @ x if offset is None else offset + q @ x
+            np.testing.assert_allclose(problem.rates(x), whole, rtol=1e-14, atol=1e-16)
