@@ -17,10 +17,10 @@ HERE = Path(__file__).resolve().parent
 # Strict: scripts and styles only from this server, nothing inline, no frames, forms only here.
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
                            "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
-#: On every response (a route may set a policy of its own): the sniffing, framing and referrer rules. Invitation links
-#: carry a token: the URL must never leak to another site.
-SECURITY_HEADERS = (("Content-Security-Policy", CONTENT_SECURITY_POLICY), ("X-Content-Type-Options", "nosniff"),
-                    ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY"))
+#: On every response, beside the content policy (which a route may set for itself): the sniffing, framing and referrer
+#: rules. Invitation links carry a token: the URL must never leak to another site.
+SECURITY_HEADERS = (("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
+                    ("X-Frame-Options", "DENY"))
 
 
 #: Requests per client address on the public endpoints (and sign-in). Counted in this process's
@@ -87,11 +87,8 @@ def create_app(config: dict | None = None):
 
     @app.after_request
     def security_headers(response):
-        for name, value in SECURITY_HEADERS:
-            if name == "Content-Security-Policy":
-                response.headers.setdefault(name, value)
-            else:
-                response.headers[name] = value
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.update(SECURITY_HEADERS)
         if not response.headers.get("Cache-Control"):
             response.headers["Cache-Control"] = "no-store"
         return response

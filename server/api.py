@@ -34,6 +34,11 @@ class ApiError(DeniableError):
         self.status = status
 
 
+def retry_later(status: int) -> dict:
+    """The header that tells a client when to send again what the database could not take (away, read-only, full)."""
+    return {"Retry-After": "5"} if status in (503, 507) else {}
+
+
 def error_body(status: int, message: str, field: str | None = None) -> dict:
     return {"error": {"status": status, "field": field, "message": message}}
 
@@ -43,7 +48,7 @@ def _refused(error: DeniableError):
     # Every domain error carries its status (storage's, the API's, a missing credential's); any
     # other is a request the library judged invalid.
     status = getattr(error, "status", 422)
-    headers = {"Retry-After": "5"} if status in (503, 507) else {}
+    headers = retry_later(status)
     return error_body(status, error.message, error.field), status, headers
 
 

@@ -37,12 +37,12 @@ class SingleResponses:
     """The WSGI layer: ``app.wsgi_app = SingleResponses(app, app.wsgi_app)``."""
 
     def __init__(self, app, flask_wsgi):
-        from . import SECURITY_HEADERS
+        from . import CONTENT_SECURITY_POLICY, SECURITY_HEADERS
 
         self.app = app
         self.flask_wsgi = flask_wsgi
         self.limit_bytes = app.config["MAX_RESPONSE_BYTES"]
-        self.headers = [*SECURITY_HEADERS, ("Cache-Control", "no-store")]
+        self.headers = [("Content-Security-Policy", CONTENT_SECURITY_POLICY), *SECURITY_HEADERS, ("Cache-Control", "no-store")]
         self.rate = None
         if app.config["RATELIMIT_ENABLED"] and ENDPOINT in app.config["RATE_LIMITS"]:
             from limits import parse
@@ -99,8 +99,7 @@ class SingleResponses:
         except DeniableError as error:  # as the API blueprint's handler answers one (`api._refused`)
             status = getattr(error, "status", 422)
             payload = api.error_body(status, error.message, error.field)
-        if status in (503, 507):
-            headers.append(("Retry-After", "5"))
+        headers.extend(api.retry_later(status).items())
         return status, payload
 
     def _propagate(self) -> bool:
