@@ -273,7 +273,7 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         # The SE of the estimate published: the inverse information where it is that (a public number); for
         # ordinal scales and numeric grids, where it is the unbiased estimator's instead, a parametric bootstrap
         # of the fit (`analysis.spread`).
-        covariance = spread.published_covariance(q(), pi, n) if spread.needs_bootstrap(mechanism) else \
+        covariance = spread.published_covariance(q(), pi, n, counts=counts) if spread.needs_bootstrap(mechanism) else \
             channels.fitted_covariance(q(), pi) / n
         se = np.sqrt(np.clip(np.diag(covariance), 0, None))
         unbiased, unbiased_covariance = est.unbiased(q(), counts)
