@@ -62,14 +62,14 @@ def bootstrap_fits(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None
     Deterministic: the draws are seeded by ``q``, n and the observed ``counts`` when given (an estimate's: its
     fitted ``pi`` is a function of them, but only to its certified precision; seeding by ``pi`` itself drew new
     surveys when it moved by 2e-12, and a 0..1000 grid's mean SE went from 10.8 to 12.0), else by ``pi`` (a plan's
-    assumed distribution, given exactly)."""
+    assumed distribution, given exactly; to 12 decimals)."""
     q = np.asarray(q, dtype=float)
     if replicates is None:
         replicates = REPLICATES if q.shape[1] <= BATCH_ANSWERS else LONG_GRID_REPLICATES
     pi = np.clip(np.asarray(pi, dtype=float), 0, None)
     pi = pi / pi.sum()
     rates = np.clip(q @ pi, 0, None)
-    rng = np.random.default_rng(_seed(q, pi if counts is None else counts, n))
+    rng = np.random.default_rng(_seed(q, np.round(pi, 12) if counts is None else counts, n))
     draws = rng.multinomial(n, rates / rates.sum(), size=replicates).astype(float)
     if q.shape[1] <= BATCH_ANSWERS:
         fits, certified = _batched_maximise(q, draws, _starts(q, draws, pi))
