@@ -33,6 +33,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import lapack
 
 from . import channels
 from .errors import AnalysisError
@@ -97,7 +98,7 @@ class _Problem:
     def rates(self, x):
         # The maximum of a long grid often sits on a few answers (4 of 1,001): multiply by those columns only, where
         # the whole matrix would cost a k × k product per line-search step.
-        support = np.flatnonzero(x)
+        support = x.nonzero()[0]
         product = self.a[:, support] @ x[support] if 4 * len(support) < len(x) else self.a @ x
         return product if self.offset is None else self.offset + product
 
@@ -112,12 +113,15 @@ class _Problem:
         g = self.a.T @ (self.c / rates)
         return g + self.tilt if self.tilt is not None else g
 
-    def certificate(self, x, gradient, iterations) -> Certificate:
+    def violations(self, x, gradient) -> tuple[float, float]:
+        """(relative KKT residual, optimality gap): the certificate's two figures."""
         multiplier = float(x @ gradient)
-        support = x > 0
-        off = float(np.max(gradient - multiplier))
-        on = float(np.max(np.abs(gradient[support] - multiplier)))
-        return Certificate(max(max(off, 0.0), on) / self.n, max(off, 0.0), iterations)
+        off = max(float((gradient - multiplier).max()), 0.0)
+        on = float(np.abs(gradient[x > 0] - multiplier).max())
+        return max(off, on) / self.n, off
+
+    def certificate(self, x, gradient, iterations) -> Certificate:
+        return Certificate(*self.violations(x, gradient), iterations)
 
     def start(self) -> np.ndarray:
         k = self.a.shape[1]
@@ -141,34 +145,41 @@ def _simplex_qp(h_matrix: np.ndarray, gradient: np.ndarray, x: np.ndarray, max_i
     semidefinite; a tiny ridge keeps each equality-constrained subproblem nonsingular (it only shortens
     steps along directions the data do not inform)."""
     size = len(x)
-    ridge = 1e-12 * max(float(np.trace(h_matrix)) / size, 1e-300)
-    h_matrix = h_matrix + ridge * np.eye(size)
+    ridge = 1e-12 * max(float(h_matrix.trace()) / size, 1e-300)
+    h_matrix = h_matrix.copy()
+    h_matrix.flat[::size + 1] += ridge
     step = np.zeros(size)
     free = x > 0
-    scale = max(float(np.max(np.abs(gradient))), 1e-300)
+    scale = max(float(np.abs(gradient).max()), 1e-300)
     released = None
+    # Each pass is a few dozen operations on arrays of a few elements: numpy's per-call overhead is most of the
+    # fit's time, so the small systems go to LAPACK's dgesv directly (numpy.linalg.solve's checks cost 4× the
+    # solve; the same routine, the same bits).
     for _ in range(max_iterations):
-        index = np.flatnonzero(free)
+        index = free.nonzero()[0]
         residual = gradient - h_matrix @ step  # the model's gradient at x + step
         m = len(index)
         if m == 0:
             return step
         kkt = np.empty((m + 1, m + 1))
-        kkt[:m, :m] = h_matrix[np.ix_(index, index)]
+        kkt[:m, :m] = h_matrix[index[:, None], index]
         kkt[:m, m] = kkt[m, :m] = 1.0
         kkt[m, m] = 0.0
-        try:
-            solution = np.linalg.solve(kkt, np.concatenate([residual[index], [0.0]]))
-        except np.linalg.LinAlgError:
-            solution = np.linalg.lstsq(kkt, np.concatenate([residual[index], [0.0]]), rcond=None)[0]
+        right = np.zeros(m + 1)
+        right[:m] = residual[index]
+        solution, singular = _solve(kkt, right)
+        if singular:
+            solution = np.linalg.lstsq(kkt, right, rcond=None)[0]
         move, multiplier = solution[:m], solution[m]
-        if not np.isfinite(solution).all():
+        if not math.isfinite(solution.sum()):  # a NaN or an infinity anywhere
             return step
-        position = x[index] + step[index]
-        shrinking = move < 0
-        ratios = np.where(shrinking, position / np.where(shrinking, -move, 1.0), np.inf)
-        blocking = int(np.argmin(ratios))
-        length = min(1.0, float(ratios[blocking]))
+        shrinking = (move < 0).nonzero()[0]
+        length, blocking = 1.0, None
+        if len(shrinking):
+            ratios = (x[index[shrinking]] + step[index[shrinking]]) / -move[shrinking]
+            nearest = int(ratios.argmin())
+            if ratios[nearest] < 1.0:
+                length, blocking = float(ratios[nearest]), shrinking[nearest]
         if length <= 0.0 and index[blocking] == released:
             # The released bound blocks at once: round-off in a nearly singular model. The model cannot be
             # improved further here; the outer iteration's certificate judges the point reached.
@@ -182,12 +193,19 @@ def _simplex_qp(h_matrix: np.ndarray, gradient: np.ndarray, x: np.ndarray, max_i
         # The minimum on this face is reached: release the bound whose multiplier has the wrong sign.
         violation = gradient - h_matrix @ step - multiplier
         violation[free] = -np.inf
-        worst = int(np.argmax(violation))
+        worst = int(violation.argmax())
         if violation[worst] <= 1e-10 * scale:
             return step
         free[worst] = True
         released = worst
     return step
+
+
+def _solve(matrix: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, bool]:
+    """matrix⁻¹·right by LU with partial pivoting (LAPACK dgesv, as numpy.linalg.solve), and whether the matrix was
+    singular."""
+    _, _, solution, info = lapack.dgesv(matrix, right)
+    return solution, info != 0
 
 
 def _candidates(x, gradient, multiplier) -> np.ndarray:
@@ -197,8 +215,10 @@ def _candidates(x, gradient, multiplier) -> np.ndarray:
     if len(x) > SPARSE_START_ABOVE:
         padded = np.concatenate([[-np.inf], gradient, [-np.inf]])
         rising &= (gradient >= padded[:-2]) & (gradient >= padded[2:])
-    return np.flatnonzero((x > 0) | rising)
+    return ((x > 0) | rising).nonzero()[0]
 
+
+_EPSILON = float(np.finfo(float).eps)
 
 #: Newton steps after which a fit still short of its certificate takes `EM_STEPS` EM steps (see `maximise`).
 NEWTON_BEFORE_EM = 60
@@ -223,8 +243,7 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
     for iteration in range(max_iterations + 1):
         rates = problem.rates(x)
         gradient = problem.gradient(rates)
-        certificate = problem.certificate(x, gradient, iteration)
-        if certificate.kkt_residual <= tolerance * 0.01 or iteration == max_iterations:
+        if problem.violations(x, gradient)[0] <= tolerance * 0.01 or iteration == max_iterations:
             break
         if iteration == NEWTON_BEFORE_EM and tilt is None and offset is None:
             # Newton's quadratic model fits log x badly where a share is tiny but not zero (one report in 15,000 of
@@ -239,7 +258,7 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
         weighted = problem.a[:, face] * (sqrt_c / rates)[:, None]
         hessian = weighted.T @ weighted
         step = _simplex_qp(hessian, gradient[face], x[face], 20 * len(face) + 50)
-        direction = np.zeros_like(x)
+        direction = np.zeros(len(x))
         direction[face] = step
         slope = float(gradient @ direction)
         if not slope > 0:
@@ -250,7 +269,7 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
         current = problem.value(x, rates)
         # Armijo's rule, with the last few ulps of ℓ forgiven: near the optimum the gain of a Newton step
         # is below ℓ's round-off, and refusing it would stall the iteration short of its certificate.
-        forgiven = 8 * np.finfo(float).eps * abs(current)
+        forgiven = 8 * _EPSILON * abs(current)
         length = 1.0
         while length > 1e-12:
             candidate = x + length * direction
