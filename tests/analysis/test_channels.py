@@ -188,7 +188,7 @@ def test_a_note_names_a_few_answers_outside_and_counts_the_rest():
 
 
 def test_each_estimate_table_has_an_index_of_its_own():
-    """The answers' Index is built once per question and copied into each table: naming one table's index or
+    """The answers' Index is built once per question and each table gets a view of it: naming one table's index or
     columns must not rename another's."""
     from deniable.analysis.estimation import _estimate
 
