@@ -28,12 +28,12 @@ linear functional aᵀπ (one share, a grid mean): `profile_interval`.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import lapack
 
 from . import channels
 from .errors import AnalysisError
@@ -204,8 +204,17 @@ def _simplex_qp(h_matrix: np.ndarray, gradient: np.ndarray, x: np.ndarray, max_i
 def _solve(matrix: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, bool]:
     """matrix⁻¹·right by LU with partial pivoting (LAPACK dgesv, as numpy.linalg.solve), and whether the matrix was
     singular."""
-    _, _, solution, info = lapack.dgesv(matrix, right)
+    _, _, solution, info = _dgesv()(matrix, right)
     return solution, info != 0
+
+
+@functools.cache
+def _dgesv():
+    # Found at the first fit, not at import: scipy.linalg takes 0.27 s to import, and `deniable survey check` imports
+    # this module to plan without fitting one survey alone.
+    from scipy.linalg import lapack
+
+    return lapack.dgesv
 
 
 def _candidates(x, gradient, multiplier) -> np.ndarray:
