@@ -120,7 +120,7 @@ def create_app(config: dict | None = None):
             health = db.get_store().healthy()
         except Exception as error:  # unreachable, refused, not a deniable database
             app.logger.warning("health check failed: %s", error.__class__.__name__)
-            return {"ok": False, "error": "the database is unreachable"}, 503, {"Retry-After": "5"}
+            return {"ok": False, "error": "the database is unreachable"}, 503, api.retry_later(503)
         return health, 200 if health["ok"] else 503
 
     app.register_blueprint(api.blueprint)

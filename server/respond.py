@@ -24,6 +24,7 @@ from deniable.client.questions import is_right_to_left, localize
 from deniable.client.reports import arm_column
 from deniable.client.splitballot import SplitBallot
 
+from .api import retry_later
 from .auth import secrets_match
 from .db import get_store
 
@@ -76,7 +77,7 @@ def _storage_error(error):
         return _message(409, words["used_heading"], words["used_message"], language=language)
     if error.status in (503, 507):  # the database is away, read-only or full: nothing was stored
         page, status = _message(error.status, words["check_heading"], words["unavailable"], language=language)
-        return page, status, {"Retry-After": "5"}
+        return page, status, retry_later(status)
     detail = words["stale_form"] if error.field == "spec_hash" else error.message
     return _message(error.status if 400 <= error.status < 500 else 422, words["check_heading"], detail, language=language)
 
