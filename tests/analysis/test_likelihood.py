@@ -144,6 +144,32 @@ def test_the_binary_likelihood_interval_is_the_generic_profile_on_a_two_answer_c
         assert generic == pytest.approx(tuple(closed_form), abs=1e-7)
 
 
+@pytest.mark.parametrize("p, q", [(0.75, 0.25), (0.25, 0.75), (1.0, 0.0), (0.5, 0.0), (0.0, 0.5),
+                                  (0.009933774834437087, 0.0033112582781456954)])
+def test_each_end_of_the_binary_likelihood_interval_is_where_the_likelihood_falls_by_the_cut(p, q):
+    """The ends come from Newton's method on the rate (`estimators._rate_crossing`); each is checked by its defining
+    equation, 2(ℓ(π̂) − ℓ(end)) = χ²₁(level), and against Brent's method on the share, as the interval was before."""
+    from scipy import optimize, stats
+
+    channel = channels.BinaryChannel(p, q)
+    for n in (1, 7, 1000, 10_000, 10**6):
+        for k in sorted({0, 1, 3, n // 7, n // 2, n - 1, n} & set(range(n + 1))):
+            best = est.binary_mle(channel, k, n)
+            peak = est._binomial_loglik(k, n, channel.rate(best))
+            cut = stats.chi2.ppf(0.95, 1) / 2
+            low, high = est.likelihood_interval(channel, k, n, 0.95)
+            assert 0 <= low <= best <= high <= 1
+            for end, edge in ((low, 0.0), (high, 1.0)):
+                drop = peak - est._binomial_loglik(k, n, channel.rate(end))
+                if end == edge:
+                    assert drop <= cut + 1e-9
+                    continue
+                assert drop == pytest.approx(cut, abs=1e-9 * max(1.0, abs(peak)))
+                brent = optimize.brentq(lambda pi: peak - est._binomial_loglik(k, n, channel.rate(pi)) - cut,
+                                        *sorted((edge, best)), xtol=1e-14)
+                assert end == pytest.approx(brent, abs=1e-10)
+
+
 def test_fitted_covariance_is_the_moment_covariance_at_the_fitted_rates_for_a_square_channel():
     q = channels.channel_matrix(question(type="ordinal", options=list("abcde"), privacy={"design": "ordinal", "epsilon": 2}).mechanism)
     pi = np.array([0.1, 0.0, 0.3, 0.4, 0.2])
