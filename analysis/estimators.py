@@ -45,7 +45,9 @@ def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         return marginal.prevalence(rates), symmetric_covariance(marginal, rates) / n
     inverse = left_inverse(q)
     estimate = inverse @ rates
-    covariance = inverse @ ((np.diag(rates) - np.outer(rates, rates)) / n) @ inverse.T
+    # Q⁺(diag λ − λλᵀ)Q⁺ᵀ = (Q⁺·λ)Q⁺ᵀ − π̂π̂ᵀ: no reports × reports matrix (a 0..1000 number has 3,001 reports:
+    # two 72 MB temporaries and 0.6 s of CPU for the product written out)
+    covariance = ((inverse * rates) @ inverse.T - np.outer(estimate, estimate)) / n
     return estimate, covariance
 
 

@@ -219,3 +219,23 @@ def test_public_choice_maximum_is_the_observed_shares():
     q = channels.channel_matrix(SHAPES["public choice"]())
     counts = np.array([3, 0, 1])
     assert channels.marginal_channel(q).simplex_maximum(counts) == pytest.approx([0.75, 0, 0.25])
+
+
+@pytest.mark.parametrize("spec", [
+    {"type": "number", "min": 0, "max": 40, "step": 1, "privacy": {"design": "laplace", "epsilon": 1}},
+    {"type": "ordinal", "options": list("abcdefg"), "privacy": {"design": "ordinal", "epsilon": 2}},
+])
+def test_the_unbiased_covariance_is_the_sandwich_written_out(spec):
+    """`estimators.unbiased` forms Q⁺(diag λ − λλᵀ)Q⁺ᵀ without the reports × reports matrix; held here to the product
+    written out."""
+    from deniable.analysis import estimators as est
+
+    spec = dict(spec)
+    mechanism = _question(spec.pop("type"), **spec)
+    q = channels.channel_matrix(mechanism)
+    counts = np.random.default_rng(2).multinomial(700, q @ np.random.default_rng(3).dirichlet(np.ones(q.shape[1])))
+    estimate, covariance = est.unbiased(q, counts)
+    inverse, rates = channels.left_inverse(q), counts / counts.sum()
+    assert estimate == pytest.approx(inverse @ rates, rel=1e-12, abs=1e-12)
+    written_out = inverse @ ((np.diag(rates) - np.outer(rates, rates)) / counts.sum()) @ inverse.T
+    assert covariance == pytest.approx(written_out, rel=1e-9, abs=1e-12 * np.abs(written_out).max())
