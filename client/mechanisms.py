@@ -299,7 +299,11 @@ class SymmetricMechanism(ChannelMechanism):
 
     def randomize(self, answer, rng=None):
         rng = rng or default_source()
-        a = self._answer_index[self.validate_answer(answer)]
+        # An option's own name is found by one lookup; anything else (a bool, a number, a wrong name) is judged by
+        # `validate_answer`, which names what is wrong.
+        a = self._answer_index.get(answer) if type(answer) is str else None
+        if a is None:
+            a = self._answer_index[self.validate_answer(answer)]
         draw = rng.randbelow(self._denominator)
         return self._reports[symmetric_index(draw, a, self._keep_width, self._other_width)]
 

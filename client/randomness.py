@@ -71,6 +71,23 @@ class WordPool(WordSource):
         self._next += 1
         return word
 
+    def randbelow(self, n: int) -> int:
+        # `WordSource.randbelow` → `below` → `word`, read in place: the same words give the same draws, in one call
+        # where a single report took three (a third of a k-ary report's time).
+        if not 0 < n <= WORD:
+            return super().randbelow(n)
+        ceiling = WORD - WORD % n
+        words, position = self._words, self._next
+        while True:
+            if position == len(words):
+                words = self._words = array("I", os.urandom(4 * self._size))
+                position = 0
+            word = words[position]
+            position += 1
+            if word < ceiling:
+                self._next = position
+                return word % n
+
 
 def bernoulli(numerator: int, denominator: int, source) -> bool:
     """True with probability numerator/denominator exactly, from as few 32-bit words as it takes (usually one):

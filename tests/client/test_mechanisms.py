@@ -461,6 +461,32 @@ def test_the_word_pool_draws_uniformly_below_n(n):
         assert stats.chisquare(bins, expected).pvalue > GOF_ALPHA
 
 
+def test_the_word_pool_s_own_draw_is_the_word_source_s_on_the_same_words(monkeypatch):
+    """`WordPool.randbelow` reads its buffer in place (one call per draw); on the same words it must draw what the
+    shared algorithm (`WordSource.randbelow`: `below`, then `word`) draws, rejections and refills included, or the
+    Python client would stop being the JS client's twin."""
+    import random
+
+    from deniable.client import randomness
+
+    stream = random.Random(7)
+
+    def scripted(count):  # words near 2^32 often, so rejection at n near 2^32 is exercised
+        return b"".join((stream.choice([stream.getrandbits(32), 2**32 - 1 - stream.getrandbits(3)])).to_bytes(4, "little")
+                        for _ in range(count // 4))
+
+    monkeypatch.setattr(randomness.os, "urandom", scripted)
+    fast, shared = randomness.WordPool(64), randomness.WordPool(64)
+    limits = [1, 2, 3, 10, 12, 1000, 2**31 + 1, 2**32 - 5, 2**32, 2**32 + 7, 3 * 2**70 + 1]
+    stream.seed(7)
+    drawn = [fast.randbelow(n) for _ in range(300) for n in limits]
+    stream.seed(7)
+    expected = [randomness.WordSource.randbelow(shared, n) for _ in range(300) for n in limits]
+    assert drawn == expected
+    with pytest.raises(ValueError):
+        fast.randbelow(0)
+
+
 @pytest.mark.parametrize("low, high, step, epsilon", [(0, 4, 1, 1), (0, 1000, 1, "ln 3"), (-1, 1, 0.5, 0.05),
                                                       (0, 10, 2, 7), (0, 100, 1, 0.5)])
 def test_a_numbers_epsilon_in_closed_form_never_understates_the_exact_one(low, high, step, epsilon):
