@@ -184,9 +184,10 @@ def _newton_on_face(curvature: np.ndarray, gradient: np.ndarray, free: np.ndarra
     """Per row, the Newton step on the free answers that keeps the shares summing to one: W_FF d + ν1 = g_F,
     Σ d = 0, and d = 0 off the face (None when a row's system is singular)."""
     rows, k = gradient.shape
-    eye = np.eye(k)
     system = np.zeros((rows, k + 1, k + 1))
-    system[:, :k, :k] = np.where(free[:, :, None] & free[:, None, :], curvature, 0.0) + eye * ~free[:, :, None]
+    np.copyto(system[:, :k, :k], curvature, where=free[:, :, None] & free[:, None, :])
+    diagonal = np.arange(k)
+    system[:, diagonal, diagonal] += ~free  # an answer off the face: its row says d_j = 0
     system[:, :k, k] = free
     system[:, k, :k] = free
     right = np.concatenate([np.where(free, gradient, 0.0), np.zeros((rows, 1))], axis=1)
