@@ -502,7 +502,9 @@ def _path_slope(q_obs, c_obs, pi, oriented, tau) -> float:
     kkt[:m, :m] = weighted.T @ weighted
     kkt[:m, m] = kkt[m, :m] = 1.0
     rhs = np.concatenate([oriented[support], [0.0]])
-    solution = np.linalg.lstsq(kkt, rhs, rcond=None)[0]
+    solution, singular = _solve(kkt, rhs)  # LU; least squares (an SVD, 15× the cost) only where it is singular
+    if singular:
+        solution = np.linalg.lstsq(kkt, rhs, rcond=None)[0]
     return float(oriented[support] @ solution[:m])
 
 
