@@ -53,8 +53,13 @@ def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 # --- binary designs --------------------------------------------------------------------------------
 
+def _inside(rate) -> float:
+    """A report rate kept off 0 and 1, where the binomial log-likelihood is finite."""
+    return min(max(float(rate), 1e-300), 1 - 1e-16)
+
+
 def _binomial_loglik(k: int, n: int, rate: float) -> float:
-    rate = min(max(float(rate), 1e-300), 1 - 1e-16)  # scalars: a root search calls this ~40 times per interval end
+    rate = _inside(rate)  # scalars: a root search calls this for every step of an interval's end
     return k * math.log(rate) + (n - k) * math.log1p(-rate)
 
 
@@ -145,7 +150,7 @@ def _rate_crossing(k: int, n: int, floor: float, top: float, far: float) -> floa
     per distinct rare count). Steps that stop short of it (rounding) or would leave the floats leave the rest to
     brentq."""
     below = far < top
-    rate = min(max(far, 1e-300), 1 - 1e-16)  # `_binomial_loglik`'s own clamp
+    rate = _inside(far)
 
     def excess(r):
         return floor - _binomial_loglik(k, n, r)

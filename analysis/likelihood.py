@@ -167,9 +167,7 @@ def _simplex_qp(h_matrix: np.ndarray, gradient: np.ndarray, x: np.ndarray, max_i
         kkt[m, m] = 0.0
         right = np.zeros(m + 1)
         right[:m] = residual[index]
-        solution, singular = _solve(kkt, right)
-        if singular:
-            solution = np.linalg.lstsq(kkt, right, rcond=None)[0]
+        solution = _solve(kkt, right)
         move, multiplier = solution[:m], solution[m]
         if not math.isfinite(solution.sum()):  # a NaN or an infinity anywhere
             return step
@@ -201,11 +199,11 @@ def _simplex_qp(h_matrix: np.ndarray, gradient: np.ndarray, x: np.ndarray, max_i
     return step
 
 
-def _solve(matrix: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, bool]:
-    """matrix⁻¹·right by LU with partial pivoting (LAPACK dgesv, as numpy.linalg.solve), and whether the matrix was
-    singular."""
+def _solve(matrix: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """matrix⁻¹·right by LU with partial pivoting (LAPACK dgesv, as numpy.linalg.solve); where the matrix is
+    singular, the least-squares solution (an SVD, 15× the cost)."""
     _, _, solution, info = _dgesv()(matrix, right)
-    return solution, info != 0
+    return solution if info == 0 else np.linalg.lstsq(matrix, right, rcond=None)[0]
 
 
 @functools.cache
@@ -502,9 +500,7 @@ def _path_slope(q_obs, c_obs, pi, oriented, tau) -> float:
     kkt[:m, :m] = weighted.T @ weighted
     kkt[:m, m] = kkt[m, :m] = 1.0
     rhs = np.concatenate([oriented[support], [0.0]])
-    solution, singular = _solve(kkt, rhs)  # LU; least squares (an SVD, 15× the cost) only where it is singular
-    if singular:
-        solution = np.linalg.lstsq(kkt, rhs, rcond=None)[0]
+    solution = _solve(kkt, rhs)
     return float(oriented[support] @ solution[:m])
 
 
