@@ -33,7 +33,7 @@ class Reads:
                 raise Invalid(error.message, error.field) from None
             rows = self.execute(
                 "SELECT g.value, r.question_id, r.value, COUNT(*) FROM reports r "
-                "JOIN reports g ON g.response_id = r.response_id AND g.question_id = ? "
+                "JOIN reports g ON g.spec_hash = r.spec_hash AND g.response_id = r.response_id AND g.question_id = ? "
                 "WHERE r.spec_hash = ? GROUP BY g.value, r.question_id, r.value", [by, record.hash]).fetchall()
         else:
             rows = [(None, *row) for row in self.execute(self.layout.report_totals, [record.hash]).fetchall()]
@@ -81,7 +81,7 @@ class Reads:
         wave = "r.wave" if self.layout.has_waves else "NULL"
         rows = self.engine.stream(
             f"SELECT r.id, r.received_on, {wave}, p.question_id, p.value FROM responses r "
-            "LEFT JOIN reports p ON p.response_id = r.id WHERE r.spec_hash = ? ORDER BY r.id", [record.hash])
+            "LEFT JOIN reports p ON p.spec_hash = r.spec_hash AND p.response_id = r.id WHERE r.spec_hash = ? ORDER BY r.id", [record.hash])
         order = list(record.survey.questions)
 
         def ordered(row):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 def migrate_to_1(engine):
@@ -117,7 +117,27 @@ def migrate_to_6(engine):
     engine.execute("ALTER TABLE responses ADD COLUMN wave TEXT")
 
 
-MIGRATIONS = {1: migrate_to_1, 2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6}
+def migrate_to_7(engine):
+    """Reports keyed by (spec hash, random response id, question), with no other index. The index on (spec hash,
+    question, value) put each of a response's reports in a different place: a response's commit wrote about 11
+    index pages for it, half the 23 pages it wrote in all (measured at 20,000 stored responses, SQLite). Keyed by
+    version first, a response's reports sit together, every read (by version) scans one range of the key, and the
+    order inside a version is still the random id's (nothing of arrival)."""
+    if engine.dialect != "sqlite":
+        engine.execute("DROP INDEX idx_reports_spec_hash_question_id_value")
+        engine.execute("ALTER TABLE reports DROP CONSTRAINT reports_pkey")
+        engine.execute("ALTER TABLE reports ADD CONSTRAINT reports_pkey PRIMARY KEY (spec_hash, response_id, question_id)")
+        return
+    engine.execute("CREATE TABLE reports_by_version (response_id TEXT, spec_hash TEXT, question_id TEXT, value TEXT, "
+                   "PRIMARY KEY (spec_hash, response_id, question_id)) WITHOUT ROWID")
+    engine.execute("INSERT INTO reports_by_version SELECT response_id, spec_hash, question_id, value FROM reports "
+                   "ORDER BY spec_hash, response_id, question_id")
+    engine.execute("DROP TABLE reports")
+    engine.execute("ALTER TABLE reports_by_version RENAME TO reports")
+
+
+MIGRATIONS = {1: migrate_to_1, 2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6,
+              7: migrate_to_7}
 
 
 def rebuild_counts(engine):
@@ -149,7 +169,7 @@ TABLES = {
 }
 #: Each table's key: a copy reads rows in this order.
 KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens": "token_hash", "responses": "id",
-        "reports": "response_id, question_id", "report_counts": "spec_hash, question_id, value, shard",
+        "reports": "spec_hash, response_id, question_id", "report_counts": "spec_hash, question_id, value, shard",
         "version_counts": "spec_hash, shard", "admins": "name", "api_tokens": "id", "audit_log": "at, id",
         "waves": "survey_id, label"}
 

@@ -232,7 +232,7 @@ def test_the_database_keeps_no_arrival_order(db_path, arrivals, store, runner):
     scans = {
         "responses": "SELECT r.value FROM responses s CROSS JOIN reports r "
                      "ON r.response_id = s.id AND r.question_id = 'when' ORDER BY s.id",
-        "reports": "SELECT value FROM reports WHERE question_id = 'when' ORDER BY response_id, question_id",
+        "reports": "SELECT value FROM reports WHERE question_id = 'when' ORDER BY spec_hash, response_id, question_id",
     }
     for table, sql in scans.items():
         order = [_arrival(value) for (value,) in connection.execute(sql)]

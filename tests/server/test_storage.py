@@ -102,6 +102,57 @@ def test_running_totals_equal_a_full_count_after_retries_and_failed_batch_items(
     assert store.get_survey("tax").responses == store.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 34
 
 
+def test_schema_7_keys_reports_by_version_and_keeps_every_figure(db_path, engine, demo, monkeypatch):
+    """Migration 7 keyed `reports` by (spec hash, response id, question) and dropped its index on (spec hash,
+    question, value): a schema-6 database keeps every row, count (whole and by a public question) and exported
+    response, and every read of the reports searches a range of the new key (a join that forgot the spec hash would
+    scan the table once per row)."""
+    from deniable.storage import store as store_module
+
+    with monkeypatch.context() as schema_6:
+        schema_6.setattr(store_module, "SCHEMA_VERSION", 6)
+        with storage.Store(db_path) as old:
+            assert old.schema_version() == 6
+            old.add_survey(demo)
+            spec_hash = old.get_survey("tax").hash
+            for i in range(40):
+                old.submit("tax", spec_hash, f"key-{i:06d}", demo.randomize(ANSWERS))
+            before = _figures(old, spec_hash), _rows(old)
+    with storage.Store(db_path) as new:
+        assert new.schema_version() == 7
+        if engine == "sqlite":
+            assert [] == new.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'reports' "
+                                     "AND sql IS NOT NULL").fetchall()
+            assert "PRIMARY KEY (spec_hash, response_id, question_id)) WITHOUT ROWID" in new.execute(
+                "SELECT sql FROM sqlite_master WHERE name = 'reports'").fetchone()[0]
+        else:
+            [(name, definition)] = new.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'reports' "
+                                               "AND schemaname = current_schema()").fetchall()
+            assert name == "reports_pkey" and definition.endswith("(spec_hash, response_id, question_id)")
+        assert _rows(new) == before[1]
+        statements = []
+        for method in ("execute", "stream"):
+            original = getattr(new.engine, method)
+            monkeypatch.setattr(new.engine, method, lambda sql, params=(), run=original: statements.append((sql, params))
+                                or run(sql, params))
+        assert _figures(new, spec_hash) == before[0]
+        if engine == "sqlite":
+            plans = [" | ".join(row[-1] for row in new.db.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
+                     for sql, params in statements if "reports" in sql]
+            assert len(plans) == 3, plans  # by a public question, the export, the rows of some questions
+            for plan in plans:
+                assert "PRIMARY KEY (spec_hash=?" in plan and "SCAN" not in plan.replace("SCAN CONSTANT ROW", ""), plan
+
+
+def _figures(store, spec_hash) -> tuple:
+    return (store.counts("tax"), store.counts("tax", by="region"), list(store.export("tax")),
+            sorted(store.report_rows(spec_hash, ["dodged", "region"])))
+
+
+def _rows(store) -> list:
+    return sorted(store.execute("SELECT response_id, spec_hash, question_id, value FROM reports").fetchall())
+
+
 @pytest.mark.sqlite_only
 def test_migration_from_schema_1_backfills_the_totals(tmp_path, demo):
     import sqlite3
@@ -124,7 +175,7 @@ def test_migration_from_schema_1_backfills_the_totals(tmp_path, demo):
     old.conn.commit()
     old.close()
     with storage.Store(path) as store:
-        assert store.schema_version() == storage.SCHEMA_VERSION == 6
+        assert store.schema_version() == storage.SCHEMA_VERSION == 7
         assert store.get_survey("tax").responses == 25
         # schema 3 moved every response and report into tables clustered by the random id
         assert [row[0] for row in store.db.execute("SELECT id FROM responses")] == sorted(f"r{i}" for i in range(25))
