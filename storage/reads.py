@@ -57,7 +57,8 @@ class Reads:
         if record.survey.repeated is None or not self.layout.has_waves:
             raise Invalid(f"by: survey {record.id!r} is not repeated; only a repeated survey's responses have waves", "by")
         return self.execute("SELECT p.wave, r.question_id, r.value, COUNT(*) FROM reports r JOIN responses p "
-                            "ON p.id = r.response_id WHERE r.spec_hash = ? AND p.wave IS NOT NULL "
+                            "ON p.spec_hash = r.spec_hash AND p.id = r.response_id "
+                            "WHERE r.spec_hash = ? AND p.wave IS NOT NULL "
                             "GROUP BY p.wave, r.question_id, r.value", [record.hash]).fetchall()
 
     def responses_per_day(self, survey_id: str) -> list[tuple[str, int]]:

@@ -118,22 +118,31 @@ def migrate_to_6(engine):
 
 
 def migrate_to_7(engine):
-    """Reports keyed by (spec hash, random response id, question), with no other index. The index on (spec hash,
-    question, value) put each of a response's reports in a different place: a response's commit wrote about 11
-    index pages for it, half the 23 pages it wrote in all (measured at 20,000 stored responses, SQLite). Keyed by
-    version first, a response's reports sit together, every read (by version) scans one range of the key, and the
-    order inside a version is still the random id's (nothing of arrival)."""
+    """Responses and reports keyed by version first: (spec hash, random response id[, question]), and their
+    indexes on the spec hash and on (spec hash, question, value) dropped. Those indexes put a response's rows on
+    pages of their own: at 20,000 stored responses a single response's commit wrote 23 pages of SQLite's log, 13
+    of them index pages; keyed by version, a response's reports sit together and it writes 10. Every read of them
+    is by version (or, for responses, by survey and idempotency key, which keeps its unique index) and searches
+    one range of the key; inside a version the order is still the random id's, which says nothing of arrival."""
     if engine.dialect != "sqlite":
+        for table, key in (("responses", "spec_hash, id"), ("reports", "spec_hash, response_id, question_id")):
+            engine.execute(f"ALTER TABLE {table} DROP CONSTRAINT {table}_pkey")
+            engine.execute(f"ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY ({key})")
+        engine.execute("DROP INDEX idx_responses_spec_hash")
         engine.execute("DROP INDEX idx_reports_spec_hash_question_id_value")
-        engine.execute("ALTER TABLE reports DROP CONSTRAINT reports_pkey")
-        engine.execute("ALTER TABLE reports ADD CONSTRAINT reports_pkey PRIMARY KEY (spec_hash, response_id, question_id)")
         return
+    engine.execute("CREATE TABLE responses_by_version (id TEXT, survey_id TEXT, spec_hash TEXT, received_on TEXT, "
+                   "idempotency_key TEXT, fingerprint TEXT, wave TEXT, PRIMARY KEY (spec_hash, id)) WITHOUT ROWID")
+    engine.execute("INSERT INTO responses_by_version SELECT id, survey_id, spec_hash, received_on, idempotency_key, "
+                   "fingerprint, wave FROM responses ORDER BY spec_hash, id")
     engine.execute("CREATE TABLE reports_by_version (response_id TEXT, spec_hash TEXT, question_id TEXT, value TEXT, "
                    "PRIMARY KEY (spec_hash, response_id, question_id)) WITHOUT ROWID")
     engine.execute("INSERT INTO reports_by_version SELECT response_id, spec_hash, question_id, value FROM reports "
                    "ORDER BY spec_hash, response_id, question_id")
-    engine.execute("DROP TABLE reports")
-    engine.execute("ALTER TABLE reports_by_version RENAME TO reports")
+    for table in ("responses", "reports"):
+        engine.execute(f"DROP TABLE {table}")
+        engine.execute(f"ALTER TABLE {table}_by_version RENAME TO {table}")
+    engine.execute("CREATE UNIQUE INDEX idx_responses_survey_id_idempotency_key ON responses (survey_id, idempotency_key)")
 
 
 MIGRATIONS = {1: migrate_to_1, 2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6,
@@ -168,7 +177,7 @@ TABLES = {
     "waves": ("survey_id", "label", "position", "opened_on", "closed_on"),
 }
 #: Each table's key: a copy reads rows in this order.
-KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens": "token_hash", "responses": "id",
+KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens": "token_hash", "responses": "spec_hash, id",
         "reports": "spec_hash, response_id, question_id", "report_counts": "spec_hash, question_id, value, shard",
         "version_counts": "spec_hash, shard", "admins": "name", "api_tokens": "id", "audit_log": "at, id",
         "waves": "survey_id, label"}

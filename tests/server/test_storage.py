@@ -2,6 +2,9 @@ import pytest
 
 from deniable import storage
 from deniable.client import Survey
+from deniable.client.memo import Memo
+from deniable.client.reports import WAVES
+from tests.conftest import EXAMPLES
 from tests.server.conftest import ANSWERS
 
 pytestmark = pytest.mark.both_engines
@@ -102,55 +105,75 @@ def test_running_totals_equal_a_full_count_after_retries_and_failed_batch_items(
     assert store.get_survey("tax").responses == store.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 34
 
 
-def test_schema_7_keys_reports_by_version_and_keeps_every_figure(db_path, engine, demo, monkeypatch):
-    """Migration 7 keyed `reports` by (spec hash, response id, question) and dropped its index on (spec hash,
-    question, value): a schema-6 database keeps every row, count (whole and by a public question) and exported
-    response, and every read of the reports searches a range of the new key (a join that forgot the spec hash would
-    scan the table once per row)."""
+def test_schema_7_keys_responses_and_reports_by_version_and_keeps_every_figure(db_path, engine, demo, monkeypatch):
+    """Migration 7 keyed `responses` by (spec hash, id) and `reports` by (spec hash, response id, question) and
+    dropped their indexes on the spec hash and on (spec hash, question, value): a schema-6 database keeps every row,
+    count (whole, by a public question, by wave) and exported response, and every read of them searches a range of
+    a key (a join that forgot the spec hash would scan the table once per row)."""
     from deniable.storage import store as store_module
 
+    panel = Survey.from_file(EXAMPLES / "panel.yaml")
     with monkeypatch.context() as schema_6:
         schema_6.setattr(store_module, "SCHEMA_VERSION", 6)
         with storage.Store(db_path) as old:
             assert old.schema_version() == 6
             old.add_survey(demo)
-            spec_hash = old.get_survey("tax").hash
+            old.add_survey(panel)
             for i in range(40):
-                old.submit("tax", spec_hash, f"key-{i:06d}", demo.randomize(ANSWERS))
-            before = _figures(old, spec_hash), _rows(old)
+                old.submit("tax", demo.hash, f"tax-{i:06d}", demo.randomize(ANSWERS))
+            memos = [Memo.from_secret(bytes([i]) * 32) for i in range(15)]
+            for wave in ("w1", "w2"):
+                old.open_wave("pulse", wave)
+                for i, memo in enumerate(memos):
+                    old.submit("pulse", panel.hash, f"{wave}-{i:06d}", panel.randomize(PANEL_ANSWERS, memo=memo), wave=wave)
+            before = _figures(old), _rows(old)
     with storage.Store(db_path) as new:
         assert new.schema_version() == 7
-        if engine == "sqlite":
-            assert [] == new.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'reports' "
-                                     "AND sql IS NOT NULL").fetchall()
-            assert "PRIMARY KEY (spec_hash, response_id, question_id)) WITHOUT ROWID" in new.execute(
-                "SELECT sql FROM sqlite_master WHERE name = 'reports'").fetchone()[0]
-        else:
-            [(name, definition)] = new.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'reports' "
-                                               "AND schemaname = current_schema()").fetchall()
-            assert name == "reports_pkey" and definition.endswith("(spec_hash, response_id, question_id)")
+        assert _indexes(new, engine) == {"responses": {("spec_hash", "id"), ("survey_id", "idempotency_key")},
+                                         "reports": {("spec_hash", "response_id", "question_id")}}
         assert _rows(new) == before[1]
         statements = []
         for method in ("execute", "stream"):
             original = getattr(new.engine, method)
             monkeypatch.setattr(new.engine, method, lambda sql, params=(), run=original: statements.append((sql, params))
                                 or run(sql, params))
-        assert _figures(new, spec_hash) == before[0]
+        assert _figures(new) == before[0]
         if engine == "sqlite":
-            plans = [" | ".join(row[-1] for row in new.db.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
-                     for sql, params in statements if "reports" in sql]
-            assert len(plans) == 3, plans  # by a public question, the export, the rows of some questions
-            for plan in plans:
-                assert "PRIMARY KEY (spec_hash=?" in plan and "SCAN" not in plan.replace("SCAN CONSTANT ROW", ""), plan
+            plans = {sql: " | ".join(row[-1] for row in new.db.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
+                     for sql, params in statements if " responses" in sql or " reports" in sql}
+            # by a public question, by wave, the export, the rows of some questions, per day, per wave
+            assert len(plans) == 6, plans
+            for sql, plan in plans.items():
+                assert "SCAN" not in plan and "SEARCH" in plan, (sql, plan)
 
 
-def _figures(store, spec_hash) -> tuple:
-    return (store.counts("tax"), store.counts("tax", by="region"), list(store.export("tax")),
-            sorted(store.report_rows(spec_hash, ["dodged", "region"])))
+PANEL_ANSWERS = {"team": "Sales", "burnout": "yes", "looking": "no", "workload": "Mostly"}
 
 
-def _rows(store) -> list:
-    return sorted(store.execute("SELECT response_id, spec_hash, question_id, value FROM reports").fetchall())
+def _figures(store) -> tuple:
+    return (store.counts("tax"), store.counts("tax", by="region"), store.counts("pulse", by=WAVES),
+            list(store.export("tax")), list(store.export("pulse")), store.responses_per_day("tax"), store.waves("pulse"),
+            sorted(store.report_rows(store.get_survey("tax").hash, ["dodged", "region"])))
+
+
+def _rows(store) -> tuple:
+    return tuple(sorted(store.execute(f"SELECT {', '.join(storage.schema.TABLES[table])} FROM {table}").fetchall())
+                 for table in ("responses", "reports"))
+
+
+def _indexes(store, engine) -> dict:
+    """Each table's key and indexes, as their columns."""
+    found = {}
+    for table in ("responses", "reports"):
+        if engine == "sqlite":
+            names = [row[1] for row in store.execute(f"PRAGMA index_list({table})").fetchall()]
+            found[table] = {tuple(row[2] for row in store.execute(f"PRAGMA index_info({name})").fetchall()
+                                  if row[2] is not None) for name in names}
+        else:
+            definitions = store.execute("SELECT indexdef FROM pg_indexes WHERE tablename = ? "
+                                        "AND schemaname = current_schema()", [table]).fetchall()
+            found[table] = {tuple(definition.split("(", 1)[1].rstrip(")").split(", ")) for (definition,) in definitions}
+    return found
 
 
 @pytest.mark.sqlite_only
@@ -177,8 +200,8 @@ def test_migration_from_schema_1_backfills_the_totals(tmp_path, demo):
     with storage.Store(path) as store:
         assert store.schema_version() == storage.SCHEMA_VERSION == 7
         assert store.get_survey("tax").responses == 25
-        # schema 3 moved every response and report into tables clustered by the random id
-        assert [row[0] for row in store.db.execute("SELECT id FROM responses")] == sorted(f"r{i}" for i in range(25))
+        # schema 3 moved every response and report into tables clustered by the random id (schema 7: by version, then id)
+        assert [row[0] for row in store.db.execute("SELECT id FROM responses WHERE spec_hash = ?", [demo.hash])] == sorted(f"r{i}" for i in range(25))
         assert store.db.execute("SELECT COUNT(*) FROM reports").fetchone()[0] == 25 * len(ANSWERS)
         for table in ("responses", "reports"):
             assert "WITHOUT ROWID" in store.db.execute("SELECT sql FROM sqlite_master WHERE name = ?", [table]).fetchone()[0]
