@@ -96,9 +96,12 @@ class Surveys:
         return record, outcome
 
     def _record(self, row: dict, spec_hash: str | None = None) -> SurveyRecord:
+        """The record of a survey row and one of its versions (the current one unless ``spec_hash``); a row that
+        `get_survey` read joined to its version already holds the version's number and spec."""
         spec_hash = spec_hash or row["current_hash"]
-        version = self._one("SELECT version, spec FROM survey_versions WHERE hash = ? AND survey_id = ?", [spec_hash, row["id"]])
-        if version is None:
+        version = row if "spec" in row else self._one("SELECT version, spec FROM survey_versions WHERE hash = ? AND survey_id = ?",
+                                                        [spec_hash, row["id"]])
+        if version is None or version["spec"] is None:
             raise Invalid(f"spec_hash {spec_hash!r} is not a version of survey {row['id']!r}", "spec_hash")
 
         def count():
@@ -112,7 +115,11 @@ class Surveys:
         return int(self.execute(self.layout.responses_of_version, [spec_hash]).fetchone()[0])
 
     def get_survey(self, survey_id: str, spec_hash: str | None = None) -> SurveyRecord:
-        row = self._survey_row(survey_id)
+        # One statement for the survey and the version (every submission reads both: on PostgreSQL each statement is
+        # a round trip to the server).
+        row = self._one("SELECT s.id, s.current_hash, s.access, s.closed_on, v.version, v.spec FROM surveys s "
+                        "LEFT JOIN survey_versions v ON v.survey_id = s.id AND v.hash = COALESCE(?, s.current_hash) "
+                        "WHERE s.id = ?", [spec_hash, survey_id])
         if row is None:
             raise NotFound(f"no survey {survey_id!r}", "survey_id")
         return self._record(row, spec_hash)
