@@ -121,7 +121,7 @@ def migrate_to_7(engine):
     """Responses and reports keyed by version first: (spec hash, random response id[, question]), and their
     indexes on the spec hash and on (spec hash, question, value) dropped. Those indexes put a response's rows on
     pages of their own: at 20,000 stored responses a single response's commit wrote 23 pages of SQLite's log, 13
-    of them index pages; keyed by version, a response's reports sit together and it writes 10. Every read of them
+    of them index pages; keyed by version, a response's reports sit together and it writes about 11. Every read of them
     is by version (or, for responses, by survey and idempotency key, which keeps its unique index) and searches
     one range of the key; inside a version the order is still the random id's, which says nothing of arrival."""
     if engine.dialect != "sqlite":
