@@ -16,7 +16,9 @@ When `wrk` is installed (Debian's package), a second table: the trivial app and 
 running, loaded in turn by wrk (C, event-driven: the load generator takes little of the CPU the
 servers need) for --rounds pairs of runs, each deniable run beside the trivial run just before it;
 the ratios of the pairs (min / median / max). Every wrk request to deniable carries a fresh
-idempotency key, so each one is a stored response (checked: the stored count covers wrk's count).
+idempotency key, so each one is a stored response (checked: the stored count covers wrk's count). Beside the rates,
+each server's CPU time per request (its processes' user and system time, from /proc): the figure that says where a
+ratio comes from on a machine whose load moves the rates.
 """
 
 from __future__ import annotations
@@ -288,6 +290,24 @@ def serve_deniable(url: str, survey: Survey, workers: int, threads: int) -> tupl
     return server, f"http://127.0.0.1:{port}"
 
 
+def tree_cpu(pid: int) -> float | None:
+    """CPU seconds (user and system) spent so far by a process and its descendants that are still running (a server's
+    master and workers), from /proc; None where /proc does not list children."""
+    total, pending = 0.0, [pid]
+    try:
+        while pending:
+            current = pending.pop()
+            with open(f"/proc/{current}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as children:
+                    pending += [int(child) for child in children.read().split()]
+    except (OSError, ValueError):
+        return None
+    return total
+
+
 def wrk_pairs(url: str, survey: Survey, workers: int, args) -> dict:
     """Interleaved wrk runs against the trivial app and deniable (both up throughout)."""
     body = response_body(survey)
@@ -300,9 +320,19 @@ def wrk_pairs(url: str, survey: Survey, workers: int, args) -> dict:
             raise
         try:
             trivial_rates, deniable_rates, sent = [], [], 0
+            cpu = {"trivial": [], "deniable": []}  # server CPU per request, each run
+
+            def run(name, process, target):
+                before = tree_cpu(process.pid)
+                rate, requests = wrk_rate(target, body, args.seconds, args.clients)
+                after = tree_cpu(process.pid)
+                if before is not None and after is not None:
+                    cpu[name].append((after - before) / requests)
+                return rate, requests
+
             for _ in range(args.rounds):
-                trivial_rates.append(wrk_rate(f"{trivial_base}/r", body, args.seconds, args.clients)[0])
-                rate, requests = wrk_rate(f"{base}/api/v1/surveys/{survey.id}/responses", body, args.seconds, args.clients)
+                trivial_rates.append(run("trivial", trivial, f"{trivial_base}/r")[0])
+                rate, requests = run("deniable", server, f"{base}/api/v1/surveys/{survey.id}/responses")
                 deniable_rates.append(rate)
                 sent += requests
         finally:
@@ -314,7 +344,8 @@ def wrk_pairs(url: str, survey: Survey, workers: int, args) -> dict:
         raise RuntimeError(f"wrk counted {sent} responses, {stored} are stored")
     ratios = sorted(d / t for d, t in zip(deniable_rates, trivial_rates))
     return {"deniable": statistics.median(deniable_rates), "trivial": statistics.median(trivial_rates),
-            "ratios": ratios, "stored": stored, "sent": sent}
+            "ratios": ratios, "stored": stored, "sent": sent,
+            "cpu": {name: statistics.median(values) if values else None for name, values in cpu.items()}}
 
 
 def main():
@@ -359,16 +390,20 @@ def main():
             return
         print(f"\nwrk, {args.clients} connections, {args.rounds} interleaved pairs of {args.seconds:g} s runs: "
               "single responses/s, deniable / trivial app per pair")
+        print("(server CPU: user and system time of each server's processes per request, medians of the runs; "
+              "PostgreSQL's own processes not included)")
         print(f"{'engine':<11}{'workers':>8}{'deniable':>10}{'trivial':>9}{'ratio min':>11}{'median':>8}{'max':>7}"
-              f"{'stored':>9}")
+              f"{'stored':>9}{'server CPU µs: deniable':>25}{'trivial':>9}")
         for engine in engines:
             for w in workers:
                 with tempfile.TemporaryDirectory() as folder:
                     url = str(Path(folder) / "bench.db") if engine == "sqlite" else (args.pg_url or cluster.fresh_url())
                     r = wrk_pairs(url, survey, w, args)
                 ratios = r["ratios"]
+                cpu = {name: "–" if value is None else f"{value * 1e6:,.0f}" for name, value in r["cpu"].items()}
                 print(f"{engine:<11}{w:>8}{r['deniable']:>10,.0f}{r['trivial']:>9,.0f}{ratios[0]:>11.2f}"
-                      f"{statistics.median(ratios):>8.2f}{ratios[-1]:>7.2f}{r['stored']:>9,}", flush=True)
+                      f"{statistics.median(ratios):>8.2f}{ratios[-1]:>7.2f}{r['stored']:>9,}{cpu['deniable']:>25}"
+                      f"{cpu['trivial']:>9}", flush=True)
     finally:
         if cluster is not None:
             cluster.stop()
