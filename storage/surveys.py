@@ -95,31 +95,28 @@ class Surveys:
             self._audit_if(actor, f"survey {outcome}", survey.id, f"version {record.version} {record.hash[:12]}")
         return record, outcome
 
+    #: A survey's row with one of its versions (the current one unless a hash is given) in one statement: every
+    #: submission reads both, and on PostgreSQL each statement is a round trip to the server.
+    _WITH_VERSION = ("SELECT s.id, s.current_hash, s.access, s.closed_on, v.version, v.spec FROM surveys s "
+                     "LEFT JOIN survey_versions v ON v.survey_id = s.id AND v.hash = COALESCE(?, s.current_hash) ")
+
     def _record(self, row: dict, spec_hash: str | None = None) -> SurveyRecord:
-        """The record of a survey row and one of its versions (the current one unless ``spec_hash``); a row that
-        `get_survey` read joined to its version already holds the version's number and spec."""
+        """The record of a survey row read with its version (`_WITH_VERSION`)."""
         spec_hash = spec_hash or row["current_hash"]
-        version = row if "spec" in row else self._one("SELECT version, spec FROM survey_versions WHERE hash = ? AND survey_id = ?",
-                                                        [spec_hash, row["id"]])
-        if version is None or version["spec"] is None:
+        if row["spec"] is None:
             raise Invalid(f"spec_hash {spec_hash!r} is not a version of survey {row['id']!r}", "spec_hash")
 
         def count():
             return self._responses_of(spec_hash)
 
-        return SurveyRecord(id=row["id"], hash=spec_hash, version=version["version"],
-                            survey=load_spec(version["spec"]), access=row["access"],
-                            closed_on=row["closed_on"], _count=count)
+        return SurveyRecord(id=row["id"], hash=spec_hash, version=row["version"], survey=load_spec(row["spec"]),
+                            access=row["access"], closed_on=row["closed_on"], _count=count)
 
     def _responses_of(self, spec_hash: str) -> int:
         return int(self.execute(self.layout.responses_of_version, [spec_hash]).fetchone()[0])
 
     def get_survey(self, survey_id: str, spec_hash: str | None = None) -> SurveyRecord:
-        # One statement for the survey and the version (every submission reads both: on PostgreSQL each statement is
-        # a round trip to the server).
-        row = self._one("SELECT s.id, s.current_hash, s.access, s.closed_on, v.version, v.spec FROM surveys s "
-                        "LEFT JOIN survey_versions v ON v.survey_id = s.id AND v.hash = COALESCE(?, s.current_hash) "
-                        "WHERE s.id = ?", [spec_hash, survey_id])
+        row = self._one(self._WITH_VERSION + "WHERE s.id = ?", [spec_hash, survey_id])
         if row is None:
             raise NotFound(f"no survey {survey_id!r}", "survey_id")
         return self._record(row, spec_hash)
@@ -127,19 +124,16 @@ class Surveys:
     def find_version(self, survey_id: str, spec_hash: str | None = None, version=None) -> SurveyRecord:
         """A version to read: named by its full hash, a unique prefix of it, or its number (the
         current one when neither is given). Submitting names the full hash (`get_survey`)."""
-        row = self._survey_row(survey_id)
-        if row is None:
-            raise NotFound(f"no survey {survey_id!r}", "survey_id")
         if spec_hash is None and version is None:
-            return self._record(row)
+            return self.get_survey(survey_id)
         try:
-            entry = resolve_version(self.versions(survey_id), survey_id, spec_hash, version)
+            entry = resolve_version(self.versions(survey_id), survey_id, spec_hash, version)  # NotFound: no such survey
         except VersionError as error:
             raise (NotFound if error.missing else Invalid)(error.message, error.field) from None
-        return self._record(row, entry["hash"])
+        return self.get_survey(survey_id, entry["hash"])
 
     def list_surveys(self) -> list[SurveyRecord]:
-        cursor = self.execute("SELECT id, current_hash, access, closed_on FROM surveys ORDER BY id")
+        cursor = self.execute(self._WITH_VERSION + "ORDER BY s.id", [None])
         names = [c[0] for c in cursor.description]
         return [self._record(dict(zip(names, row))) for row in cursor.fetchall()]
 
