@@ -10,6 +10,7 @@ import numpy as np
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, OrdinalMechanism, SymmetricMechanism, UnaryMechanism
+from deniable.client.panels import MemoizedLaplace
 
 
 def channel_matrix(mechanism: Mechanism) -> np.ndarray:
@@ -37,6 +38,9 @@ def channel_matrix(mechanism: Mechanism) -> np.ndarray:
         distance = np.abs(np.subtract.outer(np.arange(low, high + 1), np.arange(mechanism.points + 1)))
         matrix = (1 - alpha) / (1 + alpha) * alpha**distance
         matrix[[0, -1]] = alpha ** distance[[0, -1]] / (1 + alpha)  # the folded tails
+        if isinstance(mechanism, MemoizedLaplace):  # a repeated survey's number: the layer re-randomizes the window
+            layer = mechanism.layer
+            matrix = float(layer.other) + float(layer.keep - layer.other) * matrix
         return matrix
     return np.array([[float(p) for p in row] for row in mechanism.channel()])
 
