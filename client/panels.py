@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 from .compliance import GroupedMechanism
 from .exact import EpsilonRequest, epsilon_of
@@ -96,11 +97,15 @@ class InstantLayer:
             kept = (self.keep.numerator, self.keep.denominator)
             return [option for option in mechanism.options if (option in chosen) == bernoulli(*kept, rng)]
         block = _block(mechanism, report)
-        position = next(i for i, r in enumerate(block) if r == report)
+        return block[self.redraw(next(i for i, r in enumerate(block) if r == report), rng)]
+
+    def redraw(self, position: int, rng) -> int:
+        """Where in its block the report at ``position`` goes: one draw below the common denominator of keep and
+        other, laid out as `SymmetricMechanism` lays it out (`symmetric_index`)."""
         denominator = math.lcm(self.keep.denominator, self.other.denominator)
         keep = self.keep.numerator * (denominator // self.keep.denominator)
         other = self.other.numerator * (denominator // self.other.denominator)
-        return block[symmetric_index(rng.randbelow(denominator), position, keep, other)]
+        return symmetric_index(rng.randbelow(denominator), position, keep, other)
 
     def transform(self, probability: Fraction, block_mass: Fraction = Fraction(1)) -> Fraction:
         """P(r | a) after the layer, from P(r | a) before it and the mass of r's block under a."""
@@ -181,4 +186,21 @@ class MemoizedLaplace(LaplaceMechanism):
 
     def randomize(self, answer, rng=None):
         rng = rng or default_source()
-        return self.layer.apply(self, super().randomize(answer, rng), rng)
+        return self._window[self.layer.redraw(self._window_position[super().randomize(answer, rng)], rng)]
+
+    def _draw_many(self, canonical: list, words) -> list | None:
+        # The permanent reports in bulk, then the layer on each: the inherited loop alone drew the permanent channel.
+        permanent = super()._draw_many(canonical, words)
+        if permanent is None:
+            return None
+        window, position, redraw = self._window, self._window_position, self.layer.redraw
+        return [window[redraw(position[report], words)] for report in permanent]
+
+    @cached_property
+    def _window(self) -> list:
+        """The reports, in the order the layer's block lays them out (`InstantLayer.apply` on `reports`)."""
+        return self.reports
+
+    @cached_property
+    def _window_position(self) -> dict:
+        return {report: position for position, report in enumerate(self._window)}

@@ -25,8 +25,9 @@ SURVEYS = {s.id: s for s in VECTOR_SPECS}
 GOF_ALPHA = 3e-9
 
 
-def one_question(**question):
-    return Survey.from_dict({"id": "s", "title": "t", "questions": [{"id": "q", "text": "?", **question}]}).questions["q"]
+def one_question(repeated=None, **question):
+    return Survey.from_dict({"id": "s", "title": "t", "questions": [{"id": "q", "text": "?", **question}],
+                             "repeated": repeated}).questions["q"]
 
 
 def test_coin_flip_design_of_the_seeds():
@@ -401,6 +402,10 @@ BATCH_CASES = {
     "ordinal k=5 (denominator above 2^32)": (SAMPLER_CASES["ordinal k=5 (denominator above 2^32)"], list("15")),
     "unary m=3": (SAMPLER_CASES["unary m=3"], [["a"], []]),
     "laplace 0-6": (SAMPLER_CASES["laplace 0-6"], [0, 3]),
+    # a panel's composite channels: the bulk loop must draw the instantaneous layer too (a number's once did not)
+    "k_rr k=4, repeated": (SAMPLER_CASES["k_rr k=4 (32-bit denominator)"] | {"repeated": True}, list("abcd")),
+    "unary m=3, repeated": (SAMPLER_CASES["unary m=3"] | {"repeated": True}, [["a"], []]),
+    "laplace 0-6, repeated": (SAMPLER_CASES["laplace 0-6"] | {"repeated": {"instant_epsilon": 2}}, [0, 3]),
 }
 
 
