@@ -465,12 +465,19 @@ def _profile_end(q, counts, mle, functional, side, threshold, centre, peak, xtol
     u = float(np.min((multiplier - gradient[rising]) / (oriented[rising] - level))) ** 2 if rising.any() else 0.0
     u = u if (mle[rising] == 0).all() else 0.0
     u_low, u_high = u, math.inf
+    # The functional at the bracket's two ends. The search stops when they meet, not when two iterates do: the path
+    # reaches the face beyond the crossing at a finite τ and stays there, so two iterates past it are equal while the
+    # crossing lies far back (an ordinal share of 0.996 at n = 3,000 once got the interval [0, 1], not [0.77, 1]).
+    inside, outside = centre, math.nan
     for _ in range(200):
         slope = _path_slope(q_obs, c_obs, pi, oriented, math.sqrt(u))
         if value >= threshold:
-            u_low = max(u_low, u)
-        else:
-            u_high = min(u_high, u)
+            if u >= u_low:
+                u_low, inside = u, float(functional @ pi)
+        elif u <= u_high:
+            u_high, outside = u, float(functional @ pi)
+        if abs(inside - outside) <= xtol:
+            break
         newton = u + 2 * (value - threshold) / slope if slope > 0 else math.inf
         if u_low < newton < u_high:
             proposal = newton
@@ -478,10 +485,9 @@ def _profile_end(q, counts, mle, functional, side, threshold, centre, peak, xtol
             proposal = (u_low + u_high) / 2
         else:
             proposal = 4 * u_low if u_low > 0 else 1.0
-        following, _ = maximise(q, counts, tilt=math.sqrt(proposal) * oriented, start=pi)
-        moved = abs(float(functional @ (following - pi)))
-        pi, value, u = following, loglikelihood(q, counts, following), proposal
-        if abs(value - threshold) <= 1e-9 or (moved <= xtol and math.isfinite(u_high)):
+        pi, _ = maximise(q, counts, tilt=math.sqrt(proposal) * oriented, start=pi)
+        value, u = loglikelihood(q, counts, pi), proposal
+        if abs(value - threshold) <= 1e-9:
             break
         if math.isfinite(u_high) and u_high - u_low <= 1e-14 * u_high:
             break
