@@ -48,7 +48,63 @@ def channel_matrix(mechanism: Mechanism) -> np.ndarray:
 def left_inverse(q: np.ndarray) -> np.ndarray:
     if q.shape[0] == q.shape[1]:
         return np.linalg.inv(q)
+    if np.array_equal(q, q[::-1, ::-1]):
+        return _mirrored_pinv(q)
     return np.linalg.pinv(q)
+
+
+def _mirrored_pinv(q: np.ndarray) -> np.ndarray:
+    """``numpy.linalg.pinv(q)`` for a matrix that reversing both its rows and its columns leaves unchanged (a number's
+    channel: report −N + i under answer a is report 2N − i under N − a). In the orthonormal bases of mirror-even and
+    mirror-odd vectors it is two blocks of half the size, whose singular values together are its own, cut as pinv
+    cuts them: two SVDs of a quarter of the work (a 0..1000 grid's 3,001 × 1,001 channel: 0.6 s → 0.15 s)."""
+    columns_even, columns_odd = _mirror_halves(q, axis=1)
+    blocks = [_mirror_halves(columns_even, axis=0)[0], _mirror_halves(columns_odd, axis=0)[1]]
+    decompositions = [np.linalg.svd(block, full_matrices=False) for block in blocks]
+    cutoff = 1e-15 * max((s.max(initial=0.0) for _, s, _ in decompositions), default=0.0)  # numpy's default rcond
+    inverses = []
+    for u, s, vt in decompositions:
+        large = s > cutoff
+        scaled = np.divide(1.0, s, out=np.zeros_like(s), where=large)
+        inverses.append(vt.T @ (scaled[:, None] * u.T))
+    rows = q.shape[0]
+    even_part = _mirror_join(inverses[0], None, rows, axis=1)
+    odd_part = _mirror_join(None, inverses[1], rows, axis=1)
+    return _mirror_join(even_part, odd_part, q.shape[1], axis=0)
+
+
+_HALF_ROOT = np.sqrt(0.5)
+
+
+def _mirror_halves(matrix: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """The coordinates along ``axis`` in the mirror-even basis ((e_i + e_{L−1−i})/√2, then e_middle for odd L) and the
+    mirror-odd one ((e_i − e_{L−1−i})/√2)."""
+    moved = np.moveaxis(matrix, axis, 0)
+    half = moved.shape[0] // 2
+    first, last = moved[:half], moved[::-1][:half]
+    even = (first + last) * _HALF_ROOT
+    if moved.shape[0] % 2:
+        even = np.concatenate([even, moved[half:half + 1]])
+    return np.moveaxis(even, 0, axis), np.moveaxis((first - last) * _HALF_ROOT, 0, axis)
+
+
+def _mirror_join(even: np.ndarray | None, odd: np.ndarray | None, length: int, axis: int) -> np.ndarray:
+    """`_mirror_halves` undone: the vectors of length ``length`` along ``axis`` with these even and odd coordinates
+    (None: zero)."""
+    half = length // 2
+    given = np.moveaxis(even if even is not None else odd, axis, 0)
+    joined = np.zeros((length, *given.shape[1:]))
+    if even is not None:
+        even = np.moveaxis(even, axis, 0)
+        joined[:half] += even[:half] * _HALF_ROOT
+        joined[::-1][:half] += even[:half] * _HALF_ROOT
+        if length % 2:
+            joined[half] = even[half]
+    if odd is not None:
+        odd = np.moveaxis(odd, axis, 0) * _HALF_ROOT
+        joined[:half] += odd
+        joined[::-1][:half] -= odd
+    return np.moveaxis(joined, 0, axis)
 
 
 def symmetric_covariance(channel: "BinaryChannel", rates: np.ndarray) -> np.ndarray:

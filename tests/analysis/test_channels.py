@@ -247,3 +247,29 @@ def test_the_unbiased_covariance_is_the_sandwich_written_out(spec):
     assert estimate == pytest.approx(inverse @ rates, rel=1e-12, abs=1e-12)
     written_out = inverse @ ((np.diag(rates) - np.outer(rates, rates)) / counts.sum()) @ inverse.T
     assert covariance == pytest.approx(written_out, rel=1e-9, abs=1e-12 * np.abs(written_out).max())
+
+
+def _mirrored_cases():
+    rng = np.random.default_rng(0)
+    for points, epsilon, repeated in [(1, 1, None), (2, 0.5, None), (3, 2, None), (10, 1, None), (41, 0.5, None),
+                                      (100, 1, None), (4, 1, True), (7, 1, {"instant_epsilon": 2})]:
+        mechanism = _question("number", repeated, min=0, max=points, step=1, privacy={"design": "laplace", "epsilon": epsilon})
+        yield f"number 0..{points}, ε = {epsilon}, repeated: {repeated}", channels.channel_matrix(mechanism)
+    for rows, columns in [(7, 3), (8, 4), (7, 4), (8, 3), (9, 5)]:
+        block = rng.random((rows, columns))
+        yield f"random {rows} × {columns}", block + block[::-1, ::-1]
+    column = rng.random(8)
+    yield "rank 2 of 4", np.column_stack([column, column, column[::-1], column[::-1]])
+
+
+@pytest.mark.parametrize("name, matrix", list(_mirrored_cases()), ids=lambda value: value if isinstance(value, str) else "")
+def test_a_mirrored_channel_s_left_inverse_is_numpy_s_pseudo_inverse(name, matrix):
+    """A number's channel is unchanged when reports and answers are both reversed: its pseudo-inverse is taken from two
+    half-size blocks (`channels._mirrored_pinv`), and must be numpy's own, to round-off relative to the condition
+    number (odd and even sizes, a panel's composite, a rank-deficient matrix whose cut singular values pinv drops)."""
+    assert np.array_equal(matrix, matrix[::-1, ::-1])
+    singular = np.linalg.svd(matrix, compute_uv=False)
+    condition = singular[0] / singular[singular > 1e-15 * singular[0]][-1]
+    expected = np.linalg.pinv(matrix)
+    found = channels.left_inverse(matrix)
+    assert np.abs(found - expected).max() <= 1e-15 * condition * 100 * np.abs(expected).max(), name
