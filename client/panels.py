@@ -204,3 +204,28 @@ class MemoizedLaplace(LaplaceMechanism):
     @cached_property
     def _window_position(self) -> dict:
         return {report: position for position, report in enumerate(self._window)}
+
+
+#: What a private question's spec says that decides its permanent report, beside the memo and the answer: a device
+#: draws the report with the memo's randomness for (survey, question, the answer's position), through the design.
+_PERMANENT_FIELDS = ("type", "options", "min", "max", "step", "privacy", "split_ballot")
+
+
+def _permanent_spec(question) -> dict:
+    spec = question.to_dict()
+    spec["options"] = question.options  # the values in order; labels are wording
+    return {field: spec.get(field) for field in _PERMANENT_FIELDS}
+
+
+def redrawn_questions(earlier, later) -> list[str]:
+    """The questions of ``later``, a version of the repeated survey ``earlier`` was, whose permanent report a device's
+    memo would draw differently for the same answer: private in both, with another design, answer alphabet or split
+    ballot. The two draws read the same randomness, so together they can reveal the answer outright (a coin design of
+    truth 1/2 changed to truth 3/4 draws, for one respondent in eight, a pair of reports only their answer can give):
+    a panel's ε over every wave holds only while the design holds. A question under a new id draws from randomness of
+    its own."""
+    if earlier.repeated is None or later.repeated is None:
+        return []  # a survey asked once draws afresh for every response; no memo ties two versions' reports
+    return [qid for qid, question in later.questions.items()
+            if question.is_private and qid in earlier.questions and earlier.questions[qid].is_private
+            and _permanent_spec(question) != _permanent_spec(earlier.questions[qid])]

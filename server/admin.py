@@ -139,7 +139,10 @@ def add_survey():
     except SpecError as error:
         return _dashboard(problem=str(error), spec=text), 422
     access = request.form.get("access") if request.form.get("access") in ("open", "token") else None
-    record, outcome = get_store().add_survey(survey, access, actor=session["admin"])
+    try:
+        record, outcome = get_store().add_survey(survey, access, actor=session["admin"])
+    except storage.StorageError as error:  # refused as it stands (a panel's design changed): the spec stays in the form
+        return _dashboard(problem=error.message, spec=text), error.status
     return redirect(url_for("admin.survey_estimates", survey_id=record.id, added=outcome), code=303)
 
 

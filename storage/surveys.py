@@ -7,6 +7,7 @@ import secrets
 from dataclasses import dataclass
 
 from deniable.client import SpecError, Survey
+from deniable.client.panels import redrawn_questions
 from deniable.client.versions import VersionError, resolve_version
 
 from .common import GRANULARITIES, digest, today
@@ -78,6 +79,8 @@ class Surveys:
                 if access and access != row["access"]:
                     self.execute("UPDATE surveys SET access = ? WHERE id = ?", [access, survey.id])
                 return self.get_survey(survey.id), "unchanged"
+            if row is not None:
+                self._check_panel_designs_kept(survey)
             if self._one("SELECT hash FROM survey_versions WHERE hash = ?", [survey.hash]) is None:
                 version = 1 + self.execute("SELECT COALESCE(MAX(version), 0) FROM survey_versions WHERE survey_id = ?",
                                            [survey.id]).fetchone()[0]
@@ -94,6 +97,22 @@ class Surveys:
             record = self.get_survey(survey.id)
             self._audit_if(actor, f"survey {outcome}", survey.id, f"version {record.version} {record.hash[:12]}")
         return record, outcome
+
+    def _check_panel_designs_kept(self, survey: Survey) -> None:
+        """Refuse a version of a repeated survey that changes how a memo draws a question's permanent report while an
+        earlier version holds responses to it (`panels.redrawn_questions`): devices that answered hold the old draw."""
+        for entry in self.versions(survey.id):
+            if not entry["responses"] or entry["hash"] == survey.hash:
+                continue
+            changed = redrawn_questions(self.get_survey(survey.id, entry["hash"]).survey, survey)
+            if changed:
+                raise Conflict(
+                    f"questions.{changed[0]}: survey {survey.id!r} is repeated, and its version {entry['version']} "
+                    f"({entry['responses']} response(s)) asked {changed[0]!r} with another design, answer list or split "
+                    "ballot. Devices that answered it would draw the new permanent report from the same memo randomness "
+                    "as the old one, and the two reports together can reveal the answer. Keep the question's design, "
+                    "options and split ballot, or ask the changed question under a new id (its reports then spend their "
+                    "own ε over all waves, beside the old question's)", f"questions.{changed[0]}")
 
     #: A survey's row with one of its versions (the current one unless a hash is given) in one statement: every
     #: submission reads both, and on PostgreSQL each statement is a round trip to the server.

@@ -11,7 +11,7 @@ import pytest
 
 from deniable.client import AnswerError, SpecError, Survey
 from deniable.client.memo import Memo, MemoError, message
-from deniable.client.panels import InstantLayer, memoized
+from deniable.client.panels import InstantLayer, memoized, redrawn_questions
 from tests.conftest import SeededSource
 
 COIN = {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}
@@ -297,3 +297,42 @@ def test_a_composite_keeps_what_counting_relies_on():
         assert q.mechanism.reports == q.permanent.reports and q.mechanism.answers == q.permanent.answers
         assert q.mechanism.respondent_randomizes == q.permanent.respondent_randomizes
         assert memoized(q.permanent, q.mechanism.instant).channel() == q.mechanism.channel()
+
+
+def test_one_memo_drawing_a_question_under_two_designs_can_reveal_the_answer():
+    """Why a running panel keeps each question's design: the permanent reports of two designs are drawn from the same
+    memo randomness, so the pair is far more telling than either. A coin design (truth 1/2) and the same question at
+    truth 3/4: (no, yes) comes only from "yes" and (yes, no) only from "no", each for one respondent in eight."""
+    before, after = (panel(question(privacy=privacy)).questions["q"].permanent
+                     for privacy in (COIN, {"design": "forced_response", "truth": "3/4", "yes": "1/8", "no": "1/8"}))
+    rng = SeededSource(8)
+    pairs = {answer: {} for answer in ("yes", "no")}
+    for _ in range(2000):
+        memo = seeded_memo(rng)
+        for answer in pairs:
+            pair = tuple(design.randomize(answer, memo.stream("pulse", "q", "report", design.answer_position(answer)))
+                         for design in (before, after))
+            pairs[answer][pair] = pairs[answer].get(pair, 0) + 1
+    assert ("no", "yes") in pairs["yes"] and ("no", "yes") not in pairs["no"]
+    assert ("yes", "no") in pairs["no"] and ("yes", "no") not in pairs["yes"]
+    assert 200 < pairs["yes"][("no", "yes")] < 300  # an eighth of 2,000
+
+
+def test_the_questions_a_new_version_would_draw_afresh_from_the_same_memo():
+    base = [question(), FAMILIES["krr"] | {"id": "k"}, FAMILIES["laplace"] | {"id": "n"}, question("open", privacy="none")]
+    earlier = panel(*base)
+
+    def changed(*questions, repeated=True):
+        return redrawn_questions(earlier, panel(*questions, repeated=repeated))
+
+    reworded = [question() | {"text": "Asked another way?"}, base[1] | {"options": [{"value": "a", "label": "A!"}, "b", "c"]},
+                base[2], base[3] | {"privacy": {"design": "warner", "p": "3/4"}}]
+    assert changed(*reworded) == []  # wording and labels; a public question made private was never drawn from a memo
+    assert changed(question(privacy={"design": "warner", "p": "3/4"}), *base[1:]) == ["q"]
+    assert changed(base[0], base[1] | {"options": ["c", "b", "a"]}, *base[2:]) == ["k"]  # the answers' positions move
+    assert changed(base[0], base[1] | {"privacy": {"design": "k_rr", "epsilon": 2}}, *base[2:]) == ["k"]
+    assert changed(*base[:2], base[2] | {"max": 4}, base[3]) == ["n"]
+    assert changed(question() | {"split_ballot": {"direct": "1/4"}}, *base[1:]) == ["q"]
+    assert changed(question("q2", privacy={"design": "warner", "p": "3/4"}), *base[1:]) == []  # a new id draws anew
+    assert changed(question(privacy={"design": "warner", "p": "3/4"}), *base[1:], repeated={"instant_epsilon": 2}) == ["q"]
+    assert changed(question(privacy={"design": "warner", "p": "3/4"}), *base[1:], repeated=None) == []  # no memo

@@ -219,3 +219,43 @@ def test_grouping_by_wave_of_a_survey_asked_once_is_refused(store, client, admin
     assert refused.status_code == 422 and refused.json["error"]["field"] == "by"
     with pytest.raises(storage.StorageError):
         store.open_wave("tax", "w1")
+
+
+def test_a_version_that_would_redraw_an_answered_question_from_the_same_memo_is_refused(runner, db_path, store, pulse,
+                                                                                          client, admin_headers, tmp_path):
+    """Devices that answered a repeated survey hold their permanent reports: a new version that changes a question's
+    design (or answer list, or split ballot) would draw the new one from the same memo randomness, and the pair can give
+    the answer away (tests/client/test_panels.py). Until the survey has responses anything goes; after, the CLI, the
+    API and the dashboard refuse it naming the question, and store nothing; rewording, or a new id, is accepted."""
+    spec = pulse.to_dict()
+    redesigned = json.loads(json.dumps(spec))
+    redesigned["questions"][1]["privacy"] = {"design": "warner", "p": "3/4"}
+    assert store.add_survey(Survey.from_dict(redesigned))[1] == "new version"  # nobody has answered yet
+    store.add_survey(pulse)
+    store.open_wave("pulse", "2026-10")
+    store.submit("pulse", pulse.hash, secrets.token_hex(16), pulse.randomize(answers(random.Random(4), True), memo=Memo.new()))
+    before = store.versions("pulse")
+
+    path = tmp_path / "redesigned.json"
+    path.write_text(json.dumps(redesigned))
+    refused = runner.invoke(main, ["survey", "add", str(path), "--db", db_path])
+    assert refused.exit_code == 1 and "Traceback" not in refused.output
+    assert "questions.burnout" in refused.output and "same memo randomness" in refused.output
+    via_api = client.post("/api/v1/surveys", json=redesigned, headers=admin_headers)
+    assert via_api.status_code == 409 and via_api.json["error"]["field"] == "questions.burnout"
+    sign_in(client)
+    page = client.get("/admin/").get_data(as_text=True)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    via_dashboard = client.post("/admin/surveys", data={"spec": json.dumps(redesigned), "csrf": csrf})
+    shown = via_dashboard.get_data(as_text=True)
+    assert via_dashboard.status_code == 409 and "same memo randomness" in shown and "warner" in shown  # the spec kept
+    assert store.versions("pulse") == before and store.get_survey("pulse").hash == pulse.hash
+
+    reworded = json.loads(json.dumps(spec))
+    reworded["questions"][1]["text"] = "Have you felt burned out at work in the last four weeks?"
+    assert client.post("/api/v1/surveys", json=reworded, headers=admin_headers).status_code == 201
+    renamed = json.loads(json.dumps(redesigned))
+    renamed["questions"][1]["id"] = "burnout_warner"
+    path.write_text(json.dumps(renamed))
+    added = runner.invoke(main, ["survey", "add", str(path), "--db", db_path])
+    assert added.exit_code == 0 and "NEW VERSION" in added.output, added.output
