@@ -78,6 +78,10 @@ CASES = (
     Case("repeated k_rr ln 3, instant ln 9, one wave", _spec("choice", {"design": "k_rr", "epsilon": "ln 3"},
                                                             repeated={"instant_epsilon": "ln 9"}, options=["a", "b", "c"]),
          ("a", "b"), ('"a"',), 32000),
+    # a number's composite: its bulk path once drew the permanent layer alone (caught twice: ε ≥ 1.93 against the
+    # stated 1.81, and a fit of p = 9e-97)
+    Case("repeated laplace ε = 2, 0..2, one wave", _spec("number", {"design": "laplace", "epsilon": 2}, repeated=True,
+                                                        min=0, max=2, step=1), (0, 2), ("0",), 30000),
 )
 
 
