@@ -549,7 +549,7 @@ def replace_section(name: str, path: str = "docs/validation.md"):
     buffer = io.StringIO()
     SECTIONS[name](buffer)
     text = Path(path).read_text(encoding="utf-8")
-    block = f"<!-- begin {name} -->\n{buffer.getvalue().strip()}\n<!-- end {name} -->"
+    block = f"<!-- begin {name} -->\n\n{buffer.getvalue().strip()}\n<!-- end {name} -->"  # as the whole run writes it
     pattern = re.compile(rf"<!-- begin {name} -->.*?<!-- end {name} -->", re.S)
     if pattern.search(text):
         text = pattern.sub(lambda _: block, text)
