@@ -52,6 +52,9 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
     if hasattr(question_or_mechanism, "question_counts"):  # a LoadedSurvey
         loaded, question_id = question_or_mechanism, reports
         question = loaded.question(question_id)
+        empty = nothing_to_estimate(loaded, question_id)
+        if empty is not None:
+            raise AnalysisError(f"{question_id}: {empty}")
         result = _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
                            simultaneous, scores=scores(question))
         result.population = loaded.population(question_id)
@@ -71,6 +74,8 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
     split = getattr(question_or_mechanism, "split_ballot", None)
     if split is not None:  # the design's estimate from the randomized arm; the direct arm beside it
         counts, direct = split.split_counts(count_reports(split, reports))
+        if sum(counts) == 0 and sum(direct) > 0:
+            raise AnalysisError(f"{question_id or 'question'}: {_no_randomized_reports(int(sum(direct)))}")
     else:
         counts, direct = count_reports(mechanism, reports), None
     result = _estimate(mechanism, counts, level, method, question_id, simultaneous,
@@ -81,6 +86,23 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         return result
     _check_control(result, question_or_mechanism)
     return _localize(result, question_or_mechanism, language)
+
+
+def nothing_to_estimate(loaded, question_id: str) -> str | None:
+    """Why a loaded question has no estimate yet (None: it has one): no reports at all, none from the people skip
+    logic asks it of, or (a split ballot early in fieldwork) none from the randomized arm. Every surface says it in
+    these words: `estimate` refuses with them, the long table and the dashboard list the question with them."""
+    if loaded.question_counts(question_id).sum() > 0:
+        return None
+    direct = int(loaded.direct_counts(question_id).sum()) if loaded.has_split_ballot(question_id) else 0
+    if direct:
+        return _no_randomized_reports(direct)
+    population = loaded.population(question_id)
+    return "no reports yet" + (f" from {population}" if population else "")
+
+
+def _no_randomized_reports(direct: int) -> str:
+    return f"no reports from the randomized arm yet ({direct} from the direct arm); the design's estimate needs at least one"
 
 
 def _check_control(result: EstimateResult, question: Question):

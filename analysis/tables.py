@@ -12,6 +12,7 @@ from deniable.client.exact import spreadsheet_safe
 from deniable.client.reports import WAVES
 
 from .errors import PoolingError
+from .estimation import nothing_to_estimate
 from .groups import subgroup_frame, subgroups
 from .loaded import LoadedSurvey
 
@@ -19,11 +20,13 @@ from .loaded import LoadedSurvey
 @dataclass
 class EstimateTable:
     """``frame``: one row per question and answer (per group with ``by``); ``texts``: each question's
-    summary as text; ``refused``: why a question could not be pooled (the others still are)."""
+    summary as text; ``refused``: why a question could not be pooled (the others still are); ``empty``: the questions
+    with nothing to estimate yet, each with why (`estimation.nothing_to_estimate`)."""
 
     frame: pd.DataFrame
     texts: list = field(default_factory=list)
     refused: list = field(default_factory=list)
+    empty: list = field(default_factory=list)
 
     def records(self) -> list[dict]:
         """Rows as JSON-ready dicts (NaN → None; list-valued answers as JSON text)."""
@@ -59,17 +62,23 @@ def _wave_change(data: LoadedSurvey, question_id: str, level: float) -> str:
 
 def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, level: float = 0.95,
                    simultaneous: bool = False, language: str | None = None) -> EstimateTable:
-    """Estimates of ``questions`` (default: all with reports) as one long table. Pooled data skip a
-    question whose randomization changed between versions (named in ``refused``) unless it was asked for
-    by name, when the `PoolingError` is raised."""
+    """Estimates of ``questions`` (default: all with reports) as one long table. Unless asked for by name (when
+    the error is raised), a question is left out, with the reason, where pooled data changed its randomization
+    between versions (``refused``) or it has nothing to estimate from yet (``empty``: an optional question nobody
+    answered, a split ballot's randomized arm early in fieldwork): the others are still estimated."""
     wanted = list(questions or []) or [q for q in question_ids(data) if q != by]
-    frames, texts, refused = [], [], []
+    frames, texts, refused, empty = [], [], [], []
     for qid in wanted:
         if not questions and data.pooled:
             try:
                 data.versions_for(qid)
             except PoolingError as error:
                 refused.append(str(error))
+                continue
+        if not questions:
+            reason = nothing_to_estimate(data, qid)
+            if reason is not None:
+                empty.append(f"{qid}: {reason}")
                 continue
         if by:
             frame = subgroup_frame(subgroups(data, qid, by, level, simultaneous=simultaneous)).reset_index()
@@ -81,8 +90,6 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
                 text += "\n" + _wave_change(data, qid, level)
             texts.append(text)
         else:
-            if data.question_counts(qid).sum() == 0 and data.population(qid) is not None:
-                continue  # asked of nobody yet: the survey goes on with the questions that have reports
             result = data.estimate(qid, level, simultaneous=simultaneous, language=language)
             frame = result.to_frame().reset_index().rename(columns={result.table.index.name: "answer"})
             texts.append(result.summary().as_text())
@@ -108,7 +115,7 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
     for column in ("answer", "group"):
         if column in table:
             table[column] = table[column].map(lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, list) else v)
-    return EstimateTable(table, texts, refused)
+    return EstimateTable(table, texts, refused, empty)
 
 
 #: The split-ballot figures the long table carries on a split-ballot question's "yes" row.

@@ -216,6 +216,7 @@ def estimates_download(survey_id, fmt, number=None):
 
 def _estimates_page(survey_id, version: int | None = None, pooled: bool = False):
     from deniable.analysis import LoadError, PoolingError, load  # the dashboard is the server's one use of analysis
+    from deniable.analysis.estimation import nothing_to_estimate
     from deniable.analysis.planning import UNINFORMATIVE_MARGIN
     from deniable.client.laplace import LaplaceMechanism
 
@@ -241,8 +242,8 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
             continue
         if data.n == 0:
             chart["error"] = "no responses yet"
-        elif data.question_counts(qid).sum() == 0:
-            chart["error"] = f"no reports yet from {chart['population'] or 'respondents'}"
+        elif (empty := nothing_to_estimate(data, qid)) is not None:
+            chart["error"] = empty
         else:
             result = data.estimate(qid)
             chart.update(n=result.n, method=result.method, simultaneous=result.simultaneous, notes=result.notes,

@@ -551,10 +551,13 @@ def estimate_command(survey_id, db_path, url, token, by, by_wave, questions, lev
         which = (f"versions {', '.join(v.label for v in data.versions)} pooled" if data.pooled
                  else f"version {data.versions[0].label}")
         click.echo(f"Survey {survey_id!r}, {which}, {data.n} responses ({data.source})\n")
-        click.echo("\n\n".join(table.texts + [f"Not pooled: {message}" for message in table.refused]))
+        click.echo("\n\n".join(table.texts + [f"Not pooled: {message}" for message in table.refused]
+                               + [f"Not estimated: {message}" for message in table.empty]))
         return
     for message in table.refused:
         click.echo(f"Not pooled: {message}", err=True)
+    for message in table.empty:
+        click.echo(f"Not estimated: {message}", err=True)
     if table.frame.empty:
         raise click.ClickException("no question could be estimated")
     click.echo(table.to_csv() if fmt == "csv" else table.to_json(), nl=fmt == "json")

@@ -3,12 +3,14 @@ the difference's interval and the size and power of the one-sided test; the desi
 arm's alone; the edge cases (no direct reports, every direct answer the same) give figures that mean something."""
 
 import math
+import secrets
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from deniable.analysis import channels, estimate
+from deniable import storage
+from deniable.analysis import AnalysisError, channels, estimate, load
 from deniable.client import Survey
 from tests.conftest import EXAMPLES
 
@@ -69,6 +71,20 @@ def test_no_direct_reports_yet_is_said_not_guessed():
     result = estimate(question, reports_from(question, [60, 140], 0, 0))
     assert math.isnan(result.split_ballot.loc["difference", "estimate"])
     assert "no direct-arm reports yet" in str(result.summary())
+
+
+def test_no_randomized_reports_yet_is_said_so(tmp_path):
+    """Early in fieldwork every report may come from the direct arm: the refusal says that, not "no reports"."""
+    question = SURVEY.questions["dodged"]
+    with pytest.raises(AnalysisError, match=r"dodged: no reports from the randomized arm yet \(3 from the direct arm\)"):
+        estimate(question, reports_from(question, [0, 0], 1, 3))
+    path = str(tmp_path / "early.db")
+    with storage.Store(path) as store:
+        store.add_survey(SURVEY)
+        for report in reports_from(question, [0, 0], 1, 3):
+            store.submit(SURVEY.id, SURVEY.hash, secrets.token_hex(8), {"dodged": report})
+    with pytest.raises(AnalysisError, match=r"no reports from the randomized arm yet \(3 from the direct arm\)"):
+        estimate(load(db=path, survey_id=SURVEY.id), "dodged")
 
 
 @pytest.mark.parametrize("qid,classes", [("dodged", None), ("took", None), ("cheated", [0.3, 0.7, 0.0])])

@@ -220,3 +220,40 @@ def test_survey_check_plans_a_conditional_question_at_the_share_asked(runner):
                        ("cash", "expected QUESTION=SHARE"), ("nope=0.3", "no question 'nope'")):
         refused = runner.invoke(main, ["survey", "check", path, "--asked", wrong])
         assert refused.exit_code == 2 and why in refused.output and "Traceback" not in refused.output
+
+
+def test_a_question_with_nothing_to_estimate_yet_leaves_the_others_estimated(runner, db_path, store, client):
+    """An optional question nobody answered, or a split ballot whose reports so far all came from its direct arm,
+    once made `deniable estimate` (every format) and the dashboard's download fail for the whole survey. Now each
+    such question is named with why; the rest are estimated; asking for it by name is still an error."""
+    from deniable.analysis import AnalysisError, estimate_table, load
+    from deniable.client import Survey
+    from tests.server.conftest import sign_in
+
+    survey = Survey.from_dict({"id": "early", "title": "Early", "questions": [
+        {"id": "asked", "type": "yes_no", "text": "A?", "privacy": {"design": "warner", "p": "3/4"}},
+        {"id": "optional", "type": "yes_no", "text": "B?", "required": False, "privacy": {"design": "warner", "p": "3/4"}},
+        {"id": "split", "type": "yes_no", "text": "C?", "required": False, "split_ballot": {"direct": "1/2"},
+         "privacy": {"design": "warner", "p": "3/4"}}]})
+    store.add_survey(survey)
+    for position, answer in enumerate(("yes", "no", "yes")):
+        store.submit("early", survey.hash, f"key-{position:08}",
+                     survey.randomize({"asked": answer, "split": answer}, arms={"split": "direct"}))
+    empty = ["optional: no reports yet",
+             "split: no reports from the randomized arm yet (3 from the direct arm); the design's estimate needs at least one"]
+    table = estimate_table(load(db=db_path, survey_id="early"))
+    assert table.empty == empty and set(table.frame["question"]) == {"asked"}
+    with pytest.raises(AnalysisError, match="optional: no reports yet"):
+        estimate_table(load(db=db_path, survey_id="early"), ["optional"])
+    shown = runner.invoke(main, ["estimate", "early", "--db", db_path])
+    assert shown.exit_code == 0 and "Question: asked" in shown.output
+    assert all(f"Not estimated: {line}" in shown.output for line in empty)
+    as_csv = runner.invoke(main, ["estimate", "early", "--format", "csv", "--db", db_path])
+    assert as_csv.exit_code == 0 and as_csv.stdout.startswith("question,") and "Not estimated: optional" in as_csv.stderr
+    named = runner.invoke(main, ["estimate", "early", "--question", "optional", "--db", db_path])
+    assert named.exit_code == 1 and "optional: no reports yet" in named.output and "Traceback" not in named.output
+    sign_in(client)
+    download = client.get("/admin/surveys/early/versions/1/estimates.csv")
+    assert download.status_code == 200 and download.get_data(as_text=True).count("\nasked,") == 2
+    page = client.get("/admin/surveys/early").get_data(as_text=True)
+    assert "no reports yet" in page and "no reports from the randomized arm yet (3 from the direct arm)" in page

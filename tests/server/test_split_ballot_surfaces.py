@@ -147,3 +147,13 @@ def test_a_formula_models_the_randomized_arm(study, db_path):
     fit = logistic("dodged ~ C(region)", data)
     assert fit.nobs == estimate(data, "dodged").n < 800
     assert list(fit.params.index) == ["Intercept", "C(region)[T.South]"]
+
+
+def test_the_dashboard_says_when_only_the_direct_arm_has_answered(client, store):
+    survey = Survey.from_file(EXAMPLES / "split_ballot.yaml")
+    store.add_survey(survey)
+    for answer in ("yes", "no"):
+        store.submit("validation", survey.hash, secrets.token_hex(16), {"dodged": {"arm": "direct", "report": answer}})
+    sign_in(client)
+    page = client.get("/admin/surveys/validation").get_data(as_text=True)
+    assert "no reports from the randomized arm yet (2 from the direct arm)" in page
