@@ -88,13 +88,14 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
     return _localize(result, question_or_mechanism, language)
 
 
-def nothing_to_estimate(loaded, question_id: str) -> str | None:
-    """Why a loaded question has no estimate yet (None: it has one): no reports at all, none from the people skip
-    logic asks it of, or (a split ballot early in fieldwork) none from the randomized arm. Every surface says it in
-    these words: `estimate` refuses with them, the long table and the dashboard list the question with them."""
-    if loaded.question_counts(question_id).sum() > 0:
+def nothing_to_estimate(loaded, question_id: str, by: str | None = None, level=None) -> str | None:
+    """Why a loaded question has no estimate yet (None: it has one), overall or among the respondents with ``by`` =
+    ``level``: no reports at all, none from the people skip logic asks it of, or (a split ballot early in fieldwork)
+    none from the randomized arm. Every surface says it in these words: `estimate` and `compare` refuse with them,
+    the long table and the dashboard list the question (or the group) with them, `subgroups` leaves the group out."""
+    if loaded.question_counts(question_id, by, level).sum() > 0:
         return None
-    direct = int(loaded.direct_counts(question_id).sum()) if loaded.has_split_ballot(question_id) else 0
+    direct = int(loaded.direct_counts(question_id, by, level).sum()) if loaded.has_split_ballot(question_id) else 0
     if direct:
         return _no_randomized_reports(direct)
     population = loaded.population(question_id)

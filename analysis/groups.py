@@ -9,10 +9,11 @@ import pandas as pd
 from scipy import stats
 
 from deniable.client.laplace import LaplaceMechanism
+from deniable.client.reports import WAVES
 
 from . import estimators as est
 from .errors import AnalysisError
-from .estimation import _estimate
+from .estimation import _estimate, nothing_to_estimate
 from .planning import scores
 from .results import EstimateResult
 from .splitballot import comparison
@@ -20,10 +21,13 @@ from .splitballot import comparison
 
 def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: str | None = None,
               simultaneous: bool = False) -> dict:
-    """{level of ``by``: EstimateResult of ``question_id`` among respondents with that level}."""
+    """{level of ``by``: EstimateResult of ``question_id`` among respondents with that level}. A level whose
+    respondents gave the question nothing to estimate from (`nothing_to_estimate`: an optional question, a split
+    ballot's direct arm only) is left out, as a level nobody has is."""
     question = loaded.question(question_id)
     results = {value: _estimate(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
-                                question_id, simultaneous, scores=scores(question)) for value in loaded.levels(by)}
+                                question_id, simultaneous, scores=scores(question))
+               for value in loaded.levels(by) if nothing_to_estimate(loaded, question_id, by, value) is None}
     counted = {v.spec_hash for v in loaded.versions_grouped_by(by)}
     for value, result in results.items():
         result.versions = [v.label for v in loaded.versions_for(question_id) if v.spec_hash in counted]
@@ -84,7 +88,9 @@ def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float =
     results = subgroups(loaded, question_id, by, level)
     for group in (a, b):
         if group not in results:
-            raise AnalysisError(f"{by}={group!r}: no responses in this group (groups: {list(results)})")
+            why = nothing_to_estimate(loaded, question_id, by, group) if group in loaded.levels(by) else None
+            name = "wave" if by == WAVES else by
+            raise AnalysisError(f"{name}={group!r}: {why or 'no responses in this group'} (groups: {list(results)})")
     first, second = results[a], results[b]
     if answer is None:
         answer = default_answer(first)

@@ -51,9 +51,10 @@ def question_ids(data: LoadedSurvey) -> list[str]:
     return ids
 
 
-def _wave_change(data: LoadedSurvey, question_id: str, level: float) -> str:
-    """The change between the last two waves, in words (`LoadedSurvey.compare_waves`)."""
-    before, after = data.waves[-2:]
+def _wave_change(data: LoadedSurvey, question_id: str, level: float, waves: list) -> str:
+    """The change between the last two of ``waves`` (those with something to estimate), in words
+    (`LoadedSurvey.compare_waves`)."""
+    before, after = waves[-2:]
     change = data.compare_waves(question_id, before, after, level=level)
     what = "mean" if change.answer == "mean" else f"share of {change.answer!r}"
     return (f"change {before} → {after} in the {what}: {change.difference:+.4f} (SE {change.se:.4f}), {level:.0%} CI "
@@ -81,13 +82,18 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
                 empty.append(f"{qid}: {reason}")
                 continue
         if by:
-            frame = subgroup_frame(subgroups(data, qid, by, level, simultaneous=simultaneous)).reset_index()
             what = "wave" if by == WAVES else by
+            results = subgroups(data, qid, by, level, simultaneous=simultaneous)
+            empty += [f"{qid} among {what} = {value}: {nothing_to_estimate(data, qid, by, value)}"
+                      for value in data.levels(by) if value not in results]
+            if not results:
+                continue
+            frame = subgroup_frame(results).reset_index()
             if by == WAVES:
                 frame = frame.rename(columns={"group": "wave"})
             text = f"== {qid} by {what} ({level:.0%} intervals)\n{frame.to_string(index=False, float_format=_fmt)}"
-            if by == WAVES and len(data.waves) >= 2:
-                text += "\n" + _wave_change(data, qid, level)
+            if by == WAVES and len(results) >= 2:
+                text += "\n" + _wave_change(data, qid, level, list(results))
             texts.append(text)
         else:
             result = data.estimate(qid, level, simultaneous=simultaneous, language=language)

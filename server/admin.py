@@ -366,6 +366,8 @@ def _wave_rows(data, question_id: str) -> dict:
         results = data.by_wave(question_id)
     except AnalysisError as error:
         return {"error": str(error)}
+    if not results:  # its reports came from versions asked before the survey was repeated
+        return {"error": "no reports in any wave"}
     answer = default_answer(next(iter(results.values())))  # what compare_waves compares below
     rows = []
     for wave, result in results.items():

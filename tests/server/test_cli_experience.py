@@ -226,11 +226,12 @@ def test_a_question_with_nothing_to_estimate_yet_leaves_the_others_estimated(run
     """An optional question nobody answered, or a split ballot whose reports so far all came from its direct arm,
     once made `deniable estimate` (every format) and the dashboard's download fail for the whole survey. Now each
     such question is named with why; the rest are estimated; asking for it by name is still an error."""
-    from deniable.analysis import AnalysisError, estimate_table, load
+    from deniable.analysis import AnalysisError, compare, estimate_table, load, subgroups
     from deniable.client import Survey
     from tests.server.conftest import sign_in
 
     survey = Survey.from_dict({"id": "early", "title": "Early", "questions": [
+        {"id": "team", "type": "choice", "text": "Team?", "options": ["A", "B"], "privacy": "none"},
         {"id": "asked", "type": "yes_no", "text": "A?", "privacy": {"design": "warner", "p": "3/4"}},
         {"id": "optional", "type": "yes_no", "text": "B?", "required": False, "privacy": {"design": "warner", "p": "3/4"}},
         {"id": "split", "type": "yes_no", "text": "C?", "required": False, "split_ballot": {"direct": "1/2"},
@@ -238,11 +239,11 @@ def test_a_question_with_nothing_to_estimate_yet_leaves_the_others_estimated(run
     store.add_survey(survey)
     for position, answer in enumerate(("yes", "no", "yes")):
         store.submit("early", survey.hash, f"key-{position:08}",
-                     survey.randomize({"asked": answer, "split": answer}, arms={"split": "direct"}))
+                     survey.randomize({"team": "A", "asked": answer, "split": answer}, arms={"split": "direct"}))
     empty = ["optional: no reports yet",
              "split: no reports from the randomized arm yet (3 from the direct arm); the design's estimate needs at least one"]
     table = estimate_table(load(db=db_path, survey_id="early"))
-    assert table.empty == empty and set(table.frame["question"]) == {"asked"}
+    assert table.empty == empty and set(table.frame["question"]) == {"team", "asked"}
     with pytest.raises(AnalysisError, match="optional: no reports yet"):
         estimate_table(load(db=db_path, survey_id="early"), ["optional"])
     shown = runner.invoke(main, ["estimate", "early", "--db", db_path])
@@ -257,3 +258,15 @@ def test_a_question_with_nothing_to_estimate_yet_leaves_the_others_estimated(run
     assert download.status_code == 200 and download.get_data(as_text=True).count("\nasked,") == 2
     page = client.get("/admin/surveys/early").get_data(as_text=True)
     assert "no reports yet" in page and "no reports from the randomized arm yet (3 from the direct arm)" in page
+
+    # by group: team B answers the split ballot through the design, team A only directly so far
+    store.submit("early", survey.hash, "key-b-000001", survey.randomize({"team": "B", "asked": "no", "split": "no"},
+                                                                        arms={"split": "randomized"}))
+    data = load(db=db_path, survey_id="early")
+    assert list(subgroups(data, "split", "team")) == ["B"]  # A has nothing to estimate from: left out
+    by_team = runner.invoke(main, ["estimate", "early", "--by", "team", "--db", db_path])
+    assert by_team.exit_code == 0, by_team.output
+    assert "Not estimated: split among team = A: no reports from the randomized arm yet (3 from the direct arm)" \
+        in by_team.output and "== split by team" in by_team.output
+    with pytest.raises(AnalysisError, match=r"team='A': no reports from the randomized arm yet \(3 from the direct arm\)"):
+        compare(data, "split", "team", "A", "B")

@@ -13,7 +13,7 @@ import secrets
 import pytest
 
 from deniable import storage
-from deniable.analysis import load
+from deniable.analysis import AnalysisError, load
 from deniable.client import Survey
 from deniable.client.memo import Memo
 from deniable.client.reports import WAVES
@@ -259,3 +259,23 @@ def test_a_version_that_would_redraw_an_answered_question_from_the_same_memo_is_
     path.write_text(json.dumps(renamed))
     added = runner.invoke(main, ["survey", "add", str(path), "--db", db_path])
     assert added.exit_code == 0 and "NEW VERSION" in added.output, added.output
+
+
+def test_a_wave_in_which_a_question_went_unanswered_is_left_out_and_named(runner, db_path, store, pulse):
+    """'looking' answered in the first wave only: its estimates by wave hold that wave, the change names why the second
+    has none, and the CLI's --by-wave estimates the rest and says so (it used to fail for the whole survey)."""
+    rng, layer = random.Random(5), SeededSource(6)
+    for wave, asked in (("2026-10", True), ("2026-11", False)):
+        store.open_wave("pulse", wave)
+        for _ in range(40):
+            answers = {"burnout": rng.choice(["yes", "no"]), **({"looking": rng.choice(["yes", "no"])} if asked else {})}
+            store.submit("pulse", pulse.hash, secrets.token_hex(16), pulse.randomize(answers, rng=layer, memo=Memo.new()),
+                         wave=wave)
+    data = load(db=db_path, survey_id="pulse")
+    assert list(data.by_wave("looking")) == ["2026-10"] and list(data.by_wave("burnout")) == ["2026-10", "2026-11"]
+    with pytest.raises(AnalysisError, match=r"wave='2026-11': no reports yet"):
+        data.compare_waves("looking", "2026-10", "2026-11")
+    shown = runner.invoke(main, ["estimate", "pulse", "--by-wave", "--db", db_path])
+    assert shown.exit_code == 0, shown.output
+    assert "Not estimated: looking among wave = 2026-11: no reports yet" in shown.output
+    assert "change 2026-10 → 2026-11 in the share of 'yes'" in shown.output  # burnout's, as before
