@@ -551,16 +551,18 @@ def estimate_command(survey_id, db_path, url, token, by, by_wave, questions, lev
         which = (f"versions {', '.join(v.label for v in data.versions)} pooled" if data.pooled
                  else f"version {data.versions[0].label}")
         click.echo(f"Survey {survey_id!r}, {which}, {data.n} responses ({data.source})\n")
-        click.echo("\n\n".join(table.texts + [f"Not pooled: {message}" for message in table.refused]
-                               + [f"Not estimated: {message}" for message in table.empty]))
-        return
-    for message in table.refused:
-        click.echo(f"Not pooled: {message}", err=True)
-    for message in table.empty:
-        click.echo(f"Not estimated: {message}", err=True)
-    if table.frame.empty:
+        left_out = "\n".join([f"Not pooled: {message}" for message in table.refused]
+                             + [f"Not estimated: {message}" for message in table.empty])
+        click.echo("\n\n".join(table.texts + ([left_out] if left_out else [])))
+    else:
+        for message in table.refused:
+            click.echo(f"Not pooled: {message}", err=True)
+        for message in table.empty:
+            click.echo(f"Not estimated: {message}", err=True)
+    if table.frame.empty:  # in every format: a script sees a failure, not an empty table
         raise click.ClickException("no question could be estimated")
-    click.echo(table.to_csv() if fmt == "csv" else table.to_json(), nl=fmt == "json")
+    if fmt != "table":
+        click.echo(table.to_csv() if fmt == "csv" else table.to_json(), nl=fmt == "json")
 
 
 # --- running ------------------------------------------------------------------------------------

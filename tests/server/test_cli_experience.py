@@ -237,6 +237,10 @@ def test_a_question_with_nothing_to_estimate_yet_leaves_the_others_estimated(run
         {"id": "split", "type": "yes_no", "text": "C?", "required": False, "split_ballot": {"direct": "1/2"},
          "privacy": {"design": "warner", "p": "3/4"}}]})
     store.add_survey(survey)
+    for fmt in ("table", "csv"):  # nothing at all to estimate: a failure in every format, each question named
+        nothing = runner.invoke(main, ["estimate", "early", "--format", fmt, "--db", db_path])
+        assert nothing.exit_code == 1 and "no question could be estimated" in nothing.output, fmt
+        assert "Not estimated: asked: no reports yet\nNot estimated: optional: no reports yet" in nothing.output, fmt
     for position, answer in enumerate(("yes", "no", "yes")):
         store.submit("early", survey.hash, f"key-{position:08}",
                      survey.randomize({"team": "A", "asked": answer, "split": answer}, arms={"split": "direct"}))
