@@ -202,9 +202,12 @@ class LoadedSurvey:
         return compare_waves(self, question_id, first, second, answer, level)
 
     def estimate_all(self, level: float = 0.95, simultaneous: bool = False, language: str | None = None) -> dict:
-        """Every question with reports (each on its own n: skip logic asks some of some respondents only)."""
+        """Every question with something to estimate (each on its own n: skip logic asks some of some respondents
+        only; `estimation.nothing_to_estimate` says why the others have no estimate)."""
+        from .estimation import nothing_to_estimate
+
         return {qid: self.estimate(qid, level, simultaneous=simultaneous, language=language)
-                for qid in self.survey.questions if self.question_counts(qid).sum() > 0}
+                for qid in self.survey.questions if nothing_to_estimate(self, qid) is None}
 
     def __repr__(self):
         which = ("versions " + ", ".join(v.label for v in self.versions)) if self.pooled else \

@@ -248,6 +248,7 @@ def test_a_question_with_nothing_to_estimate_yet_leaves_the_others_estimated(run
              "split: no reports from the randomized arm yet (3 from the direct arm); the design's estimate needs at least one"]
     table = estimate_table(load(db=db_path, survey_id="early"))
     assert table.empty == empty and set(table.frame["question"]) == {"team", "asked"}
+    assert set(load(db=db_path, survey_id="early").estimate_all()) == {"team", "asked"}  # the split ballot: left out
     with pytest.raises(AnalysisError, match="optional: no reports yet"):
         estimate_table(load(db=db_path, survey_id="early"), ["optional"])
     shown = runner.invoke(main, ["estimate", "early", "--db", db_path])
