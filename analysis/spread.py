@@ -70,7 +70,7 @@ def bootstrap_fits(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None
     pi = pi / pi.sum()
     rates = np.clip(q @ pi, 0, None)
     rng = np.random.default_rng(_seed(q, np.round(pi, 12) if counts is None else counts, n))
-    draws = rng.multinomial(n, rates / rates.sum(), size=replicates).astype(float)
+    draws = continuous_multinomial(rng, n, rates / rates.sum(), replicates)
     if q.shape[1] <= BATCH_ANSWERS:
         fits, certified = _batched_maximise(q, draws, _starts(q, draws, pi))
     else:
@@ -78,6 +78,27 @@ def bootstrap_fits(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None
     for row in np.flatnonzero(~certified):
         fits[row] = likelihood.maximise(q, draws[row], start=pi)[0]
     return fits
+
+
+def continuous_multinomial(rng: np.random.Generator, n: int, rates: np.ndarray, size: int) -> np.ndarray:
+    """``size`` multinomial draws of ``n`` reports at ``rates`` (floats), each a chain of binomials drawn by inverting
+    their distribution functions at uniforms fixed by ``rng`` alone. numpy's own multinomial spends a number of
+    uniforms that depends on the rates, so rates 1e-13 apart (another BLAS kernel's fit) drew other surveys from the
+    same seed (one of 200 rows changed, and every row after it); by inversion a draw changes only where a uniform
+    falls within 1e-13 of a step of its distribution function."""
+    from scipy import stats
+
+    uniforms = rng.random((size, len(rates)))
+    uniforms[uniforms == 0] = 0.5  # ppf(0) is -1 by scipy's convention; any fixed inner point keeps the law
+    draws = np.zeros((size, len(rates)))
+    remaining, mass = np.full(size, float(n)), 1.0
+    for answer, rate in enumerate(rates[:-1]):
+        share = min(max(rate / mass, 0.0), 1.0) if mass > 0 else 0.0
+        draws[:, answer] = stats.binom.ppf(uniforms[:, answer], remaining, share)
+        remaining -= draws[:, answer]
+        mass -= rate
+    draws[:, -1] = remaining
+    return draws
 
 
 def _starts(q: np.ndarray, counts: np.ndarray, fallback: np.ndarray) -> np.ndarray:
