@@ -222,6 +222,9 @@ class SQLiteEngine:
     def without_rowid(self) -> str:
         return " WITHOUT ROWID"
 
+    def lock_rows(self, table: str) -> str:
+        return ""  # BEGIN IMMEDIATE: one writer at a time already
+
     def compact(self) -> tuple[int, int]:
         def size():
             return self.execute("PRAGMA page_count").fetchone()[0] * self.execute("PRAGMA page_size").fetchone()[0]
@@ -370,14 +373,27 @@ class PostgresEngine:
     def without_rowid(self) -> str:
         return ""
 
+    def lock_rows(self, table: str) -> str:
+        """The clause that locks the rows a SELECT read from ``table`` until the transaction ends."""
+        return f" FOR UPDATE OF {table}"
+
     def compact(self) -> tuple[int, int]:
         # Heap tables keep rows where they were inserted: CLUSTER rewrites them in key order.
         def size():
             return self.execute("SELECT pg_database_size(current_database())").fetchone()[0]
 
         before = size()
-        for table, index in (("responses", "responses_pkey"), ("reports", "reports_pkey")):
-            self.execute(f"CLUSTER {table} USING {index}")
+        # CLUSTER keeps each row's xmin (the id of the transaction that wrote it), which orders responses by arrival.
+        # Every row is first written anew, responses and reports in one transaction and the token bitmaps in another:
+        # afterwards every response carries one xmin, shared with no bitmap row (`tokens.py`). CLUSTER then keeps
+        # only those new versions, in key order (the random id's).
+        for statements in (("UPDATE responses SET id = id", "UPDATE reports SET value = value"),
+                           ("UPDATE token_use SET used = used",)):
+            with Transaction(self):
+                for statement in statements:
+                    self.execute(statement)
+        for table in ("responses", "reports", "token_use"):
+            self.execute(f"CLUSTER {table} USING {table}_pkey")
         self.execute("VACUUM ANALYZE")
         return before, size()
 

@@ -1,18 +1,19 @@
 """The schema: its numbered migrations (the same on both engines, each atomic), the tables a copy
 fills, and how each older schema keeps the figures a reader needs (read-only opens migrate nothing).
 
-What is kept, and nothing more: survey specs (every version, by hash), respondent tokens (hashed,
-with the date used), and per response a random id, the survey id, the spec hash, the date received,
-the wave of a repeated survey, and the randomized reports. No time of day, no address, no user agent, no link from a token to a
-response. Reports also live in a long table (one row per response and question) so counts are a
-single GROUP BY where the data sits.
+What is kept, and nothing more: survey specs (every version, by hash), respondent tokens (hashed, with
+the date issued; whether each has answered is a bit of a bitmap row, `tokens.py`), and per response a
+random id, the survey id, the spec hash, the date received, the wave of a repeated survey, and the
+randomized reports. No time of day, no address, no user agent, no link from a token to a response,
+not even in the rows' metadata. Reports also live in a long table (one row per response and question)
+so counts are a single GROUP BY where the data sits.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 def migrate_to_1(engine):
@@ -145,8 +146,41 @@ def migrate_to_7(engine):
     engine.execute("CREATE UNIQUE INDEX idx_responses_survey_id_idempotency_key ON responses (survey_id, idempotency_key)")
 
 
+def migrate_to_8(engine):
+    """A token's use is a bit of a bitmap row (``token_use``), no longer a date in the token's own row: on PostgreSQL
+    that update shared its transaction id (``xmin``) with the response it stored, and so joined the two. The tokens
+    table is written anew (one slot per token, in token-hash order, which is random), so no row keeps the ``xmin``
+    or the place that its use gave it; the old table's file is removed when the migration commits."""
+    from .tokens import SLOTS_PER_ROW, with_spent
+
+    tail = engine.without_rowid()
+    engine.execute(f"CREATE TABLE tokens_by_slot (token_hash TEXT PRIMARY KEY, survey_id TEXT, issued_on TEXT, "
+                   f"slot INTEGER NOT NULL){tail}")
+    engine.execute(f"CREATE TABLE token_use (survey_id TEXT, block INTEGER, used TEXT NOT NULL, "
+                   f"PRIMARY KEY (survey_id, block)){tail}")
+    slots: dict[str, int] = {}
+    rows, bitmaps = [], {}
+    for token_hash, survey_id, issued_on, used_on in engine.execute(
+            "SELECT token_hash, survey_id, issued_on, used_on FROM tokens ORDER BY token_hash").fetchall():
+        slot = slots[survey_id] = slots.get(survey_id, -1) + 1
+        rows.append((token_hash, survey_id, issued_on, slot))
+        key = (survey_id, slot // SLOTS_PER_ROW)
+        bitmap = bitmaps.setdefault(key, "00" * (SLOTS_PER_ROW // 8))
+        if used_on is not None:
+            bitmaps[key] = with_spent(bitmap, slot)
+    if rows:
+        engine.executemany("INSERT INTO tokens_by_slot (token_hash, survey_id, issued_on, slot) VALUES (?, ?, ?, ?)", rows)
+        engine.executemany("INSERT INTO token_use (survey_id, block, used) VALUES (?, ?, ?)",
+                           [(*key, bitmap) for key, bitmap in sorted(bitmaps.items())])
+    engine.execute("DROP TABLE tokens")
+    engine.execute("ALTER TABLE tokens_by_slot RENAME TO tokens")
+    if engine.dialect != "sqlite":  # the primary key's index keeps the name it was created with
+        engine.execute("ALTER INDEX tokens_by_slot_pkey RENAME TO tokens_pkey")
+    engine.execute("CREATE UNIQUE INDEX idx_tokens_survey_id_slot ON tokens (survey_id, slot)")
+
+
 MIGRATIONS = {1: migrate_to_1, 2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6,
-              7: migrate_to_7}
+              7: migrate_to_7, 8: migrate_to_8}
 
 
 def rebuild_counts(engine):
@@ -166,7 +200,8 @@ TABLES = {
     "settings": ("key", "value"),
     "surveys": ("id", "current_hash", "access", "closed_on", "added_on"),
     "survey_versions": ("hash", "survey_id", "version", "spec", "added_on"),
-    "tokens": ("token_hash", "survey_id", "issued_on", "used_on"),
+    "tokens": ("token_hash", "survey_id", "issued_on", "slot"),
+    "token_use": ("survey_id", "block", "used"),
     "responses": ("id", "survey_id", "spec_hash", "received_on", "idempotency_key", "fingerprint", "wave"),
     "reports": ("response_id", "spec_hash", "question_id", "value"),
     "report_counts": ("spec_hash", "question_id", "value", "shard", "count"),
@@ -177,7 +212,8 @@ TABLES = {
     "waves": ("survey_id", "label", "position", "opened_on", "closed_on"),
 }
 #: Each table's key: a copy reads rows in this order.
-KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens": "token_hash", "responses": "spec_hash, id",
+KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens": "token_hash",
+        "token_use": "survey_id, block", "responses": "spec_hash, id",
         "reports": "spec_hash, response_id, question_id", "report_counts": "spec_hash, question_id, value, shard",
         "version_counts": "spec_hash, shard", "admins": "name", "api_tokens": "id", "audit_log": "at, id",
         "waves": "survey_id, label"}
@@ -195,6 +231,11 @@ class Layout:
     responses_of_version: str  # one ``?``, the spec hash → its number of responses
     report_totals: str  # one ``?``, the spec hash → (question id, value, count)
     versions: str  # one ``?``, the survey id → (version, hash, added_on, responses)
+
+    @property
+    def has_token_use(self) -> bool:
+        """Schema 8 keeps a token's use in a bitmap row; before, the token's own row held the date it was used."""
+        return self.schema >= 8
 
     @property
     def has_waves(self) -> bool:

@@ -12,6 +12,7 @@ from deniable.client.versions import VersionError, resolve_version
 
 from .common import GRANULARITIES, digest, today
 from .errors import Conflict, Gone, Invalid, NotFound, StorageError
+from .tokens import add_tokens, token_counts, token_status
 
 #: What a wave may be called: shown on dashboards and in exports, so plain.
 WAVE_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._:-]{0,63}")
@@ -242,22 +243,23 @@ class Surveys:
             raise Gone(f"survey {survey_id!r} is closed: reopen it first (deniable survey reopen {survey_id})", "survey_id")
         tokens = [secrets.token_urlsafe(16) for _ in range(count)]
         with self.transaction():
-            self.engine.executemany("INSERT INTO tokens (token_hash, survey_id, issued_on, used_on) VALUES (?, ?, ?, NULL)",
-                                    [(digest(t), survey_id, today()) for t in tokens])
+            # First: its row lock keeps a concurrent issue of the same survey from taking the same slots.
             self.execute("UPDATE surveys SET access = 'token' WHERE id = ?", [survey_id])
+            add_tokens(self.engine, survey_id, [digest(t) for t in tokens])
             self._audit_if(actor, "invitation tokens issued", survey_id, f"{count} tokens")
         return tokens
 
     def token_status(self, survey_id: str, token: str) -> str | None:
         """"unused" or "used" for a token of this survey, None for any other string: what the survey page
         tells a respondent before they answer. Sending still decides, in the transaction that spends it."""
-        row = self._one("SELECT used_on FROM tokens WHERE token_hash = ? AND survey_id = ?", [digest(token), survey_id])
-        return None if row is None else "unused" if row["used_on"] is None else "used"
+        return token_status(self.engine, survey_id, token)
 
     def token_counts(self, survey_id: str) -> dict:
-        issued, used = self.execute("SELECT COUNT(*), COUNT(used_on) FROM tokens WHERE survey_id = ?",
-                                    [survey_id]).fetchone()
-        return {"issued": issued, "used": used}
+        if not self.layout.has_token_use:  # an older schema, read as it is
+            issued, used = self.execute("SELECT COUNT(*), COUNT(used_on) FROM tokens WHERE survey_id = ?",
+                                        [survey_id]).fetchone()
+            return {"issued": issued, "used": used}
+        return token_counts(self.engine, survey_id)
 
 
     # --- settings -----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from .common import canonical, chunks, digest, today
 from .engines import retrying
 from .errors import Conflict, Gone, Invalid, StorageError
 from .schema import rebuild_counts
+from .tokens import spend as spend_token
 
 #: The stored text of reports seen before: a question's reports come from a small alphabet.
 _REPORT_TEXT: dict = {}
@@ -236,13 +237,12 @@ class Writes:
             if record.access == "token":
                 if token is None:
                     raise Invalid("token: this survey needs the respondent token from your invitation link", "token")
-                # Spent in the same transaction: a refusal below rolls the response back with it.
-                spent = self.execute("UPDATE tokens SET used_on = ? WHERE token_hash = ? AND survey_id = ? AND used_on IS NULL",
-                                     [received_on, digest(token), survey_id])
-                if spent.rowcount != 1:
-                    if self._one("SELECT 1 AS one FROM tokens WHERE token_hash = ? AND survey_id = ?",
-                                 [digest(token), survey_id]) is None:
-                        raise Invalid("token: not a token of this survey", "token")
+                # Spent in the same transaction: a refusal rolls the response back with it. The token's own row is
+                # not written: its use is a bit in a bitmap row, which joins it to no response (`tokens.py`).
+                refused = spend_token(self.engine, survey_id, token)
+                if refused == "unknown":
+                    raise Invalid("token: not a token of this survey", "token")
+                if refused == "used":
                     raise Conflict("token: already used; each invitation answers once", "token")
             self._write_reports([(row["id"], spec_hash, values)])
         return self._acknowledgement(row), True

@@ -50,12 +50,16 @@ class ThrowawayPostgres:
             os.chown(self.root, self.user.pw_uid, self.user.pw_gid)
             os.chmod(self.root, 0o755)
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
-        settings = (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c fsync=on "
-                    "-c max_connections=300 -c log_min_messages=warning")
+        settings = self._settings()
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-o", settings, "-w", "-t", "60", "start")
         self.admin_url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         self._sql("CREATE DATABASE deniable")
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/deniable"
+
+    def _settings(self) -> str:
+        # Commit timestamps on: the tests that look for what links a token to its response join on them too.
+        return (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c fsync=on "
+                "-c max_connections=300 -c log_min_messages=warning -c track_commit_timestamp=on")
 
     def _run(self, program: str, *args: str):
         command = [str(self.bin / program), *args]
@@ -77,8 +81,7 @@ class ThrowawayPostgres:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def resume(self):
-        settings = (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c fsync=on "
-                    "-c max_connections=300 -c log_min_messages=warning")
+        settings = self._settings()
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-o", settings, "-w", "-t", "60", "start")
 
     def fresh_url(self) -> str:

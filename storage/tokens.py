@@ -1,0 +1,85 @@
+"""Invitation tokens, kept so that nothing in the database joins a token to the response it sent.
+
+A token's row is written once, when it is issued, and never again. Whether it has answered is one bit in a
+bitmap row of ``token_use`` (one row per survey and per block of `SLOTS_PER_ROW` tokens), set in the transaction
+that stores the response, so a token still answers exactly once. Why not a column of the token's own row: on
+PostgreSQL every row version carries the id of the transaction that wrote it (``xmin``), which ``CLUSTER`` and
+``VACUUM FREEZE`` keep, so a token updated in its response's transaction named that response to anyone who could
+read both tables (``JOIN tokens t ON t.xmin = r.xmin`` found 30 of 30), and the tokens' physical order became the
+order of use. Here a token row's ``xmin`` and place are those of its issue; a bitmap row's ``xmin`` is that of the
+last response to spend one of its tokens, which narrows nothing (every used token of the row is a candidate), and
+``deniable compact`` rewrites the bitmap rows in a transaction of their own, so it names no response at all.
+"""
+
+from __future__ import annotations
+
+from .common import digest, today
+
+#: Tokens per bitmap row: a row is 128 bytes (256 hex digits), and submissions spending tokens of different rows
+#: never wait on each other's row lock.
+SLOTS_PER_ROW = 1024
+_EMPTY = "00" * (SLOTS_PER_ROW // 8)
+
+
+def _bit(slot: int) -> tuple[int, int]:
+    """(byte, mask) of a slot inside its bitmap row."""
+    offset = slot % SLOTS_PER_ROW
+    return offset // 8, 1 << (offset % 8)
+
+
+def is_spent(bitmap: str, slot: int) -> bool:
+    byte, mask = _bit(slot)
+    return bool(bytes.fromhex(bitmap)[byte] & mask)
+
+
+def with_spent(bitmap: str, slot: int) -> str:
+    data = bytearray.fromhex(bitmap)
+    byte, mask = _bit(slot)
+    data[byte] |= mask
+    return data.hex()
+
+
+def spent_count(bitmaps) -> int:
+    return sum(int(bitmap, 16).bit_count() for bitmap in bitmaps)
+
+
+def add_tokens(engine, survey_id: str, token_hashes: list[str]):
+    """Rows for newly issued tokens, each with the next free slot, and the bitmap rows their slots need. The caller
+    holds the survey row's lock (two issuers never take the same slots)."""
+    first = engine.execute("SELECT COUNT(*) FROM tokens WHERE survey_id = ?", [survey_id]).fetchone()[0]
+    issued_on = today()
+    engine.executemany("INSERT INTO tokens (token_hash, survey_id, issued_on, slot) VALUES (?, ?, ?, ?)",
+                       [(token_hash, survey_id, issued_on, first + i) for i, token_hash in enumerate(token_hashes)])
+    rows = range(first // SLOTS_PER_ROW, (first + len(token_hashes) - 1) // SLOTS_PER_ROW + 1)
+    engine.executemany("INSERT INTO token_use (survey_id, block, used) VALUES (?, ?, ?) "
+                       "ON CONFLICT (survey_id, block) DO NOTHING", [(survey_id, row, _EMPTY) for row in rows])
+
+
+_SLOT_AND_BITMAP = (f"SELECT t.slot, u.used FROM tokens t JOIN token_use u ON u.survey_id = t.survey_id "
+                    f"AND u.block = t.slot / {SLOTS_PER_ROW} WHERE t.token_hash = ? AND t.survey_id = ?")
+
+
+def token_status(engine, survey_id: str, token: str) -> str | None:
+    """"unused" or "used" for a token of this survey, None for any other string."""
+    row = engine.execute(_SLOT_AND_BITMAP, [digest(token), survey_id]).fetchone()
+    return None if row is None else "used" if is_spent(row[1], row[0]) else "unused"
+
+
+def spend(engine, survey_id: str, token: str) -> str | None:
+    """Mark the token used, inside the caller's transaction; None if done, else "unknown" or "used". The bitmap row
+    is locked until that transaction ends (PostgreSQL: FOR UPDATE; SQLite writes one at a time)."""
+    row = engine.execute(_SLOT_AND_BITMAP + engine.lock_rows("u"), [digest(token), survey_id]).fetchone()
+    if row is None:
+        return "unknown"
+    slot, bitmap = row
+    if is_spent(bitmap, slot):
+        return "used"
+    engine.execute("UPDATE token_use SET used = ? WHERE survey_id = ? AND block = ?",
+                   [with_spent(bitmap, slot), survey_id, slot // SLOTS_PER_ROW])
+    return None
+
+
+def token_counts(engine, survey_id: str) -> dict:
+    issued = engine.execute("SELECT COUNT(*) FROM tokens WHERE survey_id = ?", [survey_id]).fetchone()[0]
+    used = spent_count(row[0] for row in engine.execute("SELECT used FROM token_use WHERE survey_id = ?", [survey_id]))
+    return {"issued": issued, "used": used}
