@@ -15,3 +15,7 @@ class LoadError(AnalysisError):
 
 class PoolingError(LoadError):
     """A question's randomization differs between the versions asked for: they cannot be pooled."""
+
+
+class OutOfTime(AnalysisError):
+    """A computation under a time limit (`spread.time_limit`) was not finished when it ran out."""

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import channels
+from .deadline import check_time
 from .errors import AnalysisError
 
 #: Relative KKT tolerance: |g_j/n − 1| on the support and (g_j/n − 1)₊ off it must not exceed it.
@@ -156,6 +157,7 @@ def _simplex_qp(h_matrix: np.ndarray, gradient: np.ndarray, x: np.ndarray, max_i
     # fit's time, so the small systems go to LAPACK's dgesv directly (numpy.linalg.solve's checks cost 4× the
     # solve; the same routine, the same bits).
     for _ in range(max_iterations):
+        check_time()
         index = free.nonzero()[0]
         residual = gradient - h_matrix @ step  # the model's gradient at x + step
         m = len(index)

@@ -29,7 +29,8 @@ from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
 from . import channels, spread
-from .errors import AnalysisError
+from .deadline import time_limit
+from .errors import AnalysisError, OutOfTime
 
 
 def _mechanism(question_or_mechanism) -> Mechanism:
@@ -364,9 +365,10 @@ class Plans(list):
         self.unplanned = list(unplanned)
 
 
-#: What `deniable survey check` and the dashboard spend on planning before they leave the rest
-#: unplanned (and say so): a 1001-point number grid costs about half a second, a spec may hold hundreds.
-PLANNING_SECONDS = 2.0
+#: What `deniable survey check` and the dashboard spend on planning before they leave the rest unplanned (and say
+#: so; the dashboard finishes them in the background): checked inside bootstraps too, where a 0..1000 number's plan
+#: takes minutes and a 0..100's about 3 s of CPU.
+PLANNING_SECONDS = 1.0
 
 
 def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.05,
@@ -376,8 +378,9 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
     whose per-answer estimates will be uninformative at that n. Skip logic asking a question of some
     respondents only makes its n smaller: the advice is for the respondents who see it.
 
-    ``time_limit`` (seconds): questions whose channel is not yet worked out when it has passed are
-    listed in ``.unplanned`` instead.
+    ``time_limit`` (seconds): questions whose channel is not worked out when it has passed (checked inside a
+    bootstrap too) are listed in ``.unplanned`` instead. Channels worked out before are remembered in this
+    process (the figures are deterministic), so a second call costs no bootstrap.
 
     ``asked``: question id → the share of respondents expected to be asked it, for questions skip logic
     asks of some only; without it, the share is worked out from the skip logic assuming every public
@@ -390,15 +393,28 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
     plans = Plans()
     known = {}  # questions asked through the same channel (a battery of items at one ε) cost once
     start = time.perf_counter()
+
+    def key_of(question):
+        reached = max(1, round(n * shares.get(question.id, (1.0, None))[0]))  # the respondents skip logic lets answer it
+        return (_channel_identity(question), reached, target, level)
+
+    # The small channels first (a bootstrap's cost grows with the answers): one wide grid that runs out the time
+    # leaves the rest planned, not the other way round.
+    for question in sorted(survey.private_questions, key=lambda q: key_of(q)[0][1]):
+        key = key_of(question)
+        if key not in known:
+            remaining = None if time_limit is None else time_limit - (time.perf_counter() - start)
+            try:
+                known[key] = _remembered_precision(key, question, remaining)
+            except OutOfTime:
+                known[key] = None
     for question in survey.private_questions:
         share, source = shares.get(question.id, (1.0, None))
-        reached = max(1, round(n * share))  # the respondents skip logic lets answer it
-        key = (_channel_identity(question), reached)
-        if key not in known:
-            if time_limit is not None and time.perf_counter() - start >= time_limit:
-                plans.unplanned.append(question.id)
-                continue
-            known[key] = _channel_precision(question, reached, target, level)
+        key = key_of(question)
+        reached = key[1]
+        if known[key] is None:
+            plans.unplanned.append(question.id)
+            continue
         worst, bootstrapped_se, needed, mean_se = known[key]
         # A split ballot's design sees only the randomized arm: the precision of its estimate is at that n.
         randomized = reached if question.split_ballot is None else max(
@@ -498,6 +514,28 @@ def _drawn_answer(question: Question, rng):
     return answers[rng.integers(len(answers))]
 
 
+#: A channel's planning figures at an n, by `_channel_identity`, n, target and level: deterministic (the bootstraps
+#: are seeded by the channel, the distribution and n), so a second dashboard view or `survey check` reuses them.
+_PRECISION: collections.OrderedDict = collections.OrderedDict()
+_PRECISION_KEPT = 512
+
+
+def _remembered_precision(key: tuple, question: Question, seconds: float | None):
+    """`_channel_precision` of ``key`` (identity, n, target, level), from the cache or worked out within ``seconds``
+    (`OutOfTime` when they run out, also inside a bootstrap)."""
+    if key in _PRECISION:
+        _PRECISION.move_to_end(key)
+        return _PRECISION[key]
+    if seconds is not None and seconds <= 0:
+        raise OutOfTime("out of time")
+    with time_limit(seconds):
+        figures = _channel_precision(question, *key[1:])
+    _PRECISION[key] = figures
+    while len(_PRECISION) > _PRECISION_KEPT:
+        _PRECISION.popitem(last=False)
+    return figures
+
+
 def _channel_precision(question: Question, n: int, target: float, level: float):
     """(worst unit variance or None, the worst share's bootstrapped SE at n or None, n for ±target, the mean's SE
     at n or None) of a question's channel: what `plan` reports, the published estimate's precision."""
@@ -529,12 +567,16 @@ def _points(margin: float) -> str:
     return f"±{margin * 100:.1f} points" if margin < 1 else "wider than 0–100%"
 
 
+def _not_planned(unplanned: list) -> str:
+    return (f"Not planned within the time limit: {', '.join(unplanned)} (deniable survey check --plan-seconds 600 "
+            "plans them, or deniable.analysis.plan in Python)")
+
+
 def describe_plan(plans: list[QuestionPlan]) -> str:
     """`plan` as the lines `deniable survey check` prints."""
     unplanned = getattr(plans, "unplanned", [])
     if not plans:
-        return ("No private questions: nothing to plan." if not unplanned
-                else f"Not planned within the time limit: {', '.join(unplanned)} (plan them in Python: deniable.analysis.plan)")
+        return "No private questions: nothing to plan." if not unplanned else _not_planned(unplanned)
     first = plans[0]
     lines = [f"Planning at n = {first.n:,} respondents ({first.level:.0%} intervals, uniform true answers assumed):"]
     for p in plans:
@@ -556,5 +598,5 @@ def describe_plan(plans: list[QuestionPlan]) -> str:
                          f"above direct answers is detected with 80% power (one-sided 5%)")
         lines += [f"    FLAG: {flag}" for flag in p.flags]
     if unplanned:
-        lines.append(f"  Not planned within the time limit: {', '.join(unplanned)} (plan them in Python: deniable.analysis.plan)")
+        lines.append(f"  {_not_planned(unplanned)}")
     return "\n".join(lines)

@@ -25,6 +25,7 @@ from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import UnaryMechanism
 
 from . import channels, likelihood
+from .deadline import check_time
 
 #: Up to this many answers the bootstrap's surveys are fitted together (`_batched_maximise`: 15 ms for 1,000
 #: surveys of a 5-point scale, 60 ms for 11 values, 0.9 s for 21); a longer grid's surveys are fitted one by one.
@@ -70,32 +71,37 @@ def bootstrap_fits(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None
     pi = pi / pi.sum()
     rates = np.clip(q @ pi, 0, None)
     rng = np.random.default_rng(_seed(q, np.round(pi, 12) if counts is None else counts, n))
-    draws = continuous_multinomial(rng, n, rates / rates.sum(), replicates)
+    draws = stable_multinomial(rng, n, rates / rates.sum(), replicates)
     if q.shape[1] <= BATCH_ANSWERS:
         fits, certified = _batched_maximise(q, draws, _starts(q, draws, pi))
     else:
         fits, certified = np.empty((replicates, q.shape[1])), np.zeros(replicates, dtype=bool)
     for row in np.flatnonzero(~certified):
+        check_time()
         fits[row] = likelihood.maximise(q, draws[row], start=pi)[0]
     return fits
 
 
-def continuous_multinomial(rng: np.random.Generator, n: int, rates: np.ndarray, size: int) -> np.ndarray:
-    """``size`` multinomial draws of ``n`` reports at ``rates`` (floats), each a chain of binomials drawn by inverting
-    their distribution functions at uniforms fixed by ``rng`` alone. numpy's own multinomial spends a number of
-    uniforms that depends on the rates, so rates 1e-13 apart (another BLAS kernel's fit) drew other surveys from the
-    same seed (one of 200 rows changed, and every row after it); by inversion a draw changes only where a uniform
-    falls within 1e-13 of a step of its distribution function."""
-    from scipy import stats
-
-    uniforms = rng.random((size, len(rates)))
-    uniforms[uniforms == 0] = 0.5  # ppf(0) is -1 by scipy's convention; any fixed inner point keeps the law
+def stable_multinomial(rng: np.random.Generator, n: int, rates: np.ndarray, size: int) -> np.ndarray:
+    """``size`` multinomial draws of ``n`` reports at ``rates``, as a chain of binomials whose shares are rounded to 9
+    decimals and mirrored above ½ here, not inside numpy. numpy's own multinomial mirrors each conditional share at
+    exactly ½, and switches between two samplers that spend different numbers of uniforms: a symmetric channel's
+    share sits at ½ up to round-off, so a fit 2e-13 away (another BLAS kernel) drew other surveys from the same seed
+    (a 7-point scale: one row of 200 changed, and every row after it; its SE moved by 2%). Rounded, such a share is
+    exactly ½ on every machine; a generic share changes its rounding only within 1e-13 of a midpoint. The law is the
+    multinomial's, at shares within 1e-9 of the given ones; numpy alone (planning imports no scipy)."""
     draws = np.zeros((size, len(rates)))
-    remaining, mass = np.full(size, float(n)), 1.0
+    remaining, mass = np.full(size, n, dtype=np.int64), 1.0
     for answer, rate in enumerate(rates[:-1]):
-        share = min(max(rate / mass, 0.0), 1.0) if mass > 0 else 0.0
-        draws[:, answer] = stats.binom.ppf(uniforms[:, answer], remaining, share)
-        remaining -= draws[:, answer]
+        if answer % 64 == 0:
+            check_time()
+        share = round(min(max(rate / mass, 0.0), 1.0), 9) if mass > 0 else 0.0
+        if share > 0.5:
+            drawn = remaining - rng.binomial(remaining, 1.0 - share)
+        else:
+            drawn = rng.binomial(remaining, share)
+        draws[:, answer] = drawn
+        remaining = remaining - drawn
         mass -= rate
     draws[:, -1] = remaining
     return draws
@@ -155,6 +161,7 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
 
     moving = np.arange(rows)
     for _ in range(iterations):
+        check_time()
         c, n, xm = counts[moving], totals[moving], x[moving]
         lam, weights = rates_and_weights(xm, c)
         gradient = weights @ q

@@ -7,5 +7,7 @@ fi
 if [ ! -x .venv/bin/uv ]; then
     .venv/bin/python -m pip install --quiet --disable-pip-version-check uv
 fi
-.venv/bin/uv pip install --quiet --python .venv/bin/python -e ".[server,analysis,test]"
+# Bytecode compiled at install (uv does not by default): without it every process compiled scipy.stats again
+# (2.9 s, against 0.7 s), and `deniable survey check` took 3.3 s where it takes 1.3.
+.venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python -e ".[server,analysis,test]"
 export PATH="$PWD/.venv/bin:$PATH"

@@ -25,6 +25,7 @@ from .auth import (
     signed_in,
     signed_out,
 )
+from .background import finish_later
 from .db import get_store
 
 blueprint = Blueprint("admin", __name__, url_prefix="/admin")
@@ -282,11 +283,16 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
             reached = float(data.question_counts(qid).sum()) / respondents if respondents else 0.0
             if 0 < reached <= 1:
                 observed[qid] = reached
+    plans = plan(data.survey, planned, time_limit=PLANNING_SECONDS, asked=observed)
+    planning_later = False
+    if plans.unplanned:
+        # The rest is worked out by this process's background thread; the next view finds it remembered.
+        job = ("plan", current.hash, planned, tuple(sorted(observed.items())))
+        planning_later = finish_later(job, lambda: plan(data.survey, planned, asked=observed))
     return render_template("estimates.html", record=record, current=current, survey=data.survey, charts=charts,
                            n=data.n, inf=math.inf, pooled=pooled, loaded=data, days=_day_bars(store.responses_per_day(survey_id)),
                            waves=store.waves(survey_id) if current.survey.repeated is not None else None,
-                           plans=plan(data.survey, planned, time_limit=PLANNING_SECONDS, asked=observed),
-                           planning_seconds=PLANNING_SECONDS,
+                           plans=plans, planning_seconds=PLANNING_SECONDS, planning_later=planning_later,
                            added=request.args.get("added"),
                            planned=planned, tokens=store.token_counts(survey_id), versions=store.versions(survey_id))
 

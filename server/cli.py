@@ -89,7 +89,10 @@ def survey():
                    "Default: worked out from the skip logic with every public answer equally likely.")
 @click.option("--compare", is_flag=True,
               help="Also print the yes/no designs side by side at --n: this survey's and the usual alternatives.")
-def check(spec_file, prior, as_json, planned, planning, asked, compare):
+@click.option("--plan-seconds", "plan_seconds", type=click.FloatRange(0, 3600, min_open=True), default=None,
+              help="How long planning may take before the remaining questions are listed as not planned "
+                   "[default: 1; a wide number grid's plan can take minutes].")
+def check(spec_file, prior, as_json, planned, planning, asked, compare, plan_seconds):
     """Validate SPEC_FILE (YAML or JSON) and print its privacy summary (ε per question and in total)
     and what each question will give at the planned sample size."""
     parsed = _load(spec_file)
@@ -97,7 +100,7 @@ def check(spec_file, prior, as_json, planned, planning, asked, compare):
         parsed.check_fieldable()
     except DeniableError as error:
         raise click.ClickException(f"{spec_file}: {error}") from None
-    plans = _plans(parsed, planned, _asked_shares(asked)) if planning else None
+    plans = _plans(parsed, planned, _asked_shares(asked), plan_seconds) if planning else None
     if as_json:
         figures = {p.question_id: p for p in plans or []}
 
@@ -170,15 +173,16 @@ def _asked_shares(pairs) -> dict:
     return shares
 
 
-def _plans(survey: Survey, planned: int, asked: dict | None = None):
-    """Planning figures per private question (None without the analysis extra, which has numpy)."""
+def _plans(survey: Survey, planned: int, asked: dict | None = None, seconds: float | None = None):
+    """Planning figures per private question, within ``seconds`` (default `PLANNING_SECONDS`; None without the
+    analysis extra, which has numpy)."""
     try:
         from deniable.analysis.errors import AnalysisError
         from deniable.analysis.planning import PLANNING_SECONDS, plan
     except ImportError:
         return None
     try:
-        return plan(survey, planned, time_limit=PLANNING_SECONDS, asked=asked)
+        return plan(survey, planned, time_limit=seconds or PLANNING_SECONDS, asked=asked)
     except AnalysisError as error:
         raise click.BadParameter(str(error), param_hint="--asked") from None
 

@@ -117,3 +117,19 @@ def test_a_fit_moved_in_its_last_digits_keeps_its_standard_error(spec, monkeypat
     q = channels.channel_matrix(q_.mechanism)
     other = np.full(q.shape[1], 1 / q.shape[1])
     assert not np.allclose(spread.published_covariance(q, other, 300, counts=before.counts), before.covariance)
+
+
+@pytest.mark.parametrize("rates", [np.array([0.1, 0.2, 0.4, 0.2, 0.1]), np.array([0.0, 0.7, 0.0, 0.3]),
+                                   np.array([0.98, 0.01, 0.005, 0.005])])
+def test_the_bootstrap_s_draws_are_multinomial_and_unmoved_by_round_off(rates):
+    """`stable_multinomial` draws the multinomial's law (means n·λ, covariances n·(diag λ − λλᵀ), zeros stay zero) and
+    the same surveys for rates that differ by round-off, symmetric ones included (their conditional share is ½)."""
+    n, size = 50, 40_000
+    draws = spread.stable_multinomial(np.random.default_rng(11), n, rates, size)
+    assert (draws.sum(axis=1) == n).all() and (draws[:, rates == 0] == 0).all()
+    expected = n * (np.diag(rates) - np.outer(rates, rates))
+    assert draws.mean(axis=0) == pytest.approx(n * rates, abs=4 * np.sqrt(np.diag(expected).max() / size) + 1e-12)
+    assert np.cov(draws, rowvar=False) == pytest.approx(expected, abs=0.05 * n * rates.max())
+    moved = rates * (1 + 1e-13 * np.cos(np.arange(len(rates))))
+    again = spread.stable_multinomial(np.random.default_rng(11), n, moved / moved.sum(), size)
+    assert np.array_equal(draws, again)
