@@ -378,7 +378,7 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
     whose per-answer estimates will be uninformative at that n. Skip logic asking a question of some
     respondents only makes its n smaller: the advice is for the respondents who see it.
 
-    ``time_limit`` (seconds): questions whose channel is not worked out when it has passed (checked inside a
+    ``time_limit`` (seconds of this thread's CPU): questions whose channel is not worked out when it has passed (checked inside a
     bootstrap too) are listed in ``.unplanned`` instead. Channels worked out before are remembered in this
     process (the figures are deterministic), so a second call costs no bootstrap.
 
@@ -392,7 +392,7 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
     z = _z(level)
     plans = Plans()
     known = {}  # questions asked through the same channel (a battery of items at one ε) cost once
-    start = time.perf_counter()
+    start = time.thread_time()  # the plan's own CPU time (`deadline.py`)
 
     def key_of(question):
         reached = max(1, round(n * shares.get(question.id, (1.0, None))[0]))  # the respondents skip logic lets answer it
@@ -403,7 +403,7 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
     for question in sorted(survey.private_questions, key=lambda q: key_of(q)[0][1]):
         key = key_of(question)
         if key not in known:
-            remaining = None if time_limit is None else time_limit - (time.perf_counter() - start)
+            remaining = None if time_limit is None else time_limit - (time.thread_time() - start)
             try:
                 known[key] = _remembered_precision(key, question, remaining)
             except OutOfTime:

@@ -20,6 +20,7 @@ from pathlib import Path
 from .errors import DeniableError
 from .files import write_private
 from .memo import Memo
+from .statuses import STATUS_TABLE, classify, retry_after_seconds, retryable
 
 try:
     import fcntl
@@ -27,38 +28,68 @@ except ImportError:  # Windows: one process at a time, as before
     fcntl = None
 from .survey import Survey
 
-TRANSIENT_STATUSES = {408, 425, 429, 500, 502, 503, 504}
+#: Statuses after which a response is sent again (`statuses.STATUS_TABLE`: "retry later").
+TRANSIENT_STATUSES = frozenset(status for status, _, _, retry, _ in STATUS_TABLE if retry)
+#: The longest a send waits for a Retry-After before it gives up (and an outbox keeps the response).
+MAX_RETRY_WAIT = 30.0
 
 
 class SubmitError(DeniableError):
-    """The server refused the response or could not be reached; ``status`` and ``field`` say why."""
+    """The server refused the response or could not be reached; ``status`` and ``field`` say why, ``kind`` is its row
+    of `statuses.STATUS_TABLE` ("unreachable" without an answer), ``retry_after`` the server's Retry-After in seconds."""
 
-    def __init__(self, message: str, status: int | None = None, field: str | None = None):
+    def __init__(self, message: str, status: int | None = None, field: str | None = None,
+                 retry_after: float | None = None):
         super().__init__(message, field)
         self.status = status
+        self.retry_after = retry_after
+        self.kind = "unreachable" if status is None else classify(status, field)[0]
+
+    @property
+    def retryable(self) -> bool:
+        """Whether sending the same body again later can succeed: keep it until then."""
+        return retryable(self.status, self.field)
 
 
 class SurveyNotFound(SubmitError):
     """404: no survey with this id."""
 
 
+class StaleSpec(SurveyNotFound):
+    """404 on ``spec_hash``: the spec it was randomized under is no version of this survey."""
+
+
 class SurveyClosed(SubmitError):
     """410: the survey no longer accepts responses."""
 
 
+class WaveClosed(SurveyClosed):
+    """410 on ``wave``: the wave this response was for has closed (it was not counted in another)."""
+
+
 class TokenAlreadyUsed(SubmitError):
-    """409: this respondent token has answered already."""
+    """409 on ``token``: this respondent token has answered already."""
+
+
+class NoWaveOpen(SubmitError):
+    """409 on ``wave``: the survey is repeated and no wave is open now (nothing to do with the token)."""
 
 
 class ResponseRejected(SubmitError):
     """4xx: a report or field is invalid; ``field`` names it."""
 
 
+class RetryLater(SubmitError):
+    """408, 429, 5xx, 507: the server could not take it now; sending the same body again later can succeed."""
+
+
 class SpecMismatch(SubmitError):
     """The served spec does not hash to the hash served with it."""
 
 
-_BY_STATUS = {404: SurveyNotFound, 410: SurveyClosed, 409: TokenAlreadyUsed}
+_BY_KIND = {"survey_not_found": SurveyNotFound, "stale_spec": StaleSpec, "closed": SurveyClosed,
+            "wave_closed": WaveClosed, "token_used": TokenAlreadyUsed, "no_wave_open": NoWaveOpen,
+            "refused": ResponseRejected, "retry_later": RetryLater}
 
 
 @dataclass
@@ -74,43 +105,49 @@ class Submission:
 
 
 def _request(method: str, url: str, body: dict | None, timeout: float):
+    """(status, payload, Retry-After in seconds or None)."""
     data = None if body is None else json.dumps(body).encode("utf-8")
     request = urllib.request.Request(url, data=data, method=method,
                                      headers={"Accept": "application/json", "Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read() or b"null")
+            return response.status, json.loads(response.read() or b"null"), None
     except urllib.error.HTTPError as error:
         try:
             payload = json.loads(error.read() or b"null")
         except ValueError:
             payload = None
-        return error.code, payload
+        return error.code, payload, retry_after_seconds(error.headers.get("Retry-After"))
 
 
-def _raise_for(status: int, payload, url: str):
+def _refusal(status: int, payload, url: str, retry_after: float | None = None) -> SubmitError:
     detail = (payload or {}).get("error") or {} if isinstance(payload, dict) else {}
+    field = detail.get("field")
     message = detail.get("message") or f"{url}: HTTP {status}"
-    raise _BY_STATUS.get(status, ResponseRejected if 400 <= status < 500 else SubmitError)(
-        message, status=status, field=detail.get("field"))
+    return _BY_KIND.get(classify(status, field)[0], SubmitError)(message, status=status, field=field,
+                                                                   retry_after=retry_after)
 
 
-def _with_retries(method, url, body, retries, backoff, timeout):
+def _with_retries(method, url, body, retries, backoff, timeout, max_wait: float = MAX_RETRY_WAIT):
+    """Send until an answer that is final, or ``retries`` more tries; each waits its backoff or the server's
+    Retry-After, whichever is longer, and a Retry-After beyond ``max_wait`` ends the tries at once."""
     last = None
     for attempt in range(retries + 1):
         if attempt:
-            time.sleep(backoff * 2 ** (attempt - 1))
+            wait = max(backoff * 2 ** (attempt - 1), last.retry_after or 0.0)
+            if wait > max_wait:
+                break
+            time.sleep(wait)
         try:
-            status, payload = _request(method, url, body, timeout)
+            status, payload, retry_after = _request(method, url, body, timeout)
         except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
             last = SubmitError(f"could not reach {url}: {getattr(error, 'reason', error)}")
             continue
-        if status in TRANSIENT_STATUSES:
-            last = SubmitError(f"{url}: HTTP {status}", status=status)
-            continue
-        if status >= 400:
-            _raise_for(status, payload, url)
-        return status, payload
+        if status < 400:
+            return status, payload
+        last = _refusal(status, payload, url, retry_after)
+        if not last.retryable:
+            raise last
     raise last
 
 
@@ -143,8 +180,9 @@ def submit(base_url: str, survey_id: str, answers: dict, token: str | None = Non
            memo: "Memo | None" = None) -> Submission:
     """Randomize ``answers`` locally and send only the reports. Raises a `SubmitError` subclass.
 
-    With an ``outbox``, a send that never reaches the server keeps the randomized body there
-    (``queued=True``) for `Outbox.flush` to deliver later, with the same idempotency key. A repeated
+    With an ``outbox``, a send that gets no final answer (no connection, or a status the server says to send again
+    later: 429, 503, 507, …; `statuses.STATUS_TABLE`) keeps the randomized body there (``queued=True``) for
+    `Outbox.flush` to deliver later, with the same idempotency key. A repeated
     survey needs the device's ``memo`` (`deniable.client.Memo`); the response names the wave open when the
     survey was fetched, so one that arrives after that wave closed is refused, not counted in the next."""
     survey, payload = _fetch(base_url, survey_id, retries, backoff, timeout)
@@ -158,7 +196,7 @@ def submit(base_url: str, survey_id: str, answers: dict, token: str | None = Non
         acknowledgement, created = post_response(base_url, survey_id, body, retries=retries, backoff=backoff,
                                                  timeout=timeout)
     except SubmitError as error:
-        if outbox is None or not unreachable(error):
+        if outbox is None or not error.retryable:
             raise
         outbox.add(base_url, survey_id, body)
         return Submission(acknowledgement=None, reports=reports, spec_hash=survey.hash, created=False, queued=True)
@@ -260,7 +298,7 @@ class Outbox:
                                                        retries=retries, backoff=backoff, timeout=timeout)
                     result.sent.append(acknowledgement)
                 except SubmitError as error:
-                    if unreachable(error) or error.status in TRANSIENT_STATUSES:
+                    if error.retryable:  # no final answer yet: kept for the next flush
                         continue
                     result.refused.append(error)
                 key = entry["body"]["idempotency_key"]

@@ -90,7 +90,7 @@ def survey():
 @click.option("--compare", is_flag=True,
               help="Also print the yes/no designs side by side at --n: this survey's and the usual alternatives.")
 @click.option("--plan-seconds", "plan_seconds", type=click.FloatRange(0, 3600, min_open=True), default=None,
-              help="How long planning may take before the remaining questions are listed as not planned "
+              help="How long planning may compute (CPU seconds) before the remaining questions are listed as not planned "
                    "[default: 1; a wide number grid's plan can take minutes].")
 def check(spec_file, prior, as_json, planned, planning, asked, compare, plan_seconds):
     """Validate SPEC_FILE (YAML or JSON) and print its privacy summary (ε per question and in total)

@@ -460,6 +460,6 @@ def retrying(store):
             return store()
         except _transient() as error:
             if attempt == RETRIES - 1:
-                raise StorageError(f"the database is too busy to store this ({error.__class__.__name__}); "
+                raise Unavailable(f"the database is too busy to store this ({error.__class__.__name__}); "
                                    "send it again with the same idempotency key") from None
     raise AssertionError("unreachable")  # pragma: no cover

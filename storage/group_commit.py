@@ -17,7 +17,7 @@ import os
 import threading
 
 from .engines import retrying
-from .errors import StorageError
+from .errors import StorageError, Unavailable
 
 #: At most this many responses per shared transaction (a burst is written in several).
 MAX_GROUP = 256
@@ -76,8 +76,8 @@ class GroupCommit:
             outcomes = _write(store, [w.entry for w in group])
         except BaseException as error:  # noqa: BLE001 - every waiting thread must hear of it, then it goes on up
             # Only the leader was writing: the others get a refusal of their own to answer with.
-            outcomes = [error] + [StorageError("not stored: the server failed while storing it; send it again "
-                                               "with the same idempotency key")] * (len(group) - 1)
+            outcomes = [error] + [Unavailable("not stored: the server failed while storing it; send it again with the "
+                                              "same idempotency key") for _ in group[1:]]
             raise
         finally:
             with self._changed:

@@ -11,7 +11,7 @@ from deniable.client.reports import ReportError, validate_reports
 
 from .common import canonical, chunks, digest, today
 from .engines import retrying
-from .errors import Conflict, Gone, Invalid, StorageError
+from .errors import Conflict, Gone, Invalid, StorageError, Unavailable
 from .schema import rebuild_counts
 from .tokens import spend as spend_token
 
@@ -168,8 +168,8 @@ class Writes:
             stored = previous.get(key)
             if stored is None:
                 results[position] = (Gone(f"survey {survey_id!r} is closed", "survey_id") if closed else
-                                     StorageError("idempotency_key: stored by another request meanwhile; send it again",
-                                                  "idempotency_key"))
+                                     Unavailable("idempotency_key: stored by another request meanwhile; send it again",
+                                                 "idempotency_key"))
             elif stored["fingerprint"] != entry.fingerprint:
                 results[position] = Invalid("idempotency_key: already used for a different response", "idempotency_key")
             elif key in inserted and first[key] is entry:

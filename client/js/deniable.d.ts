@@ -421,29 +421,57 @@ export function repeatedStatement(epsilonAll: number, words?: PageWords): string
 
 // ---------------------------------------------------------------- sending reports
 
+/** What an answer to a sent response means to a client (STATUS_TABLE's kinds; "unreachable": no answer). */
+export type StatusKind = "stored" | "refused" | "survey_not_found" | "stale_spec" | "retry_later" | "token_used"
+  | "no_wave_open" | "closed" | "wave_closed" | "unreachable";
+/** One row of the status table shared with the Python client (client/statuses.py). */
+export interface StatusRow { status: number; field: string | null; kind: StatusKind; retry: boolean; meaning: string }
+export const STATUS_TABLE: readonly StatusRow[];
+/** The kind of an answer with this status and error field, and whether to send the response again later. */
+export function classify(status: number, field?: string | null): { kind: StatusKind; retry: boolean };
+/** Whether a response that got this answer must be kept and sent again (status null: no answer at all). */
+export function isRetryable(status: number | null, field?: string | null): boolean;
+/** A Retry-After header's delay in seconds (a number or an HTTP date), or null. */
+export function retryAfterSeconds(value: string | null | undefined): number | null;
+
 /** A response the server refused, or could not be reached after retries (status null). */
 export class SubmitError extends Error {
-  constructor(message: string, details?: { status?: number | null; field?: string | null });
+  constructor(message: string, details?: { status?: number | null; field?: string | null; retryAfter?: number | null });
   readonly status: number | null;
   readonly field: string | null;
+  /** The server's Retry-After, in seconds, when it gave one. */
+  readonly retryAfter: number | null;
+  readonly kind: StatusKind;
+  /** Whether sending the same body again later can succeed: keep it until then. */
+  readonly retryable: boolean;
 }
 /** 404: no survey with this id. */
 export class SurveyNotFound extends SubmitError {}
+/** 404 on spec_hash: the spec it was randomized under is no version of this survey. */
+export class StaleSpec extends SurveyNotFound {}
 /** 410: the survey no longer accepts responses. */
 export class SurveyClosed extends SubmitError {}
-/** 409: this respondent token has answered already. */
+/** 410 on wave: the wave this response was for has closed. */
+export class WaveClosed extends SurveyClosed {}
+/** 409 on token: this respondent token has answered already. */
 export class TokenAlreadyUsed extends SubmitError {}
+/** 409 on wave: the survey is repeated and no wave is open now. */
+export class NoWaveOpen extends SubmitError {}
 /** 4xx: a report or field is invalid; `field` names it. */
 export class ResponseRejected extends SubmitError {}
+/** 408, 429, 5xx, 507: the server could not take it now; send the same body again later. */
+export class RetryLater extends SubmitError {}
 
 /** A random idempotency key: a retry with the same key is stored once. */
 export function newIdempotencyKey(): string;
 
-/** How requests are sent and retried (network failures and 408/425/429/5xx, with exponential backoff). */
+/** How requests are sent and retried (no answer, and STATUS_TABLE's retry rows: 408/425/429/5xx/507, with
+ * exponential backoff or the server's Retry-After, whichever is longer, up to maxWaitMs). */
 export interface SendOptions {
   fetch?: typeof globalThis.fetch;
   retries?: number;
   backoffMs?: number;
+  maxWaitMs?: number;
 }
 
 /** The body of one response: only randomized reports. */
@@ -466,7 +494,7 @@ export function fetchSurvey(baseUrl: string, surveyId: string, options?: SendOpt
 export function postResponse(baseUrl: string, surveyId: string, body: ResponseBody, options?: SendOptions):
   Promise<Acknowledgement>;
 /** Fetch the spec, randomize `answers` on this device, and send only the reports; with an `outbox`, a send
- * that finds no connection keeps the randomized body there (queued: true, acknowledgement: null). */
+ * that gets no final answer keeps the randomized body there (queued: true, acknowledgement: null). */
 export function submit(baseUrl: string, surveyId: string, answers: Answers,
                        options?: SendOptions & { token?: string | null; outbox?: Outbox | null; memo?: Memo | null }):
   Promise<{ acknowledgement: Acknowledgement | null; reports: Reports; queued: boolean }>;

@@ -18,7 +18,8 @@ export { MIN_EPSILON, WEAK_EPSILON, ONE_SIDED_STATEMENT, posteriorBound, privacy
 export { ARMS, SplitBallot } from "./src/splitballot.js";
 export { ExpressionError, MAX_EXPRESSION_LENGTH, canonicalNumber, parseExpression, expressionText, evaluateExpression } from "./src/skiplogic.js";
 export { QUESTION_TYPES, MAX_ITEMS, MAX_OPTIONS, MAX_SECTIONS, isRightToLeft, localize, Note, Question, Section, leakMessage, Survey } from "./src/survey.js";
-export { SubmitError, newIdempotencyKey, SurveyNotFound, SurveyClosed, TokenAlreadyUsed, ResponseRejected, fetchSurvey, postResponse, submit, isUnreachable } from "./src/submit.js";
+export { SubmitError, newIdempotencyKey, SurveyNotFound, StaleSpec, SurveyClosed, WaveClosed, TokenAlreadyUsed, NoWaveOpen, ResponseRejected, RetryLater, classify, isRetryable, retryAfterSeconds, fetchSurvey, postResponse, submit, isUnreachable } from "./src/submit.js";
+export { STATUS_TABLE } from "./src/statuses.js";
 export { MemoryStorage, Outbox } from "./src/outbox.js";
 export { Memo, MemoError, MemoStream, SECRET_BYTES, memoMessage, sha256, hmacSha256 } from "./src/memo.js";
 export { DEFAULT_REFRESH, InstantLayer, Repeated, memoized } from "./src/panels.js";

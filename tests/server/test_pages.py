@@ -101,7 +101,7 @@ def test_the_page_preloads_every_client_module_and_a_return_visit_fetches_none_a
     page = client.get("/s/tax").get_data(as_text=True)
     preloaded = re.findall(r'<link rel="modulepreload" href="([^"]+)">', page)
     assert preloaded[0] == "/js/deniable.js" and "/js/src/words/en.js" in preloaded
-    assert len(preloaded) == len(set(preloaded)) == 17
+    assert len(preloaded) == len(set(preloaded)) == 18
     imported = set()
     for url in preloaded:
         first = client.get(url)

@@ -1,7 +1,7 @@
 // The outbox: randomized reports waiting to be sent, nothing else (Python: submit.py, Outbox).
 // Part of deniable.js; no dependencies.
 
-import { SubmitError, TRANSIENT, isUnreachable, postResponse } from "./submit.js";
+import { SubmitError, postResponse } from "./submit.js";
 
 /** An in-memory stand-in for localStorage (Node, tests, apps that persist some other way). */
 export class MemoryStorage {
@@ -60,8 +60,8 @@ export class Outbox {
     this._write(entries);
   }
   /**
-   * Send every kept entry (or those of `surveyId`). Delivered and refused entries leave the outbox;
-   * unreachable ones stay. Resolves to {sent: [acknowledgement], refused: [SubmitError], kept: count}.
+   * Send every kept entry (or those of `surveyId`). Delivered and refused entries leave the outbox; those with no
+   * final answer (no connection, 429, 503, 507, …: STATUS_TABLE) stay. Resolves to {sent: [acknowledgement], refused: [SubmitError], kept: count}.
    */
   async flush({ surveyId = null, ...options } = {}) {
     const sent = [];
@@ -71,8 +71,8 @@ export class Outbox {
       try {
         sent.push(await postResponse(entry.baseUrl, entry.surveyId, entry.body, options));
       } catch (error) {
-        if (isUnreachable(error) || TRANSIENT.has(error.status)) continue; // try again at the next flush
         if (!(error instanceof SubmitError)) throw error;
+        if (error.retryable) continue; // no final answer yet: try again at the next flush
         refused.push(error); // refused for good (a closed survey, a spent invitation): retrying cannot help
       }
       this._write(this.entries().filter((e) => e.body.idempotency_key !== entry.body.idempotency_key));

@@ -2,16 +2,22 @@
 // Part of deniable.js; no dependencies.
 
 import { cryptoSource } from "./randomness.js";
+import { STATUS_TABLE } from "./statuses.js";
 import { Survey } from "./survey.js";
 
-/** A response the server refused, or could not be reached after retries. */
+/** A response the server refused, or could not be reached after retries: `status` and `field` say why, `kind` is
+ * its row of STATUS_TABLE ("unreachable" without an answer), `retryAfter` the server's Retry-After in seconds. */
 export class SubmitError extends Error {
-  constructor(message, { status = null, field = null } = {}) {
+  constructor(message, { status = null, field = null, retryAfter = null } = {}) {
     super(message);
     this.name = "SubmitError";
     this.status = status;
     this.field = field;
+    this.retryAfter = retryAfter;
+    this.kind = status === null ? "unreachable" : classify(status, field).kind;
   }
+  /** Whether sending the same body again later can succeed: keep it until then. */
+  get retryable() { return isRetryable(this.status, this.field); }
 }
 
 /** A random idempotency key: a retry with the same key is stored once. */
@@ -25,34 +31,88 @@ export function newIdempotencyKey() {
 export class SurveyNotFound extends SubmitError {
   constructor(message, details) { super(message, details); this.name = "SurveyNotFound"; }
 }
+/** 404 on spec_hash: the spec it was randomized under is no version of this survey. */
+export class StaleSpec extends SurveyNotFound {
+  constructor(message, details) { super(message, details); this.name = "StaleSpec"; }
+}
 /** 410: the survey no longer accepts responses. */
 export class SurveyClosed extends SubmitError {
   constructor(message, details) { super(message, details); this.name = "SurveyClosed"; }
 }
-/** 409: this respondent token has answered already. */
+/** 410 on wave: the wave this response was for has closed (it was not counted in another). */
+export class WaveClosed extends SurveyClosed {
+  constructor(message, details) { super(message, details); this.name = "WaveClosed"; }
+}
+/** 409 on token: this respondent token has answered already. */
 export class TokenAlreadyUsed extends SubmitError {
   constructor(message, details) { super(message, details); this.name = "TokenAlreadyUsed"; }
+}
+/** 409 on wave: the survey is repeated and no wave is open now (nothing to do with the token). */
+export class NoWaveOpen extends SubmitError {
+  constructor(message, details) { super(message, details); this.name = "NoWaveOpen"; }
 }
 /** 4xx: a report or field is invalid; `field` names it. */
 export class ResponseRejected extends SubmitError {
   constructor(message, details) { super(message, details); this.name = "ResponseRejected"; }
 }
-
-export const TRANSIENT = new Set([408, 425, 429, 500, 502, 503, 504]);
-const BY_STATUS = { 404: SurveyNotFound, 410: SurveyClosed, 409: TokenAlreadyUsed };
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function refusal(status, payload, url) {
-  const Kind = BY_STATUS[status] ?? (status >= 400 && status < 500 ? ResponseRejected : SubmitError);
-  return new Kind(payload?.error?.message ?? `${url}: HTTP ${status}`, { status, field: payload?.error?.field ?? null });
+/** 408, 429, 5xx, 507: the server could not take it now; sending the same body again later can succeed. */
+export class RetryLater extends SubmitError {
+  constructor(message, details) { super(message, details); this.name = "RetryLater"; }
 }
 
-/** One request with the Python twin's policy: network failures and transient statuses are retried
- * (exponential backoff, the same body and so the same idempotency key); refusals are typed. */
-async function withRetries(url, init, { fetch: fetcher = globalThis.fetch, retries = 4, backoffMs = 250 } = {}) {
+/** (kind, retry) of an answer with this status and error field: STATUS_TABLE's row for (status, field), else for the
+ * status alone, else by class (5xx retry later, other 4xx refused). The Python twin: statuses.classify. */
+export function classify(status, field = null) {
+  const row = STATUS_TABLE.find((r) => r.status === status && r.field === field)
+    ?? STATUS_TABLE.find((r) => r.status === status && r.field === null);
+  if (row) return { kind: row.kind, retry: row.retry };
+  if (status >= 500) return { kind: "retry_later", retry: true };
+  if (status >= 400) return { kind: "refused", retry: false };
+  return { kind: "stored", retry: false };
+}
+
+/** Whether a response that got this answer must be kept and sent again (status null: no answer at all). */
+export function isRetryable(status, field = null) {
+  return status === null || classify(status, field).retry;
+}
+
+/** Statuses after which a response is sent again (STATUS_TABLE: retry). */
+export const TRANSIENT = new Set(STATUS_TABLE.filter((r) => r.retry).map((r) => r.status));
+/** The longest a send waits for a Retry-After before it gives up (and an outbox keeps the response), in ms. */
+export const MAX_RETRY_WAIT_MS = 30_000;
+const BY_KIND = {
+  survey_not_found: SurveyNotFound, stale_spec: StaleSpec, closed: SurveyClosed, wave_closed: WaveClosed,
+  token_used: TokenAlreadyUsed, no_wave_open: NoWaveOpen, refused: ResponseRejected, retry_later: RetryLater,
+};
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A Retry-After header's delay in seconds (a number of seconds or an HTTP date), or null. */
+export function retryAfterSeconds(value) {
+  if (value === null || value === undefined) return null;
+  const text = String(value).trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  const when = Date.parse(text);
+  return Number.isNaN(when) ? null : Math.max(0, (when - Date.now()) / 1000);
+}
+
+function refusal(status, payload, url, retryAfter = null) {
+  const field = payload?.error?.field ?? null;
+  const Kind = BY_KIND[classify(status, field).kind] ?? SubmitError;
+  return new Kind(payload?.error?.message ?? `${url}: HTTP ${status}`, { status, field, retryAfter });
+}
+
+/** One request with the Python twin's policy: no answer, or an answer that says to send again later, is retried
+ * (exponential backoff or the server's Retry-After, whichever is longer; a Retry-After past `maxWaitMs` ends the
+ * tries at once), with the same body and so the same idempotency key; a final refusal is typed. */
+async function withRetries(url, init, { fetch: fetcher = globalThis.fetch, retries = 4, backoffMs = 250,
+  maxWaitMs = MAX_RETRY_WAIT_MS } = {}) {
   let last = null;
   for (let attempt = 0; attempt <= retries; attempt++) {
-    if (attempt) await sleep(backoffMs * 2 ** (attempt - 1));
+    if (attempt) {
+      const wait = Math.max(backoffMs * 2 ** (attempt - 1), (last.retryAfter ?? 0) * 1000);
+      if (wait > maxWaitMs) break;
+      await sleep(wait);
+    }
     let response;
     try {
       response = await fetcher(url, init);
@@ -62,9 +122,8 @@ async function withRetries(url, init, { fetch: fetcher = globalThis.fetch, retri
     }
     const payload = await response.json().catch(() => null);
     if (response.ok) return { status: response.status, payload };
-    const error = refusal(response.status, payload, url);
-    if (!TRANSIENT.has(response.status)) throw error;
-    last = error;
+    last = refusal(response.status, payload, url, retryAfterSeconds(response.headers?.get?.("Retry-After") ?? null));
+    if (!last.retryable) throw last;
   }
   throw last;
 }
@@ -90,8 +149,9 @@ export async function postResponse(baseUrl, surveyId, body, options = {}) {
 /**
  * Fetch the spec, randomize `answers` on this device, and send only the reports.
  * Resolves to {acknowledgement, reports, queued}: the reports are exactly what left (or will leave)
- * the device. With an `outbox`, a send that fails for want of a connection keeps the randomized body
- * there (queued: true, acknowledgement: null) for `outbox.flush()` to deliver later. A repeated survey needs
+ * the device. With an `outbox`, a send that gets no final answer (no connection, or a status the server says to
+ * send again later: 429, 503, 507, …; STATUS_TABLE) keeps the randomized body there (queued: true,
+ * acknowledgement: null) for `outbox.flush()` to deliver later. A repeated survey needs
  * the device's `memo` (a Memo); the response names the wave open when the survey was fetched.
  */
 export async function submit(baseUrl, surveyId, answers, { token = null, outbox = null, memo = null, ...options } = {}) {
@@ -104,7 +164,7 @@ export async function submit(baseUrl, surveyId, answers, { token = null, outbox 
     const acknowledgement = await postResponse(baseUrl, surveyId, body, options);
     return { acknowledgement, reports, queued: false };
   } catch (error) {
-    if (!outbox || !isUnreachable(error)) throw error;
+    if (!outbox || !(error instanceof SubmitError) || !error.retryable) throw error;
     await outbox.add(baseUrl, surveyId, body);
     return { acknowledgement: null, reports, queued: true };
   }
