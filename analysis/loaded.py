@@ -4,6 +4,7 @@ the randomization is the same (`LoadedSurvey`), and the words for a change that 
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -48,7 +49,11 @@ class LoadedSurvey:
     reworded question keeps its data, a changed design refuses with `PoolingError` naming the change.
     """
 
-    def __init__(self, versions: list[Version], source: str):
+    def __init__(self, versions: list[Version], source: str, close=None):
+        # What it opened (a database connection; on PostgreSQL one of the process's pool) is closed by `close`, at the
+        # end of a ``with`` block, or when it is garbage-collected, whichever comes first: a pooled connection never
+        # closed made a process's 33rd `load` wait for the pool and fail.
+        self._closer = weakref.finalize(self, close) if close is not None else None
         self.versions = sorted(versions, key=lambda v: (v.number is None, v.number or 0))
         newest = self.versions[-1]
         self.survey = newest.survey  # the newest version: texts, order and conditions shown
@@ -58,6 +63,18 @@ class LoadedSurvey:
         self._cache = {}
         self._pools = {}
         self._wave_order: list | None = None  # the waves' count keys, in the order they opened (`waves`)
+
+    def close(self):
+        """Release what `load` opened for this survey (nothing for a file, a server, or a store passed in); what was
+        read stays readable, anything else is a `LoadError`. Closing twice is harmless."""
+        if self._closer is not None:
+            self._closer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     @property
     def pooled(self) -> bool:

@@ -31,12 +31,15 @@ from .errors import LoadError
 from .loaded import LoadedSurvey, Version
 
 
-def load(source=None, survey_id: str | None = None, *, db=None, url=None, token=None, spec=None, spec_hash=None,
-         version=None, all_versions: bool = False) -> LoadedSurvey:
+def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=None, token=None, spec=None,
+         spec_hash=None, version=None, all_versions: bool = False) -> LoadedSurvey:
     """Load a survey's reports.
 
     * ``load(db="deniable.db", survey_id="tax")``: the server's database (a SQLite file, read only,
-      or a ``postgresql://`` URL);
+      or a ``postgresql://`` URL); the loaded survey owns the connection it opened: ``with load(…) as data:``,
+      or ``data.close()`` (it is also closed when ``data`` is garbage-collected);
+    * ``load(store=…, survey_id="tax")``: an open `deniable.storage.Store` (a server's request's), which stays the
+      caller's to close;
     * ``load(url="https://…", survey_id="tax", token="<admin token>")``: a running server;
     * ``load("tax.csv", spec="tax.yaml")`` or ``.jsonl``: an export plus its spec.
 
@@ -52,6 +55,10 @@ def load(source=None, survey_id: str | None = None, *, db=None, url=None, token=
             return _from_file(path, spec, spec_hash)
         db = source
     chosen = {"spec_hash": spec_hash, "version": version, "all_versions": all_versions}
+    if store is not None:
+        if db is not None or url is not None:
+            raise LoadError("load(): give one of db=, store= and url=", "store")
+        return _read_store(store, survey_id, owned=False, **chosen)
     if url is not None:
         return _from_server(url, survey_id, token, **chosen)
     from deniable.storage import StorageError, resolve_database
@@ -101,37 +108,67 @@ def _from_store(url: str, survey_id, **chosen) -> LoadedSurvey:
         raise LoadError("survey_id: required with db=", "survey_id")
     from deniable import storage
 
-    where = storage.describe(url) if storage.is_postgres(url) else storage.sqlite_path(url)
     try:
         store = storage.Store(url, read_only=True)
     except storage.StorageError as error:  # storage says why: no such file, not a database, unreachable
+        where = _where(store=None, url=url)
         raise LoadError(error.message if error.message.startswith(where) else f"{where}: {error.message}", "db") from None
+    return _read_store(store, survey_id, owned=True, **chosen)
+
+
+def _where(store, url: str | None = None) -> str:
+    from deniable import storage
+
+    url = store.url if store is not None else url
+    return storage.describe(url) if storage.is_postgres(url) else storage.sqlite_path(url)
+
+
+def _read_store(store, survey_id, owned: bool, **chosen) -> LoadedSurvey:
+    """The versions asked for, read through an open store; ``owned``: the loaded survey closes it (`close`)."""
+    from deniable import storage
+
+    if survey_id is None:
+        raise LoadError("survey_id: required with db= or store=", "survey_id")
+    where = _where(store)
     try:
         current = store.get_survey(survey_id)
         records = [store.find_version(survey_id, entry["hash"])
                    for entry in _choose(where, store.versions(survey_id), survey_id, current.hash, **chosen)]
     except storage.StorageError as error:
-        store.close()
+        if owned:
+            store.close()
         raise LoadError(f"{where}: {error.message}", error.field) from None
     except LoadError:
-        store.close()
+        if owned:
+            store.close()
         raise
+    closed = []  # set by LoadedSurvey.close: what was not read by then cannot be
+
+    def reading():
+        if closed:
+            raise LoadError(f"{where}: this loaded survey was closed; load it again to read more", "db")
+        return store
 
     def version(record) -> Version:
         by_group: dict = {}
 
         def counted(by):
             if by not in by_group:
-                by_group[by] = store.counts(survey_id, record.hash, by)
+                by_group[by] = reading().counts(survey_id, record.hash, by)
             return by_group[by]
 
         def framer(question_ids):
-            rows = store.report_rows(record.hash, list(question_ids))
+            rows = reading().report_rows(record.hash, list(question_ids))
             return _pivot(pd.DataFrame(rows, columns=["response_id", "question_id", "value"]), question_ids)
 
         return Version(record.version, record.hash, record.survey, record.responses, _from_counts(counted), framer)
 
-    return LoadedSurvey([version(r) for r in records], f"{store.engine.dialect}:{where}")
+    def close():
+        closed.append(True)
+        if owned:
+            store.close()
+
+    return LoadedSurvey([version(r) for r in records], f"{store.engine.dialect}:{where}", close=close)
 
 
 # --- a running server -----------------------------------------------------------------------------

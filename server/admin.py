@@ -205,7 +205,7 @@ def estimates_download(survey_id, fmt, number=None):
     if number is not None:
         store.find_version(survey_id, version=number)  # an unknown version is a 404 page
     try:
-        data = load(db=current_app.config["DATABASE"], survey_id=survey_id, version=number, all_versions=number is None)
+        data = load(store=store, survey_id=survey_id, version=number, all_versions=number is None)
         table = estimate_table(data)
     except DeniableError as error:
         return render_template("message.html", heading="Cannot estimate", message=str(error), error=True), 422
@@ -225,8 +225,9 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
     current = store.get_survey(survey_id)
     record = store.find_version(survey_id, version=version) if version is not None else current
     try:
-        data = load(db=current_app.config["DATABASE"], survey_id=survey_id, version=None if pooled else record.version,
-                    all_versions=pooled)
+        # The request's own store: a store opened per page view kept one of PostgreSQL's pooled connections each, and
+        # a worker's 32nd view of this page answered 500.
+        data = load(store=store, survey_id=survey_id, version=None if pooled else record.version, all_versions=pooled)
     except LoadError as error:
         return render_template("message.html", heading="Cannot load", message=str(error), error=True), 500
     charts = []
