@@ -25,7 +25,7 @@ _HOMES = {
     "EstimateTable": "tables", "estimate_table": "tables",
     "CATEGORICAL_METHODS": "results", "EstimateResult": "results", "MeanEstimate": "results", "Summary": "results",
     "estimate": "estimation", "population": "estimation", "AnalysisError": "errors",
-    "LoadedSurvey": "loaded", "Version": "loaded",
+    "LoadedSurvey": "loaded", "Version": "loaded", "SampleDesign": "sampling",
 }
 
 __all__ = sorted(_HOMES)

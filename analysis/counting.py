@@ -95,3 +95,30 @@ def _first_position(reports, value) -> int:
         if isinstance(candidate, (list, tuple)) and isinstance(value, list) and list(candidate) == value:
             return position
     return next((p for p, c in enumerate(values) if c == value), -1)
+
+
+def report_positions(mechanism: Mechanism, reports) -> np.ndarray:
+    """Each report's index in the mechanism's report alphabet, -1 where there is none (None, NaN): per respondent,
+    what `count_reports` tallies. A value outside the alphabet raises, as there."""
+    values = list(reports)
+    if any(isinstance(v, (list, dict)) for v in values):  # multi-select and grouped reports: by their canonical text
+        keys = [None if v is None or (isinstance(v, float) and math.isnan(v)) else key(v) for v in values]
+        codes, distinct = pd.factorize(pd.Series(keys, dtype=object), use_na_sentinel=True)
+    else:  # scalars: the distinct values first, each keyed once (10⁶ reports in a fraction of a second)
+        codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+        distinct = [key(v) for v in uniques]
+        keys = None
+    index = {key(r): i for i, r in enumerate(mechanism.reports)}
+    lookup = np.empty(len(distinct), dtype=np.int64)
+    for code, text in enumerate(distinct):
+        position = index.get(text)
+        if position is None:
+            first = keys.index(text) if keys is not None else int(np.flatnonzero(codes == code)[0])
+            try:
+                position = index.get(key(mechanism.validate_report(values[first])))
+            except (ValueError, TypeError):
+                position = None
+            if position is None:
+                raise AnalysisError(f"reports[{first}]: {values[first]!r} is not a report this mechanism can produce")
+        lookup[code] = position
+    return np.where(codes >= 0, lookup[np.maximum(codes, 0)] if len(lookup) else -1, -1)

@@ -35,7 +35,7 @@ from .results import (
 
 
 def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: str | None = None,
-             simultaneous: bool = False, language: str | None = None) -> EstimateResult:
+             simultaneous: bool = False, language: str | None = None, design=None) -> EstimateResult:
     """Estimates for one question: maximum likelihood on the parameter space, with intervals.
 
     ``estimate(question_or_mechanism, reports)`` with a list, numpy array or pandas Series of report
@@ -46,6 +46,10 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
 
     A question that skip logic shows to some respondents only is estimated among them: the result
     says whom (``population``, in `summary` and in ``to_frame().attrs``).
+
+    ``design``: a `SampleDesign` (weights, strata, clusters, fpc, raking) of loaded data: the weighted
+    pseudo-likelihood's maximum with design-based standard errors (`weighted.design_estimate`). Without one the
+    result says it assumes a simple random sample.
     """
     if not isinstance(level, (int, float)) or not 0 < level < 1:
         raise AnalysisError(f"level must be between 0 and 1, got {level!r}")
@@ -55,6 +59,14 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         empty = nothing_to_estimate(loaded, question_id)
         if empty is not None:
             raise AnalysisError(f"{question_id}: {empty}")
+        if design is not None:
+            from .weighted import design_estimate
+
+            result = design_estimate(loaded, question_id, design, level, method, simultaneous)
+            result.population = loaded.population(question_id)
+            result.versions = [v.label for v in loaded.versions_for(question_id)]
+            _check_control(result, question)
+            return _localize(result, question, language)
         result = _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
                            simultaneous, scores=scores(question))
         result.population = loaded.population(question_id)
@@ -71,6 +83,9 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         raise TypeError("estimate() takes a Question, a Mechanism or a loaded survey")
     if reports is None:
         raise AnalysisError("reports: required (a list, numpy array or pandas Series of report values)")
+    if design is not None:
+        raise AnalysisError("design: needs loaded data (estimate(load(...), question, design=...)), whose columns it "
+                            "names", "design")
     split = getattr(question_or_mechanism, "split_ballot", None)
     if split is not None:  # the design's estimate from the randomized arm; the direct arm beside it
         counts, direct = split.split_counts(count_reports(split, reports))

@@ -20,10 +20,17 @@ from .splitballot import comparison
 
 
 def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: str | None = None,
-              simultaneous: bool = False) -> dict:
+              simultaneous: bool = False, design=None) -> dict:
     """{level of ``by``: EstimateResult of ``question_id`` among respondents with that level}. A level whose
     respondents gave the question nothing to estimate from (`nothing_to_estimate`: an optional question, a split
-    ballot's direct arm only) is left out, as a level nobody has is."""
+    ballot's direct arm only) is left out, as a level nobody has is.
+
+    ``design``: a `SampleDesign`: each group is a domain of the whole sample, estimated with its design-based
+    standard error (every PSU kept, the domain's reports alone counted), not as a sample of its own."""
+    if design is not None:
+        from .weighted import design_subgroups
+
+        return design_subgroups(loaded, question_id, by, design, level, method, simultaneous)
     question = loaded.question(question_id)
     results = {value: _estimate(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
                                 question_id, simultaneous, scores=scores(question))

@@ -34,6 +34,9 @@ class Version:
     counter: Callable = field(repr=False)  # (question_id, by) -> {group_key_or_None: {report_key: count}}
     framer: Callable = field(repr=False)  # question ids -> DataFrame, one row per response
     waves: list | None = None  # an export file's wave labels (a database or server lists its own)
+    #: Columns that are no question's, one row per response by id: an export's own (design variables, data the
+    #: researcher joined), for `SampleDesign` to name. None: there are none.
+    auxiliary: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
     def label(self) -> str:
@@ -200,11 +203,33 @@ class LoadedSurvey:
                 parts.append(version.framer(own).reindex(columns=ids))
         return pd.concat(parts) if len(parts) != 1 else parts[0]
 
+    def auxiliary(self) -> pd.DataFrame:
+        """The columns that are no question's (an export's design variables or joined data), by response id."""
+        parts = [v.auxiliary for v in self.versions if v.auxiliary is not None]
+        return pd.concat(parts) if parts else pd.DataFrame()
+
+    def design_frame(self, question_id: str, names) -> pd.DataFrame:
+        """One row per response: ``question_id``'s reports and the columns ``names`` (public questions, or columns
+        of `auxiliary`), indexed by response id: what a `sampling.SampleDesign` is resolved against."""
+        questions = [name for name in names if name in self.survey.questions and name != question_id]
+        frame = self.frame([question_id, *questions])
+        others = [name for name in names if name not in self.survey.questions]
+        if others:
+            extra = self.auxiliary()
+            missing = [name for name in others if name not in extra.columns]
+            if missing:
+                available = [*self.survey.questions, *extra.columns]
+                raise LoadError(f"no column {', '.join(map(repr, missing))} in the data (questions and columns: "
+                                f"{', '.join(map(str, available))})", missing[0])
+            frame = frame.join(extra[others], how="left")
+        return frame
+
     def estimate(self, question_id: str, level: float = 0.95, method: str | None = None, simultaneous: bool = False,
-                 language: str | None = None):
+                 language: str | None = None, design=None):
         from .estimation import estimate
 
-        return estimate(self, question_id, level=level, method=method, simultaneous=simultaneous, language=language)
+        return estimate(self, question_id, level=level, method=method, simultaneous=simultaneous, language=language,
+                        design=design)
 
     def by_wave(self, question_id: str, level: float = 0.95, method: str | None = None) -> dict:
         """{wave label: EstimateResult} of a repeated survey's question, wave by wave (`analysis.waves`)."""

@@ -41,7 +41,9 @@ def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=
     * ``load(store=…, survey_id="tax")``: an open `deniable.storage.Store` (a server's request's), which stays the
       caller's to close;
     * ``load(url="https://…", survey_id="tax", token="<admin token>")``: a running server;
-    * ``load("tax.csv", spec="tax.yaml")`` or ``.jsonl``: an export plus its spec.
+    * ``load("tax.csv", spec="tax.yaml")`` or ``.jsonl``: an export plus its spec; its columns that are no
+      question's (design variables, data you joined) stay, for a `SampleDesign` to name;
+    * ``load(dataframe, spec="tax.yaml")``: a pandas DataFrame laid out as a CSV export.
 
     Which version: the current one by default; ``version=2``, or ``spec_hash=`` with the full hash or a
     unique prefix of it (the 12 characters shown everywhere); ``all_versions=True`` pools every version,
@@ -49,6 +51,14 @@ def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=
     """
     if all_versions and (spec_hash is not None or version is not None):
         raise LoadError("all_versions: give it, or one version (spec_hash= or version=), not both")
+    if isinstance(source, pd.DataFrame):  # a table in memory, laid out as a CSV export (a notebook's own data)
+        if spec is None:
+            raise LoadError("a DataFrame needs its spec (spec=path or Survey)")
+        survey = spec if isinstance(spec, Survey) else Survey.from_file(spec)
+        raw = source.astype(object).where(source.notna(), "").astype(str)
+        if "id" not in raw:
+            raw.insert(0, "id", [f"row{i}" for i in range(len(raw))])
+        return _from_table(raw, survey, spec_hash, "a DataFrame", "memory:DataFrame")
     if db is None and url is None and source is not None:
         path = Path(source)
         if path.suffix.lower() in (".csv", ".jsonl", ".ndjson", ".json"):
@@ -228,20 +238,35 @@ def _from_file(path: Path, spec, spec_hash) -> LoadedSurvey:
     if not path.exists():
         raise LoadError(f"{path}: no such file")
     if path.suffix.lower() == ".csv":
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
-        rows = raw.to_dict("records")
-        frame = pd.DataFrame({qid: [_from_csv_row(question, r) for r in rows] for qid, question in survey.questions.items()},
-                             index=raw.get("id"))
-        waves = list(raw[WAVE_COLUMN]) if WAVE_COLUMN in raw and survey.repeated is not None else None
-        days = list(raw["received_on"]) if "received_on" in raw else None
-        hashes = set(raw["spec_hash"]) if "spec_hash" in raw else set()
-    else:
-        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        frame = pd.DataFrame([{qid: r["reports"].get(qid) for qid in survey.questions} for r in records],
-                             index=[r.get("id") for r in records])
-        waves = [r.get("wave") for r in records] if any("wave" in r for r in records) else None
-        days = [r.get("received_on") for r in records]
-        hashes = {r.get("spec_hash") for r in records}
+        return _from_table(pd.read_csv(path, dtype=str, keep_default_na=False), survey, spec_hash, str(path),
+                           f"file:{path}")
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    frame = pd.DataFrame([{qid: r["reports"].get(qid) for qid in survey.questions} for r in records],
+                         index=[r.get("id") for r in records])
+    waves = [r.get("wave") for r in records] if any("wave" in r for r in records) else None
+    days = [r.get("received_on") for r in records]
+    hashes = {r.get("spec_hash") for r in records}
+    extras = [{name: value for name, value in r.items() if name not in _JSONL_FIELDS} for r in records]
+    auxiliary = pd.DataFrame(extras, index=frame.index) if any(extras) else None
+    return _loaded(frame, survey, spec_hash, waves, days, hashes, auxiliary, str(path), f"file:{path}")
+
+
+def _from_table(raw: pd.DataFrame, survey: Survey, spec_hash, name: str, source: str) -> LoadedSurvey:
+    """A CSV export's rows (strings, "" for empty), or a DataFrame laid out as one."""
+    rows = raw.to_dict("records")
+    frame = pd.DataFrame({qid: [_from_csv_row(question, r) for r in rows] for qid, question in survey.questions.items()},
+                         index=raw.get("id"))
+    waves = list(raw[WAVE_COLUMN]) if WAVE_COLUMN in raw and survey.repeated is not None else None
+    days = list(raw["received_on"]) if "received_on" in raw else None
+    hashes = set(raw["spec_hash"]) if "spec_hash" in raw else set()
+    own = _export_columns(survey)
+    extra = [column for column in raw.columns if column not in own]
+    auxiliary = raw[extra].set_axis(frame.index) if extra else None
+    return _loaded(frame, survey, spec_hash, waves, days, hashes, auxiliary, name, source)
+
+
+def _loaded(frame, survey, spec_hash, waves, days, hashes, auxiliary, path: str, source: str) -> LoadedSurvey:
+    """One version's reports from an export (or a table laid out as one): ``path`` names it in messages."""
     hashes.discard(None)
     wanted = spec_hash or survey.hash
     if hashes and hashes != {wanted}:
@@ -263,7 +288,8 @@ def _from_file(path: Path, spec, spec_hash) -> LoadedSurvey:
             out[level] = _count_dict(space, part[question_id])
         return out
 
-    version = Version(None, wanted, survey, len(frame), counter, lambda ids: frame[list(ids)].copy())
+    version = Version(None, wanted, survey, len(frame), counter, lambda ids: frame[list(ids)].copy(),
+                      auxiliary=auxiliary)
     if waves is not None:  # an export lists responses by random id: order the waves by their first day, then label
         first: dict = {}
         for wave, day in zip(waves, days or [""] * len(waves)):
@@ -271,6 +297,21 @@ def _from_file(path: Path, spec, spec_hash) -> LoadedSurvey:
                 first[wave] = min(first.get(wave, day or ""), day or "")
         version.waves = sorted(first, key=lambda wave: (first[wave], wave))
     return LoadedSurvey([version], f"file:{path}")
+
+
+#: The fields of a JSONL export's record that are the response's own; any other is an auxiliary column.
+_JSONL_FIELDS = ("id", "spec_hash", "received_on", "wave", "reports")
+
+
+def _export_columns(survey: Survey) -> set:
+    """Every column a CSV export of ``survey`` writes for its responses; any other column of the file (design
+    variables, data the researcher joined) is kept as an auxiliary column (`LoadedSurvey.auxiliary`)."""
+    columns = {"id", "spec_hash", "received_on", WAVE_COLUMN}
+    for qid, question in survey.questions.items():
+        columns |= {qid, group_column(qid), arm_column(qid), direct_column(qid)}
+        if question.type == "multi_select":
+            columns |= {option_column(qid, option) for option in question.options}
+    return columns
 
 
 def _count_dict(space, series) -> dict:

@@ -103,6 +103,13 @@ class EstimateResult:
     #: Whether the reports could come from honest randomization of any population (`fit.FitTest`: G² against the
     #: saturated model, its p-value and how it was computed); a p below `fit.FLAG_P` is named first among the notes.
     fit: object | None = None
+    #: The sample the estimate assumes: None for a simple random sample, else the design (`sampling.SampleDesign`)
+    #: in words; with it, the mean design effect of the reports, the effective n (n / deff) and the design's degrees
+    #: of freedom (PSUs less strata).
+    sample: str | None = None
+    design_effect: float | None = None
+    effective_n: float | None = None
+    design_df: int | None = None
 
     @property
     def n(self) -> int:
@@ -184,7 +191,9 @@ class EstimateResult:
                             "versions": self.versions,
                             "design": self.design, "n": self.n, "level": self.level,
                             "method": self.method, "simultaneous": self.simultaneous, "converged": self.converged,
-                            "optimality_gap": self.optimality_gap})
+                            "optimality_gap": self.optimality_gap, "sample": self.sample or "simple random sample",
+                            "design_effect": self.design_effect, "effective_n": self.effective_n,
+                            "design_df": self.design_df})
         return frame
 
     def summary(self) -> "Summary":
@@ -243,6 +252,11 @@ class Summary:
             lines.append(f"Pooled over versions {', '.join(r.versions)} (the same randomization of this question in each)")
         elif r.versions:
             lines.append(f"Version: {r.versions[0]}")
+        if r.sample is None:
+            lines.append("Sample: simple random sample (no sample design given)")
+        else:
+            lines.append(f"Sample: design-based ({r.sample}); design effect {r.design_effect:.3g}, effective n "
+                         f"{r.effective_n:,.0f}, {r.design_df:,} degrees of freedom")
         lines += [f"Reports: n = {r.n}   intervals: {r.level:.0%} {r.method}{' (simultaneous, Bonferroni)' if r.simultaneous else ''}",
                  f"Estimate: maximum likelihood, {'certified' if c.converged else 'NOT CERTIFIED'} "
                  f"(KKT residual {c.kkt_residual:.1e}, log-likelihood within {c.optimality_gap:.1e} of the maximum)"]

@@ -1,0 +1,325 @@
+"""Samples that are not simple random samples: weights, strata, clusters (primary sampling units), finite
+population corrections and raking to known margins, and the design-based covariance of what is estimated
+from them (Taylor linearization with PSU totals within strata, as R's ``survey`` and Stata's ``svy``).
+
+Everything a design-based estimate needs from the sample is here; `weighted.py` turns it into results. The
+estimator stays the maximum-likelihood one on the simplex, fitted to the *weighted* report frequencies λ̂ (a
+pseudo-likelihood), and its covariance is the sandwich J·V(λ̂)·Jᵀ: V(λ̂) the design-based covariance of the
+weighted frequencies, J the derivative of the fit with respect to them (`fit_jacobian`), which is Q⁻¹ wherever the
+estimate is inside the simplex, so there the standard errors are those of R's ``svymean`` on the unbiased transform.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .errors import AnalysisError
+
+LONELY_PSU = ("fail", "adjust")
+#: Raking stops when every margin is met to this relative error; past `RAKE_ITERATIONS` it refuses.
+RAKE_TOLERANCE = 1e-10
+RAKE_ITERATIONS = 1000
+
+
+@dataclass(frozen=True)
+class SampleDesign:
+    """How the respondents were sampled. Each of ``weights``, ``strata``, ``clusters`` and ``fpc`` is the name of a
+    column of the loaded data (a public question, or a column of an export or of the invitations' frame) or an
+    array / Series with one value per response (a Series is aligned by response id).
+
+    * ``weights``: design weights (positive, finite); none: every respondent weighs 1.
+    * ``strata``: the stratum of each respondent; PSU labels may repeat across strata.
+    * ``clusters``: the primary sampling unit; without it each respondent is their own PSU.
+    * ``fpc``: the stratum's population count of PSUs (or, when ≤ 1, the sampling fraction); without it PSUs are
+      taken as drawn with replacement within strata (the convention of R's ``survey`` and Stata's ``svy``).
+    * ``rake``: ``{column: {level: population total}}``, margins the weights are calibrated to by iterative
+      proportional fitting before estimation; the variance then uses the calibration's residuals (``survey::rake``).
+    * ``lonely_psu``: a stratum with one PSU is refused (``"fail"``), or centred at the grand mean (``"adjust"``,
+      R's ``options(survey.lonely.psu = "adjust")``).
+    """
+
+    weights: object = None
+    strata: object = None
+    clusters: object = None
+    fpc: object = None
+    rake: dict | None = None
+    lonely_psu: str = "fail"
+
+    def __post_init__(self):
+        if self.lonely_psu not in LONELY_PSU:
+            raise AnalysisError(f"lonely_psu: must be one of {', '.join(LONELY_PSU)}, got {self.lonely_psu!r}",
+                                "lonely_psu")
+        if self.rake is not None and (not isinstance(self.rake, dict) or not all(
+                isinstance(margin, dict) and margin for margin in self.rake.values())):
+            raise AnalysisError("rake: expected {column: {level: population total, …}, …}", "rake")
+
+    def describe(self) -> str:
+        parts = []
+        for name, value in (("weights", self.weights), ("strata", self.strata), ("clusters", self.clusters),
+                            ("fpc", self.fpc)):
+            if value is not None:
+                parts.append(f"{name} {value!r}" if isinstance(value, str) else f"{name} (given)")
+        if self.rake:
+            parts.append(f"raked to {', '.join(map(str, self.rake))}")
+        return ", ".join(parts) or "equal weights, no strata or clusters"
+
+    def column_names(self) -> list:
+        """The columns of the data this design names."""
+        return list(dict.fromkeys(v for v in (self.weights, self.strata, self.clusters, self.fpc, *(self.rake or {}))
+                                  if isinstance(v, str)))
+
+    def resolve(self, columns: pd.DataFrame) -> "Sample":
+        """The design's arrays for the responses of ``columns`` (one row per response, indexed by response id, holding
+        at least the columns the design names: `LoadedSurvey.design_frame`), in its row order."""
+        index = columns.index
+        n = len(index)
+
+        def values(name, spec):
+            if spec is None:
+                return None
+            if isinstance(spec, str):
+                if spec not in columns:
+                    raise AnalysisError(f"{name}: no column {spec!r} in the data (columns: "
+                                        f"{', '.join(map(str, columns.columns))})", name)
+                series = columns[spec]
+            elif isinstance(spec, pd.Series):
+                series = spec.reindex(index)
+                if series.isna().any() and not spec.isna().any():
+                    raise AnalysisError(f"{name}: the Series has no value for {int(series.isna().sum())} of the "
+                                        f"{n} responses (it is aligned by response id)", name)
+            else:
+                array = np.asarray(spec)
+                if array.ndim != 1 or len(array) != n:
+                    raise AnalysisError(f"{name}: expected one value per response ({n}), got shape {array.shape}", name)
+                series = pd.Series(array, index=index)
+            missing = series.isna() | (series.astype(str) == "")
+            if missing.any():
+                raise AnalysisError(f"{name}: {int(missing.sum())} of {n} responses have no {name} value", name)
+            return series
+
+        weights = values("weights", self.weights)
+        if weights is None:
+            w = np.ones(n)
+        else:
+            try:
+                w = pd.to_numeric(weights).to_numpy(dtype=float)
+            except (ValueError, TypeError):
+                raise AnalysisError("weights: not numbers", "weights") from None
+            bad = ~np.isfinite(w) | (w <= 0)
+            if bad.any():
+                raise AnalysisError(f"weights: must be positive and finite; {int(bad.sum())} of {n} are not "
+                                    f"(e.g. {w[bad][0]!r})", "weights")
+        strata_values = values("strata", self.strata)
+        strata = np.zeros(n, dtype=np.int64) if strata_values is None else pd.factorize(strata_values.astype(str))[0]
+        cluster_values = values("clusters", self.clusters)
+        if cluster_values is None:
+            psu = np.arange(n)
+        else:  # PSU labels may repeat across strata: a PSU is (stratum, label)
+            psu = pd.factorize(pd.Series(list(zip(strata, cluster_values.astype(str)))))[0]
+        fraction = None
+        fpc_values = values("fpc", self.fpc)
+        if fpc_values is not None:
+            try:
+                population = pd.to_numeric(fpc_values).to_numpy(dtype=float)
+            except (ValueError, TypeError):
+                raise AnalysisError("fpc: not numbers", "fpc") from None
+            fraction = _sampling_fractions(strata, psu, population)
+        sample = Sample(index, w, strata, psu, fraction, self.lonely_psu, self.describe())
+        if self.rake:
+            sample = sample.raked({name: values(name, name) for name in self.rake}, self.rake)
+        return sample
+
+
+def _sampling_fractions(strata, psu, population) -> np.ndarray:
+    """Each stratum's sampling fraction of PSUs, from ``fpc`` (a population count of PSUs, or a fraction ≤ 1)."""
+    fractions = np.zeros(strata.max() + 1)
+    for h in range(len(fractions)):
+        given = np.unique(population[strata == h])
+        if len(given) != 1:
+            raise AnalysisError(f"fpc: stratum {h + 1} has several values ({', '.join(map(str, given[:3]))})", "fpc")
+        sampled = len(np.unique(psu[strata == h]))
+        value = float(given[0])
+        if value <= 0:
+            raise AnalysisError(f"fpc: must be positive, got {value}", "fpc")
+        fraction = value if value <= 1 else sampled / value
+        if fraction > 1:
+            raise AnalysisError(f"fpc: stratum {h + 1} has {sampled} PSUs in the sample but {value:g} in the population",
+                                "fpc")
+        fractions[h] = fraction
+    return fractions
+
+
+@dataclass
+class Sample:
+    """A design resolved against the data: per response its weight, stratum code and PSU code (unique across
+    strata), the strata's sampling fractions (None: with replacement), and for a raked sample the calibration's
+    margin indicators (``calibration``), whose residuals carry the variance."""
+
+    index: pd.Index
+    weights: np.ndarray
+    strata: np.ndarray
+    psu: np.ndarray
+    fraction: np.ndarray | None
+    lonely_psu: str
+    description: str
+    calibration: np.ndarray | None = None
+
+    def __post_init__(self):
+        psu_stratum = np.zeros(self.psu.max() + 1 if len(self.psu) else 0, dtype=np.int64)
+        psu_stratum[self.psu] = self.strata
+        self.psu_stratum = psu_stratum
+        self.n_psu = len(psu_stratum)
+        self.n_strata = int(self.strata.max()) + 1 if len(self.strata) else 0
+        self.psu_per_stratum = np.bincount(psu_stratum, minlength=self.n_strata)
+        lonely = np.flatnonzero(self.psu_per_stratum == 1)
+        if len(lonely) and self.lonely_psu == "fail":
+            raise AnalysisError(f"strata: {len(lonely)} stratum has one PSU only (a variance needs two); collapse it "
+                                "with a neighbour, or pass SampleDesign(lonely_psu=\"adjust\") to centre it at the grand "
+                                "mean (R's survey.lonely.psu = \"adjust\")", "strata")
+
+    @property
+    def df(self) -> int:
+        """The design's degrees of freedom: PSUs less strata."""
+        return max(self.n_psu - self.n_strata, 1)
+
+    def raked(self, columns: dict, margins: dict) -> "Sample":
+        """The weights calibrated to ``margins`` by iterative proportional fitting; refuses a margin whose levels do
+        not match the data's, or that the fitting cannot meet."""
+        indicators, targets, names = [], [], []
+        for name, margin in margins.items():
+            levels = columns[name].astype(str)
+            given = {str(level): float(total) for level, total in margin.items()}
+            present = set(levels.unique())
+            if present - set(given):
+                raise AnalysisError(f"rake: margin {name!r} has no total for {sorted(present - set(given))}", "rake")
+            if set(given) - present:
+                raise AnalysisError(f"rake: margin {name!r} gives totals for {sorted(set(given) - present)}, which no "
+                                    "respondent has", "rake")
+            if any(not math.isfinite(t) or t <= 0 for t in given.values()):
+                raise AnalysisError(f"rake: margin {name!r} has a total that is not a positive number", "rake")
+            for level, total in given.items():
+                indicators.append((levels == level).to_numpy(dtype=float))
+                targets.append(total)
+                names.append(f"{name}={level}")
+        x = np.column_stack(indicators)
+        targets = np.array(targets)
+        w = self.weights.copy()
+        start, groups = 0, []
+        for margin in margins.values():
+            groups.append(slice(start, start + len(margin)))
+            start += len(margin)
+        for _ in range(RAKE_ITERATIONS):
+            for group in groups:
+                totals = w @ x[:, group]
+                w = w * (x[:, group] @ (targets[group] / totals))
+            error = np.abs(w @ x - targets) / targets
+            if error.max() <= RAKE_TOLERANCE:
+                break
+        else:
+            worst = names[int(np.argmax(error))]
+            raise AnalysisError(f"rake: did not converge in {RAKE_ITERATIONS} rounds; margin {worst.split('=')[0]!r} "
+                                f"is still {error.max():.2g} off (level {worst.split('=', 1)[1]!r}): the margins may "
+                                "contradict each other", "rake")
+        return Sample(self.index, w, self.strata, self.psu, self.fraction, self.lonely_psu,
+                      self.description, calibration=x)
+
+    # --- the design-based covariance ------------------------------------------------------------------------
+
+    def covariance(self, scores: np.ndarray) -> np.ndarray:
+        """The design-based covariance of Σᵢ scoresᵢ (rows: responses, each already weighted), with PSU totals within
+        strata: Σ_h (1 − f_h) n_h/(n_h − 1) Σ_j (z_hj − z̄_h)(z_hj − z̄_h)ᵀ."""
+        scores = np.asarray(scores, dtype=float)
+        if self.calibration is not None:
+            scores = self._calibration_residuals(scores)
+        totals = np.zeros((self.n_psu, scores.shape[1]))
+        np.add.at(totals, self.psu, scores)
+        return self._between_psu(totals)
+
+    def _calibration_residuals(self, scores: np.ndarray) -> np.ndarray:
+        """Weighted scores less their regression on the raking margins' indicators (the linearization of a
+        calibrated estimator: only what the margins do not fix varies)."""
+        x, w = self.calibration, self.weights
+        unweighted = scores / w[:, None]
+        gram = x.T @ (w[:, None] * x)
+        coefficients = np.linalg.lstsq(gram, x.T @ scores, rcond=None)[0]
+        return w[:, None] * (unweighted - x @ coefficients)
+
+    def _between_psu(self, totals: np.ndarray) -> np.ndarray:
+        per = self.psu_per_stratum[self.psu_stratum].astype(float)
+        stratum_sums = np.zeros((self.n_strata, totals.shape[1]))
+        np.add.at(stratum_sums, self.psu_stratum, totals)
+        means = stratum_sums[self.psu_stratum] / per[:, None]
+        lonely = per == 1
+        if lonely.any():  # "adjust": a lone PSU varies about the grand mean of the PSU totals
+            means[lonely] = totals.mean(axis=0)
+        scale = np.where(lonely, 1.0, per / np.maximum(per - 1, 1))
+        if self.fraction is not None:
+            scale = scale * (1 - self.fraction[self.psu_stratum])
+        centred = totals - means
+        return (centred * scale[:, None]).T @ centred
+
+    def frequencies(self, positions: np.ndarray, reports: int, domain: np.ndarray | None = None):
+        """The weighted report frequencies λ̂ of the responses in ``domain`` (positions ≥ 0: the report's index;
+        -1: no report), their design-based covariance, the number of responses counted and their weight.
+        Responses outside the domain keep their PSUs (domain estimation: a subgroup's SE, not a subset's)."""
+        counted = positions >= 0
+        if domain is not None:
+            counted &= domain
+        w = np.where(counted, self.weights, 0.0)
+        total = float(w.sum())
+        if total <= 0:
+            raise AnalysisError("no responses with a report in this group")
+        lam = np.bincount(positions[counted], weights=w[counted], minlength=reports) / total
+        # The influence of each response on λ̂: wᵢ·(e_rᵢ − λ̂)/W inside the domain, 0 outside. Built per PSU without an
+        # n × R matrix: Σᵢ∈j wᵢ e_rᵢ is a sparse tally.
+        psu_report = np.zeros((self.n_psu, reports)) if self.calibration is None else None
+        if psu_report is not None:
+            np.add.at(psu_report, (self.psu[counted], positions[counted]), w[counted])
+            psu_weight = np.bincount(self.psu, weights=w, minlength=self.n_psu)
+            totals = (psu_report - psu_weight[:, None] * lam[None, :]) / total
+            covariance = self._between_psu(totals)
+        else:
+            scores = np.zeros((len(positions), reports))
+            scores[np.flatnonzero(counted), positions[counted]] = w[counted]
+            scores -= w[:, None] * lam[None, :]
+            covariance = self.covariance(scores / total)
+        return lam, covariance, int(counted.sum()), total
+
+
+def fit_jacobian(q: np.ndarray, pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """dπ̂/dλ̂ (answers × reports) of the maximum-likelihood fit on the simplex at ``pi`` to frequencies ``lam``: on the
+    face where the fit lies (its positive answers F), the derivative of Σ_r λ_r Q_rj/(Qπ)_r = μ (j ∈ F), Σ_F π = 1.
+    Inside the simplex with Q square and invertible it is Q⁻¹; answers at zero stay there (rows of zeros)."""
+    q = np.asarray(q, dtype=float)
+    free = np.flatnonzero(pi > 0)
+    rates = q @ pi
+    positive = rates > 0
+    inverse_rates = np.where(positive, 1 / np.where(positive, rates, 1), 0.0)
+    qf = q[:, free]
+    hessian = qf.T @ ((lam * inverse_rates**2)[:, None] * qf)
+    size = len(free)
+    system = np.zeros((size + 1, size + 1))
+    system[:size, :size] = hessian
+    system[:size, size] = system[size, :size] = 1.0
+    right = np.zeros((size + 1, q.shape[0]))
+    right[:size] = qf.T * inverse_rates[None, :]
+    solved = np.linalg.lstsq(system, right, rcond=None)[0]
+    jacobian = np.zeros((q.shape[1], q.shape[0]))
+    jacobian[free] = solved[:size]
+    return jacobian
+
+
+def design_effect(lam: np.ndarray, covariance: np.ndarray, n: int) -> float:
+    """The mean design effect of the report frequencies (Rao and Scott's first-order δ̄): the design's covariance
+    against the multinomial one of a simple random sample of the same n, averaged over the informative directions.
+    1 for a simple random sample (up to n/(n − 1))."""
+    support = lam > 0
+    if support.sum() < 2 or n < 2:
+        return 1.0
+    multinomial = (np.diag(lam[support]) - np.outer(lam[support], lam[support])) / n
+    ratio = np.linalg.pinv(multinomial, rcond=1e-12, hermitian=True) @ covariance[np.ix_(support, support)]
+    return max(float(np.trace(ratio)) / (support.sum() - 1), 1e-6)

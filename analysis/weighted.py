@@ -1,0 +1,160 @@
+"""Design-based estimates: `estimate(data, question, design=SampleDesign(...))` and its subgroups.
+
+The estimate is the certified maximum of the weighted pseudo-likelihood (the usual estimator, fitted to the
+weighted report frequencies); its covariance is the linearization J·V(λ̂)·Jᵀ of `sampling`, so standard errors
+account for weights, strata, clusters and raking. Intervals are the usual ones (profile likelihood, or
+Clopper-Pearson for two answers) computed at the effective sample size n/deff, with deff the reports' mean design
+effect and the degrees of freedom of the design (Korn and Graubard's effective n, as R's ``svyciprop(method =
+"beta")``): they keep to [0, 1], hold at the faces of the simplex where a Wald interval fails, and always contain
+the estimate. The fit test is the same G² at that n: Rao and Scott's first-order correction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from deniable.client.compliance import GroupedMechanism
+from deniable.client.mechanisms import UnaryMechanism
+
+from . import channels, compliance, likelihood
+from .counting import key, report_positions
+from .errors import AnalysisError
+from .results import MeanEstimate
+from .sampling import SampleDesign, design_effect, fit_jacobian
+
+
+def design_estimate(loaded, question_id: str, design: SampleDesign, level: float = 0.95, method: str | None = None,
+                    simultaneous: bool = False, by: str | None = None, group=None):
+    """``question_id``'s design-based estimate (among the respondents with ``by`` = ``group``: a domain, whose
+    standard error is the domain's, every PSU kept)."""
+    from .estimation import _estimate
+    from .planning import scores
+
+    if not isinstance(design, SampleDesign):
+        raise AnalysisError(f"design: expected a SampleDesign, got {type(design).__name__}", "design")
+    question = loaded.question(question_id)
+    mechanism = question.mechanism
+    if isinstance(mechanism, UnaryMechanism):
+        raise AnalysisError(f"{question_id}: a multi-select question has no design-based estimate yet; estimate each "
+                            "option as its own yes/no question, or without design=", "design")
+    names = design.column_names() + ([by] if by is not None and by not in design.column_names() else [])
+    frame = loaded.design_frame(question_id, names)
+    sample = design.resolve(frame)
+    reports = frame[question_id]
+    notes = []
+    if question.split_ballot is not None:  # the design's estimate is the randomized arm's
+        split = question.split_ballot
+        reports = reports.map(lambda value: _randomized(split, value))
+        notes.append("split ballot: the design-based estimate is the randomized arm's; its comparison with the direct "
+                     "arm is not design-based yet and is left out")
+    positions = report_positions(mechanism, reports.tolist())
+    domain = None
+    if by is not None:
+        domain = (frame[by].map(lambda v: None if _missing(v) else key(v)) == key(group)).to_numpy()
+    lam, lam_covariance, n, _ = sample.frequencies(positions, len(mechanism.reports), domain)
+    z = stats.norm.isf((1 - level) / 2)
+    t = stats.t.isf((1 - level) / 2, sample.df)
+    deff = design_effect(lam, lam_covariance, n)
+    effective_n = max(n / deff * (z / t) ** 2, 1.0)
+    question_scores = scores(question)
+    counts = _rounded(lam, effective_n)
+    spread = _estimate(mechanism, counts, level, method, question_id, simultaneous, scores=question_scores)
+
+    grouped = isinstance(mechanism, GroupedMechanism)
+    q = compliance.class_matrix(mechanism) if grouped else channels.channel_matrix(mechanism)
+    # The estimate of record: the certified maximum of the weighted pseudo-likelihood Σ_r λ̂_r log (Qπ)_r.
+    theta, certificate = likelihood.certified_maximum(q, lam * n)
+    jacobian = fit_jacobian(q, theta, lam)
+    covariance = jacobian @ lam_covariance @ jacobian.T
+    inverse = channels.left_inverse(q)
+    unbiased = inverse @ lam
+    unbiased_covariance = inverse @ lam_covariance @ inverse.T
+    table = spread.table.copy()
+    if grouped:  # the table's rows are linear in the class shares, but for the lie detector's "truthful"
+        rows = compliance._linear_rows(mechanism)
+        functionals = np.array([row for _, row in rows])
+        labels = [label for label, _ in rows]
+        table.loc[labels, "estimate"] = functionals @ theta
+        table.loc[labels, "unbiased"] = functionals @ unbiased
+        covariance, unbiased_covariance = (functionals @ c @ functionals.T for c in (covariance, unbiased_covariance))
+        if "truthful" in table.index:
+            table.loc["truthful", "estimate"] = theta[0] / (theta[0] + theta[1]) if theta[0] + theta[1] > 0 else 0.0
+            notes.append("the carriers' truthfulness keeps the standard error at the effective n (it is not linear in "
+                         "the class shares)")
+    else:
+        labels = list(table.index)
+        table["estimate"], table["unbiased"] = theta, unbiased
+    design_se = np.sqrt(np.clip(np.diag(covariance), 0, None))
+    shares = table.loc[labels, "estimate"].to_numpy(dtype=float)
+    at_face = ((shares <= 1e-12) | (shares >= 1 - 1e-12)) & (spread.table.loc[labels, "se"].to_numpy() > 0)
+    if at_face.any():  # the linearization does not move an answer held at 0 (or 1): its spread at the effective n
+        design_se[at_face] = spread.table.loc[labels, "se"].to_numpy()[at_face]
+        notes.append(f"{', '.join(map(str, np.array(labels, dtype=object)[at_face]))}: on the boundary of the parameter "
+                     "space, where the linearization is zero; the standard error shown is the one at the effective n")
+    table.loc[labels, "se"] = design_se
+    table.loc[labels, "unbiased_se"] = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))
+    # The intervals are the effective-n ones, about the same centre to within rounding: they keep the estimate inside.
+    table["ci_low"] = np.minimum(table["ci_low"], table["estimate"])
+    table["ci_high"] = np.maximum(table["ci_high"], table["estimate"])
+    mean = None
+    if spread.mean is not None and not grouped:
+        values = question_scores if question_scores is not None else np.array(mechanism.answers, dtype=float)
+        estimate = float(values @ theta)
+        low, high = min(spread.mean.ci.low, estimate), max(spread.mean.ci.high, estimate)
+        mean = MeanEstimate(estimate, float(np.sqrt(max(values @ covariance @ values, 0.0))),
+                            type(spread.mean.ci)(low, high), level, spread.mean.method, float(values @ unbiased),
+                            float(np.sqrt(max(values @ unbiased_covariance @ values, 0.0))))
+    raw = np.bincount(positions[(positions >= 0) & (domain if domain is not None else True)],
+                      minlength=len(mechanism.reports))
+    notes += [f"design-based: {sample.description}; {sample.n_psu:,} PSUs in {sample.n_strata:,} strata "
+              f"({sample.df:,} degrees of freedom); design effect {deff:.3g}, effective n {n / deff:,.0f} of {n:,}",
+              "intervals at the effective n (Korn and Graubard); the fit test at that n (Rao and Scott's first-order "
+              "correction)"]
+    notes += [note for note in spread.notes if note not in notes]
+    result = dataclasses.replace(
+        spread, counts=raw, table=table, certificate=certificate, covariance_source=covariance, mean=mean,
+        notes=notes, class_shares=theta if grouped else None, split_ballot=None, sample=sample.description,
+        design_effect=deff, effective_n=n / deff, design_df=sample.df)
+    result.__dict__.pop("covariance", None)  # a cached_property of the result copied from
+    result.refit = lambda level, method, simultaneous: design_estimate(loaded, question_id, design, level, method,
+                                                                       simultaneous, by, group)
+    return result
+
+
+def design_subgroups(loaded, question_id: str, by: str, design: SampleDesign, level: float = 0.95,
+                     method: str | None = None, simultaneous: bool = False) -> dict:
+    """{level of ``by``: the domain's design-based result}, for the levels with reports."""
+    results = {}
+    for group in loaded.levels(by):
+        try:
+            results[group] = design_estimate(loaded, question_id, design, level, method, simultaneous, by, group)
+        except AnalysisError as error:
+            if "no responses with a report" not in str(error):
+                raise
+    return results
+
+
+def _rounded(lam: np.ndarray, n: float) -> np.ndarray:
+    """Counts out of ``n`` in the proportions ``lam``, whole numbers that add up to round(n) (largest remainders)."""
+    total = max(int(round(n)), 1)
+    exact = lam * total
+    counts = np.floor(exact).astype(np.int64)
+    short = total - int(counts.sum())
+    if short > 0:
+        counts[np.argsort(-(exact - counts))[:short]] += 1
+    return counts
+
+
+def _randomized(split, value):
+    if _missing(value):
+        return None
+    arm, inner = split.unwrap(value)
+    return inner if arm == "randomized" else None
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA
