@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from deniable.client.exact import spreadsheet_safe
+from deniable.client.exact import csv_row
 from deniable.client.reports import WAVES
 
 from .errors import PoolingError
@@ -39,7 +39,20 @@ class EstimateTable:
 
     def to_csv(self) -> str:
         """The table as CSV; a cell a spreadsheet would run as a formula is kept as text (an apostrophe first)."""
-        return self.frame.map(spreadsheet_safe).to_csv(index=False)
+        table = self.frame.astype(object).where(self.frame.notna(), None)
+        return "".join([csv_row(table.columns), *(csv_row(_csv_cell(cell) for cell in row)
+                                                  for row in table.itertuples(index=False))])
+
+
+def _csv_cell(cell):
+    """What pandas' to_csv wrote for a cell: floats as repr (round-trip exact), None as empty."""
+    if cell is None:
+        return ""
+    if isinstance(cell, float):
+        return repr(cell)
+    if isinstance(cell, (list, dict, tuple)):
+        return str(cell)
+    return cell
 
 
 def question_ids(data: LoadedSurvey) -> list[str]:

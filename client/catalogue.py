@@ -64,8 +64,19 @@ def fallbacks(language: str | None, overrides: dict | None = None) -> list[str]:
 
 
 def placeholders(template: str) -> set[str]:
-    """The ``{names}`` a page word fills in; ValueError when its braces do not parse."""
-    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    """The ``{names}`` a page word fills in; ValueError when its braces do not parse, or a placeholder is more than
+    a name: a format spec (``{title:d}`` made every thank-you page a 500, ``{value:>30000000}`` each survey page
+    120 MB), a conversion (``{value!r}``), or attribute or index access (``{value.__class__}``, ``{value[0]}``)."""
+    names = set()
+    for _, name, spec, conversion in string.Formatter().parse(template):
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion:
+            shown = name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+            raise ValueError(f"{{{shown}}}: a placeholder is a name alone, such as {{value}} (no format, conversion, "
+                             "attribute or index)")
+        names.add(name)
+    return names
 
 
 def _number(value: float, digits: int, words) -> str:

@@ -255,6 +255,21 @@ def spreadsheet_safe(value):
     return value
 
 
+def csv_row(cells) -> str:
+    """One CSV line ("\n"-terminated) of spreadsheet-safe cells. A row with a carriage return or a line feed in a
+    cell is written with every cell quoted: Python's csv quotes a line feed but not a lone carriage return, which
+    readers take for the end of the row, so the text after it began a new row whose first cell could be a formula
+    ("a\r=HYPERLINK(…)")."""
+    import csv
+    import io
+
+    safe = ["" if cell is None else spreadsheet_safe(cell) for cell in cells]
+    buffer = io.StringIO()
+    broken = any(isinstance(cell, str) and ("\r" in cell or "\n" in cell) for cell in safe)
+    csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL if broken else csv.QUOTE_MINIMAL).writerow(safe)
+    return buffer.getvalue()
+
+
 def from_spreadsheet(text: str) -> str:
     """The value a `spreadsheet_safe` cell stands for."""
     if text.startswith("'") and text[1:].startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text[1:]):

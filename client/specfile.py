@@ -96,7 +96,10 @@ def load_yaml(text: str):
     try:
         # pure: ruamel's C parser (libyaml) follows the YAML 1.1 grammar and refuses some 1.2
         # plain scalars ("Which region do you live in?, …" in a flow mapping).
+        _check_expansion(YAML(typ="safe", pure=True).parse(text))
         data = YAML(typ="safe", pure=True).load(text)
+    except SpecError:
+        raise
     except YAMLError as error:
         raise SpecError(f"survey: not valid YAML ({error})") from None
     except RecursionError:  # block nesting deep enough to exhaust the parser
@@ -107,6 +110,41 @@ def load_yaml(text: str):
         return _plain(data)
     except RecursionError:  # a recursive alias (a: &a [*a]) or absurd nesting
         raise SpecError("survey: the YAML refers to itself (a recursive alias) or is nested too deeply") from None
+
+
+#: The most values a YAML spec may hold once its aliases are expanded (a spec of 10,000 marks without aliases
+#: holds fewer): each alias repeats what its anchor holds, so nine of them, nested, turned 562 bytes into 10⁹.
+MAX_YAML_VALUES = 100_000
+
+
+def _check_expansion(events):
+    """Count what the document holds with every alias expanded, from the parser's events, before anything is built:
+    an alias bomb ("billion laughs": a 562-byte spec took 31 s and 377 MB, and grew a server's worker past 590 MiB)
+    is refused at its first alias past the limit."""
+    from ruamel.yaml import events as kinds
+
+    sizes: dict = {}  # anchor -> values under it
+    open_collections: list = []  # [anchor, values so far] of each collection being read
+
+    def finished(count: int, anchor):
+        if anchor is not None:
+            sizes[anchor] = count
+        if open_collections:
+            open_collections[-1][1] += count
+            if open_collections[-1][1] > MAX_YAML_VALUES:
+                raise SpecError(f"survey: the YAML's aliases expand to more than {MAX_YAML_VALUES:,} values; a survey "
+                                "spec holds far fewer (write the repeated parts out, or use fewer aliases)")
+
+    for event in events:
+        if isinstance(event, kinds.CollectionStartEvent):
+            open_collections.append([event.anchor, 1])
+        elif isinstance(event, kinds.CollectionEndEvent):
+            anchor, count = open_collections.pop()
+            finished(count, anchor)
+        elif isinstance(event, kinds.ScalarEvent):
+            finished(1, event.anchor)
+        elif isinstance(event, kinds.AliasEvent):
+            finished(sizes.get(event.anchor, 1), None)
 
 
 def _plain(value):

@@ -8,8 +8,6 @@ report alphabet; the estimates come from deniable (`deniable estimate`, `deniabl
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import re
@@ -21,7 +19,7 @@ from typing import Callable, Iterable
 from deniable.client import Question
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.errors import DeniableError
-from deniable.client.exact import json_number, spreadsheet_safe
+from deniable.client.exact import csv_row, json_number
 from deniable.client.reports import WAVE_COLUMN, arm_column, direct_column, group_column, option_column
 from deniable.client.splitballot import SplitBallot
 
@@ -145,20 +143,12 @@ def _csv_cells(survey, row) -> dict:
 def export_csv(record, rows):
     """One column per question, and one 0/1 column per option of a multi-select question (empty when the
     question was not answered, or, pooled, not asked in the row's version)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
     columns = _columns(record)
     surveys = {version.hash: version.survey for version in _versions(record)}
-    writer.writerow([spreadsheet_safe(column) for column in columns])
-    yield buffer.getvalue()  # the header on its own: a version with no responses yet still has its columns
-    buffer.seek(0)
-    buffer.truncate()
+    yield csv_row(columns)  # the header on its own: a version with no responses yet still has its columns
     for row in rows:
         cells = _csv_cells(surveys[row["spec_hash"]], row)
-        writer.writerow([spreadsheet_safe(cells.get(column, "")) for column in columns])
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
+        yield csv_row(cells.get(column, "") for column in columns)
 
 
 # --- labelled files (SPSS, Stata) -------------------------------------------------------------------

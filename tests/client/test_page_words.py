@@ -120,7 +120,12 @@ def test_page_words_override_and_enter_the_hash():
     ({"fr": {"sned": "Envoyer"}}, r"survey\.page_words\.fr\.sned: not a page word \(did you mean 'send'\?\)"),
     ({"fr": {"send": ""}}, r"survey\.page_words\.fr\.send: must be a non-empty string"),
     ({"fr": {"progress": "Partie {index}"}}, r"progress: must fill in exactly \{index\}, \{total\}, as English does"),
-    ({"fr": {"private_statement": "Protégé (ε = {epsilon}, {factor.__class__})"}}, r"must fill in exactly"),
+    ({"fr": {"private_statement": "Protégé (ε = {epsilon}, {factor.__class__})"}}, r"a placeholder is a name alone"),
+    # a format spec made every thank-you page a 500 ({title:d}) or each page 120 MB ({value:>30000000})
+    ({"fr": {"progress": "Partie {index:d} sur {total}"}}, r"progress: \{index:d\}: a placeholder is a name alone"),
+    ({"fr": {"progress": "Partie {index:>30000000} sur {total}"}}, r"a placeholder is a name alone"),
+    ({"fr": {"progress": "Partie {index!r} sur {total}"}}, r"\{index!r\}: a placeholder is a name alone"),
+    ({"fr": {"progress": "Partie {index[0]} sur {total}"}}, r"a placeholder is a name alone"),
     ({"fr": {"send": "Envoyer {"}}, r"survey\.page_words\.fr\.send: .*brace"),
     ({"fr": []}, r"survey\.page_words\.fr: a mapping of page word to text"),
 ])

@@ -81,6 +81,32 @@ def test_csv_cells_never_run_as_formulas_and_read_back_exactly(store, db_path, r
     assert json.loads(runner.invoke(main, ["estimate", "inject", "--db", db_path, "--format", "json"]).output)[0]["answer"] == formula
 
 
+def test_a_carriage_return_in_a_cell_cannot_start_a_row_with_a_formula(store, db_path, runner, tmp_path):
+    """Python's csv quotes a line feed but not a lone carriage return, which spreadsheets and csv readers take for the
+    end of a row: an option "a\r=2+5*cmd|calc!A0" was written unquoted, and its second half began a row whose first cell
+    was a formula. A row with CR or LF in a cell is written fully quoted, in exports and the estimates CSV."""
+    import csv
+    import io
+
+    option = "a\r=2+5*cmd|calc!A0"  # no quote or comma of its own, which would have had it quoted anyway
+    survey = Survey.from_dict({"id": "crlf", "title": "T", "questions": [
+        {"id": "pick", "type": "choice", "text": "Which?", "options": [option, "b\nc", "plain"], "privacy": "none"}]})
+    store.add_survey(survey)
+    for pick in (option, "b\nc", "plain"):
+        store.submit("crlf", survey.hash, secrets.token_hex(8), {"pick": pick})
+    output = tmp_path / "crlf.csv"
+    assert runner.invoke(main, ["export", "crlf", "--db", db_path, "--output", str(output)]).exit_code == 0
+    estimates = runner.invoke(main, ["estimate", "crlf", "--db", db_path, "--format", "csv"]).output
+    for text in (output.read_bytes().decode("utf-8"), estimates):
+        # a reader ends a row at a bare CR outside quotes (csv.reader does, as spreadsheets do): no row may begin
+        # with a formula, and the cell with the CR comes back whole
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+        assert not any(row and row[0].startswith(("=", "+", "@")) for row in rows), rows
+        assert any(option in row for row in rows) and any("b\nc" in row for row in rows)  # read back exactly
+    again = estimate(load(str(output), spec=survey), "pick")
+    assert again.estimate.to_dict() == estimate(load(db=db_path, survey_id="crlf"), "pick").estimate.to_dict()
+
+
 @pytest.mark.sqlite_only
 def test_outputs_are_never_written_through_a_link_or_onto_a_device(db_path, survey, store, runner, tmp_path):
     store.submit("tax", survey.hash, secrets.token_hex(8), survey.randomize(ANSWERS))
