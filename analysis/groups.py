@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 from scipy import stats
 
@@ -84,15 +85,19 @@ def default_answer(result: EstimateResult):
     return "yes" if "yes" in result.table.index else result.table.index[0]
 
 
-def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float = 0.95) -> Comparison:
+def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float = 0.95, design=None) -> Comparison:
     """Two-sided Wald test of equal shares of ``answer`` in groups ``a`` and ``b`` of the public question
     ``by``: the difference of the two groups' estimates (the same figures `subgroups` shows), with standard
     error from the sum of their variances, since the groups are independent samples.
 
     A number question compares means (the default ``answer`` for it is ``"mean"``); an ordinal scale
     compares its mean position with ``answer="mean"``, else the share of "yes" or the first answer. The
-    interval is clipped to what a difference can be: [−1, 1] for shares, ±(max − min) for means."""
-    results = subgroups(loaded, question_id, by, level)
+    interval is clipped to what a difference can be: [−1, 1] for shares, ±(max − min) for means.
+
+    ``design``: a `SampleDesign`; the groups are domains of one sample, whose estimates share PSUs: the difference's
+    standard error is their joint linearization (`weighted.domain_difference_se`), the test a t on the design's
+    degrees of freedom."""
+    results = subgroups(loaded, question_id, by, level, design=design)
     for group in (a, b):
         if group not in results:
             why = nothing_to_estimate(loaded, question_id, by, group) if group in loaded.levels(by) else None
@@ -114,12 +119,24 @@ def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float =
         difference = float(first.table.at[answer, "estimate"] - second.table.at[answer, "estimate"])
         se = math.sqrt(first.table.at[answer, "se"] ** 2 + second.table.at[answer, "se"] ** 2)
         bound = 1.0
-    z = stats.norm.isf((1 - level) / 2)
+    reference, note = stats.norm, None
+    if design is not None:
+        from .weighted import domain_difference_se
+
+        if answer == "mean":
+            functional = first.scores
+        else:
+            functional = (first.table.index == answer).astype(float)
+        se, df = domain_difference_se(loaded, question_id, by, a, b, design, np.asarray(functional, dtype=float))
+        reference = stats.t(df)
+        note = (f"design-based: the groups are domains of one sample ({first.sample}); the standard error is their "
+                f"joint linearization, the test a t on {df} degrees of freedom")
+    z = reference.isf((1 - level) / 2)
     statistic = difference / se if se > 0 else math.copysign(math.inf, difference) if difference else 0.0
-    pvalue = float(2 * stats.norm.sf(abs(statistic)))
+    pvalue = float(2 * reference.sf(abs(statistic)))
     interval = est.ConfidenceInterval(max(difference - z * se, -bound), min(difference + z * se, bound))
     return Comparison(question_id, answer, (a, b), float(difference), se, interval, level, float(statistic), pvalue,
-                      (first, second))
+                      (first, second), note)
 
 
 __all__ = ["Comparison", "EstimateResult", "compare", "default_answer", "subgroup_frame", "subgroups"]

@@ -125,6 +125,40 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     return result
 
 
+def domain_difference_se(loaded, question_id: str, by: str, first, second, design: SampleDesign,
+                         functional: np.ndarray) -> tuple[float, int]:
+    """(standard error, degrees of freedom) of functional·θ̂ in domain ``first`` less the same in ``second``: the two
+    domains share PSUs, so their estimates are correlated and the difference's variance is that of the difference
+    of their influences, summed within PSUs (not the sum of two variances, which assumes independent samples).
+    ``functional`` weighs the result's table rows (an answer's indicator, or the scale's values for a mean)."""
+    question = loaded.question(question_id)
+    mechanism = question.mechanism
+    names = design.column_names() + ([by] if by not in design.column_names() else [])
+    frame = loaded.design_frame(question_id, names)
+    sample = design.resolve(frame)
+    reports = frame[question_id]
+    if question.split_ballot is not None:
+        reports = reports.map(lambda value: _randomized(question.split_ballot, value))
+    positions = report_positions(mechanism, reports.tolist())
+    grouped = isinstance(mechanism, GroupedMechanism)
+    q = compliance.class_matrix(mechanism) if grouped else channels.channel_matrix(mechanism)
+    rows = np.array([row for _, row in compliance._linear_rows(mechanism)]) if grouped else np.eye(q.shape[1])
+    levels = frame[by].map(lambda v: None if _missing(v) else key(v))
+    influences = []
+    for group in (first, second):
+        domain = (levels == key(group)).to_numpy() & (positions >= 0)
+        w = np.where(domain, sample.weights, 0.0)
+        total = float(w.sum())
+        lam = np.bincount(positions[domain], weights=w[domain], minlength=len(mechanism.reports)) / total
+        theta, _ = likelihood.certified_maximum(q, lam * domain.sum())
+        along = functional[: len(rows)] @ rows @ fit_jacobian(q, theta, lam)  # d(functional·θ̂)/dλ, per report
+        influence = np.zeros(len(positions))
+        influence[domain] = w[domain] * (along[positions[domain]] - along @ lam) / total
+        influences.append(influence)
+    variance = sample.covariance((influences[0] - influences[1])[:, None])[0, 0]
+    return float(np.sqrt(max(variance, 0.0))), sample.df
+
+
 def design_subgroups(loaded, question_id: str, by: str, design: SampleDesign, level: float = 0.95,
                      method: str | None = None, simultaneous: bool = False) -> dict:
     """{level of ``by``: the domain's design-based result}, for the levels with reports."""

@@ -6,7 +6,8 @@ stratified sample; ``apiclus1``, a one-stage cluster sample; ``apiclus2``, two-s
 with replacement), each with an item randomized here with a fixed seed, through deniable's own client:
 
 * apistrat: ``awards`` (yes/no) by forced response (truth 1/2, yes 1/4, no 1/4); weights ``pw``, strata ``stype``,
-  ``fpc``; overall, by the domain ``sch.wide``, and raked to margins of ``stype`` and ``sch.wide``;
+  ``fpc``; overall, by the domain ``sch.wide``, raked to margins of ``stype`` and ``sch.wide``, and the difference
+  between the domains of ``yr.rnd`` (svyby with its covariance, then svycontrast);
 * apiclus1: ``stype`` (E/H/M) by k-ary randomized response (ε = ln 4); clusters ``dnum``, weights ``pw``, ``fpc``;
 * apiclus2: ``api00`` in four bands, by ordinal randomized response (ε = 2); clusters ``dnum``, weights ``pw``.
 
@@ -48,6 +49,7 @@ class Seeded:
 SPECS = {
     "apistrat": {"id": "apistrat", "title": "API, stratified sample", "questions": [
         {"id": "school_wide", "text": "Met the school-wide target?", "type": "yes_no", "privacy": "none"},
+        {"id": "year_round", "text": "A year-round school?", "type": "yes_no", "privacy": "none"},
         {"id": "awards", "text": "Eligible for awards?", "type": "yes_no",
          "privacy": {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}}]},
     "apiclus1": {"id": "apiclus1", "title": "API, cluster sample", "questions": [
@@ -73,7 +75,8 @@ def _band(api00: float) -> str:
 
 def _truth(name: str, row: dict) -> dict:
     if name == "apistrat":
-        return {"school_wide": row["sch.wide"].lower(), "awards": row["awards"].lower()}
+        return {"school_wide": row["sch.wide"].lower(), "year_round": row["yr.rnd"].lower(),
+                "awards": row["awards"].lower()}
     if name == "apiclus1":
         return {"level": row["stype"]}
     return {"band": _band(float(row["api00"]))}
@@ -130,6 +133,11 @@ def main():
                 "r <- rake(des, list(~stype, ~school_wide), list(pop.types, pop.wide), control = list(epsilon = 1e-12, maxit = 1000))",
                 f"mr <- svymean(~{us}, r)",
                 "out$raked <- list(estimate = unname(coef(mr)), se = unname(SE(mr)))",
+                # the difference between two domains, which share PSUs: svyby's covariance, then a contrast
+                f"bc <- svyby(~{us}, ~year_round, des, svymean, covmat = TRUE)",
+                "ct <- svycontrast(bc, quote(`yes:u0` - `no:u0`))",
+                "out$difference <- list(domains = unname(coef(bc)[c('yes:u0', 'no:u0')]), estimate = unname(coef(ct)), "
+                "se = unname(SE(ct)))",
             ]
         script.append(f"writeLines(toJSON(out, digits = NA, auto_unbox = TRUE), '{work}/{name}.json')")
         subprocess.run(["Rscript", "-e", "; ".join(script)], check=True)

@@ -9,7 +9,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deniable.analysis import AnalysisError, SampleDesign, channels, compliance, estimate, likelihood, load, subgroups
+from deniable.analysis import (
+    AnalysisError,
+    SampleDesign,
+    channels,
+    compare,
+    compliance,
+    estimate,
+    likelihood,
+    load,
+    subgroups,
+)
 from deniable.analysis.sampling import fit_jacobian
 from deniable.client import Survey
 from tests.analysis import simulated_samples as simulated
@@ -29,16 +39,14 @@ def _api(name):
 def test_the_unbiased_shares_and_their_standard_errors_are_r_survey_s(name):
     """R's svymean of the unbiased transform (stratified with fpc, one-stage clusters with fpc, two-stage by its first
     stage): the same shares to 1e-9 and standard errors to 1e-9; inside the simplex the estimate of record is the same
-    figure (apiclus2's fit lies on a face, where it is not)."""
+    figure."""
     question_id, design = DESIGNS[name]
     result = estimate(_api(name), question_id, design=design)
     reference = R[name]
     assert result.table["unbiased"].to_numpy() == pytest.approx(reference["estimate"], abs=1e-9)
     assert result.table["unbiased_se"].to_numpy() == pytest.approx(reference["se"], rel=1e-9)
     assert result.design_df == reference["df"]
-    inside = (result.table["estimate"] > 0).all()
-    assert inside == (name != "apiclus2")
-    if inside:
+    if (result.table["estimate"] > 0).all():  # inside the simplex (a fit on a face: the domain test below)
         assert result.table["estimate"].to_numpy() == pytest.approx(reference["estimate"], abs=1e-9)
         assert result.table["se"].to_numpy() == pytest.approx(reference["se"], rel=1e-9)
     assert result.converged  # the weighted pseudo-likelihood's maximum, certified by its KKT conditions
@@ -68,6 +76,21 @@ def test_raked_weights_and_their_variance_are_r_survey_s_rake():
     assert result.table["unbiased_se"].to_numpy() == pytest.approx(reference["se"], rel=2e-3)
     unraked = estimate(_api("apistrat"), "awards", design=DESIGNS["apistrat"][1])
     assert result.table.loc["yes", "unbiased"] != pytest.approx(unraked.table.loc["yes", "unbiased"], abs=1e-3)
+
+
+def test_the_difference_between_domains_is_r_survey_s_contrast():
+    """Two domains of one sample share PSUs: the difference's SE is their joint linearization (R: svyby with
+    covmat = TRUE, then svycontrast), not the root of the sum of their variances."""
+    data = _api("apistrat")
+    design = DESIGNS["apistrat"][1]
+    reference = R["apistrat"]["difference"]
+    compared = compare(data, "awards", "year_round", "yes", "no", answer="yes", design=design)
+    assert [r.table.loc["yes", "estimate"] for r in compared.results] == pytest.approx(reference["domains"], abs=1e-9)
+    assert compared.difference == pytest.approx(reference["estimate"], abs=1e-9)
+    assert compared.se == pytest.approx(reference["se"], rel=1e-9)
+    assert compared.ci.low < compared.difference < compared.ci.high and "joint linearization" in compared.note
+    naive = np.hypot(*(r.table.loc["yes", "se"] for r in compared.results))
+    assert compared.se != pytest.approx(naive, rel=1e-4)
 
 
 @pytest.mark.parametrize("case", ["interior", "face", "latent classes"])
