@@ -19,7 +19,12 @@ from .xlsform_writer import write_xlsform
 __all__ = ["MAX_SHEET_ROWS", "MAX_WORKBOOK_BYTES", "read_xlsform", "write_xlsform"]
 
 #: Columns of the survey sheet this reader understands (besides label::, hint::, privacy:: ...).
-_SURVEY_COLUMNS = {"type", "name", "label", "hint", "required", "relevant", "constraint", "constraint_message"}
+_SURVEY_COLUMNS = {"type", "name", "label", "hint", "required", "relevant", "constraint", "constraint_message",
+                   "split_ballot", "control", "appearance"}
+#: Columns (and privacy:: parameters) whose cell is a mapping written as JSON text: a split ballot, a known-share
+#: control, a design's groups.
+_JSON_COLUMNS = ("split_ballot", "control")
+_JSON_PARAMETERS = ("groups",)
 _LOCALIZED = ("label", "hint", "constraint_message")
 #: Rows read from any one sheet (a survey has at most 1000 items; choices lists share a sheet)
 #: and the size of the workbook file: beyond them the form is refused before it is read on.
@@ -179,7 +184,8 @@ def _read(workbook, path: Path) -> dict:
             if used:
                 problems.add("survey", used[0][0], column, used[0][1],
                              "this column is not supported; remove it (deniable reads type, name, label, hint, required, "
-                             "relevant, constraint, constraint_message and the privacy:: columns)")
+                             "relevant, constraint, constraint_message, appearance, split_ballot, control and the "
+                             "privacy:: columns)")
     for column in header:
         for base in _LOCALIZED:
             if column == base and any(c.startswith(base + "::") for c in header):
@@ -308,6 +314,10 @@ def _read_item(number, record, kind, name, choices, localized, problems):
                      "randomizes each answer on the respondent's own device. Use garbling::answer and garbling::rate, "
                      "or a privacy::design")
     hint = localized(record, "hint", number)
+    appearance = _cell_text(record.get("appearance", "")).strip().lower()
+    if appearance and (appearance != "likert" or word != "select_one"):
+        problems.add("survey", number, "appearance", record["appearance"],
+                     "only 'likert' on a select_one is read (an ordered scale); layout appearances have no effect here")
     if word == "note":
         item.update(type="note", text=text)
         if hint:
@@ -336,7 +346,9 @@ def _read_item(number, record, kind, name, choices, localized, problems):
                 item["options"] = labels
         else:
             design = privacy.get("design") if isinstance(privacy, dict) else None
-            item["type"] = "multi_select" if word == "select_multiple" else "ordinal" if design == "ordinal" else "choice"
+            # an ordered scale: ODK's likert appearance, or implied by the ordinal design
+            scale = design == "ordinal" or appearance == "likert"
+            item["type"] = "multi_select" if word == "select_multiple" else "ordinal" if scale else "choice"
             item["options"] = options
     elif word in ("integer", "decimal"):
         item["type"] = "number"
@@ -369,7 +381,26 @@ def _read_item(number, record, kind, name, choices, localized, problems):
         item["constraint_message"] = message
     if privacy is not None:
         item["privacy"] = privacy
+    for column in _JSON_COLUMNS:
+        if _cell_text(record.get(column, "")):
+            value = _json_cell(record[column], number, column, problems)
+            if value is not None:
+                item[column] = value
     return item
+
+
+def _json_cell(value, number: int, column: str, problems: "_Problems"):
+    """A cell holding a mapping as JSON text (`xlsform_writer` writes them so), or None with a problem recorded."""
+    import json
+
+    try:
+        parsed = json.loads(_cell_text(value))
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        problems.add("survey", number, column, value, 'must be a mapping written as JSON, e.g. {"direct": "1/4"}')
+        return None
+    return parsed
 
 
 def _number(text: str):
@@ -412,6 +443,12 @@ def _privacy(number: int, record: dict, problems: _Problems):
             problems.add("survey", number, "privacy::design", design, "a public question takes no privacy parameters")
         return "none"
     _respondent_texts(number, params, problems)
+    for key in _JSON_PARAMETERS:
+        if key in params and isinstance(params[key], str):
+            parsed = _json_cell(params[key], number, f"privacy::{key}", problems)
+            if parsed is None:
+                return None
+            params[key] = parsed
     return {"design": design, **{key: value if not isinstance(value, str) else value.strip() for key, value in params.items()}}
 
 

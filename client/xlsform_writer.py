@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from . import skiplogic
+from .exact import canonical_json
 from .survey import Survey
+
+#: Question fields that are mappings, written as JSON text in a column of their own (read back by `read_xlsform`).
+STRUCTURED_COLUMNS = ("split_ballot", "control")
 
 
 def write_xlsform(survey: Survey, path) -> None:
@@ -31,9 +35,13 @@ def write_xlsform(survey: Survey, path) -> None:
     text_columns = {"companion": "companion", "randomizer": "randomizer::text"}
     privacy_columns = [f"privacy::{text_columns[p]}{s}" for p in params if p in text_columns for s in suffixes] + \
                       [f"privacy::{p}" for p in params if p not in text_columns]
+    # A question's split ballot and known-share control have a column each (their value as JSON), when used.
+    extras = [key for key in STRUCTURED_COLUMNS if any(isinstance(item, dict) and key in item for _, item in items)]
+    # An ordered scale whose design does not say so (k-ary RR on a scale, a public scale): ODK's likert appearance.
+    scales = any(isinstance(item, dict) and item.get("type") == "ordinal" for _, item in items)
     columns = ["type", "name", *[f"label{s}" for s in suffixes], *[f"hint{s}" for s in suffixes], "required",
-               "relevant", "constraint", *[f"constraint_message{s}" for s in suffixes], "privacy::design",
-               *privacy_columns]
+               "relevant", "constraint", *[f"constraint_message{s}" for s in suffixes], *(["appearance"] * scales),
+               "privacy::design", *privacy_columns, *extras]
     book = Workbook()
     sheet = book.active
     sheet.title = "survey"
@@ -67,7 +75,11 @@ def write_xlsform(survey: Survey, path) -> None:
                             text = value["text"] if key == "randomizer" else value
                             row.update(zip([f"privacy::{text_columns[key]}{s}" for s in suffixes], cells(text)))
                         elif key != "design":
-                            row[f"privacy::{key}"] = value
+                            # a design's groups (cheating detection, the lie detector) are a mapping: as JSON text
+                            row[f"privacy::{key}"] = canonical_json(value) if isinstance(value, (dict, list)) else value
+                for key in extras:
+                    if key in item:
+                        row[key] = canonical_json(item[key])
                 if qtype == "yes_no" and "options" in item:  # its own labels: a list of its own
                     row["type"] = f"select_one {item['id']}"
                     for option in item["options"]:
@@ -83,6 +95,8 @@ def write_xlsform(survey: Survey, path) -> None:
                         yes_no_written = True
                 elif qtype in ("choice", "ordinal", "multi_select"):
                     row["type"] = f"{'select_multiple' if qtype == 'multi_select' else 'select_one'} {item['id']}"
+                    if qtype == "ordinal":
+                        row["appearance"] = "likert"
                     for option in item["options"]:
                         if isinstance(option, dict):
                             choices.append((item["id"], option["value"], *cells(option["label"])))
@@ -122,7 +136,46 @@ def write_xlsform(survey: Survey, path) -> None:
     settings_sheet = book.create_sheet("settings")
     settings_sheet.append(list(settings))
     settings_sheet.append(list(settings.values()))
-    book.save(path)
+    import os
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        draft = os.path.join(folder, "form.xlsx")
+        book.save(draft)
+        _check_round_trip(survey, draft)
+        shutil.copyfile(draft, path)
+
+
+def _check_round_trip(survey: Survey, path) -> None:
+    """Read the form back: a survey it would carry changed (a field no column holds) is refused, before anything is
+    written where it was asked, with the first difference named; never a form that silently drops part of a design."""
+    from .errors import SpecError
+    from .xlsform import read_xlsform
+
+    try:
+        back = read_xlsform(path)
+        back = back if isinstance(back, Survey) else Survey.from_dict(back)
+        if back.hash == survey.hash:
+            return
+        difference = _first_difference(survey.to_dict(), back.to_dict())
+    except SpecError as error:
+        difference = str(error)
+    raise SpecError(f"xlsform: this survey cannot be written as an XLSForm without changing it ({difference}); "
+                    "keep it as YAML or JSON")
+
+
+def _first_difference(before, after, where: str = "survey") -> str:
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in list(before) + [k for k in after if k not in before]:
+            if before.get(key) != after.get(key):
+                return _first_difference(before.get(key), after.get(key), f"{where}.{key}")
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        for position, (one, other) in enumerate(zip(before, after)):
+            if one != other:
+                name = one.get("id", position) if isinstance(one, dict) else position
+                return _first_difference(one, other, f"{where}.{name}" if isinstance(name, str) else f"{where}[{name}]")
+    return f"{where}: {before!r} would read back as {after!r}"
 
 
 def _xlsform_expression(text):
