@@ -73,6 +73,10 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         result.versions = [v.label for v in loaded.versions_for(question_id)]
         if loaded.has_split_ballot(question_id):
             result.split_ballot = splitballot.comparison(result, loaded.direct_counts(question_id), level)
+        if loaded.repeated and len(loaded.waves) > 1:
+            from .waves import pooled_over_waves
+
+            result = pooled_over_waves(loaded, question_id, result, level, method, simultaneous)
         _check_control(result, question)
         return _localize(result, question, language)
     if isinstance(question_or_mechanism, Question):

@@ -12,10 +12,15 @@ panels and find coverage at or above the nominal level).
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
+
 from deniable.client.reports import WAVES
 
 from .errors import AnalysisError
 from .groups import Comparison, compare, subgroups
+from .results import MeanEstimate
 
 CONSERVATIVE = ("the standard error treats the waves as independent samples; when the same people answer both, "
                 "memoization makes their reports positively correlated, so the true error is smaller and this "
@@ -43,3 +48,48 @@ def compare_waves(loaded, question_id: str, first: str, second: str, answer=None
 def _require_waves(loaded):
     if not loaded.repeated:
         raise AnalysisError(f"survey {loaded.survey.id!r} is not repeated (repeated: true): its responses have no waves")
+
+
+def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, simultaneous: bool):
+    """A repeated survey's estimate over all its waves, with a standard error that holds under memoization. The pooled
+    counts treat every report as another person's; a person who answers in several waves sends correlated reports
+    (the same permanent one, re-randomized), so the naive SE was too small (over 100 simulated panels: stated 0.0164,
+    real spread 0.0216, the 95% interval covering 85%). The pooled share is Σ_w (n_w/N)·share_w, whose SE for any
+    correlation between the waves is at most Σ_w (n_w/N)·SE_w (Cauchy-Schwarz; the reports link no one's waves, so the
+    correlation cannot be estimated): that bound is the SE shown, and the intervals are the usual ones at the
+    effective n that widens them by the same factor."""
+    from .estimation import _estimate
+    from .weighted import _rounded
+
+    waves = by_wave(loaded, question_id, level, method)
+    if len(waves) < 2:
+        return pooled
+    total = sum(result.n for result in waves.values())
+    bound = {column: sum(result.n / total * result.table[column] for result in waves.values())
+             for column in ("se", "unbiased_se")}
+    naive = pooled.table["se"]
+    ratios = (bound["se"] / naive)[naive > 0]
+    factor = max(float(ratios.max()) if len(ratios) else 1.0, 1.0)
+    counts = np.asarray(pooled.counts)
+    effective = _rounded(counts / counts.sum(), counts.sum() / factor**2)
+    wide = _estimate(pooled.mechanism, effective, level, method, question_id, simultaneous, scores=pooled.scores)
+    table = pooled.table.copy()
+    table["se"], table["unbiased_se"] = bound["se"], bound["unbiased_se"]
+    table["ci_low"] = np.minimum(wide.table["ci_low"].to_numpy(), table["estimate"].to_numpy())
+    table["ci_high"] = np.maximum(wide.table["ci_high"].to_numpy(), table["estimate"].to_numpy())
+    mean = pooled.mean
+    if mean is not None and wide.mean is not None:
+        mean = MeanEstimate(mean.estimate, sum(r.n / total * r.mean.se for r in waves.values()),
+                            type(mean.ci)(min(wide.mean.ci.low, mean.estimate), max(wide.mean.ci.high, mean.estimate)),
+                            level, mean.method, mean.unbiased, sum(r.n / total * r.mean.unbiased_se for r in waves.values()))
+    note = (f"pooled over {len(waves)} waves of a panel: one person's memoized reports in several waves are "
+            "correlated, so the standard error is the bound Σ (n_wave/N)·SE_wave, valid whatever the correlation, and "
+            f"the intervals are {factor:.2f}× the independent-reports ones; estimate wave by wave (--by-wave) for "
+            "each wave's own figure")
+    covariance = pooled.covariance
+    result = dataclasses.replace(pooled, table=table, mean=mean, notes=[note, *pooled.notes],
+                                 covariance_source=None if covariance is None else covariance * factor**2)
+    result.__dict__.pop("covariance", None)
+    result.refit = lambda level, method, simultaneous: pooled_over_waves(
+        loaded, question_id, pooled.refit(level, method, simultaneous), level, method, simultaneous)
+    return result
