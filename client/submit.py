@@ -177,16 +177,18 @@ def post_response(base_url: str, survey_id: str, body: dict, *, retries: int = 4
 
 def submit(base_url: str, survey_id: str, answers: dict, token: str | None = None, *, retries: int = 4,
            backoff: float = 0.25, timeout: float = 10.0, rng=None, outbox: "Outbox | None" = None,
-           memo: "Memo | None" = None) -> Submission:
+           memo: "Memo | None" = None, arms: dict | None = None) -> Submission:
     """Randomize ``answers`` locally and send only the reports. Raises a `SubmitError` subclass.
 
     With an ``outbox``, a send that gets no final answer (no connection, or a status the server says to send again
     later: 429, 503, 507, …; `statuses.STATUS_TABLE`) keeps the randomized body there (``queued=True``) for
     `Outbox.flush` to deliver later, with the same idempotency key. A repeated
     survey needs the device's ``memo`` (`deniable.client.Memo`); the response names the wave open when the
-    survey was fetched, so one that arrives after that wave closed is refused, not counted in the next."""
+    survey was fetched, so one that arrives after that wave closed is refused, not counted in the next. A split-ballot
+    question needs ``arms``: the arm each was shown before it was answered (`SplitBallot.assign_arm`, drawn when the
+    app shows the question with the direct arm's notice), as `Survey.randomize` takes them."""
     survey, payload = _fetch(base_url, survey_id, retries, backoff, timeout)
-    reports = survey.randomize(answers, rng, memo=memo)
+    reports = survey.randomize(answers, rng, arms=arms, memo=memo)
     body = {"spec_hash": survey.hash, "idempotency_key": secrets.token_hex(16), "reports": reports}
     if token is not None:
         body["token"] = token

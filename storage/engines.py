@@ -165,7 +165,10 @@ class SQLiteEngine:
 
     def end_transaction(self, commit: bool):
         try:
-            self.execute("COMMIT" if commit else "ROLLBACK")
+            # SQLite rolls a transaction back itself on some errors (a full disk): a ROLLBACK then fails, and its
+            # error would hide the refusal that ended the transaction.
+            if commit or self.db.conn.in_transaction:
+                self.execute("COMMIT" if commit else "ROLLBACK")
         finally:
             self._release_writer_lock()
 
@@ -278,7 +281,7 @@ class PostgresEngine:
     #: value, so they do not all wait on one row lock until the other commits; reads sum them.
     counter_shards = 8
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, read_only: bool = False):
         try:
             from psycopg import RawCursor, RawServerCursor
         except ImportError:
@@ -293,6 +296,11 @@ class PostgresEngine:
         except Exception as error:  # psycopg_pool.PoolTimeout: the server is down or every connection busy
             raise Unavailable(f"the database is unavailable ({error.__class__.__name__}); try again in a moment",
                               "db") from None
+        # A reader's connection refuses every write (a read-only store could write on PostgreSQL); the setting is the
+        # session's, so `close` resets it before the pool lends the connection to a writer.
+        self.read_only = read_only
+        if read_only:
+            self.connection.execute("SET default_transaction_read_only = on")
 
     @staticmethod
     @functools.lru_cache(maxsize=512)
@@ -327,7 +335,8 @@ class PostgresEngine:
         except Exception as error:
             if self._lost(error):
                 raise Unavailable("the database connection was lost; send it again in a moment", "db") from None
-            raise
+            # as `execute`: a full disk while tokens are issued is a 507 saying nothing was stored, not a 500
+            raise refusal(error) or error from None
 
     def pipeline(self):
         return self.connection.pipeline()
@@ -399,11 +408,13 @@ class PostgresEngine:
 
     def close(self):
         self.rollback()
+        if self.read_only and not self.connection.broken:
+            self.connection.execute("RESET default_transaction_read_only")
         self.pool.putconn(self.connection)
 
 
 def open_engine(url: str, read_only: bool = False):
-    return PostgresEngine(str(url)) if is_postgres(url) else SQLiteEngine(str(url), read_only)
+    return PostgresEngine(str(url), read_only) if is_postgres(url) else SQLiteEngine(str(url), read_only)
 
 
 

@@ -496,7 +496,8 @@ export function postResponse(baseUrl: string, surveyId: string, body: ResponseBo
 /** Fetch the spec, randomize `answers` on this device, and send only the reports; with an `outbox`, a send
  * that gets no final answer keeps the randomized body there (queued: true, acknowledgement: null). */
 export function submit(baseUrl: string, surveyId: string, answers: Answers,
-                       options?: SendOptions & { token?: string | null; outbox?: Outbox | null; memo?: Memo | null }):
+                       options?: SendOptions & { token?: string | null; outbox?: Outbox | null; memo?: Memo | null;
+                                                  arms?: Record<string, "direct" | "randomized"> | null }):
   Promise<{ acknowledgement: Acknowledgement | null; reports: Reports; queued: boolean }>;
 
 /** True for a send that never got an answer from the server. */

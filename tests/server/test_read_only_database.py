@@ -127,3 +127,49 @@ def test_a_running_server_refuses_while_the_file_cannot_be_written_and_writes_ag
     assert outcomes["thawed"][0] == 201 and outcomes["frozen again"][0] == 201  # nothing kept read-only
     with storage.Store(str(database), read_only=True) as store:
         assert store.response_count("tax") == 20 + 3  # the refused response was not stored until sent again
+
+
+@pytest.mark.both_engines
+def test_a_read_only_store_cannot_write_on_either_engine_and_its_connection_writes_again_after(db_path, store, survey):
+    """Store(url, read_only=True) could write on PostgreSQL; its pooled connection must not stay read-only for the
+    writer the pool lends it to next."""
+    from deniable import storage
+
+    with storage.Store(db_path, read_only=True) as reader:
+        with pytest.raises(Exception, match="(?i)read-only|readonly|attempt to write"):
+            reader.execute("INSERT INTO settings (key, value) VALUES ('x', 'y')")
+        assert reader.get_survey("tax").id == "tax"
+    with storage.Store(db_path) as writer:
+        writer.set_setting("after", "reader")
+        assert writer.get_setting("after") == "reader"
+
+
+@pytest.mark.both_engines
+def test_a_full_disk_while_tokens_are_issued_is_a_507_saying_nothing_was_stored(store, survey, engine, monkeypatch):
+    """PostgresEngine.executemany skipped the refusal mapping: a full disk during token issue was a 500. On SQLite (a
+    real full database) the 507 was hidden too: SQLite had rolled the transaction back, and our ROLLBACK failed."""
+    from deniable import storage
+
+    class DiskFull(Exception):  # the name psycopg gives SQLSTATE 53100, and SQLite's words
+        def __str__(self):
+            return "could not extend file: No space left on device"
+
+    def full(*args, **kwargs):
+        raise DiskFull()
+
+    if engine == "postgresql":
+        class Cursor(store.engine.cursor):
+            executemany = full
+
+        monkeypatch.setattr(store.engine, "cursor", Cursor)
+    else:  # a real full database: no page beyond those it has
+        pages = store.execute("PRAGMA page_count").fetchone()[0]
+        store.execute(f"PRAGMA max_page_count = {pages}")
+    with pytest.raises(storage.errors.DiskFull) as refused:
+            store.issue_tokens("tax", 5000)
+    assert refused.value.status == 507 and "nothing was stored" in refused.value.message
+    storage.engines.LAST_FAILURE.clear()  # the process's health says so for a minute: not the next test's
+    monkeypatch.undo()
+    if engine == "sqlite":
+        store.execute("PRAGMA max_page_count = 1073741823")
+    assert store.token_counts("tax") == {"issued": 0, "used": 0}

@@ -5,8 +5,9 @@ import threading
 
 import pytest
 
-from deniable.client import AnswerError, ResponseRejected, SurveyClosed, SurveyNotFound, TokenAlreadyUsed, submit
+from deniable.client import AnswerError, ResponseRejected, Survey, SurveyClosed, SurveyNotFound, TokenAlreadyUsed, submit
 from deniable.client.submit import SpecMismatch, fetch_survey
+from tests.conftest import EXAMPLES
 from tests.server.conftest import ANSWERS
 
 pytestmark = pytest.mark.both_engines
@@ -215,3 +216,21 @@ def test_a_corrupted_outbox_is_set_aside_and_the_outbox_starts_empty(tmp_path, c
     assert len(outbox.entries()) == 1
     if content.strip():
         assert [p.name for p in tmp_path.iterdir() if ".corrupt-" in p.name]
+
+
+def test_submit_sends_a_split_ballot_with_the_arms_the_app_showed(live_server, store):
+    """submit() could not send a split-ballot survey: its error said "pass arms=…", which submit() did not take."""
+    from deniable.client import AnswerError
+
+    survey = Survey.from_file(EXAMPLES / "split_ballot.yaml")
+    store.add_survey(survey)
+    answers = {"region": "North", "dodged": "yes", "took": "same",  # crosswise and cheating detection: reports
+               "cheated": {"group": "a", "report": "no"}}
+    with pytest.raises(AnswerError, match="pass arms"):
+        submit(live_server, survey.id, answers)
+    arms = {qid: "randomized" for qid, q in survey.questions.items() if q.split_ballot is not None}
+    arms["dodged"] = "direct"
+    sent = submit(live_server, survey.id, answers, arms=arms)
+    assert sent.reports["dodged"] == {"arm": "direct", "report": "yes"}  # the direct arm: as given, announced
+    assert sent.reports["took"]["arm"] == "randomized"
+    assert store.response_count(survey.id) == 1

@@ -151,12 +151,14 @@ export async function postResponse(baseUrl, surveyId, body, options = {}) {
  * Resolves to {acknowledgement, reports, queued}: the reports are exactly what left (or will leave)
  * the device. With an `outbox`, a send that gets no final answer (no connection, or a status the server says to
  * send again later: 429, 503, 507, …; STATUS_TABLE) keeps the randomized body there (queued: true,
- * acknowledgement: null) for `outbox.flush()` to deliver later. A repeated survey needs
+ * acknowledgement: null) for `outbox.flush()` to deliver later. A split-ballot question needs `arms`: the arm each
+ * was shown before it was answered (question.splitBallot.assignArm(), drawn when the app shows it). A repeated survey needs
  * the device's `memo` (a Memo); the response names the wave open when the survey was fetched.
  */
-export async function submit(baseUrl, surveyId, answers, { token = null, outbox = null, memo = null, ...options } = {}) {
+export async function submit(baseUrl, surveyId, answers, { token = null, outbox = null, memo = null, arms = null,
+  ...options } = {}) {
   const { survey, hash, payload } = await fetchSurvey(baseUrl, surveyId, options);
-  const reports = survey.randomize(answers, { memo });
+  const reports = survey.randomize(answers, { memo, ...(arms ? { arms } : {}) });
   const body = { spec_hash: hash, idempotency_key: newIdempotencyKey(), reports };
   if (token) body.token = token;
   if (payload.wave !== undefined && payload.wave !== null) body.wave = payload.wave; // refused once that wave is closed

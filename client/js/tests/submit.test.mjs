@@ -141,3 +141,14 @@ test("an outbox takes a storage or {storage, key}, and refuses a storage of the 
   assert.throws(() => new Outbox({ storage: new Map() }), /no getItem, setItem, removeItem/);
   assert.throws(() => new Outbox({ storage, key: "" }), /key must be/);
 });
+
+test("submit sends a split ballot with the arms the app showed", async () => {
+  const split = { id: "sb", title: "Split", questions: [{ id: "dodged", type: "yes_no", text: "Dodged?",
+    split_ballot: { direct: "1/4" }, privacy: { design: "forced_response", truth: "1/2", yes: "1/4", no: "1/4" } }] };
+  const server = fakeServer([{ status: 200, body: { spec: split, hash: "h1" } }, { status: 201, body: { id: "r1" } }]);
+  const { reports } = await submit("http://x", "sb", { dodged: "yes" }, { fetch: server.fetch, arms: { dodged: "direct" } });
+  assert.deepEqual(reports.dodged, { arm: "direct", report: "yes" });
+  assert.deepEqual(server.calls[1].body.reports.dodged, { arm: "direct", report: "yes" });
+  const missing = fakeServer([{ status: 200, body: { spec: split, hash: "h1" } }]);
+  await assert.rejects(submit("http://x", "sb", { dodged: "yes" }, { fetch: missing.fetch }), /pass arms/);
+});
