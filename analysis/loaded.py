@@ -57,6 +57,8 @@ class LoadedSurvey:
         # end of a ``with`` block, or when it is garbage-collected, whichever comes first: a pooled connection never
         # closed made a process's 33rd `load` wait for the pool and fail.
         self._closer = weakref.finalize(self, close) if close is not None else None
+        if self._closer is not None:
+            self._closer.atexit = False  # at exit the process's connections go with it (the server may be gone first)
         self.versions = sorted(versions, key=lambda v: (v.number is None, v.number or 0))
         newest = self.versions[-1]
         self.survey = newest.survey  # the newest version: texts, order and conditions shown

@@ -234,9 +234,11 @@ def _from_server(base, survey_id, token, **chosen) -> LoadedSurvey:
 def _from_file(path: Path, spec, spec_hash) -> LoadedSurvey:
     if spec is None:
         raise LoadError(f"{path}: an export needs its spec (spec=path or Survey)")
-    survey = spec if isinstance(spec, Survey) else Survey.from_file(spec)
     if not path.exists():
         raise LoadError(f"{path}: no such file")
+    if isinstance(spec, (list, tuple)):
+        return _from_file_versions(path, [s if isinstance(s, Survey) else Survey.from_file(s) for s in spec])
+    survey = spec if isinstance(spec, Survey) else Survey.from_file(spec)
     if path.suffix.lower() == ".csv":
         return _from_table(pd.read_csv(path, dtype=str, keep_default_na=False), survey, spec_hash, str(path),
                            f"file:{path}")
@@ -249,6 +251,46 @@ def _from_file(path: Path, spec, spec_hash) -> LoadedSurvey:
     extras = [{name: value for name, value in r.items() if name not in _JSONL_FIELDS} for r in records]
     auxiliary = pd.DataFrame(extras, index=frame.index) if any(extras) else None
     return _loaded(frame, survey, spec_hash, waves, days, hashes, auxiliary, str(path), f"file:{path}")
+
+
+def _from_file_versions(path: Path, surveys: list) -> LoadedSurvey:
+    """An export of several versions (``deniable export --all-versions``) with the spec of each: one loaded version
+    per spec hash in the file, pooled as a database's versions are."""
+    by_hash = {survey.hash: survey for survey in surveys}
+    if path.suffix.lower() == ".csv":
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+        parts = {h: raw[raw["spec_hash"] == h] for h in dict.fromkeys(raw.get("spec_hash", []))}
+    else:
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        parts = {}
+        for line in lines:
+            parts.setdefault(json.loads(line).get("spec_hash"), []).append(line)
+    missing = [h for h in parts if h not in by_hash]
+    if missing:
+        raise LoadError(f"{path}: responses of version(s) {', '.join(str(h)[:12] for h in missing)} have no spec among "
+                        f"those given ({', '.join(h[:12] for h in by_hash)}); pass spec=[...] with every version's spec "
+                        "(the codebook beside the export lists them)", "spec")
+    versions = []
+    for number, survey in enumerate(surveys, 1):
+        if survey.hash not in parts:
+            continue
+        if path.suffix.lower() == ".csv":
+            loaded = _from_table(parts[survey.hash], survey, survey.hash, str(path), f"file:{path}")
+        else:
+            import tempfile
+
+            with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as part:
+                part.write("\n".join(parts[survey.hash]))
+            try:
+                loaded = _from_file(Path(part.name), survey, survey.hash)
+            finally:
+                Path(part.name).unlink()
+        version = loaded.versions[0]
+        version.number = number
+        versions.append(version)
+    if not versions:
+        raise LoadError(f"{path}: no responses", "spec")
+    return LoadedSurvey(versions, f"file:{path}")
 
 
 def _from_table(raw: pd.DataFrame, survey: Survey, spec_hash, name: str, source: str) -> LoadedSurvey:
@@ -296,17 +338,17 @@ def _loaded(frame, survey, spec_hash, waves, days, hashes, auxiliary, path: str,
             if wave not in (None, ""):
                 first[wave] = min(first.get(wave, day or ""), day or "")
         version.waves = sorted(first, key=lambda wave: (first[wave], wave))
-    return LoadedSurvey([version], f"file:{path}")
+    return LoadedSurvey([version], source)
 
 
 #: The fields of a JSONL export's record that are the response's own; any other is an auxiliary column.
-_JSONL_FIELDS = ("id", "spec_hash", "received_on", "wave", "reports")
+_JSONL_FIELDS = ("id", "spec_hash", "version", "received_on", "wave", "reports")
 
 
 def _export_columns(survey: Survey) -> set:
     """Every column a CSV export of ``survey`` writes for its responses; any other column of the file (design
     variables, data the researcher joined) is kept as an auxiliary column (`LoadedSurvey.auxiliary`)."""
-    columns = {"id", "spec_hash", "received_on", WAVE_COLUMN}
+    columns = {"id", "spec_hash", "version", "received_on", WAVE_COLUMN}
     for qid, question in survey.questions.items():
         columns |= {qid, group_column(qid), arm_column(qid), direct_column(qid)}
         if question.type == "multi_select":

@@ -409,7 +409,10 @@ class PostgresEngine:
     def close(self):
         self.rollback()
         if self.read_only and not self.connection.broken:
-            self.connection.execute("RESET default_transaction_read_only")
+            try:
+                self.connection.execute("RESET default_transaction_read_only")
+            except Exception:  # noqa: BLE001 - the server went away: never lend a connection that may still refuse writes
+                self.connection.close()
         self.pool.putconn(self.connection)
 
 

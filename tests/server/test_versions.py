@@ -299,6 +299,21 @@ def test_export_all_versions_in_every_format(runner, study, tmp_path):
     assert "cash_v1" not in frame.columns and "cash_v2" not in frame.columns
     assert frame["audited"].isna().sum() == FIRST
 
+    # read back with every version's spec, the export pools as the database does (load() refused a list of specs)
+    from deniable.analysis import estimate, load
+    from deniable.analysis.errors import LoadError
+
+    stored = load(db=study["db"], survey_id="tax", all_versions=True)
+    jsonl = tmp_path / "all.jsonl"
+    jsonl.write_text("\n".join(lines) + "\n")
+    for path in (output, jsonl):
+        read = load(path, spec=[first, second, third])
+        assert [v.n for v in read.versions] == [FIRST, SECOND, 50]
+        for qid in ("dodged", "fairness"):
+            assert estimate(read, qid).table.equals(estimate(stored, qid).table), (path.suffix, qid)
+        with pytest.raises(LoadError, match="have no spec among those given.*pass spec=\\[\\.\\.\\.\\] with every"):
+            load(path, spec=[first, second])
+
     refused = runner.invoke(main, ["export", "tax", *db, "--all-versions", "--version", "1"])
     assert refused.exit_code == 2 and "--all-versions" in refused.output
 
