@@ -260,7 +260,7 @@ def submit_form(survey_id):
     grouped = {f"{qid}.group" for qid in offline if isinstance(survey.questions[qid].mechanism, GroupedMechanism)}
     split = {arm_column(qid) for qid in offline if survey.questions[qid].split_ballot is not None}
     unknown = sorted(set(request.form) - offline - grouped - split
-                     - {"spec_hash", "idempotency_key", "token", "lang", "form_key"})
+                     - {"spec_hash", "idempotency_key", "token", "lang", "form_key", "wave"})
     if unknown:
         return _message(422, words["check_heading"], words["cannot_accept"], language=language, words=words)
     reports = {}
@@ -296,9 +296,12 @@ def submit_form(survey_id):
     shown = set(survey.shown(reports))
     reports = {qid: report for qid, report in reports.items() if qid in shown}  # answered, but not asked of them
     try:
+        # the wave the form was served in: a form left open past its wave is refused, not counted in the next
         store.submit(survey_id, record.hash, request.form.get("idempotency_key"), reports,
-                     request.form.get("token") or None, answerable=offline)
-    except storage.Gone:
+                     request.form.get("token") or None, answerable=offline, wave=request.form.get("wave") or None)
+    except storage.Gone as error:
+        if error.field == "wave":  # the wave this form was served in has closed: not counted in the next
+            return _message(410, words["no_wave_heading"], words["no_wave_message"], language=language, words=words)
         return _message(410, words["closed_heading"], words["closed_message"], language=language, words=words)
     except storage.Conflict as error:
         if error.field == "wave":

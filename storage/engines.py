@@ -225,7 +225,7 @@ class SQLiteEngine:
     def without_rowid(self) -> str:
         return " WITHOUT ROWID"
 
-    def lock_rows(self, table: str) -> str:
+    def lock_rows(self, table: str, shared: bool = False) -> str:
         return ""  # BEGIN IMMEDIATE: one writer at a time already
 
     def compact(self) -> tuple[int, int]:
@@ -382,9 +382,10 @@ class PostgresEngine:
     def without_rowid(self) -> str:
         return ""
 
-    def lock_rows(self, table: str) -> str:
-        """The clause that locks the rows a SELECT read from ``table`` until the transaction ends."""
-        return f" FOR UPDATE OF {table}"
+    def lock_rows(self, table: str, shared: bool = False) -> str:
+        """The clause that locks the rows a SELECT read from ``table`` until the transaction ends (``shared``: against
+        writers of those rows only, not against other shared holders)."""
+        return f" FOR {'SHARE' if shared else 'UPDATE'} OF {table}"
 
     def compact(self) -> tuple[int, int]:
         # Heap tables keep rows where they were inserted: CLUSTER rewrites them in key order.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def migrate_to_1(engine):
@@ -179,8 +179,17 @@ def migrate_to_8(engine):
     engine.execute("CREATE UNIQUE INDEX idx_tokens_survey_id_slot ON tokens (survey_id, slot)")
 
 
+def migrate_to_9(engine):
+    """One open wave per survey, held by the database itself (a partial unique index), not only by the code that opens
+    them: two concurrent opens on PostgreSQL had left two open. Waves such a race left open are closed first, all but
+    the last opened."""
+    engine.execute("UPDATE waves SET closed_on = opened_on WHERE closed_on IS NULL AND position < "
+                   "(SELECT MAX(w.position) FROM waves w WHERE w.survey_id = waves.survey_id AND w.closed_on IS NULL)")
+    engine.execute("CREATE UNIQUE INDEX idx_waves_one_open ON waves (survey_id) WHERE closed_on IS NULL")
+
+
 MIGRATIONS = {1: migrate_to_1, 2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6,
-              7: migrate_to_7, 8: migrate_to_8}
+              7: migrate_to_7, 8: migrate_to_8, 9: migrate_to_9}
 
 
 def rebuild_counts(engine):

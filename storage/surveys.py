@@ -195,6 +195,7 @@ class Surveys:
             raise Invalid(f"wave: a label of 1 to 64 letters, digits, spaces or . _ : - (starting with a letter or "
                           f"digit), such as 2026-11 or wave 2, got {label!r}", "wave")
         with self.transaction():
+            self._lock_survey(survey_id)
             if self._one("SELECT label FROM waves WHERE survey_id = ? AND label = ?", [survey_id, label]) is not None:
                 raise Conflict(f"wave: survey {survey_id!r} has a wave {label!r} already; choose a new label", "wave")
             self.execute("UPDATE waves SET closed_on = ? WHERE survey_id = ? AND closed_on IS NULL", [today(), survey_id])
@@ -209,12 +210,21 @@ class Surveys:
         """Close the open wave: no response is accepted until the next one opens."""
         self.require_repeated(survey_id)
         with self.transaction():
+            self._lock_survey(survey_id)  # waits for the responses being stored into the wave, then closes it
             open_wave = self.open_wave_label(survey_id)
             if open_wave is None:
                 raise Conflict(f"wave: survey {survey_id!r} has no open wave", "wave")
             self.execute("UPDATE waves SET closed_on = ? WHERE survey_id = ? AND label = ?", [today(), survey_id, open_wave])
             self._audit_if(actor, "wave closed", survey_id, open_wave)
         return next(w for w in self.waves(survey_id) if w["label"] == open_wave)
+
+    def _lock_survey(self, survey_id: str, shared: bool = False):
+        """Inside a transaction, hold the survey's row until it ends (PostgreSQL; SQLite writes one at a time): opening
+        and closing a wave take it exclusively, so two of them run one after the other (two concurrent opens left two
+        waves open; one label opened twice answered a 500), and a response to a repeated survey takes it shared, so a
+        close waits for the responses being stored into its wave (7 were committed into a wave after its close had
+        returned)."""
+        self.execute("SELECT id FROM surveys s WHERE id = ?" + self.engine.lock_rows("s", shared), [survey_id])
 
     def open_wave_label(self, survey_id: str) -> str | None:
         if not self.layout.has_waves:

@@ -190,7 +190,12 @@ class Writes:
         """The wave a response joins: None for a survey asked once; else the open wave, which a named one must be."""
         if record.survey.repeated is None:
             return None
-        open_label = self._in_transaction("wave", survey_id, lambda: self.open_wave_label(survey_id))
+
+        def read_open_wave():
+            self._lock_survey(survey_id, shared=True)  # held to the commit: the wave cannot close under this response
+            return self.open_wave_label(survey_id)
+
+        open_label = self._in_transaction("wave", survey_id, read_open_wave)
         if wave is not None and wave != open_label:
             if self._one("SELECT label FROM waves WHERE survey_id = ? AND label = ?", [survey_id, wave]) is None:
                 raise Invalid(f"wave: survey {survey_id!r} has no wave {wave!r}", "wave")
