@@ -38,14 +38,19 @@ from .errors import AnalysisError
 class RandomizedLogit(GenericLikelihoodModel):
     """P(y = 1 | x) = q + (p − q)·σ(xβ) for a randomized-response outcome y."""
 
-    def __init__(self, endog, exog, p: float, q: float, **kwargs):
+    def __init__(self, endog, exog, p: float, q: float, case_weights=None, **kwargs):
         super().__init__(endog, exog, **kwargs)
         self.p_yes, self.q_yes = p, q
+        # a sample's design weights (a pseudo-likelihood); None: every respondent counts once
+        self.case_weights = None if case_weights is None else np.asarray(case_weights, dtype=float)
+
+    def _weighted(self, values):
+        return values if self.case_weights is None else self.case_weights.reshape((-1,) + (1,) * (values.ndim - 1)) * values
 
     def nloglikeobs(self, params):
         probability = self.q_yes + (self.p_yes - self.q_yes) * expit(self.exog @ params)
         probability = np.clip(probability, 1e-15, 1 - 1e-15)
-        return -(self.endog * np.log(probability) + (1 - self.endog) * np.log1p(-probability))
+        return self._weighted(-(self.endog * np.log(probability) + (1 - self.endog) * np.log1p(-probability)))
 
     def score_obs(self, params):
         linear = self.exog @ params
@@ -53,7 +58,7 @@ class RandomizedLogit(GenericLikelihoodModel):
         probability = np.clip(self.q_yes + (self.p_yes - self.q_yes) * sigma, 1e-15, 1 - 1e-15)
         derivative = (self.p_yes - self.q_yes) * sigma * (1 - sigma)
         weight = (self.endog / probability - (1 - self.endog) / (1 - probability)) * derivative
-        return weight[:, None] * self.exog
+        return self._weighted(weight[:, None] * self.exog)
 
     def score(self, params):
         return self.score_obs(params).sum(axis=0)
@@ -69,7 +74,7 @@ class RandomizedLogit(GenericLikelihoodModel):
         y = self.endog
         first = y / probability - (1 - y) / (1 - probability)
         second = -y / probability**2 - (1 - y) / (1 - probability) ** 2
-        weights = second * d1**2 + first * d2
+        weights = self._weighted(second * d1**2 + first * d2)
         return (self.exog * weights[:, None]).T @ self.exog
 
 
@@ -236,7 +241,7 @@ def _quietly(model, start, fit_kwargs):
 
 
 def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = None, *, intercept: bool = True,
-             firth: bool = False, **fit_kwargs):
+             firth: bool = False, design=None, **fit_kwargs):
     """Fit the design-adjusted logistic regression; returns statsmodels results with ``params``,
     ``bse``, ``conf_int()`` and ``summary()`` indexed by term (``Intercept`` first).
 
@@ -251,11 +256,20 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = N
     share of exactly 0 or 1) is named in a `SeparationWarning` and in ``result.boundary_terms``.
     ``firth=True`` maximises Firth's penalized likelihood instead (`FirthRandomizedLogit`): finite coefficients
     and less small-sample bias, Wald standard errors from the penalized information; yes/no designs only.
+
+    ``design``: a `SampleDesign` (with a formula over loaded data): the weighted pseudo-likelihood, and the
+    sandwich covariance H⁻¹·V(scores)·H⁻¹ whose middle is the design-based covariance of the respondents' scores
+    (PSU totals within strata, fpc, raking), with t tests on the design's degrees of freedom.
     """
     if isinstance(question_or_mechanism, str):
         if covariates is not None:
             raise TypeError("logistic(formula, data): the covariates come from the formula")
+        if design is not None:
+            return _design_logistic(question_or_mechanism, reports, design, firth, fit_kwargs)
         return _from_formula(question_or_mechanism, reports, {**fit_kwargs, "firth": firth})
+    if design is not None:
+        raise AnalysisError("design: give it with a formula over loaded data (logistic('y ~ x', data, design=...)), "
+                            "whose columns it names", "design")
     if covariates is None:
         raise TypeError("logistic(question, reports, covariates): covariates are required (or use a formula)")
     mechanism = question_or_mechanism.mechanism if isinstance(question_or_mechanism, Question) else question_or_mechanism
@@ -370,3 +384,64 @@ def _names(terms: str) -> list[str]:
 
 def _all_questions(data) -> list[str]:
     return [qid for version in data.versions for qid in version.survey.questions]
+
+
+def _design_logistic(formula: str, data, design, firth: bool, fit_kwargs: dict):
+    """`logistic` with a sample design: weights in the likelihood, the design-based sandwich for the covariance."""
+    import patsy
+
+    from .sampling import SampleDesign
+
+    if not isinstance(design, SampleDesign):
+        raise AnalysisError(f"design: expected a SampleDesign, got {type(design).__name__}", "design")
+    if firth:
+        raise AnalysisError("firth=True: the penalized fit has no design-based version here; drop one of them")
+    if not hasattr(data, "design_frame"):
+        raise TypeError("logistic(formula, data, design=...) needs data from deniable.analysis.load()")
+    outcome, terms = (part.strip() for part in formula.split("~", 1)) if formula.count("~") == 1 else (None, None)
+    if outcome is None:
+        raise AnalysisError(f"formula {formula!r}: write it as 'outcome ~ covariates', e.g. 'drugs ~ C(region) + age'")
+    question = data.question(outcome)
+    mechanism = question.mechanism
+    if isinstance(mechanism, GroupedMechanism) or mechanism.answers != ["yes", "no"]:
+        raise AnalysisError(f"{outcome}: a design-based logistic regression needs a yes/no question without "
+                            "compliance classes", "design")
+    used = [qid for qid in _names(terms) if qid in set(_all_questions(data))]
+    randomized = [qid for qid in used if data.question(qid).is_private]
+    if randomized:
+        raise AnalysisError(f"formula: {', '.join(randomized)} {'is' if len(randomized) == 1 else 'are'} randomized; "
+                            "covariates must be public questions (privacy: none), whose answers are known")
+    frame = data.design_frame(outcome, [*used, *design.column_names()])
+    sample = design.resolve(frame)  # every response keeps its PSU, also one the model leaves out
+    for qid in used:
+        covariate = data.question(qid)
+        if covariate.type == "number":
+            frame[qid] = pd.to_numeric(frame[qid])
+        elif covariate.type in ("choice", "ordinal", "yes_no"):
+            levels = ["no", "yes"] if covariate.type == "yes_no" else covariate.options
+            frame[qid] = pd.Categorical(frame[qid], categories=levels)
+    if question.split_ballot is not None:
+        frame[outcome] = frame[outcome].map(lambda report: _randomized_arm(question.split_ballot, report))
+    frame = frame.assign(**{outcome: frame[outcome].where(frame[outcome].map(lambda r: not _missing(r)))})
+    try:
+        exog = patsy.dmatrix(terms, frame, return_type="dataframe", NA_action="drop")
+    except patsy.PatsyError as error:
+        raise AnalysisError(f"formula {formula!r}: {error}") from None
+    exog = exog[frame.loc[exog.index, outcome].notna().to_numpy()]
+    channel = channels.binary_channel(mechanism)
+    rows = frame.index.get_indexer(exog.index)
+    endog = pd.Series((frame[outcome].iloc[rows] == mechanism.reports[0]).astype(float).to_numpy(), index=exog.index,
+                      name="report_yes")
+    weights = sample.weights[rows] / sample.weights[rows].mean()  # scale-free: the estimate does not depend on it
+    model = RandomizedLogit(endog, exog, channel.p, channel.q, case_weights=weights)
+    fitted = _fit(model, [np.zeros(exog.shape[1])], fit_kwargs)
+    params = np.asarray(fitted.params)
+    scores = np.zeros((len(frame), exog.shape[1]))
+    scores[rows] = model.score_obs(params)  # weighted; zero for the responses the model leaves out
+    bread = np.linalg.pinv(model.hessian(params))
+    fitted.cov_params_default = bread @ sample.covariance(scores) @ bread
+    fitted.normalized_cov_params = fitted.cov_params_default
+    fitted.use_t, fitted.df_resid = True, sample.df
+    fitted.sample = sample.description
+    fitted._cache = {}  # statsmodels caches bse and the tests it derives: from the covariance set here
+    return _judge_boundary(LikelihoodResultsWrapper(fitted), False)
