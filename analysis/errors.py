@@ -19,3 +19,7 @@ class PoolingError(LoadError):
 
 class OutOfTime(AnalysisError):
     """A computation under a time limit (`spread.time_limit`) was not finished when it ran out."""
+
+
+class DesignNotSupported(AnalysisError):
+    """A question whose design-based estimate is not available (`weighted.design_estimate` says which)."""

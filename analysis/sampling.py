@@ -67,6 +67,13 @@ class SampleDesign:
             parts.append(f"raked to {', '.join(map(str, self.rake))}")
         return ", ".join(parts) or "equal weights, no strata or clusters"
 
+    @classmethod
+    def of(cls, survey) -> "SampleDesign | None":
+        """The design a survey's spec names (``sample: {strata: region, …}``), or None: what `deniable estimate` and
+        the dashboard use unless told ``--design none``."""
+        sample = getattr(survey, "sample", None)
+        return cls(**sample) if sample else None
+
     def column_names(self) -> list:
         """The columns of the data this design names."""
         return list(dict.fromkeys(v for v in (self.weights, self.strata, self.clusters, self.fpc, *(self.rake or {}))

@@ -11,7 +11,7 @@ import pandas as pd
 from deniable.client.exact import csv_row
 from deniable.client.reports import WAVES
 
-from .errors import PoolingError
+from .errors import AnalysisError, DesignNotSupported, PoolingError
 from .estimation import nothing_to_estimate
 from .groups import subgroup_frame, subgroups
 from .loaded import LoadedSurvey
@@ -55,6 +55,20 @@ def _csv_cell(cell):
     return cell
 
 
+def estimate_with_design(data: LoadedSurvey, question_id: str, design, **options):
+    """``question_id``'s estimate with ``design``; where no design-based estimate exists for it yet (multi-select),
+    the simple random sample's, saying so first among its notes (the CLI and the dashboard show every question)."""
+    if design is None:
+        return data.estimate(question_id, **options)
+    try:
+        return data.estimate(question_id, design=design, **options)
+    except DesignNotSupported as error:
+        result = data.estimate(question_id, **options)
+        result.notes.insert(0, f"NOT design-based ({error.message.split(': ', 1)[-1].split(';')[0]}): shown as if a "
+                               "simple random sample")
+        return result
+
+
 def question_ids(data: LoadedSurvey) -> list[str]:
     """Every question of the loaded versions: the newest version's order, then questions that only
     older versions asked (their data stay reachable)."""
@@ -75,11 +89,15 @@ def _wave_change(data: LoadedSurvey, question_id: str, level: float, waves: list
 
 
 def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, level: float = 0.95,
-                   simultaneous: bool = False, language: str | None = None) -> EstimateTable:
+                   simultaneous: bool = False, language: str | None = None, design=None) -> EstimateTable:
     """Estimates of ``questions`` (default: all with reports) as one long table. Unless asked for by name (when
     the error is raised), a question is left out, with the reason, where pooled data changed its randomization
     between versions (``refused``) or it has nothing to estimate from yet (``empty``: an optional question nobody
-    answered, a split ballot's randomized arm early in fieldwork): the others are still estimated."""
+    answered, a split ballot's randomized arm early in fieldwork): the others are still estimated. ``design``: a
+    `SampleDesign` for every estimate (groups of ``by`` as domains); not with waves."""
+    if design is not None and by == WAVES:
+        raise AnalysisError("design-based estimates wave by wave are not available yet: estimate the waves without "
+                            "the design (--design none), or one wave's export with it")
     wanted = list(questions or []) or [q for q in question_ids(data) if q != by]
     frames, texts, refused, empty = [], [], [], []
     for qid in wanted:
@@ -96,7 +114,7 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
                 continue
         if by:
             what = "wave" if by == WAVES else by
-            results = subgroups(data, qid, by, level, simultaneous=simultaneous)
+            results = subgroups(data, qid, by, level, simultaneous=simultaneous, design=design)
             empty += [f"{qid} among {what} = {value}: {nothing_to_estimate(data, qid, by, value)}"
                       for value in data.levels(by) if value not in results]
             if not results:
@@ -109,7 +127,7 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
                 text += "\n" + _wave_change(data, qid, level, list(results))
             texts.append(text)
         else:
-            result = data.estimate(qid, level, simultaneous=simultaneous, language=language)
+            result = estimate_with_design(data, qid, design, level=level, simultaneous=simultaneous, language=language)
             frame = result.to_frame().reset_index().rename(columns={result.table.index.name: "answer"})
             texts.append(result.summary().as_text())
             if result.mean is not None:

@@ -22,7 +22,7 @@ from deniable.client.mechanisms import UnaryMechanism
 
 from . import channels, compliance, likelihood
 from .counting import key, report_positions
-from .errors import AnalysisError
+from .errors import AnalysisError, DesignNotSupported
 from .results import MeanEstimate
 from .sampling import SampleDesign, design_effect, fit_jacobian
 
@@ -39,7 +39,7 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     question = loaded.question(question_id)
     mechanism = question.mechanism
     if isinstance(mechanism, UnaryMechanism):
-        raise AnalysisError(f"{question_id}: a multi-select question has no design-based estimate yet; estimate each "
+        raise DesignNotSupported(f"{question_id}: a multi-select question has no design-based estimate yet; estimate each "
                             "option as its own yes/no question, or without design=", "design")
     names = design.column_names() + ([by] if by is not None and by not in design.column_names() else [])
     frame = loaded.design_frame(question_id, names)

@@ -36,6 +36,7 @@ MAX_UNPACKED_BYTES = 64 * 1024 * 1024
 MAX_PART_BYTES = 16 * 1024 * 1024
 MAX_PARTS = 1000
 _SETTINGS = {"form_id", "form_title", "version", "default_language", "description", "layout", "max_epsilon", "repeated",
+             "sample",
              "instant_epsilon"}
 _NAMED_LANGUAGES = {"english": "en", "spanish": "es", "español": "es", "french": "fr", "français": "fr",
                     "portuguese": "pt", "português": "pt", "arabic": "ar", "swahili": "sw", "kiswahili": "sw",
@@ -247,6 +248,8 @@ def _read(workbook, path: Path) -> dict:
     if not problems.items and not sections and not loose:
         problems.add("survey", None, None, None, "the form has no questions")
     repeated = _repeated_setting(settings, problems)
+    sample = (_json_cell(settings["sample"], 2, "sample", problems, "settings") if _cell_text(settings.get("sample", ""))
+              else None)
     page_words = _read_page_words(sheets.get("ui"), default, problems)
     if problems.items:
         count = len(problems.items)
@@ -263,6 +266,8 @@ def _read(workbook, path: Path) -> dict:
         spec["default_language"] = default
     if page_words:
         spec["page_words"] = page_words
+    if sample:
+        spec["sample"] = sample
     for section in sections:
         section["questions"] = [item for _, item in section["questions"]]
     if sections:
@@ -389,7 +394,7 @@ def _read_item(number, record, kind, name, choices, localized, problems):
     return item
 
 
-def _json_cell(value, number: int, column: str, problems: "_Problems"):
+def _json_cell(value, number: int, column: str, problems: "_Problems", sheet: str = "survey"):
     """A cell holding a mapping as JSON text (`xlsform_writer` writes them so), or None with a problem recorded."""
     import json
 
@@ -398,7 +403,7 @@ def _json_cell(value, number: int, column: str, problems: "_Problems"):
     except ValueError:
         parsed = None
     if not isinstance(parsed, dict):
-        problems.add("survey", number, column, value, 'must be a mapping written as JSON, e.g. {"direct": "1/4"}')
+        problems.add(sheet, number, column, value, 'must be a mapping written as JSON, e.g. {"direct": "1/4"}')
         return None
     return parsed
 

@@ -123,6 +123,8 @@ def write_xlsform(survey: Survey, path) -> None:
     for key in ("version", "layout", "default_language", "max_epsilon"):
         if key in spec:
             settings[key] = spec[key]
+    if "sample" in spec:  # the sample design the analysis uses by default: as JSON
+        settings["sample"] = canonical_json(spec["sample"])
     if "repeated" in spec:  # a panel: repeated = yes, and the instantaneous layer's ε when the spec sets one
         settings["repeated"] = "yes"
         if isinstance(spec["repeated"], dict):

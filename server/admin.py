@@ -206,7 +206,7 @@ def estimates_download(survey_id, fmt, number=None):
         store.find_version(survey_id, version=number)  # an unknown version is a 404 page
     try:
         data = load(store=store, survey_id=survey_id, version=number, all_versions=number is None)
-        table = estimate_table(data)
+        table = estimate_table(data, design=_spec_design(data))
     except DeniableError as error:
         return render_template("message.html", heading="Cannot estimate", message=str(error), error=True), 422
     which = "pooled" if number is None else f"v{number}"
@@ -215,10 +215,18 @@ def estimates_download(survey_id, fmt, number=None):
         headers={"Content-Disposition": f'attachment; filename="{survey_id}-{which}-estimates.{fmt}"'})
 
 
+def _spec_design(data):
+    """The sample design the survey's spec names (None: a simple random sample), as `deniable estimate` uses it."""
+    from deniable.analysis import SampleDesign
+
+    return SampleDesign.of(data.survey)
+
+
 def _estimates_page(survey_id, version: int | None = None, pooled: bool = False):
     from deniable.analysis import LoadError, PoolingError, load  # the dashboard is the server's one use of analysis
     from deniable.analysis.estimation import nothing_to_estimate
     from deniable.analysis.planning import UNINFORMATIVE_MARGIN
+    from deniable.analysis.tables import estimate_with_design
     from deniable.client.laplace import LaplaceMechanism
 
     store = get_store()
@@ -247,7 +255,7 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
         elif (empty := nothing_to_estimate(data, qid)) is not None:
             chart["error"] = empty
         else:
-            result = data.estimate(qid)
+            result = estimate_with_design(data, qid, _spec_design(data))
             chart.update(n=result.n, method=result.method, simultaneous=result.simultaneous, notes=result.notes,
                          certified=result.converged, certificate=result.certificate)
             described = result.fit.describe()

@@ -534,8 +534,11 @@ def _write_chunks(path: Path, chunks, binary: bool):
 @click.option("--spec-hash", help="Estimate this version (its hash, or a unique prefix such as the 12 characters shown).")
 @click.option("--all-versions", is_flag=True,
               help="Pool every version, question by question where its randomization is the same in all of them.")
+@click.option("--design", "design_choice", type=click.Choice(["spec", "none"]), default="spec", show_default=True,
+              help="The sample design the spec names (sample: strata, clusters, weights), or none: as if a simple "
+                   "random sample.")
 def estimate_command(survey_id, db_path, url, token, by, by_wave, questions, level, simultaneous, fmt, language, version,
-                     spec_hash, all_versions):
+                     spec_hash, all_versions, design_choice):
     """Debiased estimates with standard errors and confidence intervals for every question."""
     from deniable.analysis import estimate_table, load
 
@@ -550,11 +553,16 @@ def estimate_command(survey_id, db_path, url, token, by, by_wave, questions, lev
     chosen = {"version": version, "spec_hash": spec_hash, "all_versions": all_versions}
     data = load(url=url, survey_id=survey_id, token=token, **chosen) if url else \
         load(db=db_path, survey_id=survey_id, **chosen)
-    table = estimate_table(data, questions, by, level, simultaneous, language)
+    from deniable.analysis import SampleDesign
+
+    design = SampleDesign.of(data.survey) if design_choice == "spec" else None
+    table = estimate_table(data, questions, by, level, simultaneous, language, design=design)
     if fmt == "table":
         which = (f"versions {', '.join(v.label for v in data.versions)} pooled" if data.pooled
                  else f"version {data.versions[0].label}")
-        click.echo(f"Survey {survey_id!r}, {which}, {data.n} responses ({data.source})\n")
+        click.echo(f"Survey {survey_id!r}, {which}, {data.n} responses ({data.source})")
+        click.echo(f"Sample design: {design.describe()} (the spec's sample; --design none for a simple random sample)\n"
+                   if design is not None else "Sample design: none (a simple random sample)\n")
         left_out = "\n".join([f"Not pooled: {message}" for message in table.refused]
                              + [f"Not estimated: {message}" for message in table.empty])
         click.echo("\n\n".join(table.texts + ([left_out] if left_out else [])))

@@ -282,3 +282,50 @@ def test_a_randomized_outcome_s_design_based_coefficient_covers_the_truth():
         low, high = logistic("y ~ x", data, design=design).conf_int().loc["x"]
         covered += low <= marginal <= high
     assert covered / 120 >= 0.90, covered
+
+
+def test_a_design_named_in_the_spec_is_the_default_of_the_cli_and_the_dashboard(tmp_path):
+    """``sample: {strata: region}``: `deniable estimate` and the dashboard use it and say so, with the same figures as
+    estimate(design=...) in Python; ``--design none`` is the simple random sample's view."""
+    import random
+
+    from click.testing import CliRunner
+
+    from deniable import storage
+    from deniable.server import create_app
+    from deniable.server.cli import main
+    from tests.conftest import EXAMPLES
+    from tests.server.conftest import sign_in
+
+    spec = Survey.from_file(EXAMPLES / "tax.yaml").to_dict()
+    survey = Survey.from_dict({**spec, "sample": {"strata": "region"}})
+    db = str(tmp_path / "s.db")
+    rng = random.Random(5)
+    with storage.Store(db) as store:
+        store.add_survey(survey)
+        for i in range(120):
+            answers = {"dodged": rng.choice(["yes", "no"]), "region": rng.choice(["North", "South", "East", "West"]),
+                       "cash": "Salary", "fairness": "Agree", "undeclared": [], "hours": 10}
+            store.submit("tax", survey.hash, f"key-{i:08d}", survey.randomize(answers))
+    expected = estimate(load(db=db, survey_id="tax"), "dodged", design=SampleDesign(strata="region"))
+    plain = estimate(load(db=db, survey_id="tax"), "dodged")
+    runner = CliRunner()
+    shown = runner.invoke(main, ["estimate", "tax", "--db", db, "--question", "dodged"])
+    assert shown.exit_code == 0 and "Sample design: strata 'region' (the spec's sample" in shown.output
+    assert "Sample: design-based (strata 'region')" in shown.output
+    as_csv = pd.read_csv(__import__("io").StringIO(runner.invoke(main, ["estimate", "tax", "--db", db, "--question",
+                                                                      "dodged", "--format", "csv"]).stdout))
+    assert as_csv["se"].to_numpy() == pytest.approx(expected.table["se"].to_numpy(), rel=1e-12)
+    unweighted = pd.read_csv(__import__("io").StringIO(runner.invoke(main, [
+        "estimate", "tax", "--db", db, "--question", "dodged", "--format", "csv", "--design", "none"]).stdout))
+    assert unweighted["se"].to_numpy() == pytest.approx(plain.table["se"].to_numpy(), rel=1e-12)
+    assert expected.table["se"].iloc[0] != pytest.approx(plain.table["se"].iloc[0], rel=1e-6)
+    client = create_app({"DATABASE": db, "ADMIN_TOKEN": "test-admin-token", "TESTING": True,
+                         "RATELIMIT_ENABLED": False}).test_client()
+    sign_in(client)
+    page = client.get("/admin/surveys/tax").get_data(as_text=True)
+    assert "design-based: strata &#39;region&#39;" in page or "design-based: strata 'region'" in page
+    download = pd.read_csv(__import__("io").StringIO(client.get("/admin/surveys/tax/versions/1/estimates.csv")
+                                                    .get_data(as_text=True)))
+    dodged = download[download["question"] == "dodged"]
+    assert dodged["se"].to_numpy() == pytest.approx(expected.table["se"].to_numpy(), rel=1e-12)

@@ -20,7 +20,7 @@ export const MAX_OPTIONS = 1000;
 export const MAX_SECTIONS = 200;
 const MAX_TEXT_LENGTH = 5000;
 const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
-const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated", "page_words"];
+const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated", "page_words", "sample"];
 const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions"];
 const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control", "split_ballot"];
 const NOTE_FIELDS = ["id", "type", "text", "hint", "relevant"];
@@ -338,6 +338,9 @@ export class Survey {
     if (spec.page_words != null && !isMapping(spec.page_words)) throw new SpecError(`survey.page_words: a mapping of language to {word: text}, got ${show(spec.page_words)}`);
     /** Page words the survey completes or overrides per language (checked in full by the Python twin, which fields it). */
     this.pageWords = spec.page_words ?? {};
+    // The sample design the analysis uses (public questions only); nothing on the device depends on it.
+    if (spec.sample != null && !isMapping(spec.sample)) throw new SpecError(`survey.sample: a mapping of weights, strata, clusters, fpc to public question ids, got ${show(spec.sample)}`);
+    this.sample = spec.sample ?? {};
   }
   _readSections(spec) {
     if ("sections" in spec) {
