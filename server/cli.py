@@ -749,6 +749,12 @@ def _check_port(host: str, port: int):
             raise click.ClickException(f"cannot listen on {host}:{port} ({error.strerror})") from None
 
 
+def _address(host: str, port: int) -> str:
+    """host:port as a URL and gunicorn's bind write it: an IPv6 address in brackets ([::1]:8000; "::1:8000" made
+    gunicorn read an empty port, and the printed links did not open)."""
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
 def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1, config: dict | None = None):
     """waitress for one process; gunicorn (gthread workers, each building its own app and its
     own database pool after the fork) for several. No access log: it would hold addresses."""
@@ -763,7 +769,7 @@ def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1, c
         else:
             class _Gunicorn(BaseApplication):
                 def load_config(self):
-                    for key, value in {"bind": f"{host}:{port}", "workers": workers, "threads": threads,
+                    for key, value in {"bind": _address(host, port), "workers": workers, "threads": threads,
                                        "worker_class": "gthread", "accesslog": None, "errorlog": "-",
                                        "logger_class": "deniable.server.logs.AddressFreeLogger",
                                        "proc_name": "deniable", "graceful_timeout": 10, "timeout": 60}.items():
@@ -794,7 +800,7 @@ def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1, c
               help="Reverse proxies in front that set X-Forwarded-For (for counting rate limits per client).")
 def serve(db_path, host, port, threads, workers, rate_limits, proxy_hops):
     """Serve surveys and the API (waitress for one process, gunicorn for several)."""
-    base_url = f"http://{host}:{port}"
+    base_url = f"http://{_address(host, port)}"
     _check_port(host, port)
     with _store(db_path, must_exist=False) as store:
         _announce_admin(store, base_url)
@@ -819,7 +825,7 @@ def demo(db_path, host, port, simulate, no_serve):
     if not no_serve:
         _check_port(host, port)
 
-    base_url = f"http://{host}:{port}"
+    base_url = f"http://{_address(host, port)}"
     survey_spec = demo_survey()
     with _store(db_path, must_exist=False) as store:
         record, outcome = store.add_survey(survey_spec)

@@ -275,3 +275,31 @@ def test_a_question_with_nothing_to_estimate_yet_leaves_the_others_estimated(run
         in by_team.output and "== split by team" in by_team.output
     with pytest.raises(AnalysisError, match=r"team='A': no reports from the randomized arm yet \(3 from the direct arm\)"):
         compare(data, "split", "team", "A", "B")
+
+
+def test_serve_on_an_ipv6_address_with_several_workers(tmp_path):
+    """`deniable serve --host ::1 --workers 2` could not start (gunicorn read "::1:PORT" as an empty port) and its
+    links did not open; an IPv6 address is written in brackets."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket(socket.AF_INET6) as probe:
+        probe.bind(("::1", 0))
+        port = probe.getsockname()[1]
+    deniable = str(Path(sys.executable).with_name("deniable"))
+    server = subprocess.Popen([deniable, "serve", "--db", str(tmp_path / "v6.db"), "--host", "::1", "--port", str(port),
+                               "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env={**os.environ, "DENIABLE_ADMIN_TOKEN": "t" * 24})
+    try:
+        deadline, answer = time.monotonic() + 90, None
+        while answer is None and time.monotonic() < deadline and server.poll() is None:
+            try:
+                answer = json.loads(urllib.request.urlopen(f"http://[::1]:{port}/healthz", timeout=2).read())
+            except OSError:
+                time.sleep(0.2)
+        assert answer is not None and answer["ok"], server.poll()
+    finally:
+        server.terminate()
+        output = server.communicate(timeout=30)[0]
+    assert f"http://[::1]:{port}/admin/login" in output
