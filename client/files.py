@@ -16,7 +16,30 @@ def write_private(path: Path, text: str) -> None:
         os.chmod(temporary, 0o600)
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
+            durable(stream)
         os.replace(temporary, path)
+        durable_folder(path.parent)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def durable(stream) -> None:
+    """The file's bytes on the disk before it is linked into place: after a crash the new name holds all of it,
+    never an empty file (for a memo, a new secret would draw new permanent reports)."""
+    stream.flush()
+    os.fsync(stream.fileno())
+
+
+def durable_folder(folder: Path) -> None:
+    """The folder's entry (a rename or a link) on the disk too, where the system allows it."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import DeniableError
+from .files import durable, durable_folder
 from .randomness import WordSource
 
 #: Bytes of the secret; the file holds them as lowercase hex and a newline.
@@ -115,8 +116,10 @@ class Memo:
             os.chmod(temporary, 0o600)
             with os.fdopen(handle, "w", encoding="ascii") as stream:
                 stream.write(secrets.token_hex(SECRET_BYTES) + "\n")
+                durable(stream)
             try:
                 os.link(temporary, self.path)
+                durable_folder(self.path.parent)
             except FileExistsError:
                 pass
         except OSError as error:
@@ -127,13 +130,16 @@ class Memo:
     def _read(self) -> bytes:
         where = f"memo {self.path}"
         try:
-            mode = os.stat(self.path).st_mode
+            mode = os.lstat(self.path).st_mode
+            if stat.S_ISLNK(mode):  # followed, a link could point at another device's memo or at nothing
+                raise MemoError(f"{where}: a symbolic link; a memo is a file of its own (give its real path)")
             if not stat.S_ISREG(mode):
                 raise MemoError(f"{where}: not a file")
             if mode & 0o077:
                 raise MemoError(f"{where}: readable by other users (mode {stat.S_IMODE(mode):04o}); it must be 0600 "
                                 f"(chmod 600 {self.path}), since whoever reads it can link this device's reports across waves")
-            with open(self.path, "rb") as stream:
+            descriptor = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(descriptor, "rb") as stream:
                 raw = stream.read(4 * SECRET_BYTES)
         except FileNotFoundError:
             raise

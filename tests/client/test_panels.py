@@ -336,3 +336,23 @@ def test_the_questions_a_new_version_would_draw_afresh_from_the_same_memo():
     assert changed(question("q2", privacy={"design": "warner", "p": "3/4"}), *base[1:]) == []  # a new id draws anew
     assert changed(question(privacy={"design": "warner", "p": "3/4"}), *base[1:], repeated={"instant_epsilon": 2}) == ["q"]
     assert changed(question(privacy={"design": "warner", "p": "3/4"}), *base[1:], repeated=None) == []  # no memo
+
+
+def test_a_memo_behind_a_link_is_refused_and_a_new_one_is_written_to_the_disk(tmp_path, monkeypatch):
+    """A symbolic link (to another memo, or dangling) was followed, and a dangling one gave a raw
+    FileNotFoundError; the secret was linked into place without fsync, so a crash could leave an empty memo."""
+    import os
+
+    real = tmp_path / "real.memo"
+    Memo(real)
+    for target in (real, tmp_path / "nowhere.memo"):
+        link = tmp_path / f"link-to-{target.name}"
+        link.symlink_to(target)
+        with pytest.raises(MemoError, match="a symbolic link; a memo is a file of its own"):
+            Memo(link)
+        assert not (tmp_path / "nowhere.memo").exists()
+    synced = []
+    original = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda descriptor: synced.append(descriptor) or original(descriptor))
+    Memo(tmp_path / "fresh.memo")
+    assert len(synced) >= 2  # the secret's bytes, then the folder's new entry
