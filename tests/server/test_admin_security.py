@@ -251,9 +251,11 @@ def test_a_sign_in_flood_gets_429_at_once_and_never_holds_a_respondent(client, s
 
 
 def test_refused_sign_ins_can_neither_forge_nor_flush_the_audit_log(client, survey, store, runner, db_path):
-    """A refused sign-in's name is kept as its own kind, one line per name and hour: 520 refusals under one
-    name are one line counting 520; 150 names leave every admin action on the default view; a name with a
-    newline prints on one line."""
+    """A refused sign-in is kept as its own kind, one line per name and hour: 520 refusals of an admin's name are
+    one line counting 520. Names that are no admin's share one line an hour, "(no such admin)": 3,175 fresh names
+    made as many lines in 20 s, and whatever was typed (a newline, a right-to-left override U+202E) was shown as an
+    actor; now neither is stored, and every admin action stays on the default view."""
+    store.add_admin("mallory", "correct horse battery staple")
     store.close_survey("tax", actor="ana")
     for _ in range(520):
         store.refused_sign_in("mallory")
@@ -261,18 +263,15 @@ def test_refused_sign_ins_can_neither_forge_nor_flush_the_audit_log(client, surv
         store.refused_sign_in(f"name{i}")
     forged = "x\n2026-11-23 10:00:00  ana: survey closed tax"
     store.refused_sign_in(forged)
-    [mallory] = [e for e in store.audit_log(1000, kind="refusals") if e["actor"] == "mallory"]
-    assert mallory["detail"] == "520"
+    store.refused_sign_in("\u202eevil")
+    refusals = store.audit_log(1000, kind="refusals")
+    assert {e["actor"]: e["detail"] for e in refusals} == {"mallory": "520", "(no such admin)": "152"}
     actions = store.audit_log(100, kind="actions")
-    assert [(e["actor"], e["action"]) for e in actions] == [("ana", "survey closed")]
+    assert {(e["actor"], e["action"]) for e in actions} == {("mallory", "admin added"), ("ana", "survey closed")}
     sign_in(client)
     page = client.get("/admin/audit").get_data(as_text=True)
-    assert "survey closed" in page and "mallory" not in page
-    refusals = client.get("/admin/audit?kind=refusals").get_data(as_text=True)
-    assert "Older" in refusals  # 152 lines: more than one page
-    older = client.get("/admin/audit?kind=refusals&page=2").get_data(as_text=True)
-    # newest first: mallory's line sits on either page, by whether the clock ticked a second during the loop
-    assert ("mallory" in refusals) != ("mallory" in older)
+    assert "survey closed" in page and "sign-in refused" not in page
+    shown = client.get("/admin/audit?kind=refusals").get_data(as_text=True)
+    assert "mallory" in shown and "(no such admin)" in shown and "\u202e" not in shown and "ana: survey" not in shown
     printed = runner.invoke(cli.main, ["admin", "audit", "--db", db_path, "--kind", "refusals", "--limit", "1000"]).output
-    assert "x\\n2026-11-23 10:00:00  ana: survey closed tax" in printed
-    assert not any(line.startswith("2026-11-23 10:00:00  ana") for line in printed.splitlines())
+    assert "2026-11-23 10:00:00  ana" not in printed and "\u202e" not in printed
