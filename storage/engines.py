@@ -246,8 +246,64 @@ class SQLiteEngine:
 
 
 _POOLS: dict = {}
-#: How long a request waits for a connection before answering 503 (the server down, or all 32 busy).
+#: How long a request waits for a connection before answering 503 (all 32 busy).
 GETCONN_SECONDS = 10
+#: How long it waits before it asks the server itself whether it is there: a server that is down answers 503 after
+#: about this long (it took 10-20 s, /healthz included), not after GETCONN_SECONDS.
+FIRST_WAIT_SECONDS = 0.5
+#: A server found down is taken as down for this long without asking again (each ask opens a connection).
+DOWN_SECONDS = 1.0
+_DOWN: dict = {}  # url -> monotonic time until which it is taken as down
+
+
+def _server_answers(url: str) -> bool:
+    """Whether the server accepts a connection now (at most a second to find out), remembered briefly when not."""
+    import time
+
+    import psycopg
+
+    if _DOWN.get(url, 0) > time.monotonic():
+        return False
+    try:
+        psycopg.connect(url, connect_timeout=1).close()
+    except psycopg.OperationalError:
+        _DOWN[url] = time.monotonic() + DOWN_SECONDS
+        return False
+    _DOWN.pop(url, None)
+    return True
+
+
+def _borrow(url: str):
+    """A connection from the process's pool: at once when one is free; when none comes within FIRST_WAIT_SECONDS, a
+    server that is down is a 503 now, and a pool that holds no connection while the server answers again (still in
+    its back-off from the outage, which kept 503s going 30 s after the server was back) is replaced."""
+    pool = _pool(url)
+    try:
+        return pool, pool.getconn(timeout=FIRST_WAIT_SECONDS)
+    except Exception:  # noqa: BLE001 - psycopg_pool.PoolTimeout: down, busy, or reconnecting
+        pass
+    if not _server_answers(url):
+        raise Unavailable("the database is unavailable (it does not accept connections); try again in a moment",
+                          "db")
+    stats = pool.get_stats()
+    if stats.get("pool_size", 0) == 0:  # the server is back, the pool still waiting to reconnect: start afresh
+        pool = _renew_pool(url, pool)
+    try:
+        return pool, pool.getconn(timeout=GETCONN_SECONDS)
+    except Exception as error:  # noqa: BLE001 - every connection busy
+        raise Unavailable(f"the database is unavailable ({error.__class__.__name__}); try again in a moment",
+                          "db") from None
+
+
+def _renew_pool(url: str, old):
+    key = (url, os.getpid())
+    if _POOLS.get(key) is old:
+        del _POOLS[key]
+        try:
+            old.close(timeout=0)
+        except Exception:  # noqa: BLE001 - a pool already closing
+            pass
+    return _pool(url)
 
 
 def _pool(url: str):
@@ -289,13 +345,8 @@ class PostgresEngine:
         self.cursor, self.server_cursor = RawCursor, RawServerCursor  # `$n` placeholders: `_sql`
         self.url = url
         self.memo = {}  # what the current transaction read once (Store._in_transaction)
-        self.pool = _pool(url)
-        try:
-            # the pool checks a connection before lending it: one left stale by a restart is replaced
-            self.connection = self.pool.getconn(timeout=GETCONN_SECONDS)
-        except Exception as error:  # psycopg_pool.PoolTimeout: the server is down or every connection busy
-            raise Unavailable(f"the database is unavailable ({error.__class__.__name__}); try again in a moment",
-                              "db") from None
+        # the pool checks a connection before lending it: one left stale by a restart is replaced
+        self.pool, self.connection = _borrow(url)
         # A reader's connection refuses every write (a read-only store could write on PostgreSQL); the setting is the
         # session's, so `close` resets it before the pool lends the connection to a writer.
         self.read_only = read_only

@@ -58,6 +58,37 @@ def test_a_response_sent_while_the_database_is_down_is_a_503_with_retry_after(se
         postgres.resume()
 
 
+def test_a_down_database_is_a_503_at_once_and_its_return_is_served_at_the_first_good_connection(served, postgres,
+                                                                                                 monkeypatch):
+    """With the production wait for a busy pool (here 60 s), a down server was a 503 only after that wait (10-20 s for
+    every request, /healthz included) and 503s went on 30 s after it was back (the pool's reconnect back-off). Now a
+    request that finds no free connection asks the server itself: down, a 503 in about half a second; back, a pool
+    with no connection left is replaced. The requests run in a thread given 20 s: three of them could not finish if
+    any waited the 60 s."""
+    import threading
+    import time
+
+    monkeypatch.setattr(storage.engines, "GETCONN_SECONDS", 60)
+    assert served.get("/healthz").status_code == 200
+    postgres.halt()
+    statuses = []
+    try:
+        worker = threading.Thread(target=lambda: statuses.extend(
+            served.get(path).status_code for path in ("/healthz", "/api/v1/surveys/tax", "/s/tax")))
+        worker.start()
+        worker.join(20)
+        assert not worker.is_alive() and statuses == [503, 503, 503]
+    finally:
+        postgres.resume()
+    answered = []
+    for _ in range(10):  # served once the server takes connections again, not after the pool's back-off
+        answered.append(served.get("/healthz").status_code)
+        if answered[-1] == 200:
+            break
+        time.sleep(0.5)
+    assert answered[-1] == 200 and len(answered) <= 4, answered
+
+
 def sqlite_app(tmp_path, limit):
     """A SQLite deployment with the demo survey whose app connection ``limit`` constrains (a PRAGMA standing
     in for a full disk or a read-only file): (database path, survey, test client)."""
