@@ -26,7 +26,7 @@ def test_a_plan_out_of_time_is_finished_in_the_background_and_shown_at_the_next_
     first = client.get("/admin/surveys/wide?n=777").get_data(as_text=True)
     assert "Not planned within 0.05 s of computing: hours" in first and "being planned in the background" in first
     assert "<tr><td>dodged</td>" in first and "<tr><td>hours</td>" not in first  # the small channel went first
-    job = next(iter(background._executor()[1]), None)
+    job = next(iter(background._jobs()[1]), None)
     waited = time.monotonic()
     while job is not None and background.pending(job) and time.monotonic() - waited < 300:
         time.sleep(0.2)
