@@ -136,3 +136,15 @@ def form_key(client, survey_id: str) -> str:
 
     page = client.get(f"/s/{survey_id}").get_data(as_text=True)
     return _re.search(r'name="form_key" value="([^"]+)"', page).group(1)
+
+
+#: One panelist's answers to examples/panel.yaml.
+PANEL_ANSWERS = {"team": "Sales", "burnout": "yes", "looking": "no", "workload": "Mostly"}
+
+
+@pytest.fixture
+def pulse(store):
+    """The repeated survey of examples/panel.yaml, stored."""
+    survey = Survey.from_file(EXAMPLES / "panel.yaml")
+    store.add_survey(survey)
+    return survey

@@ -24,13 +24,6 @@ from tests.server.conftest import sign_in, table_rows
 pytestmark = pytest.mark.both_engines
 
 
-@pytest.fixture
-def pulse(store):
-    survey = Survey.from_file(EXAMPLES / "panel.yaml")
-    store.add_survey(survey)
-    return survey
-
-
 def answers(rng, burned: bool) -> dict:
     return {"team": rng.choice(["Sales", "Engineering", "Support"]), "burnout": "yes" if burned else "no",
             "looking": "no", "workload": "Mostly"}

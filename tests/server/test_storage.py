@@ -5,7 +5,7 @@ from deniable.client import Survey
 from deniable.client.memo import Memo
 from deniable.client.reports import WAVES
 from tests.conftest import EXAMPLES
-from tests.server.conftest import ANSWERS
+from tests.server.conftest import ANSWERS, PANEL_ANSWERS
 
 pytestmark = pytest.mark.both_engines
 
@@ -151,7 +151,6 @@ def test_schema_7_keys_responses_and_reports_by_version_and_keeps_every_figure(d
         assert (_figures(new), _rows(new)) == before
 
 
-PANEL_ANSWERS = {"team": "Sales", "burnout": "yes", "looking": "no", "workload": "Mostly"}
 
 
 def _figures(store) -> tuple:

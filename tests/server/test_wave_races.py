@@ -9,21 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from deniable import storage
-from deniable.client import Survey
 from deniable.client.memo import Memo
-from tests.conftest import EXAMPLES
+from tests.server.conftest import PANEL_ANSWERS
 
 pytestmark = pytest.mark.both_engines
-
-PANEL_ANSWERS = {"team": "Sales", "burnout": "yes", "looking": "no", "workload": "Mostly"}
-
-
-@pytest.fixture
-def pulse(store):
-    survey = Survey.from_file(EXAMPLES / "panel.yaml")
-    store.add_survey(survey)
-    return survey
-
 
 def _each(db_path, count, work):
     """``work(store, i)`` in ``count`` threads with a store each, started together; outcomes or errors."""
