@@ -402,7 +402,7 @@ def _wave_rows(data, question_id: str) -> dict:
 
 
 #: The responses-per-day chart: one bar per day with responses (daily counts only: no time is kept).
-DAY_BAR, DAY_HEIGHT = 12, 80
+DAY_BAR, DAY_HEIGHT, DAY_MIN_BARS = 12, 80, 30
 
 
 def _day_bars(days: list[tuple[str, int]]) -> dict | None:
@@ -410,7 +410,9 @@ def _day_bars(days: list[tuple[str, int]]) -> dict | None:
         return None
     most = max(n for _, n in days)
     bars = [{"day": day, "n": n, "x": i * DAY_BAR, "height": max(1.0, DAY_HEIGHT * n / most)} for i, (day, n) in enumerate(days)]
-    return {"bars": bars, "width": len(days) * DAY_BAR, "most": most, "height": DAY_HEIGHT}
+    # At least a month wide, and drawn at a fixed height: one day alone was one bar 5,000 px tall on a wide screen
+    # (the viewBox 14 wide, scaled to the page's width).
+    return {"bars": bars, "width": max(len(days), DAY_MIN_BARS) * DAY_BAR, "most": most, "height": DAY_HEIGHT}
 
 
 def _bars(table, question=None) -> list[dict]:

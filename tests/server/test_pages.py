@@ -266,3 +266,20 @@ def test_a_number_too_noisy_value_by_value_leads_with_its_mean_and_ranges(client
         assert row["ci_low"] <= row["estimate"] <= row["ci_high"]
     assert page.index('id="binned-h"') < page.index("<details>")
     assert 'id="binned-c"' not in page  # a choice keeps its bars
+
+
+def test_the_responses_per_day_chart_keeps_its_height_when_everything_came_on_one_day(client, survey, store):
+    """One day alone was one bar 5,000 px tall on a wide screen (a viewBox 14 wide, scaled to the page's width): the
+    chart is drawn at a fixed height and at least a month wide, whatever the days."""
+    import re
+
+    from tests.server.conftest import ANSWERS
+
+    for i in range(30):
+        store.submit("tax", survey.hash, f"key-{i:08d}", survey.randomize(ANSWERS))
+    sign_in(client)
+    page = client.get("/admin/surveys/tax").get_data(as_text=True)
+    svg = re.search(r'<svg viewBox="0 0 (\d+) (\d+)" width="100%" height="(\d+)" class="days"', page)
+    assert svg, "the chart names its height"
+    width, height, drawn = map(int, svg.groups())
+    assert drawn == height <= 100 and width >= 30 * 12
