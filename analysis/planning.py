@@ -514,15 +514,13 @@ def _drawn_answer(question: Question, rng):
     return answers[rng.integers(len(answers))]
 
 
-#: A channel's planning figures at an n, by `_channel_identity`, n, target and level: deterministic (the bootstraps
-#: are seeded by the channel, the distribution and n), so a second dashboard view or `survey check` reuses them.
-_PRECISION: collections.OrderedDict = collections.OrderedDict()
-_PRECISION_KEPT = 512
+#: A channel's planning figures by `_channel_identity`, n, target and level: deterministic (seeded bootstraps), so a
+#: second dashboard view or `survey check` reuses them; the 512 latest are kept.
+_PRECISION, _PRECISION_KEPT = collections.OrderedDict(), 512
 
 
 def _remembered_precision(key: tuple, question: Question, seconds: float | None):
-    """`_channel_precision` of ``key`` (identity, n, target, level), from the cache or worked out within ``seconds``
-    (`OutOfTime` when they run out, also inside a bootstrap)."""
+    """`_channel_precision` of ``key`` (identity, n, target, level), remembered, or worked out within ``seconds``."""
     if key in _PRECISION:
         _PRECISION.move_to_end(key)
         return _PRECISION[key]
@@ -531,7 +529,7 @@ def _remembered_precision(key: tuple, question: Question, seconds: float | None)
     with time_limit(seconds):
         figures = _channel_precision(question, *key[1:])
     _PRECISION[key] = figures
-    while len(_PRECISION) > _PRECISION_KEPT:
+    if len(_PRECISION) > _PRECISION_KEPT:  # one added at a time: the oldest goes
         _PRECISION.popitem(last=False)
     return figures
 
