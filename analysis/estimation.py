@@ -65,6 +65,7 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
             result = design_estimate(loaded, question_id, design, level, method, simultaneous)
             result.population = loaded.population(question_id)
             result.versions = [v.label for v in loaded.versions_for(question_id)]
+            _check_assignment(result, loaded, question_id, question)
             _check_control(result, question)
             return _localize(result, question, language)
         result = _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
@@ -77,6 +78,7 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
             from .waves import pooled_over_waves
 
             result = pooled_over_waves(loaded, question_id, result, level, method, simultaneous)
+        _check_assignment(result, loaded, question_id, question)
         _check_control(result, question)
         return _localize(result, question, language)
     if isinstance(question_or_mechanism, Question):
@@ -123,6 +125,30 @@ def nothing_to_estimate(loaded, question_id: str, by: str | None = None, level=N
 
 def _no_randomized_reports(direct: int) -> str:
     return f"no reports from the randomized arm yet ({direct} from the direct arm); the design's estimate needs at least one"
+
+
+def _check_assignment(result: EstimateResult, loaded, question_id: str, question: Question):
+    """Test the public markers' counts against the design's draw (`assignment`); a failure leads the notes."""
+    from .assignment import assignment_test
+
+    mechanism, test = question.mechanism, None
+    splits = {None if (split := v.survey.questions[question_id].split_ballot) is None else split.direct
+              for v in loaded.versions_for(question_id)}
+    if loaded.has_split_ballot(question_id):
+        if len(splits) != 1:  # pooled with versions asking it otherwise: no one share the arms were drawn with
+            return
+        share = float(next(iter(splits)))
+        test = assignment_test("arm", {"direct": int(loaded.direct_counts(question_id).sum()),
+                                       "randomized": int(loaded.question_counts(question_id).sum())},
+                               {"direct": share, "randomized": 1 - share})
+    elif isinstance(mechanism, GroupedMechanism):
+        counts = loaded.question_counts(question_id)
+        by_group = {group: int(sum(c for r, c in zip(mechanism.reports, counts) if r["group"] == group))
+                    for group in mechanism.groups}
+        test = assignment_test("group", by_group, {group: 1 / len(mechanism.groups) for group in mechanism.groups})
+    result.assignment = test
+    if test is not None and test.flagged:
+        result.notes.insert(0, test.describe())
 
 
 def _check_control(result: EstimateResult, question: Question):

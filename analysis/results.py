@@ -103,6 +103,9 @@ class EstimateResult:
     #: Whether the reports could come from honest randomization of any population (`fit.FitTest`: G² against the
     #: saturated model, its p-value and how it was computed); a p below `fit.FLAG_P` is named first among the notes.
     fit: object | None = None
+    #: Whether the public markers (a split ballot's arm; a cheating-detection or lie-detector group) were drawn with
+    #: the design's probabilities (`assignment.AssignmentTest`); None where there are none.
+    assignment: object | None = None
     #: The sample the estimate assumes: None for a simple random sample, else the design (`sampling.SampleDesign`)
     #: in words; with it, the mean design effect of the reports, the effective n (n / deff) and the design's degrees
     #: of freedom (PSUs less strata).

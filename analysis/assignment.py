@@ -1,0 +1,54 @@
+"""Were the public markers drawn as the design draws them? A split ballot's arm and a cheating-detection or
+lie-detector group are drawn on the device with known probabilities (a quarter direct; each group alike). A
+respondent who reloads the page until shown the arm or group they like shifts those shares, and with them the
+estimates (simulated: 6,000 honest respondents who reload an unwanted arm or group made the split ballot claim, at
+p = 4e-45, that the design elicits more honesty, and cheating detection report 28% cheaters where there were none;
+an arm share of 0.184 for 0.25, p = 1e-33, was never flagged). The counts of each marker are tested against the
+design's probabilities on every estimate; a p-value below `fit.FLAG_P` leads the result's notes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from .fit import FLAG_P
+
+
+@dataclass(frozen=True)
+class AssignmentTest:
+    """The markers' counts against the design's probabilities: an exact binomial test for two, else Pearson's χ²."""
+
+    what: str  # "arm" or "group"
+    counts: dict
+    expected: dict  # probabilities
+    pvalue: float
+
+    @property
+    def flagged(self) -> bool:
+        return self.pvalue < FLAG_P
+
+    def describe(self) -> str:
+        total = sum(self.counts.values())
+        shares = ", ".join(f"{name} {count / total:.3f} (design {self.expected[name]:.3f})"
+                           for name, count in self.counts.items())
+        head = f"ASSIGNMENT FAILED: the {self.what}s were not drawn as the design draws them" if self.flagged else \
+            f"{self.what}s as the design draws them"
+        advice = ("; respondents may have reloaded until shown the one they wanted (or a client draws them wrongly): "
+                  "the estimates assume the design's draw") if self.flagged else ""
+        return f"{head}: {shares}, n = {total:,}, p = {self.pvalue:.3g}{advice}"
+
+
+def assignment_test(what: str, counts: dict, probabilities: dict) -> AssignmentTest | None:
+    """None when there is nothing to test (fewer than two markers, or no respondent)."""
+    names = list(probabilities)
+    observed = np.array([counts.get(name, 0) for name in names], dtype=float)
+    if len(names) < 2 or observed.sum() == 0:
+        return None
+    expected = np.array([float(probabilities[name]) for name in names])
+    if len(names) == 2:
+        pvalue = float(stats.binomtest(int(observed[0]), int(observed.sum()), expected[0]).pvalue)
+    else:
+        pvalue = float(stats.chisquare(observed, observed.sum() * expected).pvalue)
+    return AssignmentTest(what, {n: int(c) for n, c in zip(names, observed)}, dict(zip(names, expected)), pvalue)
