@@ -242,7 +242,15 @@ def _from_file(path: Path, spec, spec_hash) -> LoadedSurvey:
     if path.suffix.lower() == ".csv":
         return _from_table(pd.read_csv(path, dtype=str, keep_default_na=False), survey, spec_hash, str(path),
                            f"file:{path}")
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return _from_records(_jsonl_records(path), survey, spec_hash, str(path), f"file:{path}")
+
+
+def _jsonl_records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _from_records(records: list[dict], survey: Survey, spec_hash, path: str, source: str) -> LoadedSurvey:
+    """A JSONL export's records (one response each), or some of them."""
     frame = pd.DataFrame([{qid: r["reports"].get(qid) for qid in survey.questions} for r in records],
                          index=[r.get("id") for r in records])
     waves = [r.get("wave") for r in records] if any("wave" in r for r in records) else None
@@ -250,7 +258,7 @@ def _from_file(path: Path, spec, spec_hash) -> LoadedSurvey:
     hashes = {r.get("spec_hash") for r in records}
     extras = [{name: value for name, value in r.items() if name not in _JSONL_FIELDS} for r in records]
     auxiliary = pd.DataFrame(extras, index=frame.index) if any(extras) else None
-    return _loaded(frame, survey, spec_hash, waves, days, hashes, auxiliary, str(path), f"file:{path}")
+    return _loaded(frame, survey, spec_hash, waves, days, hashes, auxiliary, path, source)
 
 
 def _from_file_versions(path: Path, surveys: list) -> LoadedSurvey:
@@ -261,10 +269,9 @@ def _from_file_versions(path: Path, surveys: list) -> LoadedSurvey:
         raw = pd.read_csv(path, dtype=str, keep_default_na=False)
         parts = {h: raw[raw["spec_hash"] == h] for h in dict.fromkeys(raw.get("spec_hash", []))}
     else:
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         parts = {}
-        for line in lines:
-            parts.setdefault(json.loads(line).get("spec_hash"), []).append(line)
+        for record in _jsonl_records(path):
+            parts.setdefault(record.get("spec_hash"), []).append(record)
     missing = [h for h in parts if h not in by_hash]
     if missing:
         raise LoadError(f"{path}: responses of version(s) {', '.join(str(h)[:12] for h in missing)} have no spec among "
@@ -274,17 +281,8 @@ def _from_file_versions(path: Path, surveys: list) -> LoadedSurvey:
     for number, survey in enumerate(surveys, 1):
         if survey.hash not in parts:
             continue
-        if path.suffix.lower() == ".csv":
-            loaded = _from_table(parts[survey.hash], survey, survey.hash, str(path), f"file:{path}")
-        else:
-            import tempfile
-
-            with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as part:
-                part.write("\n".join(parts[survey.hash]))
-            try:
-                loaded = _from_file(Path(part.name), survey, survey.hash)
-            finally:
-                Path(part.name).unlink()
+        read = _from_table if path.suffix.lower() == ".csv" else _from_records
+        loaded = read(parts[survey.hash], survey, survey.hash, str(path), f"file:{path}")
         version = loaded.versions[0]
         version.number = number
         versions.append(version)

@@ -59,7 +59,7 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     correlation cannot be estimated): that bound is the SE shown, and the intervals are the usual ones at the
     effective n that widens them by the same factor."""
     from .estimation import _estimate
-    from .weighted import _rounded
+    from .weighted import rounded_counts
 
     waves = by_wave(loaded, question_id, level, method)
     if len(waves) < 2:
@@ -71,7 +71,7 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     ratios = (bound["se"] / naive)[naive > 0]
     factor = max(float(ratios.max()) if len(ratios) else 1.0, 1.0)
     counts = np.asarray(pooled.counts)
-    effective = _rounded(counts / counts.sum(), counts.sum() / factor**2)
+    effective = rounded_counts(counts / counts.sum(), counts.sum() / factor**2)
     wide = _estimate(pooled.mechanism, effective, level, method, question_id, simultaneous, scores=pooled.scores)
     table = pooled.table.copy()
     table["se"], table["unbiased_se"] = bound["se"], bound["unbiased_se"]

@@ -34,24 +34,11 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     from .estimation import _estimate
     from .planning import scores
 
-    if not isinstance(design, SampleDesign):
-        raise AnalysisError(f"design: expected a SampleDesign, got {type(design).__name__}", "design")
-    question = loaded.question(question_id)
-    mechanism = question.mechanism
-    if isinstance(mechanism, UnaryMechanism):
-        raise DesignNotSupported(f"{question_id}: a multi-select question has no design-based estimate yet; estimate each "
-                            "option as its own yes/no question, or without design=", "design")
-    names = design.column_names() + ([by] if by is not None and by not in design.column_names() else [])
-    frame = loaded.design_frame(question_id, names)
-    sample = design.resolve(frame)
-    reports = frame[question_id]
+    question, mechanism, frame, sample, positions = _prepared(loaded, question_id, design, by)
     notes = []
-    if question.split_ballot is not None:  # the design's estimate is the randomized arm's
-        split = question.split_ballot
-        reports = reports.map(lambda value: _randomized(split, value))
+    if question.split_ballot is not None:
         notes.append("split ballot: the design-based estimate is the randomized arm's; its comparison with the direct "
                      "arm is not design-based yet and is left out")
-    positions = report_positions(mechanism, reports.tolist())
     domain = None
     if by is not None:
         domain = (frame[by].map(lambda v: None if _missing(v) else key(v)) == key(group)).to_numpy()
@@ -61,7 +48,7 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     deff = design_effect(lam, lam_covariance, n)
     effective_n = max(n / deff * (z / t) ** 2, 1.0)
     question_scores = scores(question)
-    counts = _rounded(lam, effective_n)
+    counts = rounded_counts(lam, effective_n)
     spread = _estimate(mechanism, counts, level, method, question_id, simultaneous, scores=question_scores)
 
     grouped = isinstance(mechanism, GroupedMechanism)
@@ -131,15 +118,7 @@ def domain_difference_se(loaded, question_id: str, by: str, first, second, desig
     domains share PSUs, so their estimates are correlated and the difference's variance is that of the difference
     of their influences, summed within PSUs (not the sum of two variances, which assumes independent samples).
     ``functional`` weighs the result's table rows (an answer's indicator, or the scale's values for a mean)."""
-    question = loaded.question(question_id)
-    mechanism = question.mechanism
-    names = design.column_names() + ([by] if by not in design.column_names() else [])
-    frame = loaded.design_frame(question_id, names)
-    sample = design.resolve(frame)
-    reports = frame[question_id]
-    if question.split_ballot is not None:
-        reports = reports.map(lambda value: _randomized(question.split_ballot, value))
-    positions = report_positions(mechanism, reports.tolist())
+    question, mechanism, frame, sample, positions = _prepared(loaded, question_id, design, by)
     grouped = isinstance(mechanism, GroupedMechanism)
     q = compliance.class_matrix(mechanism) if grouped else channels.channel_matrix(mechanism)
     rows = np.array([row for _, row in compliance._linear_rows(mechanism)]) if grouped else np.eye(q.shape[1])
@@ -159,6 +138,24 @@ def domain_difference_se(loaded, question_id: str, by: str, first, second, desig
     return float(np.sqrt(max(variance, 0.0))), sample.df
 
 
+def _prepared(loaded, question_id: str, design: SampleDesign, by: str | None):
+    """(question, mechanism, the design frame, the resolved sample, each response's report position — -1 where it
+    has none; a split ballot's direct arm counts as none: the design's estimate is the randomized arm's)."""
+    if not isinstance(design, SampleDesign):
+        raise AnalysisError(f"design: expected a SampleDesign, got {type(design).__name__}", "design")
+    question = loaded.question(question_id)
+    mechanism = question.mechanism
+    if isinstance(mechanism, UnaryMechanism):
+        raise DesignNotSupported(f"{question_id}: a multi-select question has no design-based estimate yet; estimate "
+                                 "each option as its own yes/no question, or without design=", "design")
+    names = design.column_names() + ([by] if by is not None and by not in design.column_names() else [])
+    frame = loaded.design_frame(question_id, names)
+    reports = frame[question_id]
+    if question.split_ballot is not None:
+        reports = reports.map(lambda value: _randomized(question.split_ballot, value))
+    return question, mechanism, frame, design.resolve(frame), report_positions(mechanism, reports.tolist())
+
+
 def design_subgroups(loaded, question_id: str, by: str, design: SampleDesign, level: float = 0.95,
                      method: str | None = None, simultaneous: bool = False) -> dict:
     """{level of ``by``: the domain's design-based result}, for the levels with reports."""
@@ -172,7 +169,7 @@ def design_subgroups(loaded, question_id: str, by: str, design: SampleDesign, le
     return results
 
 
-def _rounded(lam: np.ndarray, n: float) -> np.ndarray:
+def rounded_counts(lam: np.ndarray, n: float) -> np.ndarray:
     """Counts out of ``n`` in the proportions ``lam``, whole numbers that add up to round(n) (largest remainders)."""
     total = max(int(round(n)), 1)
     exact = lam * total

@@ -46,7 +46,8 @@ def spent_count(bitmaps) -> int:
 def add_tokens(engine, survey_id: str, token_hashes: list[str]):
     """Rows for newly issued tokens, each with the next free slot, and the bitmap rows their slots need. The caller
     holds the survey row's lock (two issuers never take the same slots)."""
-    first = engine.execute("SELECT COUNT(*) FROM tokens WHERE survey_id = ?", [survey_id]).fetchone()[0]
+    # after the highest slot, not the count: slots stay unique should tokens ever be removed
+    first = engine.execute("SELECT COALESCE(MAX(slot), -1) + 1 FROM tokens WHERE survey_id = ?", [survey_id]).fetchone()[0]
     issued_on = today()
     engine.executemany("INSERT INTO tokens (token_hash, survey_id, issued_on, slot) VALUES (?, ?, ?, ?)",
                        [(token_hash, survey_id, issued_on, first + i) for i, token_hash in enumerate(token_hashes)])
