@@ -1,19 +1,21 @@
 """XLSForm in and out: the spreadsheet questionnaires of ODK, KoBoToolbox, SurveyCTO and Safely Report.
 
 `read_xlsform` turns a form into a deniable spec (a dict for `Survey`), reporting every problem of
-the form at once with its sheet, row, column and value; `write_xlsform` (in `xlsform_writer`)
+the form at once with its sheet, row, column and value (cells: `xlsform_cells`; privacy columns:
+`xlsform_privacy`); `write_xlsform` (in `xlsform_writer`)
 writes a survey as a form that reads back to the same spec hash. docs/questionnaires.md has the mapping table.
 """
 
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 from pathlib import Path
 
 from . import catalogue, skiplogic
 from .errors import SpecError
 from .survey import Survey
+from .xlsform_cells import _cell_text, _json_cell, _language, _Problems
+from .xlsform_privacy import _privacy
 from .xlsform_writer import write_xlsform
 
 __all__ = ["MAX_SHEET_ROWS", "MAX_WORKBOOK_BYTES", "read_xlsform", "write_xlsform"]
@@ -21,10 +23,8 @@ __all__ = ["MAX_SHEET_ROWS", "MAX_WORKBOOK_BYTES", "read_xlsform", "write_xlsfor
 #: Columns of the survey sheet this reader understands (besides label::, hint::, privacy:: ...).
 _SURVEY_COLUMNS = {"type", "name", "label", "hint", "required", "relevant", "constraint", "constraint_message",
                    "split_ballot", "control", "appearance"}
-#: Columns (and privacy:: parameters) whose cell is a mapping written as JSON text: a split ballot, a known-share
-#: control, a design's groups.
+#: Columns whose cell is a mapping written as JSON text: a split ballot, a known-share control.
 _JSON_COLUMNS = ("split_ballot", "control")
-_JSON_PARAMETERS = ("groups",)
 _LOCALIZED = ("label", "hint", "constraint_message")
 #: Rows read from any one sheet (a survey has at most 1000 items; choices lists share a sheet)
 #: and the size of the workbook file: beyond them the form is refused before it is read on.
@@ -38,9 +38,6 @@ MAX_PARTS = 1000
 _SETTINGS = {"form_id", "form_title", "version", "default_language", "description", "layout", "max_epsilon", "repeated",
              "sample",
              "instant_epsilon"}
-_NAMED_LANGUAGES = {"english": "en", "spanish": "es", "español": "es", "french": "fr", "français": "fr",
-                    "portuguese": "pt", "português": "pt", "arabic": "ar", "swahili": "sw", "kiswahili": "sw",
-                    "german": "de", "deutsch": "de", "hindi": "hi", "russian": "ru", "chinese": "zh"}
 _METADATA = {"start", "end", "today", "deviceid", "phonenumber", "username", "simserial", "subscriberid",
              "email", "audit", "start-geopoint", "background-audio"}
 _FREE_TEXT = {"text", "date", "time", "datetime", "barcode"}
@@ -49,31 +46,6 @@ _MEDIA = {"image", "audio", "video", "file", "background-audio"}
 _CONSTRAINT = re.compile(r"^\s*\.\s*(>=|<=)\s*(-?[0-9]+(?:\.[0-9]+)?)\s+and\s+\.\s*(>=|<=)\s*(-?[0-9]+(?:\.[0-9]+)?)\s*$")
 _TRUE = {"yes", "true", "true()", "1"}
 _FALSE = {"", "no", "false", "false()", "0"}
-
-
-class _Problems:
-    def __init__(self):
-        self.items: list[str] = []
-
-    def add(self, sheet: str, row: int | None, column: str | None, value, why: str):
-        where = f"{sheet} sheet" + (f", row {row}" if row else "") + (f", column {column}" if column else "")
-        shown = "" if value is None or value == "" else f" {str(value)!r}:"
-        self.items.append(f"{where}:{shown} {why}")
-
-
-def _language(suffix: str, sheet: str, row: int, column: str, problems: _Problems) -> str | None:
-    """``English (en)`` → en, ``es`` → es, ``Spanish`` → es."""
-    text = suffix.strip()
-    code = re.search(r"\(([A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*)\)\s*$", text)
-    if code:
-        return code.group(1)
-    if re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*", text):
-        return text
-    if text.lower() in _NAMED_LANGUAGES:
-        return _NAMED_LANGUAGES[text.lower()]
-    problems.add(sheet, row, column, None, f"cannot tell which language {text!r} is; write it as "
-                                           f"'{column.split('::')[0]}::Name (code)', e.g. 'label::English (en)'")
-    return None
 
 
 def _rows(sheet) -> tuple[list[str], list[tuple[int, dict]]]:
@@ -90,12 +62,6 @@ def _rows(sheet) -> tuple[list[str], list[tuple[int, dict]]]:
         if record:
             records.append((number, record))
     return header, records
-
-
-def _cell_text(value) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value).strip()
 
 
 def _refusal(kind: str) -> str | None:
@@ -394,102 +360,9 @@ def _read_item(number, record, kind, name, choices, localized, problems):
     return item
 
 
-def _json_cell(value, number: int, column: str, problems: "_Problems", sheet: str = "survey"):
-    """A cell holding a mapping as JSON text (`xlsform_writer` writes them so), or None with a problem recorded."""
-    import json
-
-    try:
-        parsed = json.loads(_cell_text(value))
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        problems.add(sheet, number, column, value, 'must be a mapping written as JSON, e.g. {"direct": "1/4"}')
-        return None
-    return parsed
-
-
 def _number(text: str):
     value = float(text)
     return int(value) if value.is_integer() and "." not in text else value
-
-
-def _privacy(number: int, record: dict, problems: _Problems):
-    params = {column.partition("::")[2]: value for column, value in record.items() if column.startswith("privacy::")}
-    answer, rate = record.get("garbling::answer"), record.get("garbling::rate")
-    if answer is not None or rate is not None:
-        if params:
-            problems.add("survey", number, "garbling::answer", answer, "give either garbling:: or privacy:: columns, not both")
-            return None
-        try:
-            rate_value = float(rate)
-            if not 0 < rate_value < 1:
-                raise ValueError
-        except (TypeError, ValueError):
-            problems.add("survey", number, "garbling::rate", rate, "must be a probability between 0 and 1")
-            return None
-        answer = _cell_text(answer).lower()
-        if answer not in ("yes", "no"):
-            problems.add("survey", number, "garbling::answer", answer, "must be yes or no (garbling applies to yes/no questions)")
-            return None
-        # Safely Report's garbling: the garbling answer is reported with probability `rate` when the truth is the
-        # other answer, and always when it is the truth. As a forced-response channel: truth 1 - rate, the
-        # garbling answer forced with `rate`, the other answer never forced (so ε is infinite).
-        other = "no" if answer == "yes" else "yes"
-        rate_text = _cell_text(rate)
-        return {"design": "forced_response", "truth": _complement(rate_text), answer: rate_text, other: 0}
-    if not params:
-        return None
-    design = _cell_text(params.pop("design", "")) or None
-    if design is None:
-        problems.add("survey", number, "privacy::design", None, "privacy:: parameters need a privacy::design beside them")
-        return None
-    if design == "none":
-        if params:
-            problems.add("survey", number, "privacy::design", design, "a public question takes no privacy parameters")
-        return "none"
-    _respondent_texts(number, params, problems)
-    for key in _JSON_PARAMETERS:
-        if key in params and isinstance(params[key], str):
-            parsed = _json_cell(params[key], number, f"privacy::{key}", problems)
-            if parsed is None:
-                return None
-            params[key] = parsed
-    return {"design": design, **{key: value if not isinstance(value, str) else value.strip() for key, value in params.items()}}
-
-
-#: Privacy parameters that are texts the respondent reads, by column prefix: privacy::companion (crosswise,
-#: triangular) and privacy::randomizer::text (a natural randomizer), each optionally ::<language>.
-_RESPONDENT_TEXTS = {"companion": "companion", "randomizer::text": "randomizer"}
-
-
-def _respondent_texts(number: int, params: dict, problems: _Problems):
-    """Gather ``privacy::companion[::language]`` and ``privacy::randomizer::text[::language]`` into the
-    spec's ``companion`` text and ``randomizer: {text: …}``, localized when the columns name languages."""
-    for prefix, name in _RESPONDENT_TEXTS.items():
-        columns = [key for key in params if key == prefix or key.startswith(prefix + "::")]
-        if not columns:
-            continue
-        plain, localized = None, {}
-        for column in columns:
-            value = params.pop(column)
-            if value is None:
-                continue
-            suffix = column[len(prefix) + 2:]
-            if not suffix:
-                plain = _cell_text(value)
-                continue
-            code = _language(suffix, "survey", number, f"privacy::{column}", problems)
-            if code is not None:
-                localized[code] = _cell_text(value)
-        if plain is not None and localized:
-            problems.add("survey", number, f"privacy::{prefix}", plain,
-                         f"give privacy::{prefix} or privacy::{prefix}::<language> columns, not both")
-        text = localized or plain
-        params[name] = text if name == "companion" else {"text": text}
-
-
-def _complement(rate_text: str) -> str:
-    return str(1 - Fraction(rate_text))
 
 
 def _read_choices(sheet, problems: _Problems) -> dict:
