@@ -35,8 +35,15 @@ class Version:
     framer: Callable = field(repr=False)  # question ids -> DataFrame, one row per response
     waves: list | None = None  # an export file's wave labels (a database or server lists its own)
     #: Columns that are no question's, one row per response by id: an export's own (design variables, data the
-    #: researcher joined), for `SampleDesign` to name. None: there are none.
-    auxiliary: pd.DataFrame | None = field(default=None, repr=False)
+    #: researcher joined) or the invitations' frame, for `SampleDesign` to name. None: there are none. A callable
+    #: reads them when first asked (`columns`).
+    auxiliary: pd.DataFrame | Callable | None = field(default=None, repr=False)
+
+    def columns(self) -> pd.DataFrame | None:
+        """`auxiliary`, read once."""
+        if callable(self.auxiliary):
+            self.auxiliary = self.auxiliary()
+        return self.auxiliary
 
     @property
     def label(self) -> str:
@@ -206,8 +213,9 @@ class LoadedSurvey:
         return pd.concat(parts) if len(parts) != 1 else parts[0]
 
     def auxiliary(self) -> pd.DataFrame:
-        """The columns that are no question's (an export's design variables or joined data), by response id."""
-        parts = [v.auxiliary for v in self.versions if v.auxiliary is not None]
+        """The columns that are no question's (an export's design variables or joined data, the invitations' frame
+        rows), by response id."""
+        parts = [columns for v in self.versions if (columns := v.columns()) is not None]
         return pd.concat(parts) if parts else pd.DataFrame()
 
     def design_frame(self, question_id: str, names) -> pd.DataFrame:

@@ -171,7 +171,13 @@ def _read_store(store, survey_id, owned: bool, **chosen) -> LoadedSurvey:
             rows = reading().report_rows(record.hash, list(question_ids))
             return _pivot(pd.DataFrame(rows, columns=["response_id", "question_id", "value"]), question_ids)
 
-        return Version(record.version, record.hash, record.survey, record.responses, _from_counts(counted), framer)
+        def frame_columns():  # the invitations' frame rows its responses carry (design variables), if any
+            rows = reading().frame_rows(record.hash)
+            return pd.DataFrame([values for _, values in rows], index=pd.Index([response_id for response_id, _ in rows],
+                                name="response_id")) if rows else None
+
+        return Version(record.version, record.hash, record.survey, record.responses, _from_counts(counted), framer,
+                       auxiliary=frame_columns)
 
     def close():
         closed.append(True)
@@ -218,13 +224,27 @@ def _from_server(base, survey_id, token, **chosen) -> LoadedSurvey:
                 grouped[by] = json.loads(_get(f"{base}/counts{query}", token))
             return grouped[by]
 
+        exported: list = []
+
+        def records():  # the version's JSONL export, read once for its reports and its other columns
+            if not exported:
+                text = _get(f"{base}/export?format=jsonl&spec_hash={entry['hash']}", token).decode("utf-8")
+                exported.append([json.loads(line) for line in text.splitlines() if line.strip()])
+            return exported[0]
+
         def framer(question_ids):
-            text = _get(f"{base}/export?format=jsonl&spec_hash={entry['hash']}", token).decode("utf-8")
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+            rows = records()
             return pd.DataFrame([{qid: row["reports"].get(qid) for qid in question_ids} for row in rows],
                                 index=pd.Index([row["id"] for row in rows], name="response_id"), columns=question_ids)
 
-        return Version(entry["version"], entry["hash"], survey, entry["responses"], _from_counts(counted), framer)
+        def frame_columns():
+            rows = records()
+            extras = [{k: v for k, v in row.items() if k not in _JSONL_FIELDS} for row in rows]
+            return pd.DataFrame(extras, index=pd.Index([row["id"] for row in rows], name="response_id")) \
+                if any(extras) else None
+
+        return Version(entry["version"], entry["hash"], survey, entry["responses"], _from_counts(counted), framer,
+                       auxiliary=frame_columns)
 
     return LoadedSurvey([version(e) for e in _choose(base, stored, survey_id, current, **chosen)], f"server:{base}")
 

@@ -71,8 +71,8 @@ class SampleDesign:
     def of(cls, survey) -> "SampleDesign | None":
         """The design a survey's spec names (``sample: {strata: region, …}``), or None: what `deniable estimate` and
         the dashboard use unless told ``--design none``."""
-        sample = getattr(survey, "sample", None)
-        return cls(**sample) if sample else None
+        roles = {role: name for role, name in (getattr(survey, "sample", None) or {}).items() if role != "frame"}
+        return cls(**roles) if roles else None
 
     def column_names(self) -> list:
         """The columns of the data this design names."""

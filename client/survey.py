@@ -50,6 +50,7 @@ from .questions import (
     refuse_unknown_fields,
 )
 from .randomness import default_source
+from .sample import read_sample
 
 
 class Survey:
@@ -97,32 +98,7 @@ class Survey:
                 question.make_repeated(self.repeated)
         self.max_epsilon = self._read_budget(spec.get("max_epsilon"))
         self.page_words = self._read_page_words(spec.get("page_words"))
-        self.sample = self._read_sample(spec.get("sample"))
-
-    #: What a spec's ``sample`` may name, and the question type each needs.
-    SAMPLE_ROLES = {"weights": ("number",), "strata": ("choice", "yes_no", "ordinal", "number"),
-                    "clusters": ("choice", "yes_no", "ordinal", "number"), "fpc": ("number",)}
-
-    def _read_sample(self, raw) -> dict:
-        """``sample: {strata: region, clusters: branch}``: the sample design the analysis uses by default (the CLI's
-        `deniable estimate` and the dashboard; ``--design none`` for the unweighted view). Each names a public
-        question, whose answer is known, never a randomized one."""
-        if raw is None:
-            return {}
-        if not isinstance(raw, dict) or not raw or set(raw) - set(self.SAMPLE_ROLES):
-            raise SpecError(f"survey.sample: a mapping of {', '.join(self.SAMPLE_ROLES)} to public question ids, e.g. "
-                            f"{{strata: region, clusters: branch}}, got {raw!r}")
-        for role, name in raw.items():
-            question = self.questions.get(name) if isinstance(name, str) else None
-            if question is None:
-                raise SpecError(f"survey.sample.{role}: {name!r} is not a question of this survey")
-            if question.is_private:
-                raise SpecError(f"survey.sample.{role}: {name!r} is randomized; a design variable is a public question "
-                                "(privacy: none), whose answer is known")
-            if question.type not in self.SAMPLE_ROLES[role]:
-                raise SpecError(f"survey.sample.{role}: {name!r} is a {question.type} question; {role} needs a "
-                                f"{' or '.join(self.SAMPLE_ROLES[role])} question")
-        return dict(raw)
+        self.sample = read_sample(spec.get("sample"), self.questions)
 
     @property
     def page_languages(self) -> list[str]:

@@ -341,11 +341,19 @@ def close_wave(survey_id):
 def invitations(survey_id):
     """New single-use invitation links, shown once on this page (only their hashes are kept)."""
     session = current_session()
-    try:
-        count = int(request.form.get("count", ""))
-    except ValueError:
-        count = 0
-    tokens = get_store().issue_tokens(survey_id, count, actor=session["admin"])
+    upload = request.files.get("frame")
+    if upload is not None and upload.filename:  # one invitation per row of the sample's frame (a CSV file)
+        try:
+            text = upload.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise storage.Invalid("frame: not a UTF-8 text file", "frame") from None
+        tokens = get_store().issue_tokens(survey_id, actor=session["admin"], frame=storage.frame_rows_from_csv(text))
+    else:
+        try:
+            count = int(request.form.get("count", ""))
+        except ValueError:
+            count = 0
+        tokens = get_store().issue_tokens(survey_id, count, actor=session["admin"])
     base = request.host_url.rstrip("/")
     return render_template("invitations.html", survey_id=survey_id,
                            links=[f"{base}/s/{survey_id}?t={t}" for t in tokens])

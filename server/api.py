@@ -273,10 +273,12 @@ def close_wave(survey_id):
 @blueprint.post("/surveys/<survey_id>/tokens")
 def create_tokens(survey_id):
     caller = require_admin()
-    count = _json_body().get("count")
-    if isinstance(count, bool) or not isinstance(count, int):
-        raise ApiError(422, "count: must be a whole number", "count")
-    tokens = get_store().issue_tokens(survey_id, count, actor=caller)
+    body = _json_body()
+    count, frame = body.get("count"), body.get("frame")
+    if frame is None and (isinstance(count, bool) or not isinstance(count, int)):
+        raise ApiError(422, "count: must be a whole number (or give frame: one row per invitation)", "count")
+    options = {"min_cell": body["min_cell"]} if "min_cell" in body else {}
+    tokens = get_store().issue_tokens(survey_id, count, actor=caller, frame=frame, **options)
     base = request.host_url.rstrip("/")
     return {"tokens": tokens, "links": [f"{base}/s/{survey_id}?t={t}" for t in tokens]}, 201
 

@@ -361,6 +361,13 @@ def survey_show(survey_id, db_path, prior, planned):
         tokens = store.token_counts(survey_id)
         click.echo(f"\nAccess: {record.access}; tokens issued {tokens['issued']}, used {tokens['used']}. "
                    f"Status: {'closed on ' + record.closed_on if record.closed else 'open'}.")
+        frame = store.frame_summary(survey_id)
+        if frame["cells"]:
+            click.echo(f"Frame: {frame['invitations']} invitations in {frame['cells']} distinct rows (the fewest share "
+                       f"one: {frame['fewest_invitations']}); answered rows {frame['answered_cells']}, the fewest "
+                       f"answers in one {frame['fewest_answers']}"
+                       + (f"; {frame['cells_with_one_answer']} rows have a single answer, which their frame row and "
+                          "the tokens' use narrow to one invitation" if frame["cells_with_one_answer"] else "") + ".")
         for v in store.versions(survey_id):
             marker = " (current)" if v["hash"] == record.hash else ""
             click.echo(f"  version {v['version']} {v['hash'][:12]} added {v['added_on']}: {v['responses']} responses{marker}")
@@ -423,23 +430,53 @@ def survey_reopen(survey_id, db_path):
 
 # --- tokens and export --------------------------------------------------------------------------
 
+def _read_frame(path: str) -> list[dict]:
+    """The rows of a frame CSV file (UTF-8, a header line), as {column: text}."""
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise click.ClickException(f"{path}: no such file") from None
+    except (UnicodeDecodeError, OSError) as error:
+        raise click.ClickException(f"{path}: not a readable UTF-8 file ({error})") from None
+    try:
+        return storage.frame_rows_from_csv(text)
+    except storage.StorageError as error:
+        raise click.ClickException(f"{path}: {error.message}") from None
+
+
 @main.command()
 @click.argument("survey_id")
-@click.option("--count", type=click.IntRange(1, 100_000), required=True, help="How many tokens.")
+@click.option("--count", type=click.IntRange(1, 100_000), help="How many tokens (without --frame).")
+@click.option("--frame", "frame_file", type=click.Path(dir_okay=False),
+              help="A CSV of the sample: one row per invitation, the columns the spec declares in sample.frame "
+                   "(stratum, PSU, weight, …) and optionally `token`. Each response carries its invitation's row.")
+@click.option("--min-cell", type=click.IntRange(2), default=None,
+              help="The fewest invitations a distinct frame row may share (default 5).")
 @db_option
 @click.option("--base-url", envvar="DENIABLE_BASE_URL",
               help="Where respondents reach the server, e.g. https://survey.example.org (default: $DENIABLE_BASE_URL). "
                    "Without it the tokens are printed alone: a guessed address would send invitations nowhere.")
-def tokens(survey_id, count, db_path, base_url):
-    """Create single-use respondent tokens and print them as invitation links (the survey then needs one)."""
+def tokens(survey_id, count, frame_file, min_cell, db_path, base_url):
+    """Create single-use respondent tokens and print them as invitation links (the survey then needs one); with
+    --frame, one per row of the sample, printed in the frame's row order."""
     if base_url is not None and not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", base_url):
         raise click.BadParameter(f"{base_url!r} is not an http(s) address such as https://survey.example.org",
                                  param_hint="--base-url")
+    if (count is None) == (frame_file is None):
+        raise click.UsageError("give --count N, or --frame sample.csv (one token per row)")
+    if min_cell is not None and frame_file is None:
+        raise click.UsageError("--min-cell goes with --frame")
+    frame = None if frame_file is None else _read_frame(frame_file)
     with _store(db_path) as store:
         was_open = store.get_survey(survey_id).access == "open"
-        issued = store.issue_tokens(survey_id, count, actor=cli_actor())
+        issued = store.issue_tokens(survey_id, count, actor=cli_actor(), frame=frame,
+                                    **({} if min_cell is None else {"min_cell": min_cell}))
     if was_open:
         click.echo(f"Survey {survey_id!r} now accepts only responses with a token.", err=True)
+    if frame is not None:
+        click.echo(f"{len(issued)} invitations with their frame rows, in {frame_file}'s row order (line k below is "
+                   "its row k): send each to the unit of that row.", err=True)
     if base_url is None:
         click.echo(f"No --base-url (or $DENIABLE_BASE_URL): the tokens alone follow; each invitation link is "
                    f"<your server>/s/{survey_id}?t=<token>.", err=True)

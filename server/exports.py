@@ -21,6 +21,7 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.errors import DeniableError
 from deniable.client.exact import csv_row, json_number
 from deniable.client.reports import WAVE_COLUMN, arm_column, direct_column, group_column, option_column
+from deniable.client.sample import NUMERIC_ROLES, frame_roles
 from deniable.client.splitballot import SplitBallot
 
 #: What each labelled file and the codebook say about private columns.
@@ -91,6 +92,7 @@ def _survey_columns(survey) -> list[str]:
     columns = ["id", "spec_hash", "received_on"]
     if survey.repeated is not None:
         columns.append(WAVE_COLUMN)
+    columns += survey.sample.get("frame", [])
     for qid, question in survey.questions.items():
         if question.split_ballot is not None:
             columns.append(arm_column(qid))
@@ -124,6 +126,8 @@ def _csv_cells(survey, row) -> dict:
         cells[VERSION_COLUMN] = row[VERSION_COLUMN]
     if survey.repeated is not None:
         cells[WAVE_COLUMN] = row.get("wave") or ""
+    for column in survey.sample.get("frame", []):
+        cells[column] = row.get(column, "")
     for qid, question in survey.questions.items():
         arm, value, direct = _arms(question, row["reports"].get(qid))
         if question.split_ballot is not None:
@@ -165,6 +169,7 @@ class Variable:
     question: Question | None = None
     option: str | None = None
     codes: dict | None = None  # a coded answer's value → code (pooling recodes versions by value, not by code)
+    numeric: bool = True  # written as a number (a frame's stratum or PSU labels are text)
 
 
 def _name(wanted: str, taken: set) -> str:
@@ -184,6 +189,9 @@ def _name(wanted: str, taken: set) -> str:
 
 #: Codes of yes/no answers in labelled files; of a split ballot's arms.
 YES_NO_CODES = {"yes": 1, "no": 0}
+#: What a frame column holds, by the role the spec's ``sample`` gives it.
+FRAME_LABELS = {"weights": "design weight", "strata": "stratum", "clusters": "primary sampling unit (cluster)",
+                "fpc": "population count of PSUs in the stratum (finite population correction)"}
 ARM_CODES = {"direct": 1, "randomized": 2}
 
 
@@ -214,6 +222,10 @@ def variables(record) -> list[Variable]:
         taken.add(WAVE_COLUMN)
         found.append(Variable(WAVE_COLUMN, "Wave of the repeated survey the response arrived in", None,
                               lambda row: row.get("wave")))
+    for column, role in frame_roles(record.survey.sample).items():
+        taken.add(column)
+        found.append(Variable(column, f"[frame] {FRAME_LABELS.get(role, 'public covariate')} of the invitation",
+                              None, lambda row, column=column: row.get(column), numeric=role in NUMERIC_ROLES))
     for qid, question in record.survey.questions.items():
         mark = "[randomized] " if question.is_private else ""
         text = question.text
@@ -315,7 +327,7 @@ def _frame(record, rows, found: list[Variable]):
             data[v.name].append(v.read(row))
     frame = pd.DataFrame(data)
     for v in found:
-        if v.name not in ("id", "spec_hash", "received_on", WAVE_COLUMN):  # the version number is numeric too
+        if v.numeric and v.name not in ("id", "spec_hash", "received_on", WAVE_COLUMN):  # the version is a number
             frame[v.name] = pd.to_numeric(frame[v.name]).astype("float64")
     return frame
 
@@ -392,7 +404,26 @@ def codebook(record, rows=()) -> Iterable[str]:
         return
     yield (f"# Codebook: {record.survey.title}\n\nSurvey `{record.id}`, version {record.version} "
            f"(spec hash {record.hash}).\n\n{RANDOMIZED_NOTE}\n\n{CSV_AND_CODES}")
+    yield from _sample_section(record.survey, "##")
     yield from _questions(record.survey, "##")
+
+
+def _sample_section(survey, heading: str) -> Iterable[str]:
+    """The spec's sample design (what `deniable estimate` uses by default) and the frame columns: what each holds."""
+    if not survey.sample:
+        return
+    roles = ", ".join(f"{role} `{name}`" for role, name in survey.sample.items() if role != "frame")
+    yield f"{heading} Sample design\n\n"
+    if roles:
+        yield (f"The spec names the sample design: {roles}. `deniable estimate` and the dashboard estimate with it "
+               "(design-based standard errors; `--design none` for the unweighted view).\n\n")
+    frame = frame_roles(survey.sample)
+    if frame:
+        yield ("Columns from the invitations' sampling frame: each response carries the frame row of the invitation "
+               "its token came with (empty for a response sent without one). Public design variables, not answers; "
+               "every row is shared by several invitations.\n\n")
+        yield "".join(f"- `{column}`: {FRAME_LABELS.get(role, 'public covariate')}\n" for column, role in frame.items())
+        yield "\n"
 
 
 def _pooled_codebook(record: PooledRecord) -> Iterable[str]:
@@ -414,6 +445,7 @@ def _pooled_codebook(record: PooledRecord) -> Iterable[str]:
         yield (f"## Version {version.version} (spec hash {version.hash}, {version.responses} responses)\n\n"
                "As this version asked its questions; codes below are this version's own (those of a one-version "
                f"export).\n\n{CSV_AND_CODES}")
+        yield from _sample_section(version.survey, "###")
         yield from _questions(version.survey, "###")
 
 

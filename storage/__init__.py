@@ -3,7 +3,8 @@
 One facade, `Store`, over two engines chosen by the database URL (SQLite through sqlite-utils, the
 embedded default; PostgreSQL through psycopg 3 and a pool). Its concerns each have a module:
 ``engines`` (connections, transactions, retries), ``schema`` (migrations, older layouts),
-``surveys`` (surveys, versions, invitation tokens, settings), ``writes`` (responses and running
+``surveys`` (surveys, versions, invitation tokens, settings), ``tokens`` and ``frames`` (a token's use
+and the sampling frame it carries), ``writes`` (responses and running
 totals), ``group_commit`` (a server process's concurrent submissions in one transaction), ``reads``
 (counts, report rows, exports), ``accounts`` (admins, sessions, API tokens, audit), ``maintenance``
 (copy, backup), ``location`` (which database: `resolve_database`).
@@ -16,6 +17,8 @@ from .accounts import MIN_PASSWORD_LENGTH, SESSION_LIFETIME, SIGN_IN_FAILURES, S
 from .common import GRANULARITIES, canonical
 from .engines import describe, is_postgres, sqlite_path
 from .errors import Conflict, Gone, Invalid, NotFound, StorageError, Unavailable
+from .frames import MIN_CELL
+from .frames import rows_from_csv as frame_rows_from_csv
 from .group_commit import GroupCommit
 from .location import DEFAULT_DATABASE, resolve_database
 from .maintenance import backup_sqlite, copy_database
@@ -24,8 +27,8 @@ from .store import Store
 from .surveys import SurveyRecord
 
 __all__ = [
-    "Conflict", "DEFAULT_DATABASE", "GRANULARITIES", "Gone", "GroupCommit", "Invalid", "KEYS", "MIN_PASSWORD_LENGTH", "NotFound",
-    "SCHEMA_VERSION", "SESSION_LIFETIME", "SIGN_IN_FAILURES", "SIGN_IN_LOCK", "StorageError", "Store", "SurveyRecord",
-    "TABLES", "Unavailable", "backup_sqlite", "canonical", "copy_database", "describe", "is_postgres", "rebuild_counts",
-    "resolve_database", "sqlite_path",
+    "Conflict", "DEFAULT_DATABASE", "GRANULARITIES", "Gone", "GroupCommit", "Invalid", "KEYS", "MIN_CELL",
+    "MIN_PASSWORD_LENGTH", "NotFound", "SCHEMA_VERSION", "SESSION_LIFETIME", "SIGN_IN_FAILURES", "SIGN_IN_LOCK",
+    "StorageError", "Store", "SurveyRecord", "TABLES", "Unavailable", "backup_sqlite", "canonical", "copy_database",
+    "describe", "frame_rows_from_csv", "is_postgres", "rebuild_counts", "resolve_database", "sqlite_path",
 ]

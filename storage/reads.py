@@ -76,12 +76,15 @@ class Reads:
                             f"AND question_id IN ({marks})", [spec_hash, *question_ids]).fetchall()
 
     def export(self, survey_id: str, spec_hash: str | None = None, version=None):
-        """Yield one dict per response of a version: id, spec_hash, received_on, (a repeated survey's) wave,
-        reports; in the order of the random response ids, which says nothing about when anyone answered."""
+        """Yield one dict per response of a version: id, spec_hash, received_on, (a repeated survey's) wave, the
+        columns of its invitation's frame row (when its token carried one), reports; in the order of the random
+        response ids, which says nothing about when anyone answered."""
         record = self.find_version(survey_id, spec_hash, version)
         wave = "r.wave" if self.layout.has_waves else "NULL"
+        frame, join = ("f.frame", "LEFT JOIN frame_cells f ON f.survey_id = r.survey_id AND f.cell = r.frame_cell ") \
+            if self.layout.has_frames else ("NULL", "")
         rows = self.engine.stream(
-            f"SELECT r.id, r.received_on, {wave}, p.question_id, p.value FROM responses r "
+            f"SELECT r.id, r.received_on, {wave}, {frame}, p.question_id, p.value FROM responses r {join}"
             "LEFT JOIN reports p ON p.spec_hash = r.spec_hash AND p.response_id = r.id WHERE r.spec_hash = ? ORDER BY r.id", [record.hash])
         order = list(record.survey.questions)
 
@@ -90,17 +93,28 @@ class Reads:
             return row
 
         current = None
-        for response_id, received_on, wave_label, qid, value in rows:
+        for response_id, received_on, wave_label, frame_row, qid, value in rows:
             if current is None or current["id"] != response_id:
                 if current is not None:
                     yield ordered(current)
-                current = {"id": response_id, "spec_hash": record.hash, "received_on": received_on, "reports": {}}
+                current = {"id": response_id, "spec_hash": record.hash, "received_on": received_on}
                 if record.survey.repeated is not None:
                     current["wave"] = wave_label
+                if frame_row is not None:  # its invitation's frame row (`frames.py`): named apart from the own fields
+                    current.update(json.loads(frame_row))
+                current["reports"] = {}
             if qid is not None:
                 current["reports"][qid] = json.loads(value)
         if current is not None:
             yield ordered(current)
+
+    def frame_rows(self, spec_hash: str) -> list[tuple[str, dict]]:
+        """(response id, its invitation's frame row) of one version's responses that have one (`frames.py`)."""
+        if not self.layout.has_frames:
+            return []
+        return [(response_id, json.loads(frame)) for response_id, frame in self.execute(
+            "SELECT r.id, f.frame FROM responses r JOIN frame_cells f ON f.survey_id = r.survey_id AND f.cell = "
+            "r.frame_cell WHERE r.spec_hash = ?", [spec_hash]).fetchall()]
 
     def export_all_versions(self, survey_id: str):
         """`export`'s rows of every version, oldest first, each with its ``version`` number after its spec hash."""

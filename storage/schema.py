@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 def migrate_to_1(engine):
@@ -188,8 +188,19 @@ def migrate_to_9(engine):
     engine.execute("CREATE UNIQUE INDEX idx_waves_one_open ON waves (survey_id) WHERE closed_on IS NULL")
 
 
+def migrate_to_10(engine):
+    """The sampling frame carried by invitations (`frames.py`): each distinct frame row once (a cell), a token's cell,
+    and the cell of the response it sent."""
+    engine.execute(f"CREATE TABLE frame_cells (survey_id TEXT, cell INTEGER, frame TEXT NOT NULL, "
+                   f"PRIMARY KEY (survey_id, cell)){engine.without_rowid()}")
+    engine.execute("CREATE UNIQUE INDEX idx_frame_cells_survey_id_frame ON frame_cells (survey_id, frame)")
+    engine.execute("ALTER TABLE tokens ADD COLUMN frame_cell INTEGER")
+    engine.execute("ALTER TABLE responses ADD COLUMN frame_cell INTEGER")
+
+
 MIGRATIONS = {1: migrate_to_1, 2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6,
-              7: migrate_to_7, 8: migrate_to_8, 9: migrate_to_9}
+              7: migrate_to_7, 8: migrate_to_8, 9: migrate_to_9,
+              10: migrate_to_10}
 
 
 def rebuild_counts(engine):
@@ -209,9 +220,10 @@ TABLES = {
     "settings": ("key", "value"),
     "surveys": ("id", "current_hash", "access", "closed_on", "added_on"),
     "survey_versions": ("hash", "survey_id", "version", "spec", "added_on"),
-    "tokens": ("token_hash", "survey_id", "issued_on", "slot"),
+    "tokens": ("token_hash", "survey_id", "issued_on", "slot", "frame_cell"),
     "token_use": ("survey_id", "block", "used"),
-    "responses": ("id", "survey_id", "spec_hash", "received_on", "idempotency_key", "fingerprint", "wave"),
+    "responses": ("id", "survey_id", "spec_hash", "received_on", "idempotency_key", "fingerprint", "wave", "frame_cell"),
+    "frame_cells": ("survey_id", "cell", "frame"),
     "reports": ("response_id", "spec_hash", "question_id", "value"),
     "report_counts": ("spec_hash", "question_id", "value", "shard", "count"),
     "version_counts": ("spec_hash", "shard", "responses"),
@@ -225,7 +237,7 @@ KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens":
         "token_use": "survey_id, block", "responses": "spec_hash, id",
         "reports": "spec_hash, response_id, question_id", "report_counts": "spec_hash, question_id, value, shard",
         "version_counts": "spec_hash, shard", "admins": "name", "api_tokens": "id", "audit_log": "at, id",
-        "waves": "survey_id, label"}
+        "waves": "survey_id, label", "frame_cells": "survey_id, cell"}
 
 
 # --- reading older schemas -------------------------------------------------------------------------
@@ -245,6 +257,11 @@ class Layout:
     def has_token_use(self) -> bool:
         """Schema 8 keeps a token's use in a bitmap row; before, the token's own row held the date it was used."""
         return self.schema >= 8
+
+    @property
+    def has_frames(self) -> bool:
+        """Schema 10 keeps the invitations' frame; an older database's responses carry none."""
+        return self.schema >= 10
 
     @property
     def has_waves(self) -> bool:

@@ -8,11 +8,13 @@ from dataclasses import dataclass
 
 from deniable.client import SpecError, Survey
 from deniable.client.panels import redrawn_questions
+from deniable.client.sample import frame_roles
 from deniable.client.versions import VersionError, resolve_version
 
 from .common import GRANULARITIES, digest, today
 from .errors import Conflict, Gone, Invalid, NotFound, StorageError
-from .tokens import add_tokens, token_counts, token_status
+from .frames import MIN_CELL, cell_ids, check_unissued, checked_rows, slots_by_cell
+from .tokens import add_tokens, first_free_slot, token_counts, token_status
 
 #: What a wave may be called: shown on dashboards and in exports, so plain.
 WAVE_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._:-]{0,63}")
@@ -245,19 +247,62 @@ class Surveys:
 
     # --- tokens -------------------------------------------------------------------------------
 
-    def issue_tokens(self, survey_id: str, count: int, actor: str | None = None) -> list[str]:
-        """New single-use respondent tokens; only their hashes are stored. Turns token access on."""
-        if not 1 <= count <= 100_000:
-            raise Invalid("count must be between 1 and 100000", "count")
-        if self.get_survey(survey_id).closed:
+    def issue_tokens(self, survey_id: str, count: int | None = None, actor: str | None = None, frame=None,
+                     min_cell: int = MIN_CELL) -> list[str]:
+        """New single-use respondent tokens; only their hashes are stored. Turns token access on.
+
+        ``frame``: one row per invitation ({column: value} of the columns the spec declares in ``sample.frame``,
+        and optionally the ``token`` to issue); each row's token carries it, and so does the response that token
+        sends (`frames.py`). Returned in the frame's row order. Every distinct row must be shared by ``min_cell``
+        rows at least. A survey that declares a frame issues its invitations with one."""
+        record = self.get_survey(survey_id)
+        if record.closed:
             raise Gone(f"survey {survey_id!r} is closed: reopen it first (deniable survey reopen {survey_id})", "survey_id")
-        tokens = [secrets.token_urlsafe(16) for _ in range(count)]
+        texts = None
+        if frame is not None:
+            if count is not None and count != len(frame):
+                raise Invalid(f"count: {count}, but the frame has {len(frame)} rows (one token per row)", "count")
+            supplied, texts = checked_rows(record.survey, frame, min_cell)
+            count = len(supplied)
+        elif frame_roles(record.survey.sample):
+            raise Invalid(f"frame: survey {survey_id!r} declares a frame (sample.frame: "
+                          f"{', '.join(frame_roles(record.survey.sample))}); issue its invitations with one row each, "
+                          "so every response carries its design variables", "frame")
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 100_000:
+            raise Invalid("count must be between 1 and 100000", "count")
+        if texts is None:
+            supplied = [None] * count
+        tokens = [token or secrets.token_urlsafe(16) for token in supplied]
         with self.transaction():
             # First: its row lock keeps a concurrent issue of the same survey from taking the same slots.
             self.execute("UPDATE surveys SET access = 'token' WHERE id = ?", [survey_id])
-            add_tokens(self.engine, survey_id, [digest(t) for t in tokens])
-            self._audit_if(actor, "invitation tokens issued", survey_id, f"{count} tokens")
+            hashes = [digest(t) for t in tokens]
+            if texts is None:
+                add_tokens(self.engine, survey_id, hashes)
+            else:
+                check_unissued(self.engine, [t for t in supplied if t is not None])
+                cell_of = cell_ids(self.engine, survey_id, texts)
+                cells = [cell_of[text] for text in texts]
+                add_tokens(self.engine, survey_id, hashes, slots_by_cell(first_free_slot(self.engine, survey_id), cells),
+                           cells)
+            detail = f"{count} tokens" + ("" if texts is None else f" with frame rows ({len(set(texts))} distinct)")
+            self._audit_if(actor, "invitation tokens issued", survey_id, detail)
         return tokens
+
+    def frame_summary(self, survey_id: str) -> dict:
+        """How the invitations' frame narrows responses: frame rows (cells) in use, invitations with one, and the
+        answers per cell (the fewest, and how many cells have a single answer: those name their respondent's
+        reports to whoever reads both the frame and the tokens' bitmaps)."""
+        if not self.layout.has_frames:
+            return {"cells": 0, "invitations": 0, "fewest_invitations": None, "answered_cells": 0,
+                    "fewest_answers": None, "cells_with_one_answer": 0}
+        invitations = [n for (n,) in self.execute("SELECT COUNT(*) FROM tokens WHERE survey_id = ? AND frame_cell "
+                                                   "IS NOT NULL GROUP BY frame_cell", [survey_id]).fetchall()]
+        answers = [n for (n,) in self.execute("SELECT COUNT(*) FROM responses WHERE survey_id = ? AND frame_cell "
+                                               "IS NOT NULL GROUP BY frame_cell", [survey_id]).fetchall()]
+        return {"cells": len(invitations), "invitations": sum(invitations),
+                "fewest_invitations": min(invitations, default=None), "answered_cells": len(answers),
+                "fewest_answers": min(answers, default=None), "cells_with_one_answer": answers.count(1)}
 
     def token_status(self, survey_id: str, token: str) -> str | None:
         """"unused" or "used" for a token of this survey, None for any other string: what the survey page

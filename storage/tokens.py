@@ -43,17 +43,26 @@ def spent_count(bitmaps) -> int:
     return sum(int(bitmap, 16).bit_count() for bitmap in bitmaps)
 
 
-def add_tokens(engine, survey_id: str, token_hashes: list[str]):
-    """Rows for newly issued tokens, each with the next free slot, and the bitmap rows their slots need. The caller
-    holds the survey row's lock (two issuers never take the same slots)."""
-    # after the highest slot, not the count: slots stay unique should tokens ever be removed
-    first = engine.execute("SELECT COALESCE(MAX(slot), -1) + 1 FROM tokens WHERE survey_id = ?", [survey_id]).fetchone()[0]
+def add_tokens(engine, survey_id: str, token_hashes: list[str], slots: list[int] | None = None,
+               cells: list[int] | None = None):
+    """Rows for newly issued tokens, each with the next free slot (or the ``slots`` given, all past the highest
+    taken: `first_free_slot`) and its frame cell (`frames.py`), and the bitmap rows their slots need. The caller holds
+    the survey row's lock (two issuers never take the same slots)."""
+    if slots is None:
+        first = first_free_slot(engine, survey_id)
+        slots = [first + i for i in range(len(token_hashes))]
     issued_on = today()
-    engine.executemany("INSERT INTO tokens (token_hash, survey_id, issued_on, slot) VALUES (?, ?, ?, ?)",
-                       [(token_hash, survey_id, issued_on, first + i) for i, token_hash in enumerate(token_hashes)])
-    rows = range(first // SLOTS_PER_ROW, (first + len(token_hashes) - 1) // SLOTS_PER_ROW + 1)
+    engine.executemany("INSERT INTO tokens (token_hash, survey_id, issued_on, slot, frame_cell) VALUES (?, ?, ?, ?, ?)",
+                       [(token_hash, survey_id, issued_on, slot, None if cells is None else cells[i])
+                        for i, (token_hash, slot) in enumerate(zip(token_hashes, slots))])
+    rows = sorted({slot // SLOTS_PER_ROW for slot in slots})
     engine.executemany("INSERT INTO token_use (survey_id, block, used) VALUES (?, ?, ?) "
                        "ON CONFLICT (survey_id, block) DO NOTHING", [(survey_id, row, _EMPTY) for row in rows])
+
+
+def first_free_slot(engine, survey_id: str) -> int:
+    # after the highest slot, not the count: slots stay unique should tokens ever be removed
+    return engine.execute("SELECT COALESCE(MAX(slot), -1) + 1 FROM tokens WHERE survey_id = ?", [survey_id]).fetchone()[0]
 
 
 _SLOT_AND_BITMAP = (f"SELECT t.slot, u.used FROM tokens t JOIN token_use u ON u.survey_id = t.survey_id "

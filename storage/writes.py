@@ -230,10 +230,16 @@ class Writes:
                    "idempotency_key": idempotency_key, "fingerprint": fingerprint}
             if wave is not None:
                 row["wave"] = wave
+            # A token's frame row (`frames.py`) goes with its response, read in the same statement (no round trip).
+            column, cell, frame = ", frame_cell", ", (SELECT frame_cell FROM tokens WHERE token_hash = ? AND " \
+                "survey_id = ?)", [None if token is None or record.access != "token" else digest(token), survey_id]
+            if not self.layout.has_frames:  # an older schema kept open as it is (a migration's own tests)
+                column, cell, frame = "", "", []
             inserted = self.execute(
-                "INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint, wave) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (survey_id, idempotency_key) DO NOTHING RETURNING id",
-                [row["id"], survey_id, spec_hash, received_on, idempotency_key, fingerprint, wave]).fetchone()
+                f"INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint, wave"
+                f"{column}) VALUES (?, ?, ?, ?, ?, ?, ?{cell}) ON CONFLICT (survey_id, idempotency_key) DO NOTHING "
+                "RETURNING id", [row["id"], survey_id, spec_hash, received_on, idempotency_key, fingerprint, wave,
+                                 *frame]).fetchone()
             if inserted is None:  # a retry (perhaps racing its first attempt, which has committed now)
                 previous = self._previous(survey_id, idempotency_key, fingerprint)
                 if previous is None:  # pragma: no cover - the conflicting row cannot vanish inside a transaction
