@@ -241,7 +241,7 @@ def _quietly(model, start, fit_kwargs):
 
 
 def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = None, *, intercept: bool = True,
-             firth: bool = False, design=None, **fit_kwargs):
+             firth: bool = False, design=None, predictor_terms: str | None = None, **fit_kwargs):
     """Fit the design-adjusted logistic regression; returns statsmodels results with ``params``,
     ``bse``, ``conf_int()`` and ``summary()`` indexed by term (``Intercept`` first).
 
@@ -260,10 +260,19 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = N
     ``design``: a `SampleDesign` (with a formula over loaded data): the weighted pseudo-likelihood, and the
     sandwich covariance H⁻¹·V(scores)·H⁻¹ whose middle is the design-based covariance of the respondents' scores
     (PSU totals within strata, fpc, raking), with t tests on the design's degrees of freedom.
+
+    A *public* yes/no outcome may take one randomized yes/no answer among its covariates
+    (``logistic("voted ~ dodged + age", data)``): its true answer is modelled jointly (module `predictor`, R's
+    ``rrreg.predictor``), ``predictor_terms`` its own model.
     """
     if isinstance(question_or_mechanism, str):
         if covariates is not None:
             raise TypeError("logistic(formula, data): the covariates come from the formula")
+        if _public_outcome(question_or_mechanism, reports) or predictor_terms is not None:
+            from .predictor import fit_latent_predictor
+
+            return fit_latent_predictor(question_or_mechanism, reports, "logistic", design, predictor_terms,
+                                        **fit_kwargs)
         if design is not None:
             return _design_logistic(question_or_mechanism, reports, design, firth, fit_kwargs)
         return _from_formula(question_or_mechanism, reports, {**fit_kwargs, "firth": firth})
@@ -306,6 +315,15 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = N
         fitted = _fit(RandomizedLogit(endog, exog, channel.p, channel.q), [np.zeros(exog.shape[1])], fit_kwargs)
     # The wrapper gives pandas-labelled params, bse and conf_int, as statsmodels' own models do.
     return _judge_boundary(LikelihoodResultsWrapper(fitted), firth)
+
+
+def _public_outcome(formula: str, data) -> bool:
+    """Whether a formula's outcome is a public question of the loaded data (then a randomized answer may be among
+    the covariates: `predictor`)."""
+    outcome = formula.split("~", 1)[0].strip()
+    if not hasattr(data, "survey") or outcome not in set(_all_questions(data)):
+        return False
+    return not data.question(outcome).is_private
 
 
 def _missing(report) -> bool:
