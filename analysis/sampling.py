@@ -11,13 +11,16 @@ estimate is inside the simplex, so there the standard errors are those of R's ``
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from . import replicates as replication
 from .errors import AnalysisError
+from .replicates import VARIANCES, Replicates
 
 LONELY_PSU = ("fail", "adjust")
 #: Raking stops when every margin is met to this relative error; past `RAKE_ITERATIONS` it refuses.
@@ -40,6 +43,10 @@ class SampleDesign:
       proportional fitting before estimation; the variance then uses the calibration's residuals (``survey::rake``).
     * ``lonely_psu``: a stratum with one PSU is refused (``"fail"``), or centred at the grand mean (``"adjust"``,
       R's ``options(survey.lonely.psu = "adjust")``).
+    * ``variance``: ``"linearization"`` (Taylor, the default), or replicate weights (`replicates`): ``"jk1"``,
+      ``"jkn"`` (jackknives, one replicate per PSU), ``"bootstrap"`` (``replicates`` of them, drawn with ``seed``);
+      or the replicate weights a data set ships, ``replicate_weights=[columns]`` of kind ``"jk1"``, ``"bootstrap"``
+      or ``"brr"`` (``replicate_scale`` overrides the kind's scale). `Sample.replicate_frame` exports them.
     """
 
     weights: object = None
@@ -48,8 +55,21 @@ class SampleDesign:
     fpc: object = None
     rake: dict | None = None
     lonely_psu: str = "fail"
+    variance: str = "linearization"
+    replicates: int = 200
+    seed: int = 20261126
+    replicate_weights: object = None
+    replicate_scale: float | None = None
 
     def __post_init__(self):
+        if self.variance not in VARIANCES:
+            raise AnalysisError(f"variance: one of {', '.join(VARIANCES)}, got {self.variance!r}", "variance")
+        if self.replicate_weights is not None and self.variance == "linearization":
+            raise AnalysisError("variance: say what kind the replicate weights are (\"jk1\", \"bootstrap\" or "
+                                "\"brr\")", "variance")
+        if self.variance == "brr" and self.replicate_weights is None:
+            raise AnalysisError("variance: brr needs the replicate weights of its half-samples (replicate_weights=)",
+                                "variance")
         if self.lonely_psu not in LONELY_PSU:
             raise AnalysisError(f"lonely_psu: must be one of {', '.join(LONELY_PSU)}, got {self.lonely_psu!r}",
                                 "lonely_psu")
@@ -65,7 +85,13 @@ class SampleDesign:
                 parts.append(f"{name} {value!r}" if isinstance(value, str) else f"{name} (given)")
         if self.rake:
             parts.append(f"raked to {', '.join(map(str, self.rake))}")
-        return ", ".join(parts) or "equal weights, no strata or clusters"
+        described = ", ".join(parts) or "equal weights, no strata or clusters"
+        if self.variance != "linearization":
+            kind = {"jk1": "JK1 jackknife", "jkn": "JKn jackknife", "bootstrap": "Rao-Wu bootstrap"}.get(
+                self.variance, self.variance)
+            described += (f"; variance by {kind}" if self.replicate_weights is None
+                          else f"; variance by the {kind} replicate weights given")
+        return described
 
     @classmethod
     def of(cls, survey) -> "SampleDesign | None":
@@ -76,8 +102,9 @@ class SampleDesign:
 
     def column_names(self) -> list:
         """The columns of the data this design names."""
-        return list(dict.fromkeys(v for v in (self.weights, self.strata, self.clusters, self.fpc, *(self.rake or {}))
-                                  if isinstance(v, str)))
+        given = self.replicate_weights if isinstance(self.replicate_weights, (list, tuple)) else ()
+        return list(dict.fromkeys(v for v in (self.weights, self.strata, self.clusters, self.fpc, *(self.rake or {}),
+                                              *given) if isinstance(v, str)))
 
     def resolve(self, columns: pd.DataFrame) -> "Sample":
         """The design's arrays for the responses of ``columns`` (one row per response, indexed by response id, holding
@@ -136,9 +163,38 @@ class SampleDesign:
                 raise AnalysisError("fpc: not numbers", "fpc") from None
             fraction = _sampling_fractions(strata, psu, population)
         sample = Sample(index, w, strata, psu, fraction, self.lonely_psu, self.describe())
+        sample.replicates = self._replicates(sample, values)
         if self.rake:
             sample = sample.raked({name: values(name, name) for name in self.rake}, self.rake)
         return sample
+
+
+    def _replicates(self, sample: "Sample", values) -> Replicates | None:
+        if self.variance == "linearization":
+            return None
+        if self.replicate_weights is not None:
+            if isinstance(self.replicate_weights, (list, tuple)) and all(isinstance(c, str) for c in self.replicate_weights):
+                columns = []
+                for name in self.replicate_weights:
+                    try:
+                        columns.append(pd.to_numeric(values("replicate_weights", name)).to_numpy(dtype=float))
+                    except (ValueError, TypeError):
+                        raise AnalysisError(f"replicate_weights: column {name!r} is not numbers",
+                                            "replicate_weights") from None
+                matrix = np.column_stack(columns)
+            else:
+                matrix = np.asarray(self.replicate_weights, dtype=float)
+                if matrix.ndim != 2 or matrix.shape[0] != len(sample.weights):
+                    raise AnalysisError(f"replicate_weights: expected column names or an array of one row per "
+                                        f"response ({len(sample.weights)}), got shape {matrix.shape}",
+                                        "replicate_weights")
+            return replication.supplied(sample.weights, matrix, self.variance, self.replicate_scale)
+        if self.lonely_psu != "fail" and (sample.psu_per_stratum == 1).any():
+            raise AnalysisError("variance: a stratum with one PSU has no replicate; collapse it with a neighbour",
+                                "variance")
+        if self.variance == "bootstrap":
+            return replication.subbootstrap(sample.strata, sample.psu, self.replicates, self.seed)
+        return replication.jackknife(sample.strata, sample.psu, sample.fraction, stratified=self.variance == "jkn")
 
 
 def _sampling_fractions(strata, psu, population) -> np.ndarray:
@@ -174,6 +230,7 @@ class Sample:
     lonely_psu: str
     description: str
     calibration: np.ndarray | None = None
+    replicates: Replicates | None = None  # replicate weights (`replicates`): the variance from their spread
 
     def __post_init__(self):
         psu_stratum = np.zeros(self.psu.max() + 1 if len(self.psu) else 0, dtype=np.int64)
@@ -190,8 +247,19 @@ class Sample:
 
     @property
     def df(self) -> int:
-        """The design's degrees of freedom: PSUs less strata."""
+        """The design's degrees of freedom: PSUs less strata (replicate weights: their rank less one)."""
+        if self.replicates is not None:
+            return self.replicates.df
         return max(self.n_psu - self.n_strata, 1)
+
+    def replicate_frame(self) -> pd.DataFrame:
+        """The replicate weights (each replicate's full weights), one row per response by id: to save beside an
+        export, or to give R's ``svrepdesign`` or Stata's ``svyset … jkrweight()``. Empty without replicates."""
+        if self.replicates is None:
+            return pd.DataFrame(index=self.index)
+        weights = self.weights[:, None] * self.replicates.multipliers
+        return pd.DataFrame(weights, index=self.index,
+                            columns=[f"replicate_{r + 1}" for r in range(self.replicates.count)])
 
     def raked(self, columns: dict, margins: dict) -> "Sample":
         """The weights calibrated to ``margins`` by iterative proportional fitting; refuses a margin whose levels do
@@ -214,25 +282,21 @@ class Sample:
                 names.append(f"{name}={level}")
         x = np.column_stack(indicators)
         targets = np.array(targets)
-        w = self.weights.copy()
         start, groups = 0, []
         for margin in margins.values():
             groups.append(slice(start, start + len(margin)))
             start += len(margin)
-        for _ in range(RAKE_ITERATIONS):
-            for group in groups:
-                totals = w @ x[:, group]
-                w = w * (x[:, group] @ (targets[group] / totals))
-            error = np.abs(w @ x - targets) / targets
-            if error.max() <= RAKE_TOLERANCE:
-                break
-        else:
-            worst = names[int(np.argmax(error))]
-            raise AnalysisError(f"rake: did not converge in {RAKE_ITERATIONS} rounds; margin {worst.split('=')[0]!r} "
-                                f"is still {error.max():.2g} off (level {worst.split('=', 1)[1]!r}): the margins may "
-                                "contradict each other", "rake")
-        return Sample(self.index, w, self.strata, self.psu, self.fraction, self.lonely_psu,
-                      self.description, calibration=x)
+        w = _rake(self.weights, x, targets, groups, names)
+        if self.replicates is None:
+            return Sample(self.index, w, self.strata, self.psu, self.fraction, self.lonely_psu,
+                          self.description, calibration=x)
+        # Each replicate is raked to the same margins (as R's rake of a replicate design): its spread then holds
+        # the calibration, and no residual linearization is needed.
+        raked = np.column_stack([_rake(self.weights * self.replicates.multipliers[:, r], x, targets, groups, names)
+                                 for r in range(self.replicates.count)])
+        multipliers = np.divide(raked, w[:, None], out=np.zeros_like(raked), where=w[:, None] > 0)
+        return Sample(self.index, w, self.strata, self.psu, self.fraction, self.lonely_psu, self.description,
+                      replicates=dataclasses.replace(self.replicates, multipliers=multipliers))
 
     # --- the design-based covariance ------------------------------------------------------------------------
 
@@ -240,6 +304,8 @@ class Sample:
         """The design-based covariance of Σᵢ scoresᵢ (rows: responses, each already weighted), with PSU totals within
         strata: Σ_h (1 − f_h) n_h/(n_h − 1) Σ_j (z_hj − z̄_h)(z_hj − z̄_h)ᵀ."""
         scores = np.asarray(scores, dtype=float)
+        if self.replicates is not None:  # the replicate totals of the scores: Σᵢ (w_rᵢ/wᵢ)·scoresᵢ
+            return self.replicates.covariance(self.replicates.multipliers.T @ scores)
         if self.calibration is not None:
             scores = self._calibration_residuals(scores)
         totals = np.zeros((self.n_psu, scores.shape[1]))
@@ -281,6 +347,15 @@ class Sample:
         if total <= 0:
             raise AnalysisError("no responses with a report in this group")
         lam = np.bincount(positions[counted], weights=w[counted], minlength=reports) / total
+        if self.replicates is not None:  # each replicate's frequencies, exactly: a ratio of its weighted totals
+            rows = np.flatnonzero(counted)
+            indicator = np.zeros((len(rows), reports))
+            indicator[np.arange(len(rows)), positions[rows]] = 1.0
+            replicate_weights = self.replicates.multipliers[rows] * w[rows, None]  # rows × R
+            totals = replicate_weights.T @ indicator  # R × reports
+            sizes = totals.sum(axis=1, keepdims=True)
+            replicate_lam = np.divide(totals, sizes, out=np.tile(lam, (len(sizes), 1)), where=sizes > 0)
+            return lam, self.replicates.covariance(replicate_lam), int(counted.sum()), total
         # The influence of each response on λ̂: wᵢ·(e_rᵢ − λ̂)/W inside the domain, 0 outside. Built per PSU without an
         # n × R matrix: Σᵢ∈j wᵢ e_rᵢ is a sparse tally.
         psu_report = np.zeros((self.n_psu, reports)) if self.calibration is None else None
@@ -295,6 +370,25 @@ class Sample:
             scores -= w[:, None] * lam[None, :]
             covariance = self.covariance(scores / total)
         return lam, covariance, int(counted.sum()), total
+
+
+def _rake(weights: np.ndarray, x: np.ndarray, targets: np.ndarray, groups: list, names: list) -> np.ndarray:
+    """Iterative proportional fitting of ``weights`` to the margins' ``targets`` (indicator columns ``x``, one slice
+    of them per margin); refuses, naming the margin furthest off, when it does not converge."""
+    w = weights.copy()
+    for _ in range(RAKE_ITERATIONS):
+        for group in groups:
+            totals = w @ x[:, group]
+            factors = np.divide(targets[group], totals, out=np.zeros_like(totals), where=totals > 0)
+            w = w * (x[:, group] @ factors)
+        reached = w @ x
+        error = np.abs(reached - targets) / targets
+        if error.max() <= RAKE_TOLERANCE:
+            return w
+    worst = names[int(np.argmax(error))]
+    raise AnalysisError(f"rake: did not converge in {RAKE_ITERATIONS} rounds; margin {worst.split('=')[0]!r} "
+                        f"is still {error.max():.2g} off (level {worst.split('=', 1)[1]!r}): the margins may "
+                        "contradict each other", "rake")
 
 
 def fit_jacobian(q: np.ndarray, pi: np.ndarray, lam: np.ndarray) -> np.ndarray:

@@ -8,7 +8,10 @@ with replacement), each with an item randomized here with a fixed seed, through 
 * apistrat: ``awards`` (yes/no) by forced response (truth 1/2, yes 1/4, no 1/4); weights ``pw``, strata ``stype``,
   ``fpc``; overall, by the domain ``sch.wide``, raked to margins of ``stype`` and ``sch.wide``, and the difference
   between the domains of ``yr.rnd`` (svyby with its covariance, then svycontrast);
+  with replicate weights: the JKn jackknife (overall, by ``sch.wide``, raked per replicate) and the 50 bootstrap
+  replicates deniable draws (given to ``svrepdesign``);
 * apiclus1: ``stype`` (E/H/M) by k-ary randomized response (ε = ln 4); clusters ``dnum``, weights ``pw``, ``fpc``;
+  and by the JK1 jackknife;
 * apiclus2: ``api00`` in four bands, by ordinal randomized response (ε = 2); clusters ``dnum``, weights ``pw``.
 
 R estimates each answer's share as ``svymean`` of the unbiased transform u = Q⁺·e_r of each respondent's report
@@ -36,6 +39,7 @@ from deniable.client import Survey  # noqa: E402
 
 FOLDER = ROOT / "tests" / "fixtures" / "complex_sample"
 SEED = 20261126
+BOOTSTRAP = 50
 
 
 class Seeded:
@@ -111,6 +115,14 @@ def main():
             writer.writeheader()
             writer.writerows(export)
         (FOLDER / f"{name}.yaml").write_text(json.dumps(spec, indent=1))
+        if name == "apistrat":  # deniable's own bootstrap replicate weights, which R is given (its draws differ)
+            from deniable.analysis import SampleDesign, load
+
+            data = load(FOLDER / f"{name}.csv", spec=survey)
+            design = SampleDesign(weights="pw", strata="stype", variance="bootstrap", replicates=BOOTSTRAP)
+            replicates = design.resolve(data.design_frame(question_id, design.column_names())).replicate_frame()
+            for record in for_r:
+                record.update({f"b{r + 1}": replicates.loc[record["id"]].iloc[r] for r in range(BOOTSTRAP)})
         with open(work / f"{name}-u.csv", "w", newline="") as target:
             writer = csv.DictWriter(target, list(for_r[0]))
             writer.writeheader()
@@ -123,6 +135,9 @@ def main():
             f"m <- svymean(~{us}, des)",
             "out <- list(estimate = unname(coef(m)), se = unname(SE(m)), df = degf(des))",
         ]
+        if name == "apiclus1":  # the delete-one-cluster jackknife
+            script += ["j <- as.svrepdesign(des, type = 'JK1')", f"mj <- svymean(~{us}, j)",
+                       "out$jk1 <- list(se = unname(SE(mj)), df = degf(j))"]
         if name == "apistrat":
             script += [
                 f"b <- svyby(~{us}, ~school_wide, des, svymean)",
@@ -138,6 +153,19 @@ def main():
                 "ct <- svycontrast(bc, quote(`yes:u0` - `no:u0`))",
                 "out$difference <- list(domains = unname(coef(bc)[c('yes:u0', 'no:u0')]), estimate = unname(coef(ct)), "
                 "se = unname(SE(ct)))",
+                # replicate weights: the stratified jackknife, overall, by domain and raked per replicate; and the
+                # bootstrap replicate weights deniable drew, given to svrepdesign
+                "j <- as.svrepdesign(des, type = 'JKn')",
+                f"mj <- svymean(~{us}, j)",
+                f"bj <- svyby(~{us}, ~school_wide, j, svymean)",
+                "rj <- rake(j, list(~stype, ~school_wide), list(pop.types, pop.wide), control = list(epsilon = 1e-12, maxit = 1000))",
+                f"mrj <- svymean(~{us}, rj)",
+                "out$jkn <- list(se = unname(SE(mj)), df = degf(j), domains = lapply(split(bj, bj$school_wide), "
+                "function(r) list(se = unname(unlist(r[4:5])))), raked = unname(SE(mrj)))",
+                f"bs <- svrepdesign(data = d, repweights = d[, paste0('b', 1:{BOOTSTRAP})], weights = ~pw, "
+                f"type = 'bootstrap', combined.weights = TRUE, scale = 1 / ({BOOTSTRAP} - 1), rscales = 1, mse = FALSE)",
+                f"mb <- svymean(~{us}, bs)",
+                "out$bootstrap <- list(se = unname(SE(mb)), df = degf(bs))",
             ]
         script.append(f"writeLines(toJSON(out, digits = NA, auto_unbox = TRUE), '{work}/{name}.json')")
         subprocess.run(["Rscript", "-e", "; ".join(script)], check=True)

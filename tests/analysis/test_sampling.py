@@ -2,6 +2,7 @@
 checked against R's survey package (fixtures written by scripts/survey_reference.py), against their own
 definitions, and by coverage over simulated two-stage samples."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -76,6 +77,49 @@ def test_raked_weights_and_their_variance_are_r_survey_s_rake():
     assert result.table["unbiased_se"].to_numpy() == pytest.approx(reference["se"], rel=2e-3)
     unraked = estimate(_api("apistrat"), "awards", design=DESIGNS["apistrat"][1])
     assert result.table.loc["yes", "unbiased"] != pytest.approx(unraked.table.loc["yes", "unbiased"], abs=1e-3)
+
+
+def test_replicate_weights_give_r_survey_s_replicate_variance():
+    """The jackknives R's as.svrepdesign builds (JK1 of the cluster sample, JKn of the stratified one: overall, by
+    domain, and raked per replicate) and deniable's own bootstrap replicates given to svrepdesign: standard errors
+    and degrees of freedom as R's, to 1e-9; the replicates export as one column each."""
+    jk1 = estimate(_api("apiclus1"), "level", design=SampleDesign(weights="pw", clusters="dnum", fpc="fpc",
+                                                                  variance="jk1"))
+    assert jk1.table["unbiased_se"].to_numpy() == pytest.approx(R["apiclus1"]["jk1"]["se"], rel=1e-9)
+    assert jk1.design_df == R["apiclus1"]["jk1"]["df"] and "JK1 jackknife" in jk1.sample
+    data, reference = _api("apistrat"), R["apistrat"]
+    jkn = SampleDesign(weights="pw", strata="stype", fpc="fpc", variance="jkn")
+    result = estimate(data, "awards", design=jkn)
+    assert result.table["unbiased_se"].to_numpy() == pytest.approx(reference["jkn"]["se"], rel=1e-9)
+    assert result.design_df == reference["jkn"]["df"]
+    for group, domain in subgroups(data, "awards", "school_wide", design=jkn).items():
+        assert domain.table["unbiased_se"].to_numpy() == pytest.approx(reference["jkn"]["domains"][group]["se"],
+                                                                       rel=1e-9)
+    raked = estimate(data, "awards", design=dataclasses.replace(jkn, rake=R["rake"]))
+    assert raked.table["unbiased_se"].to_numpy() == pytest.approx(reference["jkn"]["raked"], rel=1e-9)
+    bootstrap = SampleDesign(weights="pw", strata="stype", variance="bootstrap", replicates=50)
+    drawn = estimate(data, "awards", design=bootstrap)
+    assert drawn.table["unbiased_se"].to_numpy() == pytest.approx(reference["bootstrap"]["se"], rel=1e-9)
+    assert drawn.design_df == reference["bootstrap"]["df"]
+    exported = bootstrap.resolve(data.design_frame("awards", bootstrap.column_names())).replicate_frame()
+    assert exported.shape == (200, 50) and list(exported.columns[:2]) == ["replicate_1", "replicate_2"]
+    # Given back as the data's own replicate weights, the same variance.
+    with_columns = load(data.frame().join(exported).join(data.auxiliary()), spec=data.survey)
+    given = SampleDesign(weights="pw", variance="bootstrap", replicate_weights=list(exported.columns))
+    assert estimate(with_columns, "awards", design=given).table["unbiased_se"].to_numpy() == pytest.approx(
+        reference["bootstrap"]["se"], rel=1e-9)
+
+
+@pytest.mark.parametrize("design, words", [
+    (dict(variance="jackknife"), "variance: one of linearization, jk1, jkn, bootstrap, brr"),
+    (dict(variance="brr"), "brr needs the replicate weights"),
+    (dict(replicate_weights=["w1", "w2"]), "say what kind the replicate weights are"),
+    (dict(strata="stype", variance="jk1"), "jk1 is the jackknife of an unstratified sample"),
+    (dict(variance="bootstrap", replicates=1), "replicates: a whole number of at least 2"),
+])
+def test_replicate_designs_that_cannot_work_are_refused(design, words):
+    with pytest.raises(AnalysisError, match=words):
+        estimate(_api("apistrat"), "awards", design=SampleDesign(weights="pw", **design))
 
 
 def test_the_difference_between_domains_is_r_survey_s_contrast():
