@@ -38,6 +38,8 @@ class Version:
     #: researcher joined) or the invitations' frame, for `SampleDesign` to name. None: there are none. A callable
     #: reads them when first asked (`columns`).
     auxiliary: pd.DataFrame | Callable | None = field(default=None, repr=False)
+    #: A repeated survey's wave label per response (a Series by response id), read when a design needs it.
+    wave_labels: Callable | None = field(default=None, repr=False)
 
     def columns(self) -> pd.DataFrame | None:
         """`auxiliary`, read once."""
@@ -223,7 +225,13 @@ class LoadedSurvey:
         of `auxiliary`), indexed by response id: what a `sampling.SampleDesign` is resolved against."""
         questions = [name for name in names if name in self.survey.questions and name != question_id]
         frame = self.frame([question_id, *questions])
-        others = [name for name in names if name not in self.survey.questions]
+        if WAVES in names:  # each response's wave: the waves as domains of the sample
+            labels = [v.wave_labels() for v in self.versions if v.wave_labels is not None]
+            if not labels:
+                raise LoadError("waves: this data has no wave per response (a repeated survey's database, server "
+                                "or export has)", "by")
+            frame[WAVES] = pd.concat(labels).reindex(frame.index)
+        others = [name for name in names if name not in self.survey.questions and name != WAVES]
         if others:
             extra = self.auxiliary()
             missing = [name for name in others if name not in extra.columns]
@@ -241,17 +249,19 @@ class LoadedSurvey:
         return estimate(self, question_id, level=level, method=method, simultaneous=simultaneous, language=language,
                         design=design)
 
-    def by_wave(self, question_id: str, level: float = 0.95, method: str | None = None) -> dict:
-        """{wave label: EstimateResult} of a repeated survey's question, wave by wave (`analysis.waves`)."""
+    def by_wave(self, question_id: str, level: float = 0.95, method: str | None = None, design=None) -> dict:
+        """{wave label: EstimateResult} of a repeated survey's question, wave by wave (`analysis.waves`); with a
+        ``design``, each wave a domain of the sample."""
         from .waves import by_wave
 
-        return by_wave(self, question_id, level, method)
+        return by_wave(self, question_id, level, method, design)
 
-    def compare_waves(self, question_id: str, first: str, second: str, answer=None, level: float = 0.95):
+    def compare_waves(self, question_id: str, first: str, second: str, answer=None, level: float = 0.95,
+                      design=None):
         """The change of an answer's share (or a mean) from wave ``first`` to wave ``second`` (`analysis.waves`)."""
         from .waves import compare_waves
 
-        return compare_waves(self, question_id, first, second, answer, level)
+        return compare_waves(self, question_id, first, second, answer, level, design)
 
     def estimate_all(self, level: float = 0.95, simultaneous: bool = False, language: str | None = None) -> dict:
         """Every question with something to estimate (each on its own n: skip logic asks some of some respondents

@@ -20,7 +20,7 @@ import pandas as pd
 
 from deniable.client import Survey
 from deniable.client.compliance import GroupedMechanism
-from deniable.client.exact import from_spreadsheet
+from deniable.client.exact import canonical_json, from_spreadsheet
 from deniable.client.reports import WAVE_COLUMN, WAVES, arm_column, direct_column, group_column, option_column
 from deniable.client.splitballot import SplitBallot
 from deniable.client.versions import VersionError, resolve_version
@@ -55,7 +55,10 @@ def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=
         if spec is None:
             raise LoadError("a DataFrame needs its spec (spec=path or Survey)")
         survey = spec if isinstance(spec, Survey) else Survey.from_file(spec)
-        raw = source.astype(object).where(source.notna(), "").astype(str)
+        # A cell holding a list or a mapping (a multi-select report, a grouped one) is written as the JSON an export
+        # holds; str() would write Python's repr, which no reader takes.
+        cells = source.astype(object).where(source.notna(), "")
+        raw = cells.map(lambda v: canonical_json(v) if isinstance(v, (list, dict)) else str(v))
         if "id" not in raw:
             raw.insert(0, "id", [f"row{i}" for i in range(len(raw))])
         return _from_table(raw, survey, spec_hash, "a DataFrame", "memory:DataFrame")
@@ -176,8 +179,13 @@ def _read_store(store, survey_id, owned: bool, **chosen) -> LoadedSurvey:
             return pd.DataFrame([values for _, values in rows], index=pd.Index([response_id for response_id, _ in rows],
                                 name="response_id")) if rows else None
 
+        def wave_labels():
+            rows = reading().response_waves(record.hash)
+            return pd.Series([wave for _, wave in rows], index=pd.Index([i for i, _ in rows], name="response_id"),
+                             dtype=object)
+
         return Version(record.version, record.hash, record.survey, record.responses, _from_counts(counted), framer,
-                       auxiliary=frame_columns)
+                       auxiliary=frame_columns, wave_labels=wave_labels if record.survey.repeated is not None else None)
 
     def close():
         closed.append(True)
@@ -243,8 +251,13 @@ def _from_server(base, survey_id, token, **chosen) -> LoadedSurvey:
             return pd.DataFrame(extras, index=pd.Index([row["id"] for row in rows], name="response_id")) \
                 if any(extras) else None
 
+        def wave_labels():
+            rows = records()
+            return pd.Series([row.get("wave") for row in rows], index=pd.Index([row["id"] for row in rows],
+                             name="response_id"), dtype=object)
+
         return Version(entry["version"], entry["hash"], survey, entry["responses"], _from_counts(counted), framer,
-                       auxiliary=frame_columns)
+                       auxiliary=frame_columns, wave_labels=wave_labels if survey.repeated is not None else None)
 
     return LoadedSurvey([version(e) for e in _choose(base, stored, survey_id, current, **chosen)], f"server:{base}")
 
@@ -349,7 +362,8 @@ def _loaded(frame, survey, spec_hash, waves, days, hashes, auxiliary, path: str,
         return out
 
     version = Version(None, wanted, survey, len(frame), counter, lambda ids: frame[list(ids)].copy(),
-                      auxiliary=auxiliary)
+                      auxiliary=auxiliary,
+                      wave_labels=None if waves is None else lambda: pd.Series(waves, index=frame.index, dtype=object))
     if waves is not None:  # an export lists responses by random id: order the waves by their first day, then label
         first: dict = {}
         for wave, day in zip(waves, days or [""] * len(waves)):
@@ -406,7 +420,11 @@ def _design_report(question, row: dict, text: str):
     if isinstance(question.mechanism, GroupedMechanism):  # cheating detection, lie detector: the group shown, then the answer
         return {"group": row.get(group_column(question.id), ""), "report": text}
     if question.type == "multi_select":
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise LoadError(f"{question.id}: {text[:40]!r} is not a multi-select report (a JSON list of options, or "
+                            "one 0/1 column per option)", question.id) from None
     if question.type == "number":
         value = float(text)
         return int(value) if value.is_integer() else value

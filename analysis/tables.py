@@ -11,7 +11,7 @@ import pandas as pd
 from deniable.client.exact import csv_row
 from deniable.client.reports import WAVES
 
-from .errors import AnalysisError, DesignNotSupported, PoolingError
+from .errors import DesignNotSupported, PoolingError
 from .estimation import nothing_to_estimate
 from .groups import subgroup_frame, subgroups
 from .loaded import LoadedSurvey
@@ -78,11 +78,13 @@ def question_ids(data: LoadedSurvey) -> list[str]:
     return ids
 
 
-def _wave_change(data: LoadedSurvey, question_id: str, level: float, waves: list) -> str:
+def _wave_change(data: LoadedSurvey, question_id: str, level: float, waves: list, design=None) -> str:
     """The change between the last two of ``waves`` (those with something to estimate), in words
-    (`LoadedSurvey.compare_waves`)."""
+    (`waves.compare_waves`)."""
+    from .waves import compare_waves
+
     before, after = waves[-2:]
-    change = data.compare_waves(question_id, before, after, level=level)
+    change = compare_waves(data, question_id, before, after, level=level, design=design)
     what = "mean" if change.answer == "mean" else f"share of {change.answer!r}"
     return (f"change {before} → {after} in the {what}: {change.difference:+.4f} (SE {change.se:.4f}), {level:.0%} CI "
             f"[{change.ci.low:.4f}, {change.ci.high:.4f}], p = {change.pvalue:.4g}; {change.note}")
@@ -94,10 +96,7 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
     the error is raised), a question is left out, with the reason, where pooled data changed its randomization
     between versions (``refused``) or it has nothing to estimate from yet (``empty``: an optional question nobody
     answered, a split ballot's randomized arm early in fieldwork): the others are still estimated. ``design``: a
-    `SampleDesign` for every estimate (groups of ``by`` as domains); not with waves."""
-    if design is not None and by == WAVES:
-        raise AnalysisError("design-based estimates wave by wave are not available yet: estimate the waves without "
-                            "the design (--design none), or one wave's export with it")
+    `SampleDesign` for every estimate (groups of ``by``, waves too, as domains)."""
     wanted = list(questions or []) or [q for q in question_ids(data) if q != by]
     frames, texts, refused, empty = [], [], [], []
     for qid in wanted:
@@ -124,7 +123,7 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
                 frame = frame.rename(columns={"group": "wave"})
             text = f"== {qid} by {what} ({level:.0%} intervals)\n{frame.to_string(index=False, float_format=_fmt)}"
             if by == WAVES and len(results) >= 2:
-                text += "\n" + _wave_change(data, qid, level, list(results))
+                text += "\n" + _wave_change(data, qid, level, list(results), design)
             texts.append(text)
         else:
             result = estimate_with_design(data, qid, design, level=level, simultaneous=simultaneous, language=language)

@@ -27,21 +27,26 @@ CONSERVATIVE = ("the standard error treats the waves as independent samples; whe
                 "interval is conservative")
 
 
-def by_wave(loaded, question_id: str, level: float = 0.95, method: str | None = None) -> dict:
-    """{wave label: EstimateResult}, in the order the waves opened."""
+def by_wave(loaded, question_id: str, level: float = 0.95, method: str | None = None, design=None) -> dict:
+    """{wave label: EstimateResult}, in the order the waves opened. ``design``: a `SampleDesign`; each wave is a
+    domain of the sample (every PSU kept), with its design-based standard error."""
     _require_waves(loaded)
-    return subgroups(loaded, question_id, WAVES, level, method)
+    return subgroups(loaded, question_id, WAVES, level, method, design=design)
 
 
-def compare_waves(loaded, question_id: str, first: str, second: str, answer=None, level: float = 0.95) -> Comparison:
+def compare_waves(loaded, question_id: str, first: str, second: str, answer=None, level: float = 0.95,
+                  design=None) -> Comparison:
     """second − first: the change of ``answer``'s share (a number's or an ordinal's mean with ``answer="mean"``)
-    from wave ``first`` to wave ``second``, with a two-sided test of no change."""
+    from wave ``first`` to wave ``second``, with a two-sided test of no change. With a ``design`` the two waves are
+    domains of one sample and the difference's SE their joint linearization within PSUs: a panel's respondents are
+    nested in its PSUs, so the correlation memoization gives their two reports is counted, not bounded."""
     _require_waves(loaded)
     for wave in (first, second):
         if wave not in loaded.waves:
             raise AnalysisError(f"wave {wave!r}: no responses in it (waves: {', '.join(loaded.waves) or 'none'})")
-    result = compare(loaded, question_id, WAVES, second, first, answer, level)
-    result.note = CONSERVATIVE
+    result = compare(loaded, question_id, WAVES, second, first, answer, level, design=design)
+    if design is None:
+        result.note = CONSERVATIVE
     return result
 
 

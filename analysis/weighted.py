@@ -12,6 +12,7 @@ the estimate. The fit test is the same G² at that n: Rao and Scott's first-orde
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pandas as pd
@@ -34,11 +35,10 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     from .estimation import _estimate
     from .planning import scores
 
+    if isinstance(loaded.question(question_id).mechanism, UnaryMechanism):
+        return _design_multi_select(loaded, question_id, design, level, method, simultaneous, by, group)
     question, mechanism, frame, sample, positions = _prepared(loaded, question_id, design, by)
     notes = []
-    if question.split_ballot is not None:
-        notes.append("split ballot: the design-based estimate is the randomized arm's; its comparison with the direct "
-                     "arm is not design-based yet and is left out")
     domain = None
     if by is not None:
         domain = (frame[by].map(lambda v: None if _missing(v) else key(v)) == key(group)).to_numpy()
@@ -95,6 +95,14 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
         mean = MeanEstimate(estimate, float(np.sqrt(max(values @ covariance @ values, 0.0))),
                             type(spread.mean.ci)(low, high), level, spread.mean.method, float(values @ unbiased),
                             float(np.sqrt(max(values @ unbiased_covariance @ values, 0.0))))
+    split_table = None
+    if question.split_ballot is not None:
+        functional = (functionals[labels.index("yes")] if grouped
+                      else np.eye(q.shape[1])[list(mechanism.answers).index("yes")])
+        split_table = _design_split_ballot(question, frame[question_id], sample, positions, domain, lam,
+                                           functional @ jacobian, table.loc["yes"], n, level)
+        notes.append("split ballot: the arms are domains of one sample; the difference's standard error is their "
+                     "joint linearization within PSUs, its test a t on the design's degrees of freedom")
     raw = np.bincount(positions[(positions >= 0) & (domain if domain is not None else True)],
                       minlength=len(mechanism.reports))
     notes += [f"design-based: {sample.description}; {sample.n_psu:,} PSUs in {sample.n_strata:,} strata "
@@ -104,9 +112,126 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     notes += [note for note in spread.notes if note not in notes]
     result = dataclasses.replace(
         spread, counts=raw, table=table, certificate=certificate, covariance_source=covariance, mean=mean,
-        notes=notes, class_shares=theta if grouped else None, split_ballot=None, sample=sample.description,
+        notes=notes, class_shares=theta if grouped else None, split_ballot=split_table, sample=sample.description,
         design_effect=deff, effective_n=n / deff, design_df=sample.df)
     result.__dict__.pop("covariance", None)  # a cached_property of the result copied from
+    result.refit = lambda level, method, simultaneous: design_estimate(loaded, question_id, design, level, method,
+                                                                       simultaneous, by, group)
+    return result
+
+
+def _design_split_ballot(question, values, sample, positions, domain, lam, along, randomized_row, n: int,
+                         level: float) -> pd.DataFrame:
+    """A split ballot's comparison (`splitballot.comparison`'s rows) with the design: the direct arm's weighted share
+    of "yes", the randomized arm's design-based "yes" (its influence ``along`` the fit's derivative, per report), and
+    their difference, whose variance is that of the difference of the two arms' influences summed within PSUs."""
+    from .splitballot import ASSUMPTION
+
+    split = question.split_ballot
+    arms = [None if _missing(v) else split.unwrap(v) for v in values]
+    direct = np.array([a is not None and a[0] == "direct" for a in arms]) & (domain if domain is not None else True)
+    said_yes = np.array([float(a is not None and a[0] == "direct" and a[1] == "yes") for a in arms])
+    w = sample.weights
+    direct_total = float(w[direct].sum())
+    randomized = (positions >= 0) & (domain if domain is not None else True)
+    randomized_total = float(w[randomized].sum())
+    influence_direct = np.zeros(len(w))
+    share = np.nan
+    if direct_total > 0:
+        share = float(w[direct] @ said_yes[direct] / direct_total)
+        influence_direct[direct] = w[direct] * (said_yes[direct] - share) / direct_total
+    influence_randomized = np.zeros(len(w))
+    influence_randomized[randomized] = w[randomized] * (along[positions[randomized]] - along @ lam) / randomized_total
+    covariance = sample.covariance(np.column_stack([influence_direct, influence_randomized - influence_direct]))
+    direct_se, difference_se = (float(np.sqrt(max(v, 0.0))) for v in np.diag(covariance))
+    t = stats.t.isf((1 - level) / 2, sample.df)
+    estimate = float(randomized_row["estimate"])
+    difference = estimate - share
+    p_value = (float(stats.t.sf(difference / difference_se, sample.df)) if difference_se > 0
+               else math.nan if np.isnan(difference) else 0.0 if difference > 0 else 1.0)
+    n_direct = int(direct.sum())
+    rows = {
+        "direct": (share, direct_se, max(min(share - t * direct_se, share), 0.0), min(max(share + t * direct_se, share),
+                                                                                    1.0), n_direct, math.nan),
+        "randomized": (estimate, float(randomized_row["se"]), float(randomized_row["ci_low"]),
+                       float(randomized_row["ci_high"]), n, math.nan),
+        "difference": (difference, difference_se, max(difference - t * difference_se, -1.0),
+                       min(difference + t * difference_se, 1.0), n_direct + n, p_value),
+    }
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=["estimate", "se", "ci_low", "ci_high", "n", "p_value"])
+    table.index.name = "arm"
+    table["n"] = table["n"].astype(int)
+    table.attrs.update({"level": level, "answer": "yes", "test": "one-sided: randomized > direct",
+                        "assumption": ASSUMPTION})
+    return table
+
+
+def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: float, method, simultaneous: bool,
+                         by: str | None, group):
+    """A multi-select question's design-based estimate: each option is a yes/no question of its own (whether the
+    randomized report holds it), through the option's bit channel; its share the certified maximum of the weighted
+    pseudo-likelihood, its SE the linearization, its interval the usual one at the option's effective n."""
+    from . import estimators as est
+    from .estimation import _binary_share, _multi_select
+
+    question = loaded.question(question_id)
+    mechanism = question.mechanism
+    if question.split_ballot is not None:
+        raise DesignNotSupported(f"{question_id}: a split ballot of a multi-select question has no design-based "
+                                 "estimate yet", "design")
+    names = design.column_names() + ([by] if by is not None and by not in design.column_names() else [])
+    frame = loaded.design_frame(question_id, names)
+    sample = design.resolve(frame)
+    reports = frame[question_id].tolist()
+    domain = None
+    if by is not None:
+        domain = (frame[by].map(lambda v: None if _missing(v) else key(v)) == key(group)).to_numpy()
+    channel = channels.binary_channel(mechanism)
+    q = np.array([[channel.p, channel.q], [1 - channel.p, 1 - channel.q]])
+    each = est.per_answer_level(level, len(mechanism.options), simultaneous)
+    ratio = (stats.norm.isf((1 - each) / 2) / stats.t.isf((1 - each) / 2, sample.df)) ** 2
+    rows, certificates, effects, counted = [], [], [], 0
+    for option in mechanism.options:
+        positions = np.array([-1 if _missing(r) else (0 if option in r else 1) for r in reports], dtype=np.int64)
+        lam, lam_covariance, n, _ = sample.frequencies(positions, 2, domain)
+        counted = n
+        theta, certificate = likelihood.certified_maximum(q, lam * n)
+        jacobian = fit_jacobian(q, theta, lam)
+        deff = design_effect(lam, lam_covariance, n)
+        effective = max(n / deff * ratio, 1.0)
+        k, rest = rounded_counts(lam, effective)
+        _, spread_se, (low, high), _, _, _ = _binary_share(channel, int(k), int(k + rest), each,
+                                                           method or est.DEFAULT_BINARY_METHOD)
+        se = float(np.sqrt(max((jacobian @ lam_covariance @ jacobian.T)[0, 0], 0.0)))
+        if theta[0] <= 1e-12 or theta[0] >= 1 - 1e-12:  # on the boundary the linearization is zero
+            se = spread_se
+        share = float(theta[0])
+        rows.append((share, se, min(low, share), max(high, share), float(channel.prevalence(lam[0])),
+                     float(np.sqrt(max(lam_covariance[0, 0], 0.0))) / abs(channel.p - channel.q)))
+        certificates.append(certificate)
+        effects.append(deff)
+    raw_positions = report_positions(mechanism, reports) if len(mechanism.reports) <= 4096 else None
+    if raw_positions is not None:
+        keep = (raw_positions >= 0) & (domain if domain is not None else True)
+        raw = np.bincount(raw_positions[keep], minlength=len(mechanism.reports))
+    else:
+        raw = np.zeros(0, dtype=np.int64)
+    plain = _multi_select(mechanism, raw, level, method, question_id, simultaneous) if len(raw) else None
+    table = pd.DataFrame(rows, columns=["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"],
+                         index=pd.Index(mechanism.options, name="option"))
+    deff = float(np.mean(effects))
+    notes = ["each row is the share selecting that option (options are not exclusive)",
+             f"design-based: {sample.description}; {sample.n_psu:,} PSUs in {sample.n_strata:,} strata "
+             f"({sample.df:,} degrees of freedom); mean design effect over the options {deff:.3g}, effective n "
+             f"{counted / deff:,.0f} of {counted:,}",
+             "each option's interval at its own effective n (Korn and Graubard)"]
+    result = type(plain)(question_id, mechanism.design, mechanism, raw, level, method or est.DEFAULT_BINARY_METHOD,
+                         table, likelihood.Certificate.worst(certificates), simultaneous=simultaneous, notes=notes,
+                         sample=sample.description, design_effect=deff, effective_n=counted / deff,
+                         design_df=sample.df) if plain is not None else None
+    if result is None:
+        raise DesignNotSupported(f"{question_id}: a multi-select question of {len(mechanism.options)} options is too "
+                                 "large to count by report here", "design")
     result.refit = lambda level, method, simultaneous: design_estimate(loaded, question_id, design, level, method,
                                                                        simultaneous, by, group)
     return result
@@ -146,8 +271,9 @@ def _prepared(loaded, question_id: str, design: SampleDesign, by: str | None):
     question = loaded.question(question_id)
     mechanism = question.mechanism
     if isinstance(mechanism, UnaryMechanism):
-        raise DesignNotSupported(f"{question_id}: a multi-select question has no design-based estimate yet; estimate "
-                                 "each option as its own yes/no question, or without design=", "design")
+        raise DesignNotSupported(f"{question_id}: the design-based comparison of a multi-select option between groups "
+                                 "is not available yet; compare it without design=, or estimate each group with it",
+                                 "design")
     names = design.column_names() + ([by] if by is not None and by not in design.column_names() else [])
     frame = loaded.design_frame(question_id, names)
     reports = frame[question_id]

@@ -108,6 +108,14 @@ class Reads:
         if current is not None:
             yield ordered(current)
 
+    def response_waves(self, spec_hash: str) -> list[tuple[str, str | None]]:
+        """(response id, wave label) of one version's responses (None before waves existed)."""
+        if not self.layout.has_waves:
+            return [(row[0], None) for row in self.execute("SELECT id FROM responses WHERE spec_hash = ?",
+                                                          [spec_hash]).fetchall()]
+        return [tuple(row) for row in self.execute("SELECT id, wave FROM responses WHERE spec_hash = ?",
+                                                   [spec_hash]).fetchall()]
+
     def frame_rows(self, spec_hash: str) -> list[tuple[str, dict]]:
         """(response id, its invitation's frame row) of one version's responses that have one (`frames.py`)."""
         if not self.layout.has_frames:

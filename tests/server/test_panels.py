@@ -13,7 +13,7 @@ import secrets
 import pytest
 
 from deniable import storage
-from deniable.analysis import AnalysisError, load
+from deniable.analysis import AnalysisError, SampleDesign, estimate_table, load
 from deniable.client import Survey
 from deniable.client.memo import Memo
 from deniable.client.reports import WAVES
@@ -273,3 +273,26 @@ def test_a_wave_in_which_a_question_went_unanswered_is_left_out_and_named(runner
     assert shown.exit_code == 0, shown.output
     assert "Not estimated: looking among wave = 2026-11: no reports yet" in shown.output
     assert "change 2026-10 → 2026-11 in the share of 'yes'" in shown.output  # burnout's, as before
+
+
+def test_waves_are_domains_of_the_sample_design_on_every_loader_and_the_cli(store, panel, db_path, runner, tmp_path):
+    """With a design each wave is a domain (every PSU kept): the database's, an export's and the CLI's figures are
+    the same, and the change between the waves is the domains' joint linearization."""
+    design = SampleDesign(strata="team")
+    with load(db=db_path, survey_id="pulse") as data:
+        from_db = data.by_wave("burnout", design=design)
+        change = data.compare_waves("burnout", "2026-10", "2026-11", answer="yes", design=design)
+    out = tmp_path / "pulse.csv"
+    assert runner.invoke(main, ["export", "pulse", "--db", db_path, "--format", "csv", "--output", str(out)]).exit_code == 0
+    from_file = load(out, spec=Survey.from_file(EXAMPLES / "panel.yaml")).by_wave("burnout", design=design)
+    assert list(from_db) == list(from_file) == ["2026-10", "2026-11"]
+    for wave in from_db:
+        assert from_db[wave].table["se"].to_numpy() == pytest.approx(from_file[wave].table["se"].to_numpy(), rel=1e-12)
+        assert "design-based: strata 'team'" in " ".join(from_db[wave].notes)
+    assert change.difference == pytest.approx(from_db["2026-11"].table.loc["yes", "estimate"]
+                                              - from_db["2026-10"].table.loc["yes", "estimate"], abs=1e-12)
+    assert "joint linearization" in change.note and change.ci.low < change.difference < change.ci.high
+    with load(db=db_path, survey_id="pulse") as data:  # the long table the CLI and the dashboard print
+        table = estimate_table(data, ["burnout"], by=WAVES, design=design)
+    assert "joint linearization" in " ".join(table.texts) and table.frame["se"].to_numpy() == pytest.approx(
+        [from_db[w].table.loc[a, "se"] for w in from_db for a in ("yes", "no")], rel=1e-12)

@@ -1,0 +1,121 @@
+"""A repeated survey's waves as domains of a clustered sample: the change between two waves, whose respondents are
+the same people nested in the same PSUs, gets the joint linearization within PSUs, which counts the correlation
+memoization gives one person's two reports (the design-free SE can only bound it)."""
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from deniable.analysis import SampleDesign, load
+from deniable.client import Survey
+from deniable.client.memo import Memo
+from tests.conftest import EXAMPLES, SeededSource
+
+SURVEY = Survey.from_file(EXAMPLES / "panel.yaml")
+CHANGE = 0.1
+
+
+def _panel(rng, layer, psus=30, people=12):
+    """30 PSUs of 12 panelists; a PSU's burnout share is 0.15-0.35 in the first wave and 0.1 more in the second; a
+    panelist burned out in the first wave still is in the second. Each answers through their own memo."""
+    rows = []
+    for psu in range(psus):
+        first = 0.15 + 0.2 * rng.random()
+        for _ in range(people):
+            memo, u = Memo.from_secret(rng.randbytes(32)), rng.random()
+            for wave, share in (("w1", first), ("w2", first + CHANGE)):
+                answers = {"team": "Sales", "burnout": "yes" if u < share else "no", "looking": "no",
+                           "workload": "Mostly"}
+                rows.append({**SURVEY.randomize(answers, rng=layer, memo=memo), "wave": wave, "psu": psu})
+    return load(pd.DataFrame(rows), spec=SURVEY)
+
+
+def test_the_design_based_change_between_waves_covers_and_counts_the_panel_s_correlation():
+    """80 seeded panels (scripts-free; docs/analysis.md gives 400): the design-based 95% interval of the change covers
+    in at least 72, and its SE is well under the design-free bound's (which treats the waves as independent)."""
+    rng, layer = random.Random(3), SeededSource(4)
+    covered, design_se, bound_se = 0, [], []
+    for _ in range(80):
+        data = _panel(rng, layer)
+        change = data.compare_waves("burnout", "w1", "w2", answer="yes", design=SampleDesign(clusters="psu"))
+        bound = data.compare_waves("burnout", "w1", "w2", answer="yes")
+        covered += change.ci.low <= CHANGE <= change.ci.high
+        design_se.append(change.se)
+        bound_se.append(bound.se)
+        assert "joint linearization" in change.note and "conservative" in bound.note
+    assert covered >= 72, covered
+    assert np.mean(design_se) < 0.7 * np.mean(bound_se)
+
+
+def test_a_multi_select_question_is_estimated_option_by_option_with_the_design():
+    """Each option is a yes/no of its own through the option's bit channel: its unbiased share is the weighted mean of
+    the bit mapped through the channel, with the ratio's linearized SE over PSU totals (computed here by hand);
+    with each respondent a PSU of their own and equal weights, the simple random sample's figures ×√(n/(n − 1))."""
+    from deniable.analysis import estimate
+
+    survey = Survey.from_file(EXAMPLES / "tax.yaml")
+    rng = random.Random(1)
+    rows = []
+    for i in range(1200):
+        answers = {"dodged": "no", "region": "North", "cash": "Salary", "fairness": "Agree", "hours": 10,
+                   "undeclared": [o for o in ("Tips", "Rental income") if rng.random() < 0.3 + 0.2 * (i % 40 < 20)]}
+        rows.append({**survey.randomize(answers, rng=SeededSource(i)), "psu": i // 30, "w": 1 + i % 3})
+    frame = pd.DataFrame(rows)
+    data = load(frame, spec=survey)
+    result = estimate(data, "undeclared", design=SampleDesign(weights="w", clusters="psu"))
+    mechanism = survey.questions["undeclared"].mechanism
+    p, q = float(mechanism.keep_one), float(mechanism.flip_zero)
+    w = frame["w"].to_numpy(float)
+    for option in mechanism.options:
+        bits = frame["undeclared"].map(lambda report: option in report).to_numpy(float)
+        rate = w @ bits / w.sum()
+        totals = pd.Series(w * (bits - rate) / w.sum()).groupby(frame["psu"]).sum().to_numpy()
+        se = np.sqrt(len(totals) / (len(totals) - 1) * ((totals - totals.mean()) ** 2).sum()) / (p - q)
+        assert result.table.loc[option, "unbiased"] == pytest.approx((rate - q) / (p - q), abs=1e-12)
+        assert result.table.loc[option, "unbiased_se"] == pytest.approx(se, rel=1e-9)
+        row = result.table.loc[option]
+        assert row["ci_low"] <= row["estimate"] <= row["ci_high"]
+    assert result.design_df == 39 and result.design_effect > 1
+    alone = estimate(data, "undeclared", design=SampleDesign(clusters=np.arange(len(frame))))
+    plain = estimate(data, "undeclared")
+    assert alone.table["unbiased_se"].to_numpy() == pytest.approx(
+        plain.table["unbiased_se"].to_numpy() * np.sqrt(len(frame) / (len(frame) - 1)), rel=1e-9)
+
+
+@pytest.mark.parametrize("question_id", ["dodged", "cheated"])
+def test_a_split_ballot_s_arms_are_compared_as_domains_of_the_sample(question_id):
+    """The direct arm's weighted share, the randomized arm's design-based 'yes' and their difference, whose SE is the
+    two arms' influences summed within PSUs: with each respondent a PSU of their own and equal weights, the simple
+    random sample's comparison (to the n/(n − 1) of the design-based SEs); with clusters, their own."""
+    from deniable.analysis import estimate
+    from deniable.client.reports import arm_column, direct_column, group_column
+
+    survey = Survey.from_file(EXAMPLES / "split_ballot.yaml")
+    rng, source = random.Random(9), SeededSource(9)
+    rows = []
+    for i in range(4000):
+        truth = "yes" if rng.random() < 0.25 + 0.1 * (i % 50 < 25) else "no"
+        report = survey.simulate({question_id: truth}, source)[question_id]  # draws the arm as a device would
+        arm, inner = survey.questions[question_id].split_ballot.unwrap(report)
+        row = {arm_column(question_id): arm, direct_column(question_id): inner if arm == "direct" else "",
+               question_id: "" if arm == "direct" else (inner["report"] if isinstance(inner, dict) else inner),
+               "psu": i // 50}
+        if isinstance(inner, dict):
+            row[group_column(question_id)] = inner["group"]
+        rows.append(row)
+    data = load(pd.DataFrame(rows), spec=survey)
+    plain = estimate(data, question_id).split_ballot
+    alone = estimate(data, question_id, design=SampleDesign(clusters=np.arange(4000))).split_ballot
+    assert alone.loc["direct", "estimate"] == pytest.approx(plain.loc["direct", "estimate"], abs=1e-12)
+    assert alone.loc["difference", "estimate"] == pytest.approx(plain.loc["difference", "estimate"], abs=1e-9)
+    assert alone.loc["direct", "se"] == pytest.approx(plain.loc["direct", "se"], rel=2e-3)
+    assert alone.loc["difference", "se"] == pytest.approx(plain.loc["difference", "se"], rel=5e-3)
+    clustered = estimate(data, question_id, design=SampleDesign(clusters="psu"))
+    table = clustered.split_ballot
+    assert list(table.index) == ["direct", "randomized", "difference"] and 0 <= table.loc["difference", "p_value"] <= 1
+    assert table.loc["randomized", "estimate"] == pytest.approx(clustered.table.loc["yes", "estimate"], abs=1e-12)
+    for arm in table.index:
+        assert table.loc[arm, "ci_low"] <= table.loc[arm, "estimate"] <= table.loc[arm, "ci_high"]
+    assert any("arms are domains of one sample" in note for note in clustered.notes)
