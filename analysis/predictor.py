@@ -176,7 +176,7 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
     docstring). Returns statsmodels results (params, bse, conf_int(), summary()) with ``optimality`` and ``sample``."""
     import patsy
 
-    from .regression import _all_questions, _fit, _names, _randomized_arm
+    from .regression import _all_questions, _fit, _names, _randomized_arm, formula_frame
 
     if family not in FAMILIES:
         raise AnalysisError(f"family: one of {', '.join(FAMILIES)}", "family")
@@ -204,12 +204,8 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
         if isinstance(mechanism, GroupedMechanism) or mechanism.answers != ["yes", "no"]:
             raise AnalysisError(f"{latent_id}: a randomized predictor must be a yes/no question randomized on the "
                                 "device (not a compliance design such as cheating detection)", latent_id)
-    names = [outcome, *used]
-    if design is not None:
-        frame = data.design_frame(outcome, [*used, *design.column_names()])
-        sample = design.resolve(frame)
-    else:
-        frame, sample = data.frame(names), None
+    frame = formula_frame(data, outcome, used, terms, design, latent=latent_id)
+    sample = None if design is None else design.resolve(frame)
     channel = None
     if latent_id is not None:
         channel = channels.binary_channel(mechanism)
@@ -221,15 +217,6 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
         # The unbiased transform stands in for z in the design matrix (so patsy drops the responses without a
         # report); the model replaces it by 0 and 1.
         frame[latent_id] = ((first - channel.q) / (channel.p - channel.q)).where(present)
-    for qid in used:
-        if qid == latent_id:
-            continue
-        covariate = data.question(qid)
-        if covariate.type == "number":
-            frame[qid] = pd.to_numeric(frame[qid])
-        elif covariate.type in ("choice", "ordinal", "yes_no"):
-            levels = ["no", "yes"] if covariate.type == "yes_no" else covariate.options
-            frame[qid] = pd.Categorical(frame[qid], categories=levels)
     if family == "linear":
         frame[outcome] = pd.to_numeric(frame[outcome])
     else:

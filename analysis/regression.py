@@ -151,11 +151,16 @@ class LatentClassLogit(GenericLikelihoodModel):
     """P(report yes | x, group g) = Σ_c w_c(σ(xβ), s) · P(yes | class c, group g), for a design whose reports
     carry a group; ``s`` = expit(last parameter) is the constant class share (`CLASS_WEIGHTS`)."""
 
-    def __init__(self, endog, exog, groups, yes_given, design: str, **kwargs):
+    def __init__(self, endog, exog, groups, yes_given, design: str, case_weights=None, **kwargs):
         self.constant_class, self.class_weights = CLASS_WEIGHTS[design]
         super().__init__(endog, exog, extra_params_names=[f"logit({self.constant_class})"], **kwargs)
         self.groups = np.asarray(groups)
         self.yes_given = np.asarray(yes_given, dtype=float)  # classes × groups: P(typed yes | class, group)
+        # a sample's design weights (a pseudo-likelihood); None: every respondent counts once
+        self.case_weights = None if case_weights is None else np.asarray(case_weights, dtype=float)
+
+    def _weighted(self, values):
+        return values if self.case_weights is None else self.case_weights.reshape((-1,) + (1,) * (values.ndim - 1)) * values
 
     def _yes(self, sigma, share):
         weights = self.class_weights(sigma, share)
@@ -163,7 +168,7 @@ class LatentClassLogit(GenericLikelihoodModel):
 
     def nloglikeobs(self, params):
         probability = np.clip(self._yes(expit(self.exog @ params[:-1]), expit(params[-1])), 1e-15, 1 - 1e-15)
-        return -(self.endog * np.log(probability) + (1 - self.endog) * np.log1p(-probability))
+        return self._weighted(-(self.endog * np.log(probability) + (1 - self.endog) * np.log1p(-probability)))
 
     def score_obs(self, params):
         sigma, share = expit(self.exog @ params[:-1]), expit(params[-1])
@@ -171,8 +176,8 @@ class LatentClassLogit(GenericLikelihoodModel):
         slope = self.endog / probability - (1 - self.endog) / (1 - probability)
         by_sigma = self._yes(np.ones_like(sigma), share) - self._yes(np.zeros_like(sigma), share)
         by_share = self._yes(sigma, 1.0) - self._yes(sigma, 0.0)
-        return np.column_stack([(slope * by_sigma * sigma * (1 - sigma))[:, None] * self.exog,
-                                slope * by_share * share * (1 - share)])
+        return self._weighted(np.column_stack([(slope * by_sigma * sigma * (1 - sigma))[:, None] * self.exog,
+                                               slope * by_share * share * (1 - share)]))
 
     def score(self, params):
         return self.score_obs(params).sum(axis=0)
@@ -374,21 +379,40 @@ def _from_formula(formula: str, data, fit_kwargs: dict):
     if randomized:
         raise AnalysisError(f"formula: {', '.join(randomized)} {'is' if len(randomized) == 1 else 'are'} randomized; "
                          "covariates must be public questions (privacy: none), whose answers are known")
-    frame = data.frame([outcome, *used])
-    for qid in used:
-        covariate = data.question(qid)
-        if covariate.type == "number":  # reports arrive as JSON values: make numbers numeric for patsy
-            frame[qid] = pd.to_numeric(frame[qid])
-        elif covariate.type in ("choice", "ordinal", "yes_no"):
-            # Levels in the question's order, so the first option is the reference level ("no" for yes/no).
-            levels = ["no", "yes"] if covariate.type == "yes_no" else covariate.options
-            frame[qid] = pd.Categorical(frame[qid], categories=levels)
+    frame = formula_frame(data, outcome, used, terms)
     try:
         design = patsy.dmatrix(terms, frame, return_type="dataframe", NA_action="drop")
     except patsy.PatsyError as error:
         raise AnalysisError(f"formula {formula!r}: {error}") from None
     reports = frame.loc[design.index, outcome]
     return logistic(question, reports, design, intercept=False, **fit_kwargs)
+
+
+def formula_frame(data, outcome: str, used: list, terms: str, design=None, latent: str | None = None):
+    """One row per response: the outcome, the public questions ``used`` typed for patsy (numbers numeric; a choice, an
+    ordinal or a yes/no categorical in the question's order, so its first option is the reference), the columns of the
+    data that are no question's which ``terms`` names (a frame's or an export's covariates: numbers when every value
+    is one), and the design's columns. ``latent``: a randomized covariate left as reports (`predictor`)."""
+    extra = []
+    if hasattr(data, "auxiliary"):
+        columns = data.auxiliary().columns
+        extra = [name for name in _names(terms) if name in columns and name not in used and name != outcome]
+    names = [*used, *extra, *(design.column_names() if design is not None else [])]
+    frame = data.design_frame(outcome, list(dict.fromkeys(names)))
+    for qid in used:
+        if qid == latent:
+            continue
+        covariate = data.question(qid)
+        if covariate.type == "number":  # reports arrive as JSON values: make numbers numeric for patsy
+            frame[qid] = pd.to_numeric(frame[qid])
+        elif covariate.type in ("choice", "ordinal", "yes_no"):
+            levels = ["no", "yes"] if covariate.type == "yes_no" else covariate.options
+            frame[qid] = pd.Categorical(frame[qid], categories=levels)
+    for name in extra:
+        numbers = pd.to_numeric(frame[name], errors="coerce")
+        if numbers.notna().sum() == frame[name].map(lambda v: not _missing(v) and v != "").sum():
+            frame[name] = numbers
+    return frame
 
 
 def _names(terms: str) -> list[str]:
@@ -421,23 +445,16 @@ def _design_logistic(formula: str, data, design, firth: bool, fit_kwargs: dict):
         raise AnalysisError(f"formula {formula!r}: write it as 'outcome ~ covariates', e.g. 'drugs ~ C(region) + age'")
     question = data.question(outcome)
     mechanism = question.mechanism
-    if isinstance(mechanism, GroupedMechanism) or mechanism.answers != ["yes", "no"]:
-        raise AnalysisError(f"{outcome}: a design-based logistic regression needs a yes/no question without "
-                            "compliance classes", "design")
+    grouped = isinstance(mechanism, GroupedMechanism)
+    if not grouped and mechanism.answers != ["yes", "no"]:
+        raise AnalysisError(f"{outcome}: a design-based logistic regression needs a yes/no question", "design")
     used = [qid for qid in _names(terms) if qid in set(_all_questions(data))]
     randomized = [qid for qid in used if data.question(qid).is_private]
     if randomized:
         raise AnalysisError(f"formula: {', '.join(randomized)} {'is' if len(randomized) == 1 else 'are'} randomized; "
                             "covariates must be public questions (privacy: none), whose answers are known")
-    frame = data.design_frame(outcome, [*used, *design.column_names()])
+    frame = formula_frame(data, outcome, used, terms, design)
     sample = design.resolve(frame)  # every response keeps its PSU, also one the model leaves out
-    for qid in used:
-        covariate = data.question(qid)
-        if covariate.type == "number":
-            frame[qid] = pd.to_numeric(frame[qid])
-        elif covariate.type in ("choice", "ordinal", "yes_no"):
-            levels = ["no", "yes"] if covariate.type == "yes_no" else covariate.options
-            frame[qid] = pd.Categorical(frame[qid], categories=levels)
     if question.split_ballot is not None:
         frame[outcome] = frame[outcome].map(lambda report: _randomized_arm(question.split_ballot, report))
     frame = frame.assign(**{outcome: frame[outcome].where(frame[outcome].map(lambda r: not _missing(r)))})
@@ -446,15 +463,26 @@ def _design_logistic(formula: str, data, design, firth: bool, fit_kwargs: dict):
     except patsy.PatsyError as error:
         raise AnalysisError(f"formula {formula!r}: {error}") from None
     exog = exog[frame.loc[exog.index, outcome].notna().to_numpy()]
-    channel = channels.binary_channel(mechanism)
     rows = frame.index.get_indexer(exog.index)
-    endog = pd.Series((frame[outcome].iloc[rows] == mechanism.reports[0]).astype(float).to_numpy(), index=exog.index,
-                      name="report_yes")
     weights = sample.weights[rows] / sample.weights[rows].mean()  # scale-free: the estimate does not depend on it
-    model = RandomizedLogit(endog, exog, channel.p, channel.q, case_weights=weights)
-    fitted = _fit(model, [np.zeros(exog.shape[1])], fit_kwargs)
+    if grouped:  # the latent-class model (`LatentClassLogit`), weighted
+        try:
+            checked = [mechanism.validate_report(r) for r in frame[outcome].iloc[rows]]
+        except ValueError as error:
+            raise AnalysisError(f"reports: {error}") from None
+        groups = np.array([mechanism.groups.index(r["group"]) for r in checked], dtype=int)
+        endog = pd.Series([float(r["report"] == "yes") for r in checked], index=exog.index, name="report_yes")
+        model = LatentClassLogit(endog, exog, groups, _yes_given(mechanism), mechanism.design, case_weights=weights)
+        starts = [np.r_[np.zeros(exog.shape[1]), theta] for theta in (-2.0, 0.0, 2.0)]
+        fitted = _fit(model, starts, fit_kwargs, method="bfgs")
+    else:
+        channel = channels.binary_channel(mechanism)
+        endog = pd.Series((frame[outcome].iloc[rows] == mechanism.reports[0]).astype(float).to_numpy(),
+                          index=exog.index, name="report_yes")
+        model = RandomizedLogit(endog, exog, channel.p, channel.q, case_weights=weights)
+        fitted = _fit(model, [np.zeros(exog.shape[1])], fit_kwargs)
     params = np.asarray(fitted.params)
-    scores = np.zeros((len(frame), exog.shape[1]))
+    scores = np.zeros((len(frame), len(params)))
     scores[rows] = model.score_obs(params)  # weighted; zero for the responses the model leaves out
     bread = np.linalg.pinv(model.hessian(params))
     fitted.cov_params_default = bread @ sample.covariance(scores) @ bread
@@ -462,4 +490,7 @@ def _design_logistic(formula: str, data, design, firth: bool, fit_kwargs: dict):
     fitted.use_t, fitted.df_resid = True, sample.df
     fitted.sample = sample.description
     fitted._cache = {}  # statsmodels caches bse and the tests it derives: from the covariance set here
-    return _judge_boundary(LikelihoodResultsWrapper(fitted), False)
+    result = LikelihoodResultsWrapper(fitted)
+    if grouped:
+        result._results.class_share = _class_share(result, model.constant_class)
+    return _judge_boundary(result, False)

@@ -172,7 +172,7 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
     randomized report holds it), through the option's bit channel; its share the certified maximum of the weighted
     pseudo-likelihood, its SE the linearization, its interval the usual one at the option's effective n."""
     from . import estimators as est
-    from .estimation import _binary_share, _multi_select
+    from .estimation import _binary_share, _estimate
 
     question = loaded.question(question_id)
     mechanism = question.mechanism
@@ -187,7 +187,7 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
     if by is not None:
         domain = (frame[by].map(lambda v: None if _missing(v) else key(v)) == key(group)).to_numpy()
     channel = channels.binary_channel(mechanism)
-    q = np.array([[channel.p, channel.q], [1 - channel.p, 1 - channel.q]])
+    q = _bit_channel(mechanism)
     each = est.per_answer_level(level, len(mechanism.options), simultaneous)
     ratio = (stats.norm.isf((1 - each) / 2) / stats.t.isf((1 - each) / 2, sample.df)) ** 2
     rows, certificates, effects, counted = [], [], [], 0
@@ -216,22 +216,25 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
         raw = np.bincount(raw_positions[keep], minlength=len(mechanism.reports))
     else:
         raw = np.zeros(0, dtype=np.int64)
-    plain = _multi_select(mechanism, raw, level, method, question_id, simultaneous) if len(raw) else None
+    deff = float(np.mean(effects))
+    # The fit test and the other checks of the plain estimate, at the effective n (Rao and Scott's first order).
+    plain = _estimate(mechanism, rounded_counts(raw / raw.sum(), raw.sum() / deff), level, method, question_id,
+                      simultaneous) if len(raw) and raw.sum() else None
     table = pd.DataFrame(rows, columns=["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"],
                          index=pd.Index(mechanism.options, name="option"))
-    deff = float(np.mean(effects))
     notes = ["each row is the share selecting that option (options are not exclusive)",
              f"design-based: {sample.description}; {sample.n_psu:,} PSUs in {sample.n_strata:,} strata "
              f"({sample.df:,} degrees of freedom); mean design effect over the options {deff:.3g}, effective n "
              f"{counted / deff:,.0f} of {counted:,}",
              "each option's interval at its own effective n (Korn and Graubard)"]
-    result = type(plain)(question_id, mechanism.design, mechanism, raw, level, method or est.DEFAULT_BINARY_METHOD,
-                         table, likelihood.Certificate.worst(certificates), simultaneous=simultaneous, notes=notes,
-                         sample=sample.description, design_effect=deff, effective_n=counted / deff,
-                         design_df=sample.df) if plain is not None else None
-    if result is None:
+    if plain is None:
         raise DesignNotSupported(f"{question_id}: a multi-select question of {len(mechanism.options)} options is too "
                                  "large to count by report here", "design")
+    result = dataclasses.replace(plain, counts=raw, table=table, certificate=likelihood.Certificate.worst(certificates),
+                                 covariance_source=None, notes=[*notes, *(n for n in plain.notes if n not in notes)],
+                                 sample=sample.description, design_effect=deff, effective_n=counted / deff,
+                                 design_df=sample.df)
+    result.__dict__.pop("covariance", None)
     result.refit = lambda level, method, simultaneous: design_estimate(loaded, question_id, design, level, method,
                                                                        simultaneous, by, group)
     return result
@@ -243,9 +246,15 @@ def domain_difference_se(loaded, question_id: str, by: str, first, second, desig
     domains share PSUs, so their estimates are correlated and the difference's variance is that of the difference
     of their influences, summed within PSUs (not the sum of two variances, which assumes independent samples).
     ``functional`` weighs the result's table rows (an answer's indicator, or the scale's values for a mean)."""
-    question, mechanism, frame, sample, positions = _prepared(loaded, question_id, design, by)
+    question = loaded.question(question_id)
+    option = None
+    if isinstance(question.mechanism, UnaryMechanism):  # one option's share: its bit, a yes/no of its own
+        option = question.mechanism.options[int(np.argmax(functional))]
+        functional = np.array([1.0, 0.0])
+    question, mechanism, frame, sample, positions = _prepared(loaded, question_id, design, by, option)
     grouped = isinstance(mechanism, GroupedMechanism)
-    q = compliance.class_matrix(mechanism) if grouped else channels.channel_matrix(mechanism)
+    q = (_bit_channel(mechanism) if option is not None else compliance.class_matrix(mechanism) if grouped
+         else channels.channel_matrix(mechanism))
     rows = np.array([row for _, row in compliance._linear_rows(mechanism)]) if grouped else np.eye(q.shape[1])
     levels = frame[by].map(lambda v: None if _missing(v) else key(v))
     influences = []
@@ -253,7 +262,7 @@ def domain_difference_se(loaded, question_id: str, by: str, first, second, desig
         domain = (levels == key(group)).to_numpy() & (positions >= 0)
         w = np.where(domain, sample.weights, 0.0)
         total = float(w.sum())
-        lam = np.bincount(positions[domain], weights=w[domain], minlength=len(mechanism.reports)) / total
+        lam = np.bincount(positions[domain], weights=w[domain], minlength=q.shape[0]) / total
         theta, _ = likelihood.certified_maximum(q, lam * domain.sum())
         along = functional[: len(rows)] @ rows @ fit_jacobian(q, theta, lam)  # d(functional·θ̂)/dλ, per report
         influence = np.zeros(len(positions))
@@ -263,23 +272,29 @@ def domain_difference_se(loaded, question_id: str, by: str, first, second, desig
     return float(np.sqrt(max(variance, 0.0))), sample.df
 
 
-def _prepared(loaded, question_id: str, design: SampleDesign, by: str | None):
+def _prepared(loaded, question_id: str, design: SampleDesign, by: str | None, option=None):
     """(question, mechanism, the design frame, the resolved sample, each response's report position — -1 where it
-    has none; a split ballot's direct arm counts as none: the design's estimate is the randomized arm's)."""
+    has none; a split ballot's direct arm counts as none: the design's estimate is the randomized arm's). A
+    multi-select question's ``option``: its bit, position 0 where the report holds the option, 1 where not."""
     if not isinstance(design, SampleDesign):
         raise AnalysisError(f"design: expected a SampleDesign, got {type(design).__name__}", "design")
     question = loaded.question(question_id)
     mechanism = question.mechanism
-    if isinstance(mechanism, UnaryMechanism):
-        raise DesignNotSupported(f"{question_id}: the design-based comparison of a multi-select option between groups "
-                                 "is not available yet; compare it without design=, or estimate each group with it",
-                                 "design")
     names = design.column_names() + ([by] if by is not None and by not in design.column_names() else [])
     frame = loaded.design_frame(question_id, names)
     reports = frame[question_id]
+    if isinstance(mechanism, UnaryMechanism):
+        positions = np.array([-1 if _missing(r) else (0 if option in r else 1) for r in reports], dtype=np.int64)
+        return question, mechanism, frame, design.resolve(frame), positions
     if question.split_ballot is not None:
         reports = reports.map(lambda value: _randomized(question.split_ballot, value))
     return question, mechanism, frame, design.resolve(frame), report_positions(mechanism, reports.tolist())
+
+
+def _bit_channel(mechanism) -> np.ndarray:
+    """A multi-select option's channel: P(report holds it | holds it, does not) over (holds, does not)."""
+    channel = channels.binary_channel(mechanism)
+    return np.array([[channel.p, channel.q], [1 - channel.p, 1 - channel.q]])
 
 
 def design_subgroups(loaded, question_id: str, by: str, design: SampleDesign, level: float = 0.95,

@@ -82,6 +82,17 @@ def test_a_multi_select_question_is_estimated_option_by_option_with_the_design()
     plain = estimate(data, "undeclared")
     assert alone.table["unbiased_se"].to_numpy() == pytest.approx(
         plain.table["unbiased_se"].to_numpy() * np.sqrt(len(frame) / (len(frame) - 1)), rel=1e-9)
+    # One option compared between two groups: with each respondent their own PSU, the independent groups' SE.
+    from deniable.analysis import compare
+
+    frame["half"] = np.where(np.arange(len(frame)) % 40 < 20, "North", "South")
+    data = load(frame.assign(region=frame.pop("half")), spec=survey)
+    designed = compare(data, "undeclared", "region", "North", "South", answer="Tips",
+                       design=SampleDesign(clusters=np.arange(len(frame))))
+    independent = compare(data, "undeclared", "region", "North", "South", answer="Tips")
+    assert designed.difference == pytest.approx(independent.difference, abs=1e-9)
+    assert designed.se == pytest.approx(independent.se, rel=2e-3)
+    assert "joint linearization" in designed.note
 
 
 @pytest.mark.parametrize("question_id", ["dodged", "cheated"])
