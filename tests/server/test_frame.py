@@ -100,6 +100,14 @@ def test_a_frame_row_goes_with_each_invitation_to_its_response_and_into_the_desi
     assert shown.exit_code == 0, shown.output
     assert pd.read_csv(io.StringIO(shown.stdout))["se"].to_numpy() == pytest.approx(by_spec.table["se"].to_numpy(),
                                                                                     rel=1e-12)
+    # The dashboard estimates with the spec's design too, its columns read from the frame.
+    from deniable.server import create_app
+
+    client = create_app({"DATABASE": db_path, "ADMIN_TOKEN": ADMIN, "TESTING": True,
+                         "RATELIMIT_ENABLED": False}).test_client()
+    sign_in(client, ADMIN)
+    page = client.get("/admin/surveys/tax").get_data(as_text=True)
+    assert "design-based: weights &#39;weight&#39;, strata &#39;stratum&#39;, clusters &#39;psu&#39;" in page
     status = runner.invoke(main, ["survey", "show", "tax", "--db", db_path, "--n", "10"])
     assert "Frame: 120 invitations in 12 distinct rows (the fewest share one: 10)" in status.output
 
