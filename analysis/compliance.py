@@ -39,9 +39,31 @@ class ComplianceTest:
         return f"test of {self.hypothesis}: likelihood ratio {self.statistic:.3g}, p = {self.p_value:.3g}"
 
 
-def class_matrix(mechanism) -> np.ndarray:
-    """Q[r, c]: reports × latent classes, as floats (the analysis channel of `channels.channel_matrix`)."""
-    return channels.channel_matrix(mechanism)
+def class_matrix(mechanism, counts=None) -> np.ndarray:
+    """Q[r, c]: reports × latent classes, as floats (the analysis channel of `channels.channel_matrix`). With
+    ``counts`` (or weighted frequencies), conditioned on the groups' observed sizes (`conditioned`)."""
+    q = channels.channel_matrix(mechanism)
+    return q if counts is None else conditioned(mechanism, q, counts)
+
+
+def report_groups(mechanism) -> np.ndarray:
+    """The index of each report's group (reports are (group, typed answer) pairs)."""
+    return np.array([mechanism.groups.index(report["group"]) for report in mechanism.reports])
+
+
+def conditioned(mechanism, q: np.ndarray, counts) -> np.ndarray:
+    """The channel given the groups' observed sizes: each group's rows weigh its observed share n_g/n instead of the
+    design's 1/G. The groups are drawn independently of everything else, so their sizes are ancillary: conditioning on
+    them leaves the estimate as it is (a factor constant in θ), and makes the information and the fit test those of
+    the groups actually asked (R's RRreg does the same). Without it a 45:55 draw of two groups was a FIT FAILED (the
+    one degree of freedom of a two-group design tested the balance of the draw, nothing else)."""
+    groups = report_groups(mechanism)
+    counts = np.asarray(counts, dtype=float)
+    total = counts.sum()
+    if total <= 0:
+        return q
+    sizes = np.bincount(groups, weights=counts, minlength=len(mechanism.groups)) / total
+    return q * (sizes[groups] * len(mechanism.groups))[:, None]
 
 
 def estimate_compliance(mechanism, counts: np.ndarray, level: float, method: str | None, question_id):
@@ -50,7 +72,7 @@ def estimate_compliance(mechanism, counts: np.ndarray, level: float, method: str
     method = method or "likelihood"
     if method not in METHODS:
         raise AnalysisError(f"method must be one of {', '.join(METHODS)} for a {mechanism.design} question, got {method!r}")
-    q = class_matrix(mechanism)
+    q = class_matrix(mechanism, counts)
     n = int(counts.sum())
     theta, certificate = likelihood.certified_maximum(q, counts)
     theta_covariance = channels.fitted_covariance(q, theta) / n

@@ -35,6 +35,7 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.mechanisms import UnaryMechanism
 
 from . import channels, likelihood
+from .compliance import class_matrix
 
 #: Below this p-value a question is named as unlike honest randomization.
 FLAG_P = 0.001
@@ -69,11 +70,14 @@ class FitTest:
         return words
 
 
-def saturated_test(q: np.ndarray, counts: np.ndarray, pi: np.ndarray) -> FitTest:
-    """The test for a channel ``q`` (reports × classes), counts per report, and the fitted class shares."""
+def saturated_test(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, fixed_margins: int = 0) -> FitTest:
+    """The test for a channel ``q`` (reports × classes), counts per report, and the fitted class shares.
+    ``fixed_margins``: constraints the model meets by construction (a compliance design's group sizes, conditioned
+    on: G − 1), each a degree of freedom fewer."""
     kept = pi > 1e-9
     rank = int(kept.sum()) if q.shape[1] > _RANK_LIMIT else int(np.linalg.matrix_rank(q[:, kept]))
-    return _test(np.asarray(counts, dtype=float), q @ np.clip(pi, 0, None), rank, (float(q[0].min()), float(q[0].max())))
+    return _test(np.asarray(counts, dtype=float), q @ np.clip(pi, 0, None), rank + fixed_margins,
+                 (float(q[0].min()), float(q[0].max())))
 
 
 def symmetric_test(channel: channels.BinaryChannel, counts: np.ndarray, pi: np.ndarray) -> FitTest:
@@ -141,6 +145,9 @@ def fit_test(mechanism, counts: np.ndarray, estimates: np.ndarray) -> FitTest:
     symmetric = channels.symmetric_channel(mechanism)
     if symmetric is not None:
         return symmetric_test(symmetric, counts, np.asarray(estimates, dtype=float))
+    if isinstance(mechanism, GroupedMechanism):  # given the groups' observed sizes (`compliance.conditioned`)
+        return saturated_test(class_matrix(mechanism, counts), counts, np.asarray(estimates, dtype=float),
+                              fixed_margins=len(mechanism.groups) - 1)
     return saturated_test(channels.channel_matrix(mechanism), counts, np.asarray(estimates, dtype=float))
 
 

@@ -1,0 +1,69 @@
+"""The designs that measure compliance are analysed given the groups' observed sizes (the groups are drawn, their
+sizes ancillary), as RRreg does: an unbalanced draw is no FIT FAILED, the standard errors are the closed-form
+inverse information of the groups actually asked, and inside the parameter space the moment estimate is the
+maximum-likelihood one."""
+
+import numpy as np
+import pytest
+
+from deniable.analysis import estimate
+from deniable.client import Survey
+from tests.conftest import EXAMPLES
+
+CDM = Survey.from_file(EXAMPLES / "respondent.yaml").questions["cheated"].mechanism  # yes-forcing: a 1/3, b 2/3
+SLD = Survey.from_dict({"id": "s", "title": "S", "questions": [{
+    "id": "lied", "type": "yes_no", "text": "?", "privacy": {"design": "stochastic_lie_detector", "groups": {
+        "a": {"p": "2/12", "randomizer": "…"}, "b": {"p": "10/12", "randomizer": "…"}}}}]}).questions["lied"].mechanism
+
+
+def _reports(mechanism, sizes: dict, yes: dict) -> list:
+    """Reports with exactly ``yes[g]`` of ``sizes[g]`` saying yes in each group: counts chosen, not drawn."""
+    return [{"group": g, "report": "yes" if i < yes[g] else "no"} for g in sizes for i in range(sizes[g])]
+
+
+def _closed_form(mechanism, sizes: dict, yes: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Two groups, two free class shares: the groups' yes-rates determine the shares exactly; their covariance is
+    the binomial variances of the two observed rates mapped through the same linear system."""
+    columns = np.array([[float(p) for p in column] for _, column in mechanism.latent_classes]).T  # (group, typed) rows
+    groups = mechanism.groups
+    rows = [2 * i for i in range(len(groups))]  # the "yes" row of each group (each group's rows weigh 1/G)
+    system = np.vstack([columns[rows] * len(groups), np.ones(columns.shape[1])])
+    rates = np.array([yes[g] / sizes[g] for g in groups])
+    inverse = np.linalg.inv(system)
+    theta = inverse @ np.r_[rates, 1.0]
+    covariance = inverse @ np.diag(np.r_[rates * (1 - rates) / np.array([sizes[g] for g in groups]), 0.0]) @ inverse.T
+    return theta, covariance
+
+
+@pytest.mark.parametrize("mechanism, sizes, yes", [
+    (CDM, {"a": 564, "b": 692}, {"a": 260, "b": 470}),   # the minaret survey's group sizes
+    (CDM, {"a": 900, "b": 1100}, {"a": 420, "b": 760}),
+    (SLD, {"a": 564, "b": 692}, {"a": 430, "b": 240}),
+    (SLD, {"a": 450, "b": 550}, {"a": 350, "b": 200}),
+])
+def test_an_unbalanced_draw_of_groups_is_analysed_as_drawn(mechanism, sizes, yes):
+    result = estimate(mechanism, _reports(mechanism, sizes, yes))
+    theta, covariance = _closed_form(mechanism, sizes, yes)
+    assert (theta > 0).all()  # inside the parameter space: the maximum is the solution of the system
+    assert result.class_shares == pytest.approx(theta, abs=1e-9)
+    if mechanism is CDM:
+        rows = np.eye(3)
+    else:
+        rows = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    shown = result.table["se"].to_numpy()[: len(rows)]
+    assert shown == pytest.approx(np.sqrt(np.diag(rows @ covariance @ rows.T)), rel=1e-6)
+    assert result.table["unbiased"].to_numpy()[: len(rows)] == pytest.approx(rows @ theta, abs=1e-9)
+    assert not result.fit.flagged and result.fit.df == 0 and result.fit.pvalue == 1.0
+    if mechanism is SLD:  # the carriers' truthfulness: its delta-method SE from the same covariance
+        t = theta[0] / (theta[0] + theta[1])
+        gradient = np.array([theta[1], -theta[0], 0.0]) / (theta[0] + theta[1]) ** 2
+        assert result.table.loc["truthful", "estimate"] == pytest.approx(t, abs=1e-9)
+        assert result.table.loc["truthful", "se"] == pytest.approx(np.sqrt(gradient @ covariance @ gradient), rel=1e-6)
+
+
+def test_rates_no_population_can_produce_still_fail_the_fit():
+    """Given the groups, the model is saturated inside its space: the fit test speaks only where the observed rates
+    fall outside what any population can produce (here group b says yes less than its forced share allows)."""
+    reports = _reports(CDM, {"a": 600, "b": 600}, {"a": 520, "b": 200})
+    result = estimate(CDM, reports)
+    assert result.fit.flagged and result.fit.df >= 1
