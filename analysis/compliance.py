@@ -96,8 +96,16 @@ def estimate_compliance(mechanism, counts: np.ndarray, level: float, method: str
     labels = [row[0] for row in rows]
     table = pd.DataFrame([row[1:] for row in rows], index=pd.Index(labels, name="answer"),
                          columns=["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"])
+    if "truthful" in table.index and np.isnan(table.at["truthful", "estimate"]):
+        table = table.drop(index="truthful")  # not identified: a row of NaN is nothing to publish (the note says why)
     table["ci_low"] = np.minimum(np.clip(table["ci_low"], 0, 1), table["estimate"])
     table["ci_high"] = np.maximum(np.clip(table["ci_high"], 0, 1), table["estimate"])
+    wild = table.index[table["se"] > MAX_SHARE_SE]
+    if len(wild):
+        notes.append(f"{', '.join(map(str, wild))}: the delta-method standard error "
+                     f"({', '.join(f'{v:.3g}' for v in table.loc[wild, 'se'])}) means nothing this near the boundary; "
+                     f"{MAX_SHARE_SE:g}, the largest any estimate of a share can have, is shown: read the interval")
+        table.loc[wild, "se"] = MAX_SHARE_SE
     jacobian = np.array([functional for _, functional in _linear_rows(mechanism)])
     covariance = jacobian @ theta_covariance @ jacobian.T
     test = _compliance_test(mechanism, q, counts, peak)
@@ -106,6 +114,10 @@ def estimate_compliance(mechanism, counts: np.ndarray, level: float, method: str
                  "with non-compliance a class of its own")
     return table, certificate, covariance, notes, test, theta
 
+
+#: The largest standard deviation any estimator of a share (a value in [0, 1]) can have: a delta-method SE above it is
+#: an artefact of the boundary (t̂ = 1 with SE 50 was published), and is replaced by it with a note.
+MAX_SHARE_SE = 0.5
 
 #: A latent class whose estimate is within this many standard errors of 0 or 1 is near its boundary.
 BOUNDARY_SES = 3.0
@@ -143,7 +155,8 @@ def _truthful_row(q, counts, theta, covariance, unbiased, unbiased_covariance, p
     with t, and non-carriers)."""
     carriers = theta[0] + theta[1]
     if carriers <= 1e-9:
-        notes.append("no carriers are estimated, so their truthfulness is not identified: its interval is [0, 1]")
+        notes.append("no carriers are estimated, so their truthfulness is not identified: its row is left out (any "
+                     "value from 0 to 1 fits as well)")
         return np.nan, np.nan, 0.0, 1.0, np.nan, np.nan
     t = float(theta[0] / carriers)
     gradient = np.array([theta[1], -theta[0], 0.0]) / carriers**2

@@ -742,6 +742,12 @@ def poisoning_cases() -> list[dict]:
         {"design": "unary ε = 2, 4 options, padded",
          "question": _poison_question("multi_select", {"design": "unary", "epsilon": 2}, options),
          "truth": np.array([0.4, 0.3, 0.2, 0.1]), "target": "share selecting d (0.1)", "fake": "padded"},
+        # sparse tails: the fit test's Monte Carlo route (2,000 honest reports; fakes send the lowest report)
+        {"design": "number 0..10, ε = 4, n = 2,000", "n": 2000,
+         "question": Survey.from_dict({"id": "v", "title": "v", "questions": [
+             {"id": "q", "type": "number", "text": "?", "min": 0, "max": 10,
+              "privacy": {"design": "laplace", "epsilon": 4}}]}).questions["q"],
+         "truth": np.full(11, 1 / 11), "target": "mean (5.0)", "fake": -10},
     ]
 
 
@@ -754,7 +760,7 @@ def _honest_counts(case, rng) -> np.ndarray:
         masks = reports @ (1 << np.arange(reports.shape[1]))
         return np.bincount(masks, minlength=2 ** reports.shape[1])
     q = channels.channel_matrix(mechanism)
-    return rng.multinomial(HONEST_N, q @ case["truth"])
+    return rng.multinomial(case.get("n", HONEST_N), q @ case["truth"])
 
 
 def _fake_counts(case, fakes: int, rng) -> np.ndarray:
@@ -787,7 +793,10 @@ def _target_estimate(case, counts) -> tuple[float, float]:
         return value, fit_test(mechanism, counts, None).pvalue
     q = channels.channel_matrix(mechanism)
     pi, _ = likelihood.certified_maximum(q, counts)
-    value = float(pi @ np.arange(1, len(pi) + 1)) if case["question"].type == "ordinal" else float(pi[-1])
+    if case["question"].type == "number":
+        value = float(pi @ np.array(mechanism.answers, dtype=float))
+    else:
+        value = float(pi @ np.arange(1, len(pi) + 1)) if case["question"].type == "ordinal" else float(pi[-1])
     return value, fit_test(mechanism, counts, pi).pvalue
 
 
@@ -799,10 +808,13 @@ def poisoning_study(reps: int = 200, seed: int = 20261124) -> list[dict]:
     rows = []
     for case in poisoning_cases():
         rng = np.random.default_rng(seed)
-        truth = float(case["truth"] @ np.arange(1, len(case["truth"]) + 1)) if case["question"].type == "ordinal" \
-            else float(case["truth"][-1])
+        if case["question"].type == "number":
+            truth = float(case["truth"] @ np.array(case["question"].mechanism.answers, dtype=float))
+        else:
+            truth = float(case["truth"] @ np.arange(1, len(case["truth"]) + 1)) if case["question"].type == "ordinal" \
+                else float(case["truth"][-1])
         for share in (0.0, *POISON_SHARES):
-            fakes = round(share * HONEST_N / (1 - share))  # the attacker's share of all reports
+            fakes = round(share * case.get("n", HONEST_N) / (1 - share))  # the attacker's share of all reports
             shifts, flagged = [], 0
             for _ in range(reps):
                 counts = _honest_counts(case, rng) + _fake_counts(case, fakes, rng)
@@ -816,7 +828,8 @@ def poisoning_study(reps: int = 200, seed: int = 20261124) -> list[dict]:
 
 def _poisoning_section(out, reps: int = 200):
     print("\n## Poisoning: reports nobody randomized\n", file=out)
-    print(f"An honest population of {HONEST_N:,} respondents randomizes as the design says; an attacker adds reports", file=out)
+    print(f"An honest population of {HONEST_N:,} respondents (2,000 for the number) randomizes as the design says; an "
+          "attacker adds reports", file=out)
     print("chosen to raise one estimate as far as it goes (the maximal-gain attack of Cao, Jia & Gong 2021: the", file=out)
     print("target's report every time; for multi-select either the target option alone, or *padded* with as many", file=out)
     print("other options as an honest report selects on average, so the count per report looks honest). Share:", file=out)
@@ -837,8 +850,10 @@ every report distribution inside the image of the channel is some population's, 
 flagged only once it pushes the rates outside that image (a share below 0 elsewhere); until then the fake
 reports are indistinguishable from a population with more of the target, and the shift is the price. The
 multi-select count test catches a target-only attack early (honest reports select about as many options as
-their population holds; fake ones select one), and padding defeats it. Rate limits, invitation tokens and the
-responses-per-day chart are the defences against volume; this check is the last line, and says so."""
+their population holds; fake ones select one), and padding defeats it. A number's lowest report is one no honest
+population sends often: its flood is seen at once, on the Monte Carlo route (sparse cells), whose draws now go on
+past 999 while too few reach the statistic (with 999 alone its smallest p was 0.001, and nothing was ever
+flagged). Rate limits, invitation tokens and the responses-per-day chart are the defences against volume; this check is the last line, and says so."""
 
 
 READING = """

@@ -123,6 +123,20 @@ def test_the_monte_carlo_route_is_deterministic_and_conservative():
     assert 0 < first.pvalue <= 1
 
 
+def test_the_monte_carlo_route_can_flag_what_it_sees():
+    """A number 0..10 at ε = 4 from 2,000 honest reports and 100 fakes all sending −10: G² in the hundreds on the
+    Monte Carlo route (sparse cells), whose 999 draws alone could not go below p = 0.001; the draws continue while
+    too few reach the statistic, so the flag fires. Honest reports stop at the first 999 and are not flagged."""
+    q = question("number", {"design": "laplace", "epsilon": 4}, min=0, max=10, step=1)
+    draws, rng = SeededSource(2), np.random.default_rng(2)
+    honest = [q.mechanism.randomize(int(v), draws) for v in rng.integers(0, 11, 2000)]
+    clean = estimate(q, honest).fit
+    assert clean.method == "monte carlo" and not clean.flagged
+    faked = estimate(q, honest + [-10] * 100).fit
+    assert faked.method == "monte carlo" and faked.flagged and faked.pvalue == pytest.approx(1 / 20_000)
+    assert faked == estimate(q, honest + [-10] * 100).fit  # seeded by the counts
+
+
 def test_every_estimate_carries_its_fit_and_the_interval_holds_the_estimate():
     for privacy, qtype, extra, answer in [
         (COIN, "yes_no", {}, "yes"),
