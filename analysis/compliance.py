@@ -179,12 +179,52 @@ def _truthful_row(q, counts, theta, covariance, unbiased, unbiased_covariance, p
     return t, se, min(low, t), max(high, t), unbiased_t, unbiased_se
 
 
+#: Draws of the compliance test's parametric bootstrap (taken when another class is at its boundary too).
+TEST_DRAWS = 499
+
+
 def _compliance_test(mechanism, q, counts, peak) -> ComplianceTest:
-    """Everyone complied: no cheaters (cheating detection), every carrier truthful (lie detector)."""
+    """Everyone complied: no cheaters (cheating detection), every carrier truthful (lie detector). ``q``: the channel
+    given the observed group sizes (`conditioned`)."""
     if mechanism.design == "cheating_detection":
-        restricted, hypothesis = q[:, :2], "no cheating (γ = 0)"
+        kept, hypothesis = [0, 1], "no cheating (γ = 0)"
     else:
-        restricted, hypothesis = q[:, [0, 2]], "no lying (t = 1)"
+        kept, hypothesis = [0, 2], "no lying (t = 1)"
+    restricted = q[:, kept]
     shares, _ = likelihood.maximise(restricted, counts)
     statistic = max(2 * (peak - likelihood.loglikelihood(restricted, counts, shares)), 0.0)
+    n = float(np.sum(counts))
+    spread = np.sqrt(np.clip(np.diag(channels.fitted_covariance(restricted, shares)), 0, None) / max(n, 1.0))
+    if statistic > 0 and np.any(shares <= BOUNDARY_SES * spread):
+        # Another class at its boundary as well (no honest "yes", no carriers): the statistic is no longer the 50:50
+        # mixture of χ²₀ and χ²₁ (the test rejected 8% of honest surveys at 5%); its distribution at the fitted null,
+        # drawn with the groups' sizes as observed, gives the p-value.
+        return ComplianceTest(hypothesis, float(statistic),
+                              _bootstrap_p(mechanism, q, kept, restricted @ shares, counts, statistic))
     return ComplianceTest(hypothesis, float(statistic), float(stats.chi2.sf(statistic, 1) / 2))
+
+
+def _bootstrap_p(mechanism, q, kept, rates, counts, statistic) -> float:
+    """(1 + draws whose statistic reaches the observed) / (1 + `TEST_DRAWS`): counts drawn group by group at the
+    null's fitted rates (seeded by the counts: the same counts give the same p), each refitted both ways."""
+    import hashlib
+
+    counts = np.asarray(counts, dtype=np.int64)
+    groups = report_groups(mechanism)
+    seed = int.from_bytes(hashlib.sha256(counts.tobytes()).digest()[:8], "big")
+    rng = np.random.default_rng(seed)
+    draws = np.zeros((TEST_DRAWS, len(counts)), dtype=np.int64)
+    for g in range(len(mechanism.groups)):
+        rows = np.flatnonzero(groups == g)
+        size = int(counts[rows].sum())
+        if size:
+            within = rates[rows] / rates[rows].sum()
+            draws[:, rows] = rng.multinomial(size, within, size=TEST_DRAWS)
+    restricted = q[:, kept]
+    reached = 0
+    for drawn in draws:
+        full, _ = likelihood.maximise(q, drawn)
+        null, _ = likelihood.maximise(restricted, drawn)
+        simulated = 2 * (likelihood.loglikelihood(q, drawn, full) - likelihood.loglikelihood(restricted, drawn, null))
+        reached += simulated >= statistic - 1e-9 * max(1.0, statistic)
+    return float((1 + reached) / (TEST_DRAWS + 1))

@@ -829,8 +829,8 @@ def poisoning_study(reps: int = 200, seed: int = 20261124) -> list[dict]:
 def _poisoning_section(out, reps: int = 200):
     print("\n## Poisoning: reports nobody randomized\n", file=out)
     print(f"An honest population of {HONEST_N:,} respondents (2,000 for the number) randomizes as the design says; an "
-          "attacker adds reports", file=out)
-    print("chosen to raise one estimate as far as it goes (the maximal-gain attack of Cao, Jia & Gong 2021: the", file=out)
+          "attacker adds", file=out)
+    print("reports chosen to raise one estimate as far as it goes (the maximal-gain attack of Cao, Jia & Gong 2021: the", file=out)
     print("target's report every time; for multi-select either the target option alone, or *padded* with as many", file=out)
     print("other options as an honest report selects on average, so the count per report looks honest). Share:", file=out)
     print("the attacker's share of all reports; shift: the mean change of the target estimate from the truth;", file=out)
@@ -853,7 +853,8 @@ multi-select count test catches a target-only attack early (honest reports selec
 their population holds; fake ones select one), and padding defeats it. A number's lowest report is one no honest
 population sends often: its flood is seen at once, on the Monte Carlo route (sparse cells), whose draws now go on
 past 999 while too few reach the statistic (with 999 alone its smallest p was 0.001, and nothing was ever
-flagged). Rate limits, invitation tokens and the responses-per-day chart are the defences against volume; this check is the last line, and says so."""
+flagged). Rate limits, invitation tokens and the responses-per-day chart are the defences against volume; this
+check is the last line, and says so."""
 
 
 READING = """
