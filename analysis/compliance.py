@@ -180,7 +180,7 @@ def _truthful_row(q, counts, theta, covariance, unbiased, unbiased_covariance, p
 
 
 #: Draws of the compliance test's parametric bootstrap (taken when another class is at its boundary too).
-TEST_DRAWS = 499
+TEST_DRAWS = 999
 
 
 def _compliance_test(mechanism, q, counts, peak) -> ComplianceTest:
@@ -220,11 +220,57 @@ def _bootstrap_p(mechanism, q, kept, rates, counts, statistic) -> float:
         if size:
             within = rates[rows] / rates[rows].sum()
             draws[:, rows] = rng.multinomial(size, within, size=TEST_DRAWS)
-    restricted = q[:, kept]
-    reached = 0
-    for drawn in draws:
-        full, _ = likelihood.maximise(q, drawn)
-        null, _ = likelihood.maximise(restricted, drawn)
-        simulated = 2 * (likelihood.loglikelihood(q, drawn, full) - likelihood.loglikelihood(restricted, drawn, null))
-        reached += simulated >= statistic - 1e-9 * max(1.0, statistic)
-    return float((1 + reached) / (TEST_DRAWS + 1))
+    simulated = (two_group_statistics(mechanism, kept, draws) if len(mechanism.groups) == 2
+                 else np.array([_statistic(q, kept, drawn) for drawn in draws]))
+    return float((1 + np.sum(simulated >= statistic - 1e-9 * max(1.0, statistic))) / (TEST_DRAWS + 1))
+
+
+def _statistic(q, kept, counts) -> float:
+    """The likelihood ratio of everyone complying, by the general maximiser (any number of groups)."""
+    full, _ = likelihood.maximise(q, counts)
+    null, _ = likelihood.maximise(q[:, kept], counts)
+    return 2 * (likelihood.loglikelihood(q, counts, full) - likelihood.loglikelihood(q[:, kept], counts, null))
+
+
+def two_group_statistics(mechanism, kept, draws) -> np.ndarray:
+    """The likelihood ratio of every row of ``draws`` (counts per report) at once, for two groups and three classes.
+    Given the groups' sizes the likelihood depends on the classes only through the groups' yes-rates r = Aθ, which
+    fill the triangle whose corners are the classes' rates: the full maximum is the observed rates when they lie
+    inside it, else the best point of its edges; the model that everyone complied is the edge between the kept
+    classes. On an edge the log-likelihood is concave in the position, so its maximum is where its slope changes
+    sign (bisection, all draws together). Tests compare it with the general maximiser."""
+    draws = np.asarray(draws, dtype=float)
+    groups = report_groups(mechanism)
+    yes_rows = [mechanism.reports.index({"group": group, "report": "yes"}) for group in mechanism.groups]
+    sizes = np.column_stack([draws[:, groups == g].sum(axis=1) for g in (0, 1)])  # B × 2
+    yes = draws[:, yes_rows]
+    corners = class_matrix(mechanism)[yes_rows] * 2  # P(yes | group, class): each group's rows weigh 1/2, 2 × 3
+    observed = np.divide(yes, sizes, out=np.zeros_like(yes), where=sizes > 0)
+
+    def loglikelihood(rates):  # B × 2 rates → B values, 0·log 0 = 0
+        rates = np.clip(rates, 1e-300, 1 - 1e-16)
+        return (np.where(yes > 0, yes * np.log(rates), 0.0)
+                + np.where(sizes - yes > 0, (sizes - yes) * np.log1p(-rates), 0.0)).sum(axis=1)
+
+    def edge(a: int, b: int) -> np.ndarray:  # the best point between corners a and b, per draw
+        start, step = corners[:, a][None, :], (corners[:, b] - corners[:, a])[None, :]
+
+        def slope(position):
+            rates = np.clip(start + position[:, None] * step, 1e-12, 1 - 1e-12)
+            return (step * (yes / rates - (sizes - yes) / (1 - rates))).sum(axis=1)
+
+        low, high = np.zeros(len(draws)), np.ones(len(draws))
+        for _ in range(60):
+            middle = (low + high) / 2
+            rising = slope(middle) > 0
+            low, high = np.where(rising, middle, low), np.where(rising, high, middle)
+        position = np.where(slope(np.zeros(len(draws))) <= 0, 0.0, np.where(slope(np.ones(len(draws))) >= 0, 1.0, low))
+        return loglikelihood(start + position[:, None] * step)
+
+    system = np.vstack([corners, np.ones(3)])
+    shares = np.linalg.solve(system, np.vstack([observed.T, np.ones(len(draws))])).T  # B × 3
+    inside = (shares >= -1e-12).all(axis=1)
+    best_edge = np.max([edge(0, 1), edge(0, 2), edge(1, 2)], axis=0)
+    full = np.where(inside, loglikelihood(observed), best_edge)
+    null = edge(*kept)
+    return np.maximum(2 * (full - null), 0.0)

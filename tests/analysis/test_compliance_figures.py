@@ -116,3 +116,18 @@ def test_the_compliance_test_at_a_double_boundary_takes_its_null_distribution_fr
         else:
             assert test.p_value == 0.5  # γ̂ = 0: the statistic is 0, half the mixture
     assert drawn >= 10
+
+
+@pytest.mark.parametrize("mechanism, truth", [(CDM, [0.0, 1.0, 0.0]), (CDM, [0.3, 0.5, 0.2]), (SLD, [0.0, 0.0, 1.0]),
+                                              (SLD, [0.3, 0.1, 0.6])])
+def test_the_batched_two_group_statistic_is_the_general_maximiser_s(mechanism, truth):
+    """The bootstrap's statistic for a whole batch of draws (the triangle of the groups' yes-rates, its edges by
+    bisection) against the general maximiser, draw by draw, at and away from the boundaries."""
+    from deniable.analysis import compliance
+
+    kept = [0, 1] if mechanism is CDM else [0, 2]
+    draws = np.random.default_rng(3).multinomial(400, compliance.class_matrix(mechanism) @ np.array(truth), size=200)
+    batched = compliance.two_group_statistics(mechanism, kept, draws)
+    one_by_one = [compliance._statistic(compliance.class_matrix(mechanism, d), kept, d) for d in draws]
+    assert batched == pytest.approx(one_by_one, abs=1e-8)
+    assert (batched > 1e-6).sum() >= 20  # draws on both sides of the boundary
