@@ -213,7 +213,8 @@ REFERENCE_YES_NO = {
     "stochastic lie detector (p 2/12 | 10/12)": {"design": "stochastic_lie_detector", "groups": {
         "a": {"p": "2/12", "randomizer": "…"}, "b": {"p": "10/12", "randomizer": "…"}}},
 }
-_MEASURES = {"cheating_detection": "share of cheaters (γ)", "stochastic_lie_detector": "carriers' truthfulness (t)"}
+_MEASURES = {"cheating_detection": "anyone saying no regardless (γ)",
+             "stochastic_lie_detector": "true yes denying it (t)"}
 
 
 def compare_yes_no_designs(n: int = 1000, questions=(), level: float = 0.95, target: float = 0.05):
@@ -245,7 +246,10 @@ def compare_yes_no_designs(n: int = 1000, questions=(), level: float = 0.95, tar
     frame = pd.DataFrame(rows).set_index("design")
     frame["n to detect 5% cheaters"] = frame["n to detect 5% cheaters"].astype("Int64")
     frame.attrs.update({"n": n, "level": level, "note": "ε is infinite for one-sided designs (triangular, cheating "
-                        "detection without 'no' shares, the lie detector): one report reveals an answer"})
+                        "detection without 'no' shares, the lie detector): one report reveals an answer. Each compliance "
+                        "design is right only about its own kind: choose cheating detection when people may say 'no' to "
+                        "anything (true 'no' included: the lie detector then reads them as lying carriers, π 0.46 for "
+                        "0.40), the lie detector when it is the true 'yes' who deny (docs/validation.md)"})
     return frame
 
 
