@@ -65,3 +65,19 @@ def resolve_version(versions: list[dict], survey_id: str, spec_hash: str | None 
                            "spec_hash", missing=False)
     raise VersionError(f"spec_hash: no version of survey {survey_id!r} starts with {spec_hash!r} (versions: {known})",
                        "spec_hash")
+
+
+def lowered_privacy(current, proposed) -> list[str]:
+    """What a new version ``proposed`` makes less private than ``current`` (both `Survey`): a question asked
+    randomized that is now asked directly, or one whose ε grew (a weaker randomization). One line per question; empty
+    when nothing is lowered. Publishing such a version needs an explicit confirmation on every surface."""
+    lowered = []
+    for qid, before in current.questions.items():
+        after = proposed.questions.get(qid)
+        if after is None or not before.is_private:
+            continue
+        if not after.is_private:
+            lowered.append(f"{qid}: randomized ({before.mechanism.design}, ε {before.epsilon:.3g}) → asked directly")
+        elif after.epsilon > before.epsilon * (1 + 1e-12):
+            lowered.append(f"{qid}: ε {before.epsilon:.3g} → {after.epsilon:.3g} ({after.mechanism.design})")
+    return lowered

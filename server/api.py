@@ -214,14 +214,14 @@ def post_batch(survey_id):
 
 # --- admin ----------------------------------------------------------------------------------------
 
-def require_admin() -> str:
-    """The caller's name for the audit log; 401 without a valid admin or API token."""
-    return bearer_caller()
+def require_admin(scope: str) -> str:
+    """The caller's name for the audit log; 401 without a valid admin or API token, 403 when it lacks ``scope``."""
+    return bearer_caller(scope)
 
 
 @blueprint.get("/surveys")
 def list_surveys():
-    require_admin()
+    require_admin("read")
     store = get_store()
     return {"surveys": [{"id": r.id, "title": r.survey.title, "version": r.version, "hash": r.hash, "closed": r.closed,
                          "access": r.access, "responses": store.response_count(r.id), "version_responses": r.responses,
@@ -231,48 +231,52 @@ def list_surveys():
 
 @blueprint.post("/surveys")
 def create_survey():
-    caller = require_admin()
+    caller = require_admin("write")
     body = _json_body(MAX_SPEC_BYTES)
     access = request.args.get("access")
     try:
         survey = Survey.from_dict(body)
     except SpecError as error:
         raise ApiError(422, str(error), "spec") from None
-    record, outcome = get_store().add_survey(survey, access, actor=caller)
+    confirm = request.args.get("confirm")
+    if confirm not in (None, "lower-privacy"):
+        raise ApiError(422, "confirm: the only confirmation is confirm=lower-privacy", "confirm")
+    record, outcome = get_store().add_survey(survey, access, actor=caller,
+                                             confirm_lower_privacy=confirm == "lower-privacy")
     return {"outcome": outcome, **survey_payload(record)}, 201 if outcome != "unchanged" else 200
 
 
 @blueprint.post("/surveys/<survey_id>/close")
 def close_survey(survey_id):
-    return survey_payload(get_store().close_survey(survey_id, actor=require_admin()))
+    return survey_payload(get_store().close_survey(survey_id, actor=require_admin("write")))
 
 
 @blueprint.post("/surveys/<survey_id>/reopen")
 def reopen_survey(survey_id):
-    return survey_payload(get_store().reopen_survey(survey_id, actor=require_admin()))
+    return survey_payload(get_store().reopen_survey(survey_id, actor=require_admin("write")))
 
 
 @blueprint.get("/surveys/<survey_id>/waves")
 def list_waves(survey_id):
-    require_admin()
+    require_admin("read")
     return {"waves": get_store().waves(survey_id)}
 
 
 @blueprint.post("/surveys/<survey_id>/waves")
 def open_wave(survey_id):
     """Open a wave of a repeated survey ({"label": "2026-12"}), closing the open one."""
-    caller = require_admin()
+    caller = require_admin("manage")
     return get_store().open_wave(survey_id, _json_body().get("label"), actor=caller), 201
 
 
 @blueprint.post("/surveys/<survey_id>/waves/close")
 def close_wave(survey_id):
-    return get_store().close_wave(survey_id, actor=require_admin())
+    return get_store().close_wave(survey_id, actor=require_admin("manage"))
 
 
 @blueprint.post("/surveys/<survey_id>/tokens")
 def create_tokens(survey_id):
-    caller = require_admin()
+    caller = require_admin("manage")
     body = _json_body()
     count, frame = body.get("count"), body.get("frame")
     if frame is None and (isinstance(count, bool) or not isinstance(count, int)):
@@ -285,14 +289,14 @@ def create_tokens(survey_id):
 
 @blueprint.get("/surveys/<survey_id>/counts")
 def counts(survey_id):
-    require_admin()
+    require_admin("read")
     return get_store().counts(survey_id, request.args.get("spec_hash"), request.args.get("by"), request.args.get("version"))
 
 
 @blueprint.get("/surveys/<survey_id>/versions")
 def versions(survey_id):
     """Every version with its response count; ``?specs=1`` adds each version's spec (for analysis)."""
-    require_admin()
+    require_admin("read")
     store = get_store()
     listed = store.versions(survey_id)
     if request.args.get("specs") in ("1", "true"):
@@ -303,7 +307,7 @@ def versions(survey_id):
 
 @blueprint.get("/surveys/<survey_id>/export")
 def export(survey_id):
-    caller = require_admin()
+    caller = require_admin("export")
     fmt = request.args.get("format", "jsonl")
     if fmt not in EXPORT_FORMATS:
         raise ApiError(422, f"format: must be one of {', '.join(EXPORT_FORMATS)}", "format")

@@ -74,24 +74,37 @@ def admin_token_valid(store: storage.Store, presented: str | None, configured: s
     return bool(stored) and secrets_match(hashlib.sha256(presented.encode()).hexdigest(), stored)
 
 
-def api_caller(store: storage.Store, presented: str | None, configured: str | None) -> str | None:
-    """Who a bearer token belongs to (for the audit log), or None: the admin token, which keeps
-    working as an API token, or a named, revocable API token (`deniable admin token`)."""
+class OutOfScope(DeniableError):
+    """An API token used for something its scopes do not allow."""
+
+    status = 403
+
+
+def api_caller(store: storage.Store, presented: str | None, configured: str | None) -> tuple[str, tuple] | None:
+    """(who a bearer token belongs to, for the audit log; what it may do), or None: the admin token, which keeps
+    working as an API token with every scope, or a named, revocable API token (`deniable admin token`) with its own."""
     if admin_token_valid(store, presented, configured):
-        return "admin token"
-    return store.api_token_name(presented)
+        return "admin token", storage.SCOPES
+    return store.api_token_caller(presented)
 
 
-def bearer_caller() -> str:
-    """The caller of an admin API endpoint, for the audit log; `NotAuthorized` without a valid
-    admin or API token in ``Authorization: Bearer …``."""
+def bearer_caller(scope: str) -> str:
+    """The caller of an admin API endpoint that needs ``scope``, for the audit log; `NotAuthorized` without a valid
+    admin or API token in ``Authorization: Bearer …``, `OutOfScope` (403, audited) when the token lacks the scope."""
     header = request.headers.get("Authorization", "")
     presented = header[7:].strip() if header.lower().startswith("bearer ") else None
-    caller = api_caller(get_store(), presented, current_app.config.get("ADMIN_TOKEN"))
-    if caller is None and presented:
+    store = get_store()
+    found = api_caller(store, presented, current_app.config.get("ADMIN_TOKEN"))
+    if found is None and presented:
         raise NotAuthorized("token rejected: it is neither the admin token nor a live API token", "Authorization")
-    if caller is None:
+    if found is None:
         raise NotAuthorized("admin endpoints need 'Authorization: Bearer <admin token or API token>'", "Authorization")
+    caller, scopes = found
+    if scope not in scopes:
+        store.audit(caller, "refused: out of scope", request.view_args.get("survey_id") if request.view_args else None,
+                    f"{request.method} {request.path} needs {scope!r}; the token has {', '.join(scopes)}")
+        raise OutOfScope(f"scope: {caller} may {', '.join(scopes)}; this needs {scope!r} (make a token with it: "
+                         f"deniable admin token NAME --scope {scope})", "scope")
     return caller
 
 

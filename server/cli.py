@@ -305,12 +305,15 @@ def survey_export(survey_id, db_path, fmt, output):
 @db_option
 @click.option("--access", type=click.Choice(["open", "token"]), default=None,
               help="open: anyone with the link answers; token: one answer per invitation token. New surveys default to open.")
-def survey_add(spec_file, db_path, access):
+@click.option("--confirm-lower-privacy", is_flag=True,
+              help="Publish a version that lowers a question's privacy (asked directly, or a larger ε).")
+def survey_add(spec_file, db_path, access, confirm_lower_privacy):
     """Add the survey in SPEC_FILE; a changed spec under an existing id becomes a new version."""
     parsed = _load(spec_file)
     with _store(db_path, must_exist=False) as store:
         previous = store.versions(parsed.id) if parsed.id in {r.id for r in store.list_surveys()} else []
-        record, outcome = store.add_survey(parsed, access, actor=cli_actor())
+        record, outcome = store.add_survey(parsed, access, actor=cli_actor(),
+                                           confirm_lower_privacy=confirm_lower_privacy)
     if outcome == "created":
         click.echo(f"Added survey {record.id!r} (version 1, hash {record.hash[:12]}), access: {record.access}.")
     elif outcome == "unchanged":
@@ -662,17 +665,22 @@ def admin_list(db_path):
             click.echo(f"admin {row['name']}, added {row['added_on']}{locked}")
         for token in store.api_tokens():
             state = f"revoked {token['revoked_on']}" if token["revoked_on"] else f"last used {token['last_used_on'] or 'never'}"
-            click.echo(f"token {token['id']} {token['name']!r}, created {token['created_on']}, {state}")
+            click.echo(f"token {token['id']} {token['name']!r}, may {', '.join(token['scopes'])}, created "
+                       f"{token['created_on']}, {state}")
 
 
 @admin.command("token")
 @db_option
 @click.argument("name")
-def admin_token(db_path, name):
+@click.option("--scope", "scopes", multiple=True, type=click.Choice(storage.SCOPES),
+              help="What the token may do, once per scope: read (surveys, versions, counts, waves), export (per-response "
+                   "reports), write (publish, close, reopen surveys), manage (invitation tokens, waves). Default: read.")
+def admin_token(db_path, name, scopes):
     """Create an API token NAME (what it is for) for scripts; it is shown once."""
     with _store(db_path, must_exist=False) as store:
-        token_id, token = store.create_api_token(name)
-    click.echo(f"API token {token_id} ({name}), shown once: {token}")
+        token_id, token = store.create_api_token(name, scopes=scopes or ("read",))
+    click.echo(f"API token {token_id} ({name}, may {', '.join(storage.checked_scopes(scopes or ('read',)))}), "
+               f"shown once: {token}")
     click.echo("Send it as 'Authorization: Bearer <token>'; revoke it with `deniable admin revoke " + token_id + "`.")
 
 

@@ -23,6 +23,23 @@ NO_SUCH_ADMIN = "(no such admin)"
 _DUMMY_HASH = "scrypt:32768:8:1$deniable$" + "0" * 128
 
 
+#: What an API token may do: read surveys, versions, counts and waves; export per-response reports; write (publish
+#: surveys and versions, close and reopen them); manage fieldwork (issue invitation tokens, open and close waves).
+SCOPES = ("read", "export", "write", "manage")
+
+
+def checked_scopes(scopes) -> tuple:
+    """The scopes in `SCOPES` order; `Invalid` naming one that is not a scope, or an empty list."""
+    if isinstance(scopes, str):
+        scopes = [part.strip() for part in scopes.split(",") if part.strip()]
+    scopes = list(scopes or [])
+    unknown = [scope for scope in scopes if scope not in SCOPES]
+    if unknown or not scopes:
+        raise Invalid(f"scopes: one or more of {', '.join(SCOPES)}, got {', '.join(map(repr, unknown)) or 'none'}",
+                      "scopes")
+    return tuple(scope for scope in SCOPES if scope in scopes)
+
+
 class Accounts:
     """The part of `Store` that keeps admins, sessions, API tokens and the audit log."""
 
@@ -109,22 +126,26 @@ class Accounts:
         if session_id:
             self.execute("DELETE FROM admin_sessions WHERE id_hash = ?", [digest(session_id)])
 
-    def create_api_token(self, name: str, admin: str | None = None) -> tuple[str, str]:
-        """A named token for scripts: returns (id, token). The token is shown once and kept hashed."""
+    def create_api_token(self, name: str, admin: str | None = None, scopes=("read",)) -> tuple[str, str]:
+        """A named token for scripts: returns (id, token). The token is shown once and kept hashed. ``scopes``: what
+        it may do (`SCOPES`), read-only unless given more."""
         if not isinstance(name, str) or not 1 <= len(name) <= 100:
             raise Invalid("name: 1 to 100 characters saying what the token is for", "name")
+        scopes = checked_scopes(scopes)
         token_id, token = secrets.token_hex(4), "dnb_" + secrets.token_urlsafe(32)
         with self.transaction():
-            self.execute("INSERT INTO api_tokens (id, name, admin, token_hash, created_on) VALUES (?, ?, ?, ?, ?)",
-                         [token_id, name, admin, digest(token), today()])
-            self.audit(admin or "cli", "API token created", detail=f"{token_id} ({name})")
+            self.execute("INSERT INTO api_tokens (id, name, admin, token_hash, created_on, scopes) VALUES (?, ?, ?, ?, ?, ?)",
+                         [token_id, name, admin, digest(token), today(), ",".join(scopes)])
+            self.audit(admin or "cli", "API token created", detail=f"{token_id} ({name}), scopes {', '.join(scopes)}")
         return token_id, token
 
     def api_tokens(self) -> list[dict]:
         self._accounts_kept()
-        cursor = self.execute("SELECT id, name, admin, created_on, last_used_on, revoked_on FROM api_tokens ORDER BY created_on, id")
+        scopes = "scopes" if self.layout.schema >= 11 else "'read,export,write,manage'"
+        cursor = self.execute(f"SELECT id, name, admin, created_on, last_used_on, revoked_on, {scopes} AS scopes "
+                              "FROM api_tokens ORDER BY created_on, id")
         names = [c[0] for c in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
+        return [{**dict(zip(names, row)), "scopes": row[-1].split(",")} for row in cursor.fetchall()]
 
     def revoke_api_token(self, token_id: str, actor: str = "cli"):
         with self.transaction():
@@ -133,17 +154,19 @@ class Accounts:
                 raise NotFound(f"no live API token {token_id!r}", "id")
             self.audit(actor, "API token revoked", detail=token_id)
 
-    def api_token_name(self, token: str | None) -> str | None:
-        """The name of a live API token (its last use is recorded, to the day), or None."""
+    def api_token_caller(self, token: str | None) -> tuple[str, tuple] | None:
+        """(the caller's name for the audit log, its scopes) of a live API token (its last use is recorded, to the
+        day), or None."""
         if not token or len(token) > 200:
             return None
-        row = self._one("SELECT id, name, last_used_on FROM api_tokens WHERE token_hash = ? AND revoked_on IS NULL",
-                        [digest(token)])
+        scopes = "scopes" if self.layout.schema >= 11 else "'read,export,write,manage' AS scopes"
+        row = self._one(f"SELECT id, name, last_used_on, {scopes} FROM api_tokens WHERE token_hash = ? "
+                        "AND revoked_on IS NULL", [digest(token)])
         if row is None:
             return None
-        if row["last_used_on"] != today():
+        if row["last_used_on"] != today() and not self.read_only:
             self.execute("UPDATE api_tokens SET last_used_on = ? WHERE id = ?", [today(), row["id"]])
-        return f"token {row['id']} ({row['name']})"
+        return f"token {row['id']} ({row['name']})", tuple(row["scopes"].split(","))
 
     def audit(self, actor: str, action: str, survey_id: str | None = None, detail: str | None = None):
         """One line of the audit log: who did what to which survey, when. Never report content."""

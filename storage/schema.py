@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 def migrate_to_1(engine):
@@ -198,9 +198,15 @@ def migrate_to_10(engine):
     engine.execute("ALTER TABLE responses ADD COLUMN frame_cell INTEGER")
 
 
+def migrate_to_11(engine):
+    """API tokens with scopes (`accounts.SCOPES`). Tokens made before had every power, and keep it (their scripts go on
+    working); new ones get what they are given, read-only by default."""
+    engine.execute("ALTER TABLE api_tokens ADD COLUMN scopes TEXT NOT NULL DEFAULT 'read,export,write,manage'")
+
+
 MIGRATIONS = {1: migrate_to_1, 2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6,
               7: migrate_to_7, 8: migrate_to_8, 9: migrate_to_9,
-              10: migrate_to_10}
+              10: migrate_to_10, 11: migrate_to_11}
 
 
 def rebuild_counts(engine):
@@ -228,7 +234,7 @@ TABLES = {
     "report_counts": ("spec_hash", "question_id", "value", "shard", "count"),
     "version_counts": ("spec_hash", "shard", "responses"),
     "admins": ("name", "password_hash", "added_on", "failed_sign_ins", "locked_until"),
-    "api_tokens": ("id", "name", "admin", "token_hash", "created_on", "last_used_on", "revoked_on"),
+    "api_tokens": ("id", "name", "admin", "token_hash", "created_on", "last_used_on", "revoked_on", "scopes"),
     "audit_log": ("id", "at", "actor", "action", "survey_id", "detail"),
     "waves": ("survey_id", "label", "position", "opened_on", "closed_on"),
 }

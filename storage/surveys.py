@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from deniable.client import SpecError, Survey
 from deniable.client.panels import redrawn_questions
 from deniable.client.sample import frame_roles
-from deniable.client.versions import VersionError, resolve_version
+from deniable.client.versions import VersionError, lowered_privacy, resolve_version
 
 from .common import GRANULARITIES, digest, today
 from .errors import Conflict, Gone, Invalid, NotFound, StorageError
@@ -61,11 +61,14 @@ class Surveys:
     def _survey_row(self, survey_id: str) -> dict | None:
         return self._one("SELECT id, current_hash, access, closed_on FROM surveys WHERE id = ?", [survey_id])
 
-    def add_survey(self, survey: Survey, access: str | None = None, actor: str | None = None) -> tuple[SurveyRecord, str]:
+    def add_survey(self, survey: Survey, access: str | None = None, actor: str | None = None,
+                   confirm_lower_privacy: bool = False) -> tuple[SurveyRecord, str]:
         """Store a spec. Returns the record and what happened: "created", "unchanged" or "new version".
 
         A survey's spec is never changed in place: a different spec under the same id becomes
-        a new version with its own hash, and responses keep the hash they were randomized under.
+        a new version with its own hash, and responses keep the hash they were randomized under. A version that
+        lowers a question's privacy (`versions.lowered_privacy`: asked directly, or a larger ε) is refused unless
+        ``confirm_lower_privacy``: respondents would be served it at once.
         """
         if access not in (None, "open", "token"):
             raise Invalid(f"access must be 'open' or 'token', got {access!r}", "access")
@@ -84,6 +87,11 @@ class Surveys:
                 return self.get_survey(survey.id), "unchanged"
             if row is not None:
                 self._check_panel_designs_kept(survey)
+                lowered = lowered_privacy(self.get_survey(survey.id).survey, survey)
+                if lowered and not confirm_lower_privacy:
+                    raise Conflict(f"confirm: this version lowers privacy ({'; '.join(lowered)}); respondents would be "
+                                   "served it at once. Publish it again confirming that (API: ?confirm=lower-privacy; "
+                                   "CLI: --confirm-lower-privacy; dashboard: the confirmation box)", "confirm")
             if self._one("SELECT hash FROM survey_versions WHERE hash = ?", [survey.hash]) is None:
                 version = 1 + self.execute("SELECT COALESCE(MAX(version), 0) FROM survey_versions WHERE survey_id = ?",
                                            [survey.id]).fetchone()[0]
@@ -98,7 +106,10 @@ class Surveys:
                              [survey.hash, access, survey.id])
                 outcome = "new version"
             record = self.get_survey(survey.id)
-            self._audit_if(actor, f"survey {outcome}", survey.id, f"version {record.version} {record.hash[:12]}")
+            detail = f"version {record.version} {record.hash[:12]}"
+            if row is not None and lowered:
+                detail += f"; privacy lowered, confirmed: {'; '.join(lowered)}"
+            self._audit_if(actor, f"survey {outcome}", survey.id, detail)
         return record, outcome
 
     def _check_panel_designs_kept(self, survey: Survey) -> None:

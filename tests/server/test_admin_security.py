@@ -91,8 +91,9 @@ def test_a_cross_site_form_cannot_close_a_survey_or_mint_tokens(client, survey, 
 
 
 def test_api_tokens_are_named_revocable_and_shown_once(client, survey, store, runner, db_path, admin_headers):
-    result = runner.invoke(cli.main, ["admin", "token", "nightly export", "--db", db_path])
-    assert result.exit_code == 0
+    result = runner.invoke(cli.main, ["admin", "token", "nightly export", "--scope", "read", "--scope", "export",
+                                      "--db", db_path])
+    assert result.exit_code == 0 and "may read, export" in result.output
     token = result.output.split("shown once: ")[1].split()[0]
     token_id = result.output.split("API token ")[1].split()[0]
     assert token not in json.dumps(table_rows(store, "api_tokens"))
@@ -101,7 +102,7 @@ def test_api_tokens_are_named_revocable_and_shown_once(client, survey, store, ru
     assert client.get("/api/v1/surveys/tax/export", headers=headers).status_code == 200
     assert client.get("/api/v1/surveys", headers=admin_headers).status_code == 200  # the admin token still works
     listed = runner.invoke(cli.main, ["admin", "list", "--db", db_path]).output
-    assert "nightly export" in listed and token not in listed
+    assert "nightly export" in listed and token not in listed and "may read, export" in listed
     assert runner.invoke(cli.main, ["admin", "revoke", token_id, "--db", db_path]).exit_code == 0
     assert client.get("/api/v1/surveys", headers=headers).status_code == 401
     again = runner.invoke(cli.main, ["admin", "revoke", token_id, "--db", db_path])

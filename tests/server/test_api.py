@@ -172,7 +172,7 @@ def test_admin_creates_versions_and_never_changes_a_spec_in_place(client, survey
     same = client.post("/api/v1/surveys", json=demo.to_dict(), headers=admin_headers)
     assert same.status_code == 200 and same.json["outcome"] == "unchanged"
     changed_spec = demo.to_dict()
-    changed_spec["questions"][0]["privacy"] = {"design": "warner", "p": "4/5"}
+    changed_spec["questions"][0]["privacy"] = {"design": "warner", "p": "2/3"}  # ε ln 2: stronger, no confirmation
     changed = client.post("/api/v1/surveys", json=changed_spec, headers=admin_headers)
     assert changed.status_code == 201 and changed.json["outcome"] == "new version" and changed.json["version"] == 2
     assert changed.json["hash"] != survey.hash

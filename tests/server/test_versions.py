@@ -31,7 +31,7 @@ def _second_version(first: Survey) -> Survey:
         if question["id"] == "dodged":
             question["text"] = "Have you ever dodged paying your taxes?"
         if question["id"] == "hours":
-            question["privacy"] = {"design": "laplace", "epsilon": "2"}
+            question["privacy"] = {"design": "laplace", "epsilon": "0.5"}  # stronger: no confirmation needed
     spec["questions"].append({"id": "audited", "type": "yes_no", "text": "Have you ever been audited?",
                               "privacy": {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}})
     return Survey.from_dict(spec)
@@ -125,7 +125,7 @@ def test_per_version_and_pooled_estimates(study):
     assert sum(r.n for r in subgroups(pooled, "dodged", "region").values()) == FIRST + SECOND
 
     # A changed ε is not pooled, and the refusal names the change.
-    with pytest.raises(PoolingError, match=r"hours: cannot pool versions 1 \w+ and 2 \w+: ε changed from 1 to 2"):
+    with pytest.raises(PoolingError, match=r"hours: cannot pool versions 1 \w+ and 2 \w+: ε changed from 1 to 0.5"):
         pooled.estimate("hours")
     # A question new in version 2 is estimated from version 2 alone.
     assert pooled.estimate("audited").versions == [f"2 {second.hash[:12]}"]
@@ -156,7 +156,7 @@ def test_the_cli_estimates_any_version_and_pools(runner, study):
     assert pooled.exit_code == 0, pooled.output
     assert f"versions 1 {first.hash[:12]}, 2 {second.hash[:12]} pooled, {FIRST + SECOND} responses" in pooled.output
     assert "Pooled over versions 1" in pooled.output
-    assert re.search(r"Not pooled: hours: cannot pool versions .*ε changed from 1 to 2", pooled.output)
+    assert re.search(r"Not pooled: hours: cannot pool versions .*ε changed from 1 to 0.5", pooled.output)
     as_json = json.loads(runner.invoke(main, ["estimate", "tax", *db, "--all-versions", "--format", "json"],
                                        catch_exceptions=False).stdout)
     dodged = [row for row in as_json if row["question"] == "dodged"]
@@ -164,7 +164,7 @@ def test_the_cli_estimates_any_version_and_pools(runner, study):
     assert not [row for row in as_json if row["question"] == "hours"]
 
     asked = run("--all-versions", "--question", "hours")
-    assert asked.exit_code == 1 and "ε changed from 1 to 2" in asked.output
+    assert asked.exit_code == 1 and "ε changed from 1 to 0.5" in asked.output
     assert "one of --version" in run("--version", "1", "--all-versions").output
     too_short = run("--spec-hash", first.hash[:2])
     assert too_short.exit_code == 1 and "at least 4 characters" in too_short.output

@@ -1,0 +1,91 @@
+"""API tokens have scopes (read, export, write, manage), read-only by default; the one made for a nightly export can
+no longer publish a version, close or reopen a survey, issue invitations or open waves (403, named and audited), and
+a version that lowers a question's privacy is published only when confirmed, on every surface."""
+
+import re
+
+import pytest
+
+from deniable import storage
+from deniable.server import cli
+from tests.server.conftest import ADMIN, sign_in
+
+pytestmark = pytest.mark.both_engines
+
+
+def _token(runner, db_path, *scopes):
+    args = ["admin", "token", "a script", "--db", db_path] + [part for scope in scopes for part in ("--scope", scope)]
+    result = runner.invoke(cli.main, args)
+    assert result.exit_code == 0, result.output
+    return {"Authorization": f"Bearer {result.output.split('shown once: ')[1].split()[0]}"}
+
+
+def _lowered(demo) -> dict:
+    spec = demo.to_dict()
+    for question in spec["questions"]:
+        if question["id"] == "dodged":
+            question["privacy"] = "none"
+    return spec
+
+
+def test_a_token_does_what_its_scopes_allow_and_nothing_else(client, survey, store, runner, db_path, demo):
+    export = _token(runner, db_path, "read", "export")
+    assert client.get("/api/v1/surveys", headers=export).status_code == 200
+    assert client.get("/api/v1/surveys/tax/export", headers=export).status_code == 200
+    refused = {
+        "publish": client.post("/api/v1/surveys?confirm=lower-privacy", json=_lowered(demo), headers=export),
+        "close": client.post("/api/v1/surveys/tax/close", headers=export),
+        "reopen": client.post("/api/v1/surveys/tax/reopen", headers=export),
+        "invitations": client.post("/api/v1/surveys/tax/tokens", json={"count": 3}, headers=export),
+    }
+    for what, answer in refused.items():
+        assert answer.status_code == 403, what
+        error = answer.get_json()["error"]
+        assert error["field"] == "scope" and "may read, export" in error["message"], error
+    assert store.get_survey("tax").version == 1 and not store.get_survey("tax").closed
+    assert store.token_counts("tax")["issued"] == 0
+    refusals = [e for e in store.audit_log() if e["action"] == "refused: out of scope"]
+    assert len(refusals) == 4 and all(e["actor"].endswith("(a script)") for e in refusals)
+    reader = _token(runner, db_path)  # read-only by default
+    assert client.get("/api/v1/surveys/tax/versions", headers=reader).status_code == 200
+    assert client.get("/api/v1/surveys/tax/export", headers=reader).status_code == 403
+    manager = _token(runner, db_path, "manage")
+    assert client.post("/api/v1/surveys/tax/tokens", json={"count": 2}, headers=manager).status_code == 201
+    assert "may manage" in runner.invoke(cli.main, ["admin", "list", "--db", db_path]).output
+    assert runner.invoke(cli.main, ["admin", "token", "x", "--scope", "all", "--db", db_path]).exit_code == 2
+
+
+def test_lowering_a_question_s_privacy_needs_a_confirmation_on_every_surface(client, survey, store, runner, db_path,
+                                                                             demo, tmp_path, admin_headers):
+    lowered = _lowered(demo)
+    refused = client.post("/api/v1/surveys", json=lowered, headers=admin_headers)
+    assert refused.status_code == 409 and refused.get_json()["error"]["field"] == "confirm"
+    assert "dodged: randomized (forced_response" in refused.get_json()["error"]["message"]
+    assert store.get_survey("tax").version == 1
+    spec_file = tmp_path / "lowered.yaml"
+    spec_file.write_text(__import__("json").dumps(lowered), encoding="utf-8")
+    cli_refused = runner.invoke(cli.main, ["survey", "add", str(spec_file), "--db", db_path])
+    assert cli_refused.exit_code == 1 and "--confirm-lower-privacy" in cli_refused.output
+    sign_in(client, ADMIN)
+    page = client.get("/admin/").get_data(as_text=True)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    text = spec_file.read_text(encoding="utf-8")
+    shown = client.post("/admin/surveys", data={"csrf": csrf, "spec": text})
+    assert shown.status_code == 409 and 'name="confirm_lower_privacy"' in shown.get_data(as_text=True)
+    assert store.get_survey("tax").version == 1
+    confirmed = client.post("/admin/surveys", data={"csrf": csrf, "spec": text, "confirm_lower_privacy": "1"})
+    assert confirmed.status_code == 303 and store.get_survey("tax").version == 2
+    logged = [e for e in store.audit_log() if e["action"] == "survey new version"]
+    assert logged and "privacy lowered, confirmed: dodged" in logged[0]["detail"]
+
+
+def test_tokens_made_before_scopes_keep_every_power(db_path, monkeypatch):
+    from deniable.storage import store as store_module
+
+    with monkeypatch.context() as schema_10:
+        schema_10.setattr(store_module, "SCHEMA_VERSION", 10)
+        with storage.Store(db_path) as old:
+            old.execute("INSERT INTO api_tokens (id, name, admin, token_hash, created_on) VALUES ('t1', 'old', NULL, ?, "
+                        "'2026-11-01')", [storage.common.digest("dnb_old-token")])
+    with storage.Store(db_path) as new:
+        assert new.api_token_caller("dnb_old-token")[1] == storage.SCOPES
