@@ -20,6 +20,7 @@ from deniable import storage
 from deniable.client import catalogue
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.exact import json_number, parse_fraction
+from deniable.client.memo import Memo
 from deniable.client.questions import is_right_to_left, localize
 from deniable.client.reports import arm_column
 from deniable.client.splitballot import SplitBallot
@@ -138,7 +139,18 @@ def respondent_prompt(question, language: str, words: dict) -> str | None:
     return words["randomizer_prompt"].format(instruction=localize(mechanism.params["randomizer"]["text"], language, default))
 
 
-def _item_view(survey, item, language: str, words: dict) -> dict:
+#: A no-JavaScript form's key: what `secrets.token_urlsafe(16)` makes.
+FORM_KEY = re.compile(r"[A-Za-z0-9_-]{22}")
+
+
+def form_draws(form_key: str) -> Memo:
+    """The draws of a no-JavaScript form: its split-ballot arms and groups derive from its key (`Survey.arm_for`,
+    `group_for`), which its cookie keeps, so a reload shows the same ones and a form sent back with another arm or
+    group than its key's is refused. Arms and groups are public markers; the key is random and tied to no one."""
+    return Memo.from_secret(hashlib.sha256(f"deniable form draws {form_key}".encode()).digest())
+
+
+def _item_view(survey, item, language: str, words: dict, draws: Memo) -> dict:
     view = {"id": item.id, "type": item.type, "text": item.text_in(language), "hint": item.hint_in(language)}
     condition = survey.condition(item.id)
     view["condition"] = None if condition is None else \
@@ -154,7 +166,7 @@ def _item_view(survey, item, language: str, words: dict) -> dict:
     if item.split_ballot is not None:
         # Both arms are on the page; the page script shows the one it draws before the question is answered (the
         # no-JavaScript form: the one the server drew, in a hidden field).
-        view["split"] = {"notice": words["direct_notice"], "form_arm": item.split_ballot.assign_arm(),
+        view["split"] = {"notice": words["direct_notice"], "form_arm": survey.arm_for(item.id, draws),
                          "direct": {"type": "yes_no", "options": yes_no}}
     if isinstance(item.mechanism, GroupedMechanism):
         # Cheating detection, lie detector: every group's instruction is on the page; the page script shows
@@ -162,7 +174,7 @@ def _item_view(survey, item, language: str, words: dict) -> dict:
         view["groups"] = [(group, words["randomizer_prompt"].format(
             instruction=localize(item.mechanism.instruction(group), language, item.languages.default)))
             for group in item.mechanism.groups]
-        view["form_group"] = item.mechanism.assign_group()
+        view["form_group"] = survey.group_for(item.id, draws)
         view["options"] = yes_no
     elif item.type == "yes_no":
         # What the respondent chooses is what is sent: the reports of a design they randomize themselves.
@@ -217,9 +229,15 @@ def survey_page(survey_id):
     refused = _invitation_problem(record, token, words)
     if refused:
         return _message(*refused, language=language, words=words)
+    # CSRF for the no-JavaScript form: a double-submit value, in a SameSite=Strict cookie (which a form on another
+    # site never sends) and in the form. Random, never stored, tied to no one; kept while its cookie is (the form's
+    # arms and groups derive from it: `form_draws`).
+    kept = request.cookies.get(FORM_COOKIE, "")
+    form_key = kept if FORM_KEY.fullmatch(kept) else secrets.token_urlsafe(16)
+    draws = form_draws(form_key)
     sections = [{"id": section.id, "title": section.title_in(language) if section.id else None,
                  "intro": section.intro_in(language) if section.id else None,
-                 "items": [_item_view(survey, item, language, words) for item in section.items]}
+                 "items": [_item_view(survey, item, language, words, draws) for item in section.items]}
                 for section in survey.sections]
     questions = [item for section in sections for item in section["items"] if item["type"] != "note"]
     languages = [{"code": code, "name": LANGUAGE_NAMES.get(code, code),
@@ -228,9 +246,6 @@ def survey_page(survey_id):
     page_data = {"hash": record.hash, "spec": survey.to_dict(), "lang": language, "messages": words}
     if wave is not None:
         page_data["wave"] = wave  # sent back with the reports: a page left open past its wave is refused
-    # CSRF for the no-JavaScript form: a double-submit value, in a SameSite=Strict cookie (which a
-    # form on another site never sends) and in the form. Random, never stored, tied to no one.
-    form_key = secrets.token_urlsafe(16)
     response = make_response(render_template(
         "survey.html", survey=survey, record=record, sections=sections, title=survey.title_in(language),
         description=survey.description_in(language), warnings=_warnings(record, language, words),
@@ -263,6 +278,15 @@ def submit_form(survey_id):
                      - {"spec_hash", "idempotency_key", "token", "lang", "form_key", "wave"})
     if unknown:
         return _message(422, words["check_heading"], words["cannot_accept"], language=language, words=words)
+    draws = form_draws(presented)
+    for qid in sorted(offline):  # the arms and groups this form's key drew, not others
+        question = survey.questions[qid]
+        drawn = [(arm_column(qid), survey.arm_for(qid, draws))] if question.split_ballot is not None else []
+        if isinstance(question.mechanism, GroupedMechanism):
+            drawn.append((f"{qid}.group", survey.group_for(qid, draws)))
+        for field, value in drawn:
+            if request.form.get(field, value) != value:
+                return _message(422, words["check_heading"], words["cannot_accept"], language=language, words=words)
     reports = {}
     for question in survey.questions.values():
         if question.id not in offline:

@@ -36,6 +36,21 @@ const outbox = openOutbox();
 // A repeated survey: the device's panel secret (never an answer), kept from wave to wave. Without storage
 // every wave would draw afresh and spend the guarantee again, so the form is not offered then.
 const memo = survey.repeated ? openMemo() : null;
+// The arm and group each question shows are the device's, derived from a secret kept on it (a panel's memo; for a
+// one-off survey a secret of its own, used for nothing else): a reload shows the same ones, so reloading until a
+// liked arm or group appears no longer picks it. Arms and groups are public markers, never answers. Without storage
+// they are drawn afresh, and every estimate still tests them against the design's shares.
+const drawsSomething = form.querySelector('fieldset.question[data-split="true"]') !== null ||
+  Object.values(survey.questions).some((question) => question.mechanism.groups);
+const draws = memo ?? (drawsSomething ? openDraws() : null); // a survey without arms or groups stores nothing
+
+function openDraws() {
+  try {
+    return new Memo(window.localStorage, "deniable.draws");
+  } catch {
+    return null;
+  }
+}
 
 function openMemo() {
   try {
@@ -92,14 +107,14 @@ function readAnswer(fieldset) {
   }
 }
 
-/** Each question with groups: draw the respondent's group (crypto.getRandomValues, public, independent
- * of every answer) and show that group's instruction only. */
+/** Each question with groups: the respondent's group (from the device's draws secret, or crypto.getRandomValues:
+ * public, independent of every answer) and show that group's instruction only. */
 function assignGroups() {
   for (const fieldset of form.querySelectorAll("fieldset.question")) {
     const mechanism = survey.questions[fieldset.dataset.question].mechanism;
     if (!mechanism.groups) continue;
     const id = fieldset.dataset.question;
-    const group = memo ? survey.groupFor(id, memo) : mechanism.assignGroup(); // a panel keeps its group in every wave
+    const group = draws ? survey.groupFor(id, draws) : mechanism.assignGroup(); // the same on every load and wave
     fieldset.dataset.group = group;
     for (const prompt of fieldset.querySelectorAll(".respondent-prompt[data-group]")) prompt.hidden = prompt.dataset.group !== group;
     const shown = fieldset.querySelector(`.respondent-prompt[data-group="${group}"]`);
@@ -111,13 +126,13 @@ function assignGroups() {
   }
 }
 
-/** Each split-ballot question: draw the respondent's arm (crypto.getRandomValues, public, independent of every
- * answer) before anything is answered, and show that arm only: the direct one says first that the answer is sent
- * as given. */
+/** Each split-ballot question: the respondent's arm (from the device's draws secret, or crypto.getRandomValues:
+ * public, independent of every answer) before anything is answered, and show that arm only: the direct one says
+ * first that the answer is sent as given. */
 function assignArms() {
   for (const fieldset of form.querySelectorAll('fieldset.question[data-split="true"]')) {
     const id = fieldset.dataset.question;
-    const arm = memo ? survey.armFor(id, memo) : survey.questions[id].splitBallot.assignArm();
+    const arm = draws ? survey.armFor(id, draws) : survey.questions[id].splitBallot.assignArm();
     fieldset.dataset.arm = arm;
     for (const part of fieldset.querySelectorAll(".arm")) {
       part.hidden = part.dataset.arm !== arm;

@@ -344,3 +344,39 @@ def test_missing_required_answers_are_flagged_before_anything_is_sent(browser, l
     page.wait_for_selector("#q-dodged .problem:not([hidden])")
     assert recorder.posts() == []
     context.close()
+
+
+def test_a_reload_shows_the_same_arm_and_group_so_they_cannot_be_picked(browser, live_server, store):
+    """The arm of each split-ballot question and the group of a cheating-detection question are the device's,
+    derived from a secret kept in its storage: reloading shows the same ones (reloading until a liked arm appeared had
+    moved an arm's share from 0.25 to 0.18); another device draws its own."""
+    from tests.conftest import EXAMPLES
+
+    store.add_survey(Survey.from_file(EXAMPLES / "split_ballot.yaml"))
+
+    def shown(page) -> tuple:
+        page.wait_for_selector("fieldset.question[data-arm]")
+        return tuple(page.eval_on_selector_all("fieldset.question", "fs => fs.map(f => [f.dataset.question, "
+                                               "f.dataset.arm || '', f.dataset.group || ''].join(':'))"))
+
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{live_server}/s/validation")
+    first = shown(page)
+    assert any(":direct:" in part or ":randomized:" in part for part in first)
+    for _ in range(4):
+        page.reload()
+        assert shown(page) == first
+    # what the device keeps for it: one random secret, no answer, no arm
+    stored = page.evaluate("JSON.stringify(Object.entries(localStorage))")
+    [[key, secret]] = json.loads(stored)
+    assert key == "deniable.draws" and re.fullmatch(r"[0-9a-f]{64}", secret)
+    context.close()
+    seen = set()
+    for _ in range(8):  # new devices: their own draws (2^3 arms × 2 groups: eight alike would be 1 in ~10^6)
+        other = browser.new_context()
+        fresh = other.new_page()
+        fresh.goto(f"{live_server}/s/validation")
+        seen.add(shown(fresh))
+        other.close()
+    assert len(seen) > 1

@@ -4,6 +4,7 @@ import secrets
 import pytest
 
 from deniable.client import Survey
+from tests.conftest import EXAMPLES
 from tests.server.conftest import ADMIN, form_key, sign_in
 
 pytestmark = pytest.mark.both_engines
@@ -283,3 +284,35 @@ def test_the_responses_per_day_chart_keeps_its_height_when_everything_came_on_on
     assert svg, "the chart names its height"
     width, height, drawn = map(int, svg.groups())
     assert drawn == height <= 100 and width >= 30 * 12
+
+
+def test_the_no_javascript_form_keeps_its_arms_and_groups_and_takes_no_others(client, store):
+    """The form's arms and groups derive from its key, which its cookie keeps: a reload shows the same ones, and a form
+    sent back with an arm or a group its key did not draw is refused, nothing stored."""
+    import re as _re
+
+    survey = Survey.from_file(EXAMPLES / "split_ballot.yaml")
+    store.add_survey(survey)
+
+    def hidden(page: str) -> dict:
+        return dict(_re.findall(r'<input type="hidden" name="([\w.-]+\.(?:arm|group))" value="(\w+)">', page))
+
+    from deniable.server.respond import FORM_COOKIE, form_draws
+
+    # a form key whose cheating-detection question is in its randomized arm (the direct arm has no group)
+    key = next(k for k in (f"{i:022d}" for i in range(100)) if survey.arm_for("cheated", form_draws(k)) == "randomized")
+    client.set_cookie(FORM_COOKIE, key, path="/s/validation")
+    first = client.get("/s/validation").get_data(as_text=True)
+    drawn = hidden(first)
+    assert set(drawn) == {"dodged.arm", "took.arm", "cheated.arm", "cheated.group"}
+    assert drawn["cheated.group"] == survey.group_for("cheated", form_draws(key))
+    for _ in range(3):
+        assert hidden(client.get("/s/validation").get_data(as_text=True)) == drawn
+    assert _re.search(r'name="form_key" value="([^"]+)"', first).group(1) == key
+    flipped = {**drawn, "dodged.arm": "randomized" if drawn["dodged.arm"] == "direct" else "direct"}
+    answers = {"region": "North", "dodged": "yes", "took": "yes", "cheated": "no"}
+    base = {"form_key": key, "spec_hash": survey.hash, "idempotency_key": "k" * 16, **answers}
+    assert client.post("/s/validation/submit", data={**base, **flipped}).status_code == 422
+    other_group = {**drawn, "cheated.group": "a" if drawn["cheated.group"] == "b" else "b"}
+    assert client.post("/s/validation/submit", data={**base, **other_group}).status_code == 422
+    assert store.response_count("validation") == 0

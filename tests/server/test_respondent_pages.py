@@ -81,9 +81,11 @@ def test_without_javascript_the_same_questions_are_answered_as_they_are(browser,
 
 # --- split ballots ---------------------------------------------------------------------------------
 
-#: crypto.getRandomValues filling every word with one value: 0 puts every split ballot in its direct arm (a draw
-#: below the direct share's numerator), 5 in the randomized one (5 mod 4 and 5 mod 3 are both past it), group b.
-FIXED_WORDS = "crypto.getRandomValues = (array) => {{ array.fill({}); return array; }};"
+#: The device's draws secret (`survey.js`: arms and groups derive from it, so a reload shows the same ones), chosen
+#: so that every split ballot of examples/split_ballot.yaml shows its direct arm, or every one its randomized arm and
+#: the cheating-detection question group b (found with `Survey.arm_for`/`group_for`, the JS twin's).
+DRAWS = {"direct": "2e" + "00" * 31, "randomized": "00" * 32}
+FIXED_DRAWS = "localStorage.setItem('deniable.draws', '{}');"
 
 
 @pytest.fixture
@@ -95,7 +97,7 @@ def validation(store):
 
 def test_the_direct_arm_says_so_first_and_sends_the_answer_as_given(browser, live_server, validation, store):  # noqa: F811
     context = browser.new_context(**PHONE)
-    context.add_init_script(FIXED_WORDS.format(0))
+    context.add_init_script(FIXED_DRAWS.format(DRAWS["direct"]))
     page = context.new_page()
     recorder = Recorder(page)
     page.goto(f"{live_server}/s/validation")
@@ -127,7 +129,7 @@ def test_the_direct_arm_says_so_first_and_sends_the_answer_as_given(browser, liv
 
 def test_the_randomized_arm_is_the_design_unchanged(browser, live_server, validation, store):  # noqa: F811
     context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.add_init_script(FIXED_WORDS.format(5))
+    context.add_init_script(FIXED_DRAWS.format(DRAWS["randomized"]))
     page = context.new_page()
     recorder = Recorder(page)
     page.goto(f"{live_server}/s/validation")
