@@ -19,7 +19,7 @@ import re
 import time
 from urllib.parse import parse_qsl
 
-from werkzeug.exceptions import InternalServerError, MethodNotAllowed
+from werkzeug.exceptions import BadRequest, HTTPException, InternalServerError, MethodNotAllowed
 from werkzeug.http import HTTP_STATUS_CODES
 
 from deniable.client.errors import DeniableError
@@ -54,6 +54,8 @@ class SingleResponses:
             self.limiter = FixedWindowRateLimiter(MemoryStorage())
 
     def __call__(self, environ, start_response):
+        if "wsgi.input" in environ:
+            environ["wsgi.input"] = GuardedInput(environ["wsgi.input"])
         # Decoded as Werkzeug decodes it (PEP 3333 carries the path's bytes as latin-1), so both route alike.
         path = environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8", "replace")
         matched = _PATH.fullmatch(path)
@@ -99,12 +101,54 @@ class SingleResponses:
         except DeniableError as error:  # as the API blueprint's handler answers one (`api._refused`)
             status = getattr(error, "status", 422)
             payload = api.error_body(status, error.message, error.field)
+        except HTTPException as error:  # a body the server could not read (`GuardedInput`)
+            status = error.code
+            payload = api.error_body(status, error.description, "body")
         headers.extend(api.retry_later(status).items())
         return status, payload
 
     def _propagate(self) -> bool:
         propagate = self.app.config["PROPAGATE_EXCEPTIONS"]
         return self.app.testing or self.app.debug if propagate is None else propagate
+
+
+class MalformedBody(BadRequest):
+    description = "the request body could not be read (a malformed chunked encoding, or the connection broke off)"
+    field = "body"
+
+
+class GuardedInput:
+    """``wsgi.input`` whose read errors become a 400: gunicorn parses a chunked body while the app reads it and raises
+    its parser's error there (a malformed chunk size made every endpoint that reads a body a 500 with a logged
+    traceback: responses, batches, the no-JavaScript form, the sign-in)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _guarded(self, method: str, *args):
+        try:
+            return getattr(self._stream, method)(*args)
+        except HTTPException:
+            raise
+        except Exception:
+            raise MalformedBody() from None
+
+    def read(self, *args):
+        return self._guarded("read", *args)
+
+    def readline(self, *args):
+        return self._guarded("readline", *args)
+
+    def readlines(self, *args):
+        return self._guarded("readlines", *args)
+
+    def __iter__(self):
+        return iter(self.readline, b"")
+
+    def close(self):
+        closer = getattr(self._stream, "close", None)
+        if closer is not None:
+            closer()
 
 
 def _nul(survey_id: str, query: str) -> str | None:
