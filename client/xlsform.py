@@ -35,6 +35,10 @@ MAX_WORKBOOK_BYTES = 4 * 1024 * 1024
 MAX_UNPACKED_BYTES = 64 * 1024 * 1024
 MAX_PART_BYTES = 16 * 1024 * 1024
 MAX_PARTS = 1000
+#: The formatting part (xl/styles.xml): a questionnaire's is a few KiB; 15 MiB of styles took openpyxl 16 s to read.
+MAX_STYLES_BYTES = 1024 * 1024
+#: What no workbook Excel, LibreOffice or ODK tools write holds, and an XML entity bomb needs.
+_DECLARATIONS = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 _SETTINGS = {"form_id", "form_title", "version", "default_language", "description", "layout", "max_epsilon", "repeated",
              "sample",
              "instant_epsilon"}
@@ -93,7 +97,7 @@ def read_xlsform(path) -> dict:
     try:
         if path.stat().st_size > MAX_WORKBOOK_BYTES:
             raise SpecError(f"{path}: larger than {MAX_WORKBOOK_BYTES // 2**20} MiB, the limit for an XLSForm")
-        _check_unpacked_size(path)
+        _check_workbook(path)
         workbook = load_workbook(path, read_only=True, data_only=True)
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
@@ -107,16 +111,38 @@ def read_xlsform(path) -> dict:
         workbook.close()
 
 
-def _check_unpacked_size(path: Path):
+def _check_workbook(path: Path):
     """Refuse a workbook whose parts would unpack past the limits, from the zip's directory alone (the
-    sizes it declares are the most Python's zipfile will ever return for each part)."""
+    sizes it declares are the most Python's zipfile will ever return for each part), whose formatting is larger than
+    any questionnaire's, or whose XML declares a document type or entities (an entity bomb expands in the parser, and
+    ended in a traceback): checked before openpyxl reads anything."""
     import zipfile
 
     try:
         with zipfile.ZipFile(path) as archive:
             parts = archive.infolist()
+            _check_parts(path, parts)
+            for part in parts:
+                if part.filename.lower().endswith((".xml", ".rels", ".vml")):
+                    _check_declarations(path, archive, part)
     except zipfile.BadZipFile:
         return  # not a zip: openpyxl says so in its own words below
+
+
+def _check_declarations(path: Path, archive, part):
+    """Refuse a part that declares a DOCTYPE or an ENTITY, read in chunks (a declaration split across two is found)."""
+    tail = b""
+    with archive.open(part) as stream:
+        while chunk := stream.read(1 << 16):
+            if _DECLARATIONS.search(tail + chunk):
+                raise SpecError(f"{path}: {part.filename} declares a document type or entities, which no spreadsheet "
+                                "program writes (an XML entity expansion); save the workbook again from a spreadsheet "
+                                "program")
+            tail = chunk[-16:]
+
+
+def _check_parts(path: Path, parts: list):
+    """The limits on the parts' number and declared sizes, the formatting part's included."""
     if len(parts) > MAX_PARTS:
         raise SpecError(f"{path}: {len(parts):,} parts in the workbook, more than the {MAX_PARTS:,} an XLSForm may have")
     largest = max(parts, key=lambda part: part.file_size, default=None)
@@ -127,6 +153,11 @@ def _check_unpacked_size(path: Path):
     if total > MAX_UNPACKED_BYTES:
         raise SpecError(f"{path}: unpacks to {total / 2**20:,.0f} MiB, more than the {MAX_UNPACKED_BYTES // 2**20} MiB "
                         "an XLSForm may have")
+    styles = [part for part in parts if part.filename.lower() == "xl/styles.xml"]
+    if styles and styles[0].file_size > MAX_STYLES_BYTES:
+        raise SpecError(f"{path}: its formatting (xl/styles.xml) unpacks to {styles[0].file_size / 2**20:,.1f} MiB, more "
+                        f"than the {MAX_STYLES_BYTES // 2**20} MiB any questionnaire needs; copy the sheets into a new "
+                        "workbook (values only) and save that")
 
 
 def _read(workbook, path: Path) -> dict:

@@ -1,5 +1,7 @@
 """XLSForm import and export. Forms are built here with openpyxl: no binary fixtures."""
 
+import re
+
 import pytest
 from openpyxl import Workbook
 
@@ -268,6 +270,39 @@ def test_a_zip_bomb_is_refused_from_the_zip_directory_before_parsing(tmp_path):
     refused = CliRunner().invoke(main, ["survey", "check", str(bomb)])
     assert refused.exit_code == 1 and "Traceback" not in refused.output
     assert refused.output.count(str(bomb)) == 1, refused.output  # the file named once, not twice
+
+
+def _rewritten(base, target, part_name: str, change):
+    import zipfile
+
+    with zipfile.ZipFile(base) as source, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as written:
+        for part in source.infolist():
+            data = source.read(part)
+            written.writestr(part, change(data) if part.filename == part_name else data,
+                             compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+    return target
+
+
+@pytest.mark.serial  # a CPU-time bound: measured alone (scripts/test.sh runs these after the rest)
+def test_an_entity_bomb_and_a_flood_of_styles_are_refused_before_parsing(tmp_path):
+    """A sheet whose XML declares nested entities (a "billion laughs": it had ended in a traceback) and a workbook
+    with 15 MiB of formatting (16 s to read): refused naming the part, in well under a second of CPU."""
+    import time
+
+    base = form(tmp_path / "base.xlsx", [row("select_one yn", "q", "Q?", "¿Q?")], CHOICES)
+    laughs = b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">' + b"".join(
+        b'<!ENTITY lol%d "%s">' % (i, (b"&lol%d;" % (i - 1) if i > 1 else b"&lol;") * 10) for i in range(1, 10)) + b"]>"
+    bomb = _rewritten(base, tmp_path / "laughs.xlsx", "xl/worksheets/sheet1.xml",
+                      lambda data: laughs + re.sub(rb"^<\?xml[^>]*\?>", b"", data).replace(b"</sheetData>",
+                                                                                           b"</sheetData><!-- &lol9; -->"))
+    styles = _rewritten(base, tmp_path / "styles.xlsx", "xl/styles.xml",
+                        lambda data: data.replace(b"</styleSheet>", b"<!-- " + b"x" * (15 * 2**20) + b" --></styleSheet>"))
+    for path, words in ((bomb, "declares a document type or entities"), (styles, "its formatting (xl/styles.xml)")):
+        start = time.process_time()
+        with pytest.raises(SpecError, match=re.escape(words)):
+            read_xlsform(path)
+        assert time.process_time() - start < 1.0
+    assert read_xlsform(base)["questions"][0]["id"] == "q"  # the workbook as written reads
 
 
 def test_a_settings_sheet_says_repeated_yes_or_no(tmp_path):
