@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import collections
 import re
 import secrets
+import threading
 from dataclasses import dataclass
 
 from deniable.client import SpecError, Survey
@@ -40,19 +42,35 @@ class SurveyRecord:
 
 
 
-_SPEC_CACHE: dict[str, Survey] = {}
+#: Parsed specs by their stored text, the most recently used kept: specs are immutable by hash and building a channel
+#: (the ordinal search) is not free, but a worker that served every version of many surveys grew by ~84 KiB a version
+#: for ever. `SPEC_CACHE_SIZE` versions cover any survey's current ones.
+SPEC_CACHE_SIZE = 256
+_SPEC_CACHE: collections.OrderedDict[str, Survey] = collections.OrderedDict()
+_SPEC_LOCK = threading.Lock()
 
 
 def load_spec(text: str) -> Survey:
-    # Specs are immutable by hash, and building a channel (e.g. the ordinal search) is not free.
-    survey = _SPEC_CACHE.get(text)
-    if survey is None:
-        try:
-            survey = Survey.from_json(text)
-        except SpecError as error:  # pragma: no cover - stored specs were validated on the way in
-            raise StorageError(f"stored spec is invalid: {error}") from None
-        _SPEC_CACHE[text] = survey
+    with _SPEC_LOCK:
+        survey = _SPEC_CACHE.get(text)
+        if survey is not None:
+            _SPEC_CACHE.move_to_end(text)
+            return survey
+    try:
+        survey = Survey.from_json(text)
+    except SpecError as error:  # pragma: no cover - stored specs were validated on the way in
+        raise StorageError(f"stored spec is invalid: {error}") from None
+    remember_spec(text, survey)
     return survey
+
+
+def remember_spec(text: str, survey: Survey) -> None:
+    """Keep ``survey`` as the parse of ``text``, forgetting the least recently used past `SPEC_CACHE_SIZE`."""
+    with _SPEC_LOCK:
+        _SPEC_CACHE[text] = survey
+        _SPEC_CACHE.move_to_end(text)
+        while len(_SPEC_CACHE) > SPEC_CACHE_SIZE:
+            _SPEC_CACHE.popitem(last=False)
 
 
 class Surveys:
@@ -78,7 +96,7 @@ class Surveys:
             raise Invalid(str(error), "page_words") from None
         # The stored text reads back to this very survey: remember it, so the record below does not
         # parse and build every mechanism of the spec a second time.
-        _SPEC_CACHE.setdefault(survey.canonical_json(), survey)
+        remember_spec(survey.canonical_json(), survey)
         with self.transaction():
             row = self._survey_row(survey.id)
             if row is not None and row["current_hash"] == survey.hash:

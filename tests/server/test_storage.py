@@ -252,3 +252,20 @@ def test_a_statement_with_thousands_of_parameters_round_trips(store):
     values = [f"v{i}'%s?" for i in range(3000)]  # quotes, % and ? inside parameters are data, not syntax
     rows = store.execute("SELECT column1 FROM (VALUES " + ", ".join(["(?)"] * len(values)) + ") AS v", values).fetchall()
     assert [row[0] for row in rows] == values
+
+
+def test_the_spec_cache_keeps_the_most_recently_used_and_no_more(monkeypatch):
+    """A worker that served many versions kept every parsed spec for ever (~84 KiB each): the cache now keeps the most
+    recently used `SPEC_CACHE_SIZE`, and a spec read again is the same object while kept."""
+    from deniable.storage import surveys
+
+    monkeypatch.setattr(surveys, "SPEC_CACHE_SIZE", 3)
+    monkeypatch.setattr(surveys, "_SPEC_CACHE", __import__("collections").OrderedDict())
+    demo = Survey.from_file(EXAMPLES / "tax.yaml").to_dict()
+    texts = [Survey.from_dict({**demo, "title": f"Tax {i}"}).canonical_json() for i in range(5)]
+    first = surveys.load_spec(texts[0])
+    assert surveys.load_spec(texts[0]) is first
+    for text in texts[1:]:
+        surveys.load_spec(text)
+    assert len(surveys._SPEC_CACHE) == 3 and texts[0] not in surveys._SPEC_CACHE
+    assert surveys.load_spec(texts[0]) is not first and surveys.load_spec(texts[0]).hash == first.hash
