@@ -27,7 +27,7 @@ import pandas as pd
 
 from deniable import storage
 from deniable.analysis import channels, estimate, load
-from deniable.analysis.results import _estimate
+from deniable.analysis.estimation import _estimate
 from deniable.client import Survey
 
 

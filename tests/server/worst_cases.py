@@ -1,7 +1,7 @@
 """The slowest inputs a stranger or a careless author can send, each with what it must get.
 
 Shared by the hardening tests (each must answer in well under a second) and by
-``benchmarks/limits.py`` (which prints their times). Each case returns the status (HTTP code,
+``benchmarks/worst_inputs.py`` (which prints their times). Each case returns the status (HTTP code,
 or a CLI exit code) it got; ``expected`` is what it must get.
 """
 

@@ -1,6 +1,6 @@
 """Worst-case time of every slow input the hardening tests know (tests/server/worst_cases.py):
 each is run a few times against an in-process app and its slowest time printed, beside the
-status it got. Run from the repository root: python benchmarks/limits.py"""
+status it got. Run from the repository root: python benchmarks/worst_inputs.py"""
 
 from __future__ import annotations
 
