@@ -5,11 +5,9 @@ randomized response, multi-select and compliance designs its asymptotic standard
 1/√n; for ordinal scales and numeric grids the spread of the constrained maximum-likelihood fit at that n,
 by parametric bootstrap (`analysis.spread`) — far below the unbiased estimator's, and not shrinking as 1/√n.
 
-Per-respondent variance of the unbiased estimator of one answer's share π (n = 1), `unit_variance`:
-
-* binary designs: λ(1 − λ)/(p − q)², λ = q + (p − q)π;
-* any channel Q: the diagonal of Q⁻¹(diag λ − λλᵀ)Q⁻ᵀ, λ = Qπ;
-* unary (multi-select): each option is a binary channel with (keep_one, flip_zero).
+Per-respondent variance of the unbiased estimator of one answer's share π (n = 1), `unit_variance`: binary designs
+λ(1 − λ)/(p − q)², λ = q + (p − q)π; any channel Q the diagonal of Q⁻¹(diag λ − λλᵀ)Q⁻ᵀ, λ = Qπ; multi-select: each
+option a binary channel with (keep_one, flip_zero).
 """
 
 from __future__ import annotations
@@ -213,15 +211,17 @@ REFERENCE_YES_NO = {
     "stochastic lie detector (p 2/12 | 10/12)": {"design": "stochastic_lie_detector", "groups": {
         "a": {"p": "2/12", "randomizer": "…"}, "b": {"p": "10/12", "randomizer": "…"}}},
 }
-_MEASURES = {"cheating_detection": "anyone saying no regardless (γ)",
-             "stochastic_lie_detector": "true yes denying it (t)"}
+_MEASURES = {"cheating_detection": "anyone saying no regardless (γ)", "stochastic_lie_detector": "true yes denying it (t)"}
+NOTE = ("ε is infinite for one-sided designs (triangular, cheating detection without 'no' shares, the lie detector): "
+        "one report reveals an answer. Each compliance design is right only about its own kind: cheating detection "
+        "when people may say 'no' to anything (the lie detector reads true 'no' who do so as lying carriers: π 0.46 for "
+        "0.40), the lie detector when it is the true 'yes' who deny (docs/validation.md)")
 
 
 def compare_yes_no_designs(n: int = 1000, questions=(), level: float = 0.95, target: float = 0.05):
-    """The yes/no designs side by side at ``n`` respondents, as a pandas DataFrame: a survey's own private yes/no
-    ``questions`` (named by id) first, then `REFERENCE_YES_NO`. Columns: ε, who randomizes, what compliance it
-    measures, the SE and ±margin of the share of "yes" at n (uniform classes, as `plan` assumes), the n for a
-    ±``target`` margin, and for cheating detection the n to detect 5% cheaters with 80% power."""
+    """The yes/no designs side by side at ``n`` (a DataFrame): a survey's own private yes/no ``questions`` first, then
+    `REFERENCE_YES_NO`; ε, who randomizes, what non-compliance it measures, the SE and margin of "yes" at n (uniform
+    classes), the n for ±``target``, and for cheating detection the n to detect 5% cheaters with 80% power."""
     import pandas as pd  # here, not at the top: `survey check` plans without loading pandas
 
     if not isinstance(n, int) or n < 1:
@@ -245,11 +245,7 @@ def compare_yes_no_designs(n: int = 1000, questions=(), level: float = 0.95, tar
                                                  if mechanism.design == "cheating_detection" else None)})
     frame = pd.DataFrame(rows).set_index("design")
     frame["n to detect 5% cheaters"] = frame["n to detect 5% cheaters"].astype("Int64")
-    frame.attrs.update({"n": n, "level": level, "note": "ε is infinite for one-sided designs (triangular, cheating "
-                        "detection without 'no' shares, the lie detector): one report reveals an answer. Each compliance "
-                        "design is right only about its own kind: choose cheating detection when people may say 'no' to "
-                        "anything (true 'no' included: the lie detector then reads them as lying carriers, π 0.46 for "
-                        "0.40), the lie detector when it is the true 'yes' who deny (docs/validation.md)"})
+    frame.attrs.update({"n": n, "level": level, "note": NOTE})
     return frame
 
 
