@@ -22,7 +22,6 @@ Every mistake raises `SpecError` with a message naming the question and the fiel
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import math
 from fractions import Fraction
@@ -33,8 +32,9 @@ from .errors import AnswerError, SpecError
 from .exact import EpsilonRequest, canonical_json, check_json_text
 from .identifiers import identifier
 from .memo import Memo, MemoError
+from .page_words import read_page_words
 from .panels import Repeated
-from .privacy import WEAK_EPSILON, posterior_bound
+from .privacy import WEAK_EPSILON, posterior_bound, survey_summary
 from .questions import (
     _SURVEY_FIELDS,
     LAYOUTS,
@@ -97,7 +97,7 @@ class Survey:
             for question in self.private_questions:
                 question.make_repeated(self.repeated)
         self.max_epsilon = self._read_budget(spec.get("max_epsilon"))
-        self.page_words = self._read_page_words(spec.get("page_words"))
+        self.page_words = read_page_words(spec.get("page_words"), self.page_languages)
         self.sample = read_sample(spec.get("sample"), self.questions)
 
     @property
@@ -115,40 +115,6 @@ class Survey:
         for question in self.questions.values():
             question.privacy_statement(words=recording)
         return recording.read
-
-    def _read_page_words(self, raw) -> dict:
-        """``page_words: {fr: {send: …}}``: page words a survey completes or overrides per language, each a word the
-        catalogue has, keeping English's placeholders exactly (a statement's figures cannot be dropped or added).
-        Whether every language has its privacy statements is `check_fieldable`'s question."""
-        where = "survey.page_words"
-        read = {}
-        if raw is not None:
-            if not isinstance(raw, dict) or not raw:
-                raise SpecError(f"{where}: a mapping of language to {{word: text}}, e.g. {{fr: {{send: Envoyer}}}}, got {raw!r}")
-            english = catalogue.shipped(catalogue.DEFAULT)
-            for code, words in raw.items():
-                if code not in self.page_languages:
-                    raise SpecError(f"{where}.{code}: not one of the survey's languages ({', '.join(self.page_languages)})")
-                if not isinstance(words, dict) or not words:
-                    raise SpecError(f"{where}.{code}: a mapping of page word to text, e.g. {{send: Envoyer}}, got {words!r}")
-                for key, text in words.items():
-                    if key not in english:
-                        close = difflib.get_close_matches(str(key), english, n=1)
-                        raise SpecError(f"{where}.{code}.{key}: not a page word"
-                                        + (f" (did you mean {close[0]!r}?)" if close else "")
-                                        + "; `deniable survey words` lists them")
-                    _plain_text(text, f"{where}.{code}.{key}")
-                    try:
-                        names = catalogue.placeholders(text)
-                    except ValueError as error:
-                        raise SpecError(f"{where}.{code}.{key}: {error} (write a literal brace as {{{{ or }}}})") from None
-                    wanted = catalogue.placeholders(english[key])
-                    if names != wanted:
-                        shown = ", ".join(f"{{{name}}}" for name in sorted(wanted)) or "no placeholder"
-                        raise SpecError(f"{where}.{code}.{key}: must fill in exactly {shown}, as English does "
-                                        f"(got {', '.join(f'{{{n}}}' for n in sorted(names)) or 'none'})")
-                read[code] = dict(words)
-        return read
 
     def check_fieldable(self):
         """SpecError when a language of the survey has no privacy statement: deniable ships no page words for it and
@@ -595,40 +561,9 @@ class Survey:
         return arms
 
     def privacy_summary(self, prior: float = 0.02) -> str:
-        lines = [f"Survey {self.id!r}: {self.title}", f"version {self.hash[:12]}", ""]
-        if self.repeated is not None:
-            lines[-1:-1] = [_repeated_summary(self.repeated)]
-        for q in self.questions.values():
-            if q.is_private:
-                who = "   randomized by the respondent (the device never sees the answer)" \
-                    if q.mechanism.respondent_randomizes else ""
-                if q.split_ballot is not None:
-                    who += f"   split ballot: {float(q.split_ballot.direct):.3g} asked directly (announced; no privacy)"
-                if self.repeated is not None:
-                    who = f"   all waves ε∞ = {q.epsilon_all_waves:.4f}" + who
-                lines.append(f"  {q.id:<20} {q.mechanism.design:<20} ε = {q.epsilon:.4f}   "
-                             f"prior {prior:.0%} → at most {posterior_bound(prior, q.epsilon):.1%}{who}")
-            else:
-                lines.append(f"  {q.id:<20} {'none (PUBLIC)':<20} ε = ∞        sent as is")
-        lines += ["", f"Total ε per respondent (private questions): {self.epsilon:.4f}"
-                  f"  (e^ε = {math.exp(self.epsilon):.4g})" + (", over every wave" if self.repeated else "")]
-        if self.repeated is not None:
-            lines.append(f"Total ε of one wave's reports: {self.epsilon_per_wave:.4f}")
-        if self.max_epsilon is not None:
-            lines.append(f"Budget (max_epsilon): {self.budget_use()}")
-        if self.public_questions:
-            names = ", ".join(q.id for q in self.public_questions)
-            lines.append(f"WARNING: {len(self.public_questions)} public question(s) are NOT randomized and "
-                         f"carry no privacy guarantee: {names}")
-        return "\n".join(lines)
+        """Each question's design, ε and how far one report can move a belief of ``prior``; the totals (`privacy`)."""
+        return survey_summary(self, prior)
 
     def __repr__(self) -> str:
         return f"<Survey {self.id} {len(self.questions)} questions ε={self.epsilon:.4g} {self.hash[:12]}>"
 
-
-def _repeated_summary(repeated) -> str:
-    instant = "1 report in 10 replaced by a uniform one" if repeated.instant_epsilon is None else \
-        f"instant_epsilon {float(repeated.instant_epsilon):.4g}"
-    return ("REPEATED (a panel): each device keeps a memo; an unchanged answer gives the same permanent report in every "
-            f"wave, re-randomized each wave ({instant}). ε below is one wave's report (ε₁); ε∞ covers every wave "
-            "together, for an unchanged answer (a changed answer draws a new permanent report: up to ε∞ again).")
