@@ -12,6 +12,7 @@ whether anyone failed to comply (γ = 0, or t = 1).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -207,8 +208,6 @@ def _compliance_test(mechanism, q, counts, peak) -> ComplianceTest:
 def _bootstrap_p(mechanism, q, kept, rates, counts, statistic) -> float:
     """(1 + draws whose statistic reaches the observed) / (1 + `TEST_DRAWS`): counts drawn group by group at the
     null's fitted rates (seeded by the counts: the same counts give the same p), each refitted both ways."""
-    import hashlib
-
     counts = np.asarray(counts, dtype=np.int64)
     groups = report_groups(mechanism)
     seed = int.from_bytes(hashlib.sha256(counts.tobytes()).digest()[:8], "big")

@@ -87,14 +87,15 @@ def correlation(data, first: str, second: str, *, level: float = 0.95, design: S
     design = design if given else SampleDesign()
     frame = data.design_frame(first, [second, *design.column_names()])
     sample = design.resolve(frame)
-    described = sample.description if given else "simple random sample"
+    # (what the result says the sample was, the degrees of freedom of its interval: none for a simple random sample)
+    described = (sample.description, sample.df) if given else ("simple random sample", None)
     numbers = [q for q in questions if q.type == "number"]
     if not numbers:
-        return _joint(questions, frame, sample, level, described, given)
+        return _joint(questions, frame, sample, level, described)
     if len(numbers) == 2 or numbers[0].is_private:
         raise AnalysisError("correlation: a number question enters only when public, beside a yes/no or ordinal "
                             "question (two public numbers: pandas' corr())", numbers[0].id)
-    return _moments(questions, frame, sample, level, described, given)
+    return _moments(questions, frame, sample, level, described)
 
 
 def _scores(question) -> np.ndarray:
@@ -124,7 +125,7 @@ def _gradient(function, point: np.ndarray, step: float = 1e-6) -> np.ndarray:
     return gradient
 
 
-def _joint(questions, frame, sample, level, described, given) -> Correlation:
+def _joint(questions, frame, sample, level, described: tuple) -> Correlation:
     a, b = questions
     q = np.kron(channels.channel_matrix(a.mechanism), channels.channel_matrix(b.mechanism))
     position_a = report_positions(a.mechanism, frame[a.id].tolist())
@@ -143,15 +144,15 @@ def _joint(questions, frame, sample, level, described, given) -> Correlation:
     jacobian = fit_jacobian(q, pi, lam)
     gradient = _gradient(lambda p: _pearson(p, score_a, score_b), pi) @ jacobian
     se = float(np.sqrt(max(gradient @ covariance @ gradient, 0.0)))
-    low, high = _fisher_interval(estimate, se, level, sample.df if given else None)
+    low, high = _fisher_interval(estimate, se, level, described[1])
     table = pd.DataFrame(pi.reshape(len(score_a), len(score_b)), index=pd.Index(a.mechanism.answers, name=a.id),
                          columns=pd.Index(b.mechanism.answers, name=b.id))
     return Correlation(a.id, b.id, estimate, se, low, high, level, n,
                        "the joint table of true answers by maximum likelihood through both channels, delta-method SE",
-                       described, table, certificate)
+                       described[0], table, certificate)
 
 
-def _moments(questions, frame, sample, level, described, given) -> Correlation:
+def _moments(questions, frame, sample, level, described: tuple) -> Correlation:
     scored, number = (questions if questions[1].type == "number" else questions[::-1])
     mechanism = scored.mechanism
     q = channels.channel_matrix(mechanism)
@@ -186,9 +187,9 @@ def _moments(questions, frame, sample, level, described, given) -> Correlation:
     gradient = _gradient(pearson, m)
     se = float(np.sqrt(max(gradient @ covariance @ gradient, 0.0)))
     estimate_shown = float(np.clip(estimate, -1.0, 1.0))
-    low, high = _fisher_interval(estimate_shown, se, level, sample.df if given else None)
+    low, high = _fisher_interval(estimate_shown, se, level, described[1])
     return Correlation(questions[0].id, questions[1].id, estimate_shown, se, low, high, level, n,
-                       "moments of each report's unbiased transform, delta-method SE", described)
+                       "moments of each report's unbiased transform, delta-method SE", described[0])
 
 
 def _fisher_interval(estimate: float, se: float, level: float, df: int | None) -> tuple[float, float]:

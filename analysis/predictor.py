@@ -30,6 +30,7 @@ from deniable.client.compliance import GroupedMechanism
 
 from . import channels
 from .errors import AnalysisError
+from .regression import _all_questions, _fit, _names, _randomized_arm, formula_frame
 
 FAMILIES = ("linear", "logistic")
 #: A fit is taken for a maximum when its largest score is this small against the information's scale.
@@ -175,8 +176,6 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
     """``linear``/``logistic`` of a public outcome on public terms and at most one randomized yes/no answer (module
     docstring). Returns statsmodels results (params, bse, conf_int(), summary()) with ``optimality`` and ``sample``."""
     import patsy
-
-    from .regression import _all_questions, _fit, _names, _randomized_arm, formula_frame
 
     if family not in FAMILIES:
         raise AnalysisError(f"family: one of {', '.join(FAMILIES)}", "family")

@@ -40,8 +40,7 @@ const memo = survey.repeated ? openMemo() : null;
 // one-off survey a secret of its own, used for nothing else): a reload shows the same ones, so reloading until a
 // liked arm or group appears no longer picks it. Arms and groups are public markers, never answers. Without storage
 // they are drawn afresh, and every estimate still tests them against the design's shares.
-const drawsSomething = form.querySelector('fieldset.question[data-split="true"]') !== null ||
-  Object.values(survey.questions).some((question) => question.mechanism.groups);
+const drawsSomething = Object.values(survey.questions).some((question) => question.splitBallot || question.mechanism.groups);
 const draws = memo ?? (drawsSomething ? openDraws() : null); // a survey without arms or groups stores nothing
 
 function openDraws() {
