@@ -18,7 +18,7 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
-from . import channels, compliance, fit, likelihood, splitballot, spread
+from . import calibration, channels, compliance, fit, likelihood, splitballot, spread
 from . import estimators as est
 from .counting import count_reports
 from .errors import AnalysisError
@@ -337,6 +337,7 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         method = method or DEFAULT_CATEGORICAL_METHOD
         _check_method(method, CATEGORICAL_METHODS, mechanism.design)
     n = int(counts.sum())
+    calibrated = None
     found = None if marginal is None else likelihood.symmetric_maximum(marginal, counts)
     pi, certificate = found if found is not None else likelihood.certified_maximum(q(), counts)
     if marginal is not None:
@@ -350,16 +351,22 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         unbiased_se = np.sqrt(marginal.unit_variance(rates) / n)
         unbiased_covariance = None if scores is None else channels.symmetric_covariance(marginal, rates) / n
     else:
-        # The SE of the estimate published: the inverse information where it is that (a public number); for
-        # ordinal scales and numeric grids, where it is the unbiased estimator's instead, a parametric bootstrap
-        # of the fit (`analysis.spread`).
-        covariance = spread.published_covariance(q(), pi, n, counts=counts) if spread.needs_bootstrap(mechanism) else \
-            channels.fitted_covariance(q(), pi) / n
+        # The SE of the estimate published: the inverse information where it describes it (a public number, and any
+        # estimate whose shares are all several standard errors inside the simplex); for an ordinal scale or a
+        # numeric grid near a face of the simplex, a parametric bootstrap of the fit (`analysis.spread`), whose
+        # surveys also calibrate the intervals' cut there (`analysis.calibration`).
+        if spread.needs_bootstrap(mechanism) and not calibration.is_interior(q(), pi, n):
+            calibrated = calibration.at_estimate(q(), counts, pi)
+            covariance = calibrated.surveys.covariance
+        else:
+            covariance = channels.fitted_covariance(q(), pi) / n
         se = np.sqrt(np.clip(np.diag(covariance), 0, None))
         unbiased, unbiased_covariance = est.unbiased(q(), counts)
         unbiased_se = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))
     each = est.per_answer_level(level, len(pi), simultaneous)
     notes = []
+    if calibrated is not None:
+        notes.append(_calibration_note(calibrated, len(pi) <= spread.BATCH_ANSWERS))
     row_method = method
     if marginal is not None and method == "clopper-pearson":
         low, high = _clopper_pearson_shares(marginal, counts, n, each)
@@ -371,7 +378,7 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
             row_method = "wald"
             notes.append(f"the {len(pi)} grid rows have Wald intervals (profile intervals for each of more than "
                          f"{PROFILE_GRID_LIMIT} grid points would take seconds); the mean's interval is profile likelihood")
-        low, high = _share_intervals(None if row_method == "wald" else q(), counts, pi, se, each, row_method)
+        low, high = _share_intervals(None if row_method == "wald" else q(), counts, pi, se, each, row_method, calibrated)
     answers = mechanism.answers  # a fresh list on every read
     # One new array, column by column in memory (the layout of the DataFrame's block): the table takes it as is.
     table = pd.DataFrame(np.array([pi, se, low, high, unbiased, unbiased_se]).T, columns=_COLUMN_INDEX.view(),
@@ -389,7 +396,7 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
                             covariance, simultaneous=simultaneous, notes=notes)
     if scores is not None:
         result.mean = _mean(q(), counts, pi, result.covariance, unbiased, unbiased_covariance, scores, level,
-                            "likelihood" if method == "clopper-pearson" else method)
+                            "likelihood" if method == "clopper-pearson" else method, calibrated)
     return result
 
 
@@ -424,24 +431,38 @@ def _clopper_pearson_shares(channel, counts, n, level):
     return np.minimum(np.maximum(low, 0.0), 1.0), np.minimum(np.maximum(high, 0.0), 1.0)
 
 
-def _share_intervals(q, counts, pi, se, level, method):
+def _calibration_note(calibrated: calibration.Calibration, short: bool) -> str:
+    """What the near-face route did; ``short``: a grid whose surveys are fitted together (`spread.BATCH_ANSWERS`)."""
+    if short:
+        return (f"the estimate is near a face of the simplex (a share within {calibration.INTERIOR_MARGIN:g} standard "
+                f"errors of 0): standard errors by parametric bootstrap, and each interval's likelihood cut calibrated "
+                f"on {calibrated.replicates} surveys drawn at the estimate and at each end (coverage's Monte Carlo "
+                f"error ±{calibrated.monte_carlo_error:.1%}); an end stops short of a point mass only if surveys drawn "
+                "at that point mass reject it")
+    return (f"the estimate is near a face of the simplex (a share within {calibration.INTERIOR_MARGIN:g} standard errors "
+            f"of 0): standard errors by parametric bootstrap ({len(calibrated.surveys.draws)} surveys); on a grid this "
+            "long the intervals keep χ²₁'s cut, and an end stops short of a point mass only if surveys drawn at that "
+            "point mass reject it")
+
+
+def _share_intervals(q, counts, pi, se, level, method, calibrated=None):
     if method == "wald":
         z = stats.norm.isf((1 - level) / 2)
         return np.clip(pi - z * se, 0, None), np.clip(pi + z * se, None, 1)
-    cut = likelihood.simplex_cut(level)
-    ends = [likelihood.profile_interval(q, counts, pi, unit, cut) for unit in np.eye(len(pi))]
+    ends = [calibration.interval(q, counts, pi, unit, level, calibrated) for unit in np.eye(len(pi))]
     low, high = np.array(ends).T
     return np.clip(low, 0, 1), np.clip(high, 0, 1)
 
 
-def _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, grid, level, method) -> MeanEstimate:
+def _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, grid, level, method,
+          calibrated=None) -> MeanEstimate:
     value = float(grid @ pi)
     se = math.sqrt(max(float(grid @ covariance @ grid), 0.0))
     if method == "wald":
         z = stats.norm.isf((1 - level) / 2)
         low, high = max(value - z * se, grid[0]), min(value + z * se, grid[-1])
     else:
-        low, high = likelihood.profile_interval(q, counts, pi, grid, likelihood.simplex_cut(level))
+        low, high = calibration.interval(q, counts, pi, grid, level, calibrated)
     unbiased_se = math.sqrt(max(float(grid @ unbiased_covariance @ grid), 0.0))
     return MeanEstimate(value, se, est.ConfidenceInterval(float(low), float(high)), level, method,
                         float(grid @ unbiased), unbiased_se)

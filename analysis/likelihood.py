@@ -401,20 +401,6 @@ def likelihood_cut(level: float) -> float:
     return float(stats.chi2.ppf(level, 1)) / 2
 
 
-#: The likelihood-ratio statistic of a share (or a mean) on the simplex of an ordinal scale or a numeric grid runs
-#: above χ²₁ where the simplex's faces are near (the low-information cells, e.g. ε = 0.5 at n = 10,000): χ²₁'s cut
-#: covered as little as 93.2% on the validation grid (docs/validation.md). A Bartlett-type correction, one constant
-#: across the grid: simulations of the grid under two seeds needed 1.117 and 1.130 for every cell to cover 95%; 1.15
-#: (χ²₁'s 96.4% quantile at level 95%) leaves every figure of the grid at ≥ 95%, intervals about 7% wider.
-SIMPLEX_CUT_SCALE = 1.15
-
-
-def simplex_cut(level: float) -> float:
-    """The log-likelihood drop that bounds a ``level`` profile interval on the simplex of answers (shares, means,
-    ranges of ordinal scales, numeric grids and other channels): χ²₁'s, scaled by `SIMPLEX_CUT_SCALE`."""
-    return likelihood_cut(level) * SIMPLEX_CUT_SCALE
-
-
 def profile_interval(q: np.ndarray, counts: np.ndarray, mle: np.ndarray, functional: np.ndarray, cut: float,
                      xtol: float = 1e-10) -> tuple[float, float]:
     """{aᵀπ : max over π ∈ simplex with that value of ℓ(π) ≥ ℓ(π̂) − cut}, for a = ``functional``.

@@ -174,14 +174,18 @@ class EstimateResult:
         values = np.array(self.mechanism.answers, dtype=float)
         pi = self.table["estimate"].to_numpy()
         q = channels.channel_matrix(self.mechanism)
-        cut = likelihood.simplex_cut(self.level)
+        from . import calibration, spread
+
+        calibrated = None
+        if spread.needs_bootstrap(self.mechanism) and not calibration.is_interior(q, pi, self.n):
+            calibrated = calibration.at_estimate(q, self.counts, pi)  # the estimate's own surveys (seeded by counts)
         rows, index = [], []
         for members in np.array_split(np.arange(len(values)), min(bins, len(values))):
             indicator = np.zeros(len(values))
             indicator[members] = 1.0
             share = float(indicator @ pi)
             se = math.sqrt(max(float(indicator @ self.covariance @ indicator), 0.0)) if self.covariance is not None else math.nan
-            low, high = likelihood.profile_interval(q, self.counts, pi, indicator, cut)
+            low, high = calibration.interval(q, self.counts, pi, indicator, self.level, calibrated)
             low, high = min(max(low, 0.0), share), max(min(high, 1.0), share)
             first, last = (f"{v:g}" for v in (values[members[0]], values[members[-1]]))
             index.append(first if first == last else f"{first}–{last}")

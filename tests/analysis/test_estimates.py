@@ -141,28 +141,16 @@ def test_exact_coverage_of_k_ary_and_multi_select_intervals_on_the_whole_grid():
         assert row["simultaneous"] >= 0.95 - 1e-9, row
 
 
-@pytest.mark.parametrize("cell", [("ordinal", "0.5", 4, "skewed", 50), ("ordinal", "2", 10, "uniform", 200),
-                                  ("laplace", "ln 3", 2, "uniform", 50), ("laplace", "2", 4, "skewed", 1000),
-                                  ("laplace", "0.5", 10, "skewed", 200)])
+@pytest.mark.parametrize("cell", [("ordinal", "0.5", 4, "skewed", 50), ("laplace", "ln 3", 2, "uniform", 50),
+                                  ("laplace", "2", 4, "skewed", 1000)])
 def test_simulated_coverage_of_profile_likelihood_intervals(cell):
-    """400 surveys a cell (Monte Carlo error 1.1 points at 95%): the lowest answer, the simultaneous intervals and
-    the numeric mean stay above 92%; docs/validation.md has the whole grid at 1500 surveys a cell."""
-    (row,) = coverage_grid(designs=(cell[0],), reps=400, cells={cell})
+    """200 surveys a cell of the grid, intervals as `estimate` computes them (Monte Carlo error 1.5 points at 95%):
+    the lowest answer, the simultaneous intervals and the numeric mean stay above 92%; docs/validation.md has the
+    whole grid, and the random space that no calibration was chosen on."""
+    (row,) = coverage_grid(designs=(cell[0],), reps=200, cells={cell})
     assert row["per-answer (min)"] >= 0.92, row
     assert row["simultaneous"] >= 0.93, row
     assert row.get("mean", 1.0) >= 0.92, row
-
-
-def test_the_calibrated_cut_lifts_the_worst_cell_of_the_grid_to_95_percent(monkeypatch):
-    """The two-point numeric grid at ε = ln 3, n = 50 covered 93.2% at χ²₁'s cut (docs/validation.md before the
-    calibration): over 600 surveys (Monte Carlo error 0.9 points) the calibrated cut covers at least 95% for the
-    shares and the mean (96.3%), and χ²₁'s own cut, on the same surveys, falls below 94.5% (93.3%)."""
-    cell = ("laplace", "ln 3", 2, "uniform", 50)
-    (calibrated,) = coverage_grid(designs=("laplace",), reps=600, cells={cell})
-    monkeypatch.setattr(likelihood, "SIMPLEX_CUT_SCALE", 1.0)
-    (uncorrected,) = coverage_grid(designs=("laplace",), reps=600, cells={cell})
-    assert calibrated["per-answer (min)"] >= 0.95 and calibrated["mean"] >= 0.95, calibrated
-    assert uncorrected["per-answer (min)"] < 0.945, uncorrected
 
 
 def test_vectorised_clopper_pearson_agrees_with_the_scalar_one():

@@ -1,0 +1,305 @@
+"""Likelihood-ratio intervals on the simplex of answers that hold at its faces: the cut calibrated at the estimate.
+
+A profile-likelihood interval {θ : 2(ℓ̂ − ℓ_prof(θ)) ≤ c} covers at its level when the statistic at the truth has the
+distribution the cut c was taken from. Inside the simplex that is χ²₁ (Wilks). Where the truth is on a face, or a
+few standard errors from one (a point mass, a scale whose ends nobody chose, a U-shape, any low-information channel),
+the nuisance shares sit on their bounds and the statistic is a mixture that can run far above χ²₁: an 11-point
+scale with everyone on one answer covered 76% with χ²₁'s cut, 81% with χ²₁'s scaled by a constant fitted on a grid.
+
+So where the estimate is near a face the cut of each functional aᵀπ is the ``level`` quantile of the same statistic
+over surveys drawn at the estimate (the parametric bootstrap behind the standard errors: one set of surveys,
+`spread.bootstrap`): T_b = 2(ℓ_b(π̂_b) − max{ℓ_b(π) : aᵀπ = aᵀπ̂}), each survey's own maximum against its maximum
+where the functional keeps the estimate's value. Never below χ²₁'s cut: where the faces are far the two agree up
+to Monte Carlo error, and χ²₁ is then the exact asymptotic answer. The cut is the order statistic of rank
+⌈(R + 1)·level⌉, whose coverage has Monte Carlo error about √(level(1 − level)/R) (0.7% at R = 1,000).
+
+Where every share is more than `INTERIOR_MARGIN` standard errors (inverse information) from 0 the estimate is
+interior: χ²₁'s cut and the inverse information's standard errors, in closed form, no bootstrap.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import likelihood, spread
+from .deadline import check_time
+
+#: An estimate whose every share is more than this many standard errors from 0 is interior (the faces are out of
+#: reach of its sampling spread): closed-form standard errors and χ²₁'s cut. The margin the cheating-detection fit
+#: uses for its boundary mixture.
+INTERIOR_MARGIN = 3.0
+
+
+def is_interior(q: np.ndarray, pi: np.ndarray, n: int) -> bool:
+    """Is every share more than `INTERIOR_MARGIN` standard errors (inverse information, `channels.fitted_covariance`)
+    from 0? A share at 0 answers at once, without the k × k inverse (a 0..1000 grid's costs a second)."""
+    from . import channels
+
+    if not (np.asarray(pi) > 0).all():
+        return False
+    se = np.sqrt(np.clip(np.diag(channels.fitted_covariance(q, pi)), 0, None) / n)
+    return bool((pi > INTERIOR_MARGIN * se).all())
+
+
+def _rank_quantile(statistics: np.ndarray, level: float) -> float:
+    """The order statistic of rank ⌈(R + 1)·level⌉ (the largest when that exceeds R)."""
+    ordered = np.sort(statistics)
+    rank = min(math.ceil((len(ordered) + 1) * level), len(ordered))
+    return float(ordered[rank - 1])
+
+
+def loglikelihoods(q: np.ndarray, counts: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Σ_r c_r log (Qπ)_r per row of ``counts`` and ``points`` (reports with count 0 left out)."""
+    rates = points @ q.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.where(counts > 0, np.log(np.clip(rates, 1e-300, None)), 0.0)
+    return (counts * logs).sum(axis=1)
+
+
+#: Surveys read for a calibrated cut: the first this many of the standard errors' bootstrap (all of a long grid's
+#: 200). Each functional's cut costs a fit of every survey (an 11-point scale: 20 ms per 400); the coverage's Monte
+#: Carlo error is then ±1.1%, and it averages out over surveys rather than biasing them.
+CALIBRATION_REPLICATES = 400
+
+
+#: Surveys drawn at an interval's end (`_end_cut`): two sets per interval, so fewer (Monte Carlo error ±1.5%).
+END_REPLICATES = 200
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Surveys drawn at an estimate (``surveys``, behind its standard errors), read for the likelihood-ratio
+    statistic of any functional on the first `CALIBRATION_REPLICATES` of them."""
+    surveys: spread.Bootstrap
+    _statistics: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def bootstrap(self) -> spread.Bootstrap:
+        kept = slice(0, CALIBRATION_REPLICATES)
+        return spread.Bootstrap(self.surveys.q, self.surveys.pi, self.surveys.draws[kept], self.surveys.fits[kept])
+
+    @property
+    def replicates(self) -> int:
+        return min(len(self.surveys.draws), CALIBRATION_REPLICATES)
+
+    @property
+    def monte_carlo_error(self) -> float:
+        """The standard deviation of a calibrated interval's coverage from the finite number of surveys, at 95%."""
+        return math.sqrt(0.95 * 0.05 / self.replicates)
+
+    def cut(self, functional: np.ndarray, level: float) -> float:
+        """The log-likelihood drop bounding a ``level`` profile interval of ``functional``ᵀπ: half the statistic's
+        calibrated quantile, never below χ²₁'s."""
+        return max(likelihood.likelihood_cut(level), _rank_quantile(self.statistics(functional), level) / 2)
+
+    def statistics(self, functional: np.ndarray) -> np.ndarray:
+        """T_b = 2(ℓ_b(π̂_b) − max{ℓ_b(π) : aᵀπ = aᵀπ̂}) for each survey b, π̂ the estimate they were drawn at
+        (remembered per functional: another level, simultaneous intervals or a binning reads them again)."""
+        functional = np.asarray(functional, dtype=float)
+        key = functional.tobytes()
+        if key not in self._statistics:
+            self._statistics[key] = self._compute(functional)
+        return self._statistics[key]
+
+    def _compute(self, functional: np.ndarray) -> np.ndarray:
+        boot = self.bootstrap
+        peaks = loglikelihoods(boot.q, boot.draws, boot.fits)
+        target = float(functional @ boot.pi)
+        low, high = float(functional.min()), float(functional.max())
+        span = max(high - low, 1e-300)
+        constrained, _ = constrained_maximum(boot, functional, target)
+        return np.clip(2 * (peaks - constrained), 0, None)
+
+
+def at_estimate(q: np.ndarray, counts: np.ndarray, pi: np.ndarray) -> Calibration:
+    """The calibration at an estimate from ``counts``: its seeded surveys (`spread.bootstrap`), remembered for the
+    last few estimates (a refit at another level, a binning, the simultaneous intervals read the same ones)."""
+    q, counts = np.asarray(q, dtype=float), np.asarray(counts)
+    key = (spread._seed(q, counts, int(counts.sum())), q.shape)
+    found = _RECENT.pop(key, None)
+    if found is None or not np.array_equal(found.surveys.pi, _normalised(pi)):
+        found = Calibration(spread.bootstrap(q, pi, int(counts.sum()), counts=counts))
+    _RECENT[key] = found
+    while len(_RECENT) > RECENT_ESTIMATES:
+        _RECENT.pop(next(iter(_RECENT)))
+    return found
+
+
+#: Calibrations kept, most recent last (a 0..1000 grid's surveys: about 6 MB).
+RECENT_ESTIMATES = 8
+_RECENT: dict = {}
+
+
+def _normalised(pi: np.ndarray) -> np.ndarray:
+    pi = np.clip(np.asarray(pi, dtype=float), 0, None)
+    return pi / pi.sum()
+
+
+def constrained_maximum(boot: spread.Bootstrap, functional: np.ndarray, target: float):
+    """(max ℓ_b, its maximiser) over {π : aᵀπ = target} for each survey b of ``boot`` (its fits are the starts)."""
+    low, high = float(functional.min()), float(functional.max())
+    span = max(high - low, 1e-300)
+    if target <= low + 1e-12 * span or target >= high - 1e-12 * span:
+        return _face_maximum(boot, np.flatnonzero(np.abs(functional - target) <= 1e-12 * span))
+    if np.count_nonzero(functional != low) == 1 and low == 0:
+        return _share_maximum(boot, int(np.flatnonzero(functional)[0]), target / high)
+    return _tilted_maximum(boot, functional, target)
+
+
+def _face_maximum(boot: spread.Bootstrap, face: np.ndarray):
+    """max ℓ_b over the face of the simplex on ``face`` (the functional at an end of its range)."""
+    sub = boot.q[:, face]
+    points = np.zeros_like(boot.fits)
+    if len(face) == 1:
+        points[:, face[0]] = 1.0
+        return loglikelihoods(sub, boot.draws, np.ones((len(boot.draws), 1))), points
+    starts = boot.fits[:, face] + 1e-9
+    starts /= starts.sum(axis=1, keepdims=True)
+    possible = ~((sub.sum(axis=1) <= 0)[None, :] & (boot.draws > 0)).any(axis=1)
+    values = np.full(len(boot.draws), -np.inf)
+    points[:, face] = starts
+    if possible.any():
+        fits = spread.maximise_each(sub, boot.draws[possible], starts[possible])
+        values[possible] = loglikelihoods(sub, boot.draws[possible], fits)
+        points[np.ix_(np.flatnonzero(possible), face)] = fits
+    return values, points
+
+
+def _share_maximum(boot: spread.Bootstrap, answer: int, share: float) -> np.ndarray:
+    """max ℓ_b with π_j = s: π = s·e_j + (1 − s)·ρ, ρ on the simplex of the other answers, is a simplex problem in ρ
+    through Q' = (1 − s)·Q_{−j} + s·q_j·1ᵀ (Σρ = 1): every survey fitted together."""
+    others = np.delete(np.arange(boot.q.shape[1]), answer)
+    reduced = (1 - share) * boot.q[:, others] + share * boot.q[:, [answer]]
+    starts = boot.fits[:, others] + 1e-9
+    starts /= starts.sum(axis=1, keepdims=True)
+    fits = spread.maximise_each(reduced, boot.draws, starts)
+    points = np.zeros_like(boot.fits)
+    points[:, others], points[:, answer] = (1 - share) * fits, share
+    return loglikelihoods(reduced, boot.draws, fits), points
+
+
+#: A survey's constrained maximum is taken where its functional is within this share of the functional's bootstrap
+#: standard deviation of the target; the rest is the profile's first-order term (the statistic is then off by
+#: about this squared, 1e-8).
+_TARGET_TOLERANCE = 1e-4
+
+
+def _tilted_maximum(boot: spread.Bootstrap, functional: np.ndarray, target: float) -> np.ndarray:
+    """max ℓ_b with aᵀπ = target, for every survey: the maximiser of ℓ_b + τ·aᵀπ has aᵀπ increasing in τ, so each
+    survey's τ is found by a safeguarded secant (bracketed, bisected when the secant leaves the bracket), all surveys
+    together. ℓ_prof(m) = ℓ_b(π(τ)) − τ·(m − aᵀπ(τ)) to first order closes the last gap."""
+    q, draws = boot.q, boot.draws
+    rows = len(draws)
+    points = boot.fits.copy()
+    values = points @ functional
+    variance = float(np.var(values))
+    scale = math.sqrt(variance) if variance > 0 else 1e-6 * float(np.ptp(functional))
+    variance = max(variance, scale ** 2)
+    tau = np.zeros(rows)
+    gap = values - target
+    below_tau, below_gap = np.full(rows, -np.inf), np.full(rows, np.nan)
+    above_tau, above_gap = np.full(rows, np.inf), np.full(rows, np.nan)
+    previous_tau, previous_gap = np.full(rows, np.nan), np.full(rows, np.nan)
+    for _ in range(60):
+        check_time()
+        below = gap < 0
+        below_tau, below_gap = np.where(below, tau, below_tau), np.where(below, gap, below_gap)
+        above_tau, above_gap = np.where(~below, tau, above_tau), np.where(~below, gap, above_gap)
+        moving = np.flatnonzero(np.abs(gap) > _TARGET_TOLERANCE * scale)
+        if not len(moving):
+            break
+        t, g = tau[moving], gap[moving]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            secant = np.where(np.isfinite(previous_tau[moving]) & (g != previous_gap[moving]),
+                              t - g * (t - previous_tau[moving]) / (g - previous_gap[moving]), t - g / variance)
+        low, high = below_tau[moving], above_tau[moving]
+        bracketed = np.isfinite(low) & np.isfinite(high)
+        # Without a bracket yet, step out past the last τ, at least as far as the gap at the path's starting slope.
+        reach = np.maximum(4 * np.abs(t), np.abs(g) / variance)
+        proposal = np.where((secant > low) & (secant < high), secant,
+                            np.where(bracketed, (low + high) / 2, np.where(g > 0, t - reach, t + reach)))
+        previous_tau[moving], previous_gap[moving] = t, g
+        fits = spread.maximise_each(q, draws[moving], points[moving], tilt=proposal[:, None] * functional)
+        points[moving], tau[moving] = fits, proposal
+        gap[moving] = fits @ functional - target
+    return loglikelihoods(q, draws, points) - tau * (target - points @ functional), points
+
+
+def interval(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, functional: np.ndarray, level: float,
+             calibrated: Calibration | None) -> tuple[float, float]:
+    """The profile-likelihood interval of ``functional``ᵀπ at ``level``.
+
+    χ²₁'s cut when ``calibrated`` is None (an interior estimate). Else the cut calibrated at the estimate, then one
+    step of test inversion at each end: the end θ is in the interval iff its statistic is within the quantile of the
+    law *at θ*, which is the law of surveys drawn at the constrained maximiser π̃(θ), not at π̂; where that quantile
+    is higher the end moves out to it (`_end_cut`). Last, each end is tested at the point mass beyond it
+    (`reaches_vertex`)."""
+    long_grid = q.shape[1] > spread.BATCH_ANSWERS
+    cut = likelihood.likelihood_cut(level) if calibrated is None or long_grid else calibrated.cut(functional, level)
+    low, high = likelihood.profile_interval(q, counts, pi, functional, cut)
+    if calibrated is None:
+        return low, high
+    functional = np.asarray(functional, dtype=float)
+    ends = []
+    for end, side in ((low, -1.0), (high, 1.0)):
+        oriented = side * functional
+        extreme = float(oriented.max())
+        if side * end < extreme - 1e-9 * max(abs(extreme), 1.0) and not long_grid:
+            wider = _end_cut(q, counts, pi, functional, end, level)
+            if wider > cut:
+                end = likelihood.profile_interval(q, counts, pi, functional, wider)[side > 0]
+        vertex = np.flatnonzero(oriented >= extreme - 1e-12 * max(abs(extreme), 1.0))
+        if len(vertex) == 1 and side * end < extreme and reaches_vertex(q, counts, pi, int(vertex[0]), level, cut):
+            end = side * extreme
+        ends.append(end)
+    return ends[0], ends[1]
+
+
+def _end_cut(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, functional: np.ndarray, end: float,
+             level: float) -> float:
+    """The calibrated cut at an interval's end: surveys drawn at the maximiser of the likelihood where the
+    functional equals ``end`` (the null the end is tested against)."""
+    observed = spread.Bootstrap(q, pi, np.asarray(counts, dtype=float)[None, :], np.asarray(pi, dtype=float)[None, :])
+    _, (point,) = constrained_maximum(observed, functional, end)
+    n = int(np.sum(counts))
+    if is_interior(q, point, n):
+        return likelihood.likelihood_cut(level)  # Wilks holds at an interior null: no surveys needed
+    surveys = spread.bootstrap(q, point, n, END_REPLICATES, counts=counts)
+    return Calibration(surveys).cut(functional, level)
+
+
+def reaches_vertex(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, answer: int, level: float, cut: float) -> bool:
+    """Does the interval reach the point mass on ``answer``? There the nuisance shares are all on their bounds and the
+    statistic's law is a mixture of up to k − 1 degrees of freedom, which a bootstrap at an estimate a little inside
+    the simplex under-states (an 11-point scale with everyone on one answer: 81% coverage). That law does not depend
+    on the data: surveys of the same n drawn at the vertex (`vertex_quantile`, remembered). Tested only when the
+    statistic lies between the estimate's cut and χ²ₖ₋₁'s quantile, above which no mixture of fewer degrees reaches."""
+    from scipy import stats
+
+    n = int(np.sum(counts))
+    statistic = 2 * (likelihood.loglikelihood(q, counts, pi) - likelihood.loglikelihood(q, counts, np.eye(len(pi))[answer]))
+    if statistic <= 2 * cut:
+        return True
+    if statistic > stats.chi2.ppf(level, max(len(pi) - 1, 1)):
+        return False
+    return statistic <= vertex_quantile(q, n, answer, level)
+
+
+_VERTEX_QUANTILES: dict = {}
+
+
+def vertex_quantile(q: np.ndarray, n: int, answer: int, level: float) -> float:
+    """The ``level`` quantile (order statistic of rank ⌈(R + 1)·level⌉) of 2(ℓ(π̂) − ℓ(e_j)) over surveys of n
+    reports drawn at the point mass e_j: the exact parametric bootstrap of the test that the distribution is e_j."""
+    key = (spread._seed(q, np.eye(q.shape[1])[answer], n), level)
+    if key not in _VERTEX_QUANTILES:
+        boot = spread.bootstrap(q, np.eye(q.shape[1])[answer], n)
+        peaks = loglikelihoods(q, boot.draws, boot.fits)
+        at_vertex = loglikelihoods(q, boot.draws, np.broadcast_to(np.eye(q.shape[1])[answer], boot.fits.shape))
+        if len(_VERTEX_QUANTILES) > 4096:
+            _VERTEX_QUANTILES.clear()
+        _VERTEX_QUANTILES[key] = _rank_quantile(np.clip(2 * (peaks - at_vertex), 0, None), level)
+    return _VERTEX_QUANTILES[key]
