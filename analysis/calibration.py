@@ -108,8 +108,6 @@ class Calibration:
         boot = self.bootstrap
         peaks = loglikelihoods(boot.q, boot.draws, boot.fits)
         target = float(functional @ boot.pi)
-        low, high = float(functional.min()), float(functional.max())
-        span = max(high - low, 1e-300)
         constrained, _ = constrained_maximum(boot, functional, target)
         return np.clip(2 * (peaks - constrained), 0, None)
 

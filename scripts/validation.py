@@ -328,7 +328,7 @@ def _random_cell(job) -> dict:
 def _random_section(out, count: int = RANDOM_CELLS, seed: int = RANDOM_SEED, processes: int = 2):
     rows = random_space(count, seed, processes=processes)
     simulated = [r for r in rows if r["reps"] != "exact"]
-    print(f"## Coverage over a random validation space\n", file=out)
+    print("## Coverage over a random validation space\n", file=out)
     print(f"{count} cells drawn with seed {seed} (`random_cells`): ordinal scales and numeric grids 0..k−1 "
           "(45% each) and k-ary randomized response (10%); k from 2 to 11; ε log-uniform on [0.25, 4]; n log-uniform "
           "on [50, 50,000]; the truth uniform, skewed, U-shaped, a point mass at a random answer, or near a face (a "

@@ -93,3 +93,41 @@ def token_counts(engine, survey_id: str) -> dict:
     issued = engine.execute("SELECT COUNT(*) FROM tokens WHERE survey_id = ?", [survey_id]).fetchone()[0]
     used = spent_count(row[0] for row in engine.execute("SELECT used FROM token_use WHERE survey_id = ?", [survey_id]))
     return {"issued": issued, "used": used}
+
+
+def lookup(engine, survey_id: str, tokens: list[str]) -> dict:
+    """{token: (slot, frame cell)} for the tokens of this survey among ``tokens`` (the others are not its tokens).
+    A token's row never changes after issue, so nothing here is locked: `lock_bitmaps` locks what a spend writes."""
+    hashes = {digest(token): token for token in tokens}
+    found = {}
+    for part in _parts(sorted(hashes)):
+        rows = engine.execute(f"SELECT token_hash, slot, frame_cell FROM tokens WHERE survey_id = ? AND token_hash IN "
+                              f"({', '.join('?' * len(part))})", [survey_id, *part]).fetchall()
+        found.update({hashes[token_hash]: (slot, cell) for token_hash, slot, cell in rows})
+    return found
+
+
+def lock_bitmaps(engine, survey_id: str, blocks) -> dict:
+    """{block: bitmap} of the given bitmap rows, locked until the caller's transaction ends, in block order (two
+    batches wait on each other's rows in one order, never crosswise)."""
+    bitmaps = {}
+    for part in _parts(sorted(set(blocks))):
+        rows = engine.execute(f"SELECT u.block, u.used FROM token_use u WHERE u.survey_id = ? AND u.block IN "
+                              f"({', '.join('?' * len(part))}) ORDER BY u.block" + engine.lock_rows("u"),
+                              [survey_id, *part]).fetchall()
+        bitmaps.update(dict(rows))
+    return bitmaps
+
+
+def spend_slots(engine, survey_id: str, bitmaps: dict, slots) -> None:
+    """Set the ``slots``' bits in ``bitmaps`` (read by `lock_bitmaps`) and write each changed row once."""
+    changed = {}
+    for slot in slots:
+        block = slot // SLOTS_PER_ROW
+        changed[block] = with_spent(changed.get(block, bitmaps[block]), slot)
+    engine.executemany("UPDATE token_use SET used = ? WHERE survey_id = ? AND block = ?",
+                       [(bitmap, survey_id, block) for block, bitmap in sorted(changed.items())])
+
+
+def _parts(items: list, size: int = 500) -> list:
+    return [items[i:i + size] for i in range(0, len(items), size)]

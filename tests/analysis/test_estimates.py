@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deniable.analysis import DEFAULT_BINARY_METHOD, EstimateResult, channels, estimate, likelihood, load
+from deniable.analysis import DEFAULT_BINARY_METHOD, EstimateResult, channels, estimate, load
 from deniable.analysis import estimators as est
 from deniable.client import Survey
 from scripts.validation import (
