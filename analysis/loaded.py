@@ -266,10 +266,12 @@ class LoadedSurvey:
     def estimate_all(self, level: float = 0.95, simultaneous: bool = False, language: str | None = None) -> dict:
         """Every question with something to estimate (each on its own n: skip logic asks some of some respondents
         only; `estimation.nothing_to_estimate` says why the others have no estimate)."""
-        from .estimation import nothing_to_estimate
+        from .results import EstimateResult
+        from .sweep import each_estimate  # sweep reads LoadedSurvey: imported when called
 
-        return {qid: self.estimate(qid, level, simultaneous=simultaneous, language=language)
-                for qid in self.survey.questions if nothing_to_estimate(self, qid) is None}
+        return {qid: result for qid, result in each_estimate(self, self.survey.questions, level=level,
+                                                             simultaneous=simultaneous, language=language)
+                if isinstance(result, EstimateResult)}
 
     def __repr__(self):
         which = ("versions " + ", ".join(v.label for v in self.versions)) if self.pooled else \

@@ -11,10 +11,10 @@ import pandas as pd
 from deniable.client.exact import csv_row
 from deniable.client.reports import WAVES
 
-from .errors import DesignNotSupported, PoolingError
 from .estimation import nothing_to_estimate
 from .groups import subgroup_frame, subgroups
 from .loaded import LoadedSurvey
+from .sweep import each_question, estimate_with_design
 
 
 @dataclass
@@ -55,29 +55,6 @@ def _csv_cell(cell):
     return cell
 
 
-def estimate_with_design(data: LoadedSurvey, question_id: str, design, **options):
-    """``question_id``'s estimate with ``design``; where no design-based estimate exists for it yet (multi-select),
-    the simple random sample's, saying so first among its notes (the CLI and the dashboard show every question)."""
-    if design is None:
-        return data.estimate(question_id, **options)
-    try:
-        return data.estimate(question_id, design=design, **options)
-    except DesignNotSupported as error:
-        result = data.estimate(question_id, **options)
-        result.notes.insert(0, f"NOT design-based ({error.message.split(': ', 1)[-1].split(';')[0]}): shown as if a "
-                               "simple random sample")
-        return result
-
-
-def question_ids(data: LoadedSurvey) -> list[str]:
-    """Every question of the loaded versions: the newest version's order, then questions that only
-    older versions asked (their data stay reachable)."""
-    ids = list(data.survey.questions)
-    for version in reversed(data.versions):
-        ids += [qid for qid in version.survey.questions if qid not in ids]
-    return ids
-
-
 def _wave_change(data: LoadedSurvey, question_id: str, level: float, waves: list, design=None) -> str:
     """The change between the last two of ``waves`` (those with something to estimate), in words
     (`waves.compare_waves`)."""
@@ -97,20 +74,18 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
     between versions (``refused``) or it has nothing to estimate from yet (``empty``: an optional question nobody
     answered, a split ballot's randomized arm early in fieldwork): the others are still estimated. ``design``: a
     `SampleDesign` for every estimate (groups of ``by``, waves too, as domains)."""
-    wanted = list(questions or []) or [q for q in question_ids(data) if q != by]
+    if questions:  # asked for by name: estimated, or the error raised
+        wanted = ((qid, None) for qid in questions)
+    else:
+        wanted = ((qid, missing) for qid, missing in each_question(data) if qid != by)
     frames, texts, refused, empty = [], [], [], []
-    for qid in wanted:
-        if not questions and data.pooled:
-            try:
-                data.versions_for(qid)
-            except PoolingError as error:
-                refused.append(str(error))
-                continue
-        if not questions:
-            reason = nothing_to_estimate(data, qid)
-            if reason is not None:
-                empty.append(f"{qid}: {reason}")
-                continue
+    for qid, missing in wanted:
+        if missing is not None:
+            if missing.pooled:
+                refused.append(missing.reason)
+            else:
+                empty.append(f"{qid}: {missing.reason}")
+            continue
         if by:
             what = "wave" if by == WAVES else by
             results = subgroups(data, qid, by, level, simultaneous=simultaneous, design=design)

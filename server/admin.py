@@ -225,10 +225,9 @@ def _spec_design(data):
 
 
 def _estimates_page(survey_id, version: int | None = None, pooled: bool = False):
-    from deniable.analysis import LoadError, PoolingError, load  # the dashboard is the server's one use of analysis
-    from deniable.analysis.estimation import nothing_to_estimate
+    from deniable.analysis import LoadError, load  # the dashboard is the server's one use of analysis
     from deniable.analysis.planning import UNINFORMATIVE_MARGIN
-    from deniable.analysis.tables import estimate_with_design
+    from deniable.analysis.sweep import NoEstimate, each_estimate
     from deniable.client.laplace import LaplaceMechanism
 
     store = get_store()
@@ -241,23 +240,19 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
     except LoadError as error:
         return render_template("message.html", heading="Cannot load", message=str(error), error=True), 500
     charts = []
-    for qid in data.survey.questions:
+    for qid, result in each_estimate(data, data.survey.questions, _spec_design(data)):
         question = data.survey.questions[qid]
         chart = {"id": qid, "text": question.text, "design": question.mechanism.design,
                  "epsilon": question.epsilon, "rows": [], "mean": None, "error": None, "versions": None}
-        try:
-            chart["population"] = data.population(qid)
-            chart["versions"] = [v.label for v in data.versions_for(qid)]
-        except PoolingError as error:
-            chart.update(population=None, error=f"Not pooled: {error}")
+        if isinstance(result, NoEstimate) and result.pooled:
+            chart.update(population=None, error=f"Not pooled: {result}")
             charts.append(chart)
             continue
-        if data.n == 0:
-            chart["error"] = "no responses yet"
-        elif (empty := nothing_to_estimate(data, qid)) is not None:
-            chart["error"] = empty
+        chart["population"] = data.population(qid)
+        chart["versions"] = [v.label for v in data.versions_for(qid)]
+        if isinstance(result, NoEstimate):
+            chart["error"] = "no responses yet" if data.n == 0 else str(result)
         else:
-            result = estimate_with_design(data, qid, _spec_design(data))
             chart.update(n=result.n, method=result.method, simultaneous=result.simultaneous, notes=result.notes,
                          certified=result.converged, certificate=result.certificate)
             described = result.fit.describe()
