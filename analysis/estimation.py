@@ -5,6 +5,7 @@ estimate; the unbiased moment estimate stays beside it; intervals always contain
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -63,24 +64,19 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
             from .weighted import design_estimate
 
             result = design_estimate(loaded, question_id, design, level, method, simultaneous)
-            result.population = loaded.population(question_id)
-            result.versions = [v.label for v in loaded.versions_for(question_id)]
-            _check_assignment(result, loaded, question_id, question)
-            _check_control(result, question)
-            return _localize(result, question, language)
-        result = _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
-                           simultaneous, scores=scores(question))
-        result.population = loaded.population(question_id)
-        result.versions = [v.label for v in loaded.versions_for(question_id)]
-        if loaded.has_split_ballot(question_id):
-            result.split_ballot = splitballot.comparison(result, loaded.direct_counts(question_id), level)
-        if loaded.repeated and len(loaded.waves) > 1:
-            from .waves import pooled_over_waves
+            split = result.split_ballot
+        else:
+            result = _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
+                               simultaneous, scores=scores(question))
+            split = splitballot.comparison(result, loaded.direct_counts(question_id), level) \
+                if loaded.has_split_ballot(question_id) else None
+            if loaded.repeated and len(loaded.waves) > 1:
+                from .waves import pooled_over_waves
 
-            result = pooled_over_waves(loaded, question_id, result, level, method, simultaneous)
-        _check_assignment(result, loaded, question_id, question)
-        _check_control(result, question)
-        return _localize(result, question, language)
+                result = pooled_over_waves(loaded, question_id, result, level, method, simultaneous)
+        return _finished(result, question, language, split, _assignment(loaded, question_id, question),
+                         population=loaded.population(question_id),
+                         versions=[v.label for v in loaded.versions_for(question_id)])
     if isinstance(question_or_mechanism, Question):
         mechanism, question_id = question_or_mechanism.mechanism, question_or_mechanism.id
     elif isinstance(question_or_mechanism, Mechanism):
@@ -101,12 +97,27 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         counts, direct = count_reports(mechanism, reports), None
     result = _estimate(mechanism, counts, level, method, question_id, simultaneous,
                        scores=scores(question_or_mechanism) if isinstance(question_or_mechanism, Question) else None)
-    if direct is not None:
-        result.split_ballot = splitballot.comparison(result, direct, level)
+    split = None if direct is None else splitballot.comparison(result, direct, level)
     if not isinstance(question_or_mechanism, Question):
-        return result
-    _check_control(result, question_or_mechanism)
-    return _localize(result, question_or_mechanism, language)
+        return result if split is None else dataclasses.replace(result, split_ballot=split)
+    return _finished(result, question_or_mechanism, language, split)
+
+
+def _finished(result: EstimateResult, question: Question, language: str | None, split_ballot=None, assignment=None,
+              **facts) -> EstimateResult:
+    """The result as published, built once from the estimate and what surrounds it: the split ballot's comparison,
+    the assignment test, the control question's check (each failure leading the notes), whom the question was asked
+    of and which versions were counted (``facts``), the text and labels in ``language``."""
+    control, control_note = _control(result, question)
+    lead = [control_note] if control_note else []
+    if assignment is not None and assignment.flagged:
+        lead.append(assignment.describe())
+    table = result.table
+    if language is not None and question.type in ("choice", "ordinal", "multi_select"):
+        table = table.copy()
+        table.insert(0, "label", [question.option_label(value, language) for value in table.index])
+    return dataclasses.replace(result, split_ballot=split_ballot, assignment=assignment, control=control,
+                               notes=(*lead, *result.notes), text=question.text_in(language), table=table, **facts)
 
 
 def nothing_to_estimate(loaded, question_id: str, by: str | None = None, level=None) -> str | None:
@@ -127,35 +138,34 @@ def _no_randomized_reports(direct: int) -> str:
     return f"no reports from the randomized arm yet ({direct} from the direct arm); the design's estimate needs at least one"
 
 
-def _check_assignment(result: EstimateResult, loaded, question_id: str, question: Question):
-    """Test the public markers' counts against the design's draw (`assignment`); a failure leads the notes."""
+def _assignment(loaded, question_id: str, question: Question):
+    """The public markers' counts tested against the design's draw (`assignment`); None where there are none, or where
+    pooled versions drew a split ballot's arms with different shares."""
     from .assignment import assignment_test
 
-    mechanism, test = question.mechanism, None
+    mechanism = question.mechanism
     splits = {None if (split := v.survey.questions[question_id].split_ballot) is None else split.direct
               for v in loaded.versions_for(question_id)}
     if loaded.has_split_ballot(question_id):
         if len(splits) != 1:  # pooled with versions asking it otherwise: no one share the arms were drawn with
-            return
+            return None
         share = float(next(iter(splits)))
-        test = assignment_test("arm", {"direct": int(loaded.direct_counts(question_id).sum()),
+        return assignment_test("arm", {"direct": int(loaded.direct_counts(question_id).sum()),
                                        "randomized": int(loaded.question_counts(question_id).sum())},
                                {"direct": share, "randomized": 1 - share})
-    elif isinstance(mechanism, GroupedMechanism):
+    if isinstance(mechanism, GroupedMechanism):
         counts = loaded.question_counts(question_id)
         by_group = {group: int(sum(c for r, c in zip(mechanism.reports, counts) if r["group"] == group))
                     for group in mechanism.groups}
-        test = assignment_test("group", by_group, {group: 1 / len(mechanism.groups) for group in mechanism.groups})
-    result.assignment = test
-    if test is not None and test.flagged:
-        result.notes.insert(0, test.describe())
+        return assignment_test("group", by_group, {group: 1 / len(mechanism.groups) for group in mechanism.groups})
+    return None
 
 
-def _check_control(result: EstimateResult, question: Question):
-    """A known-share control (``control: {share: 0}``): did the design recover the known "yes" share? Its
-    interval, and a likelihood-ratio test of the share (p), go on the result and in its notes."""
+def _control(result: EstimateResult, question: Question) -> tuple[dict | None, str | None]:
+    """A known-share control (``control: {share: 0}``): did the design recover the known "yes" share? Its interval and
+    a likelihood-ratio test of the share (p), and the note that says so; (None, None) for other questions."""
     if getattr(question, "control", None) is None:
-        return
+        return None, None
     share = float(question.control)
     low, high = result.table.loc["yes", ["ci_low", "ci_high"]]
     q = channels.channel_matrix(result.mechanism)
@@ -163,25 +173,17 @@ def _check_control(result: EstimateResult, question: Question):
     statistic = max(2 * (peak - likelihood.profile_loglikelihood(q, result.counts, 0, share)), 0.0)
     p_value = float(stats.chi2.sf(statistic, 1))
     recovered = bool(low - 1e-9 <= share <= high + 1e-9)
-    result.control = {"share": share, "recovered": recovered, "p_value": p_value}
     where = f"the {result.level:.0%} interval [{low:.3g}, {high:.3g}] (likelihood-ratio p = {p_value:.3g})"
-    result.notes.insert(0, f"control question: its known share {share:g} is inside {where}: the design recovered it"
-                        if recovered else
-                        f"CONTROL FAILED: the known share {share:g} is outside {where}: respondents may not have "
-                        "followed the instructions, and the other estimates deserve the same doubt")
+    note = (f"control question: its known share {share:g} is inside {where}: the design recovered it" if recovered else
+            f"CONTROL FAILED: the known share {share:g} is outside {where}: respondents may not have "
+            "followed the instructions, and the other estimates deserve the same doubt")
+    return {"share": share, "recovered": recovered, "p_value": p_value}, note
 
 
 def population(survey, question_id: str) -> str | None:
     """Whom skip logic asks ``question_id`` of ("respondents with worked = 'yes'"); None: everyone."""
     condition = survey.condition(question_id)
     return None if condition is None else f"respondents with {skiplogic.to_text(condition)}"
-
-
-def _localize(result: EstimateResult, question: Question, language: str | None) -> EstimateResult:
-    result.text = question.text_in(language)
-    if language is not None and question.type in ("choice", "ordinal", "multi_select"):
-        result.table.insert(0, "label", [question.option_label(value, language) for value in result.table.index])
-    return result
 
 
 def _estimate(mechanism, counts, level, method, question_id, simultaneous=False, warn=True, scores=None) -> EstimateResult:
@@ -218,23 +220,27 @@ def _estimate_on_one_thread(mechanism, counts, level, method, question_id, simul
         result = _binary(mechanism, counts, level, method, question_id)
     else:
         result = _grid(mechanism, counts, level, method, question_id, simultaneous, scores)
-    result.fit = fit.fit_test(mechanism, counts, fit.estimates_of(result))
-    if result.fit.flagged:
-        result.notes.insert(0, result.fit.describe())
-    result.scores = None if result.mean is None else (
-        scores if scores is not None else np.array(mechanism.answers, dtype=float))
-    result.refit = lambda level, method, simultaneous: _estimate(mechanism, counts, level, method, question_id,
-                                                                  simultaneous, warn=False, scores=result.scores)
+    tested = fit.fit_test(mechanism, counts, fit.estimates_of(result))
+    lead, trail = [], []
     certificate = result.certificate
     if not certificate.converged:
-        result.notes.insert(0, f"NOT CERTIFIED: the maximiser stopped with KKT residual {certificate.kkt_residual:.2e} "
-                               f"(tolerance {certificate.tolerance:.0e}); the estimate may not be the maximum")
+        lead.append(f"NOT CERTIFIED: the maximiser stopped with KKT residual {certificate.kkt_residual:.2e} "
+                    f"(tolerance {certificate.tolerance:.0e}); the estimate may not be the maximum")
         if warn:
             likelihood.warn_if_uncertified(certificate, question_id or mechanism.design, stacklevel=4)
+    if tested.flagged:
+        lead.append(tested.describe())
     if certificate.unique is False:
-        result.notes.append("the likelihood has more than one maximiser for these counts: other distributions fit the "
-                            "reports exactly as well, so the estimate is one of them (the intervals cover them all)")
-    return result
+        trail.append("the likelihood has more than one maximiser for these counts: other distributions fit the "
+                     "reports exactly as well, so the estimate is one of them (the intervals cover them all)")
+    averaged = None if result.mean is None else (
+        scores if scores is not None else np.array(mechanism.answers, dtype=float))
+
+    def refit(level, method, simultaneous):
+        return _estimate(mechanism, counts, level, method, question_id, simultaneous, warn=False, scores=averaged)
+
+    return dataclasses.replace(result, fit=tested, scores=averaged, refit=refit,
+                               notes=(*lead, *result.notes, *trail))
 
 
 def _compliance(mechanism, counts, level, method, question_id):
@@ -392,12 +398,13 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
     elif scores is not None:
         notes.append(f"the mean is the average position on the scale (1 = {mechanism.answers[0]}, "
                      f"{len(scores)} = {mechanism.answers[-1]}) under the estimated shares")
-    result = EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
-                            covariance, simultaneous=simultaneous, notes=notes)
+    mean = None
     if scores is not None:
-        result.mean = _mean(q(), counts, pi, result.covariance, unbiased, unbiased_covariance, scores, level,
-                            "likelihood" if method == "clopper-pearson" else method, calibrated)
-    return result
+        covariance = covariance() if callable(covariance) else covariance  # written out: the mean needs it
+        mean = _mean(q(), counts, pi, covariance, unbiased, unbiased_covariance, scores, level,
+                     "likelihood" if method == "clopper-pearson" else method, calibrated)
+    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
+                          covariance, mean=mean, simultaneous=simultaneous, notes=notes)
 
 
 #: The table's columns as an Index, built once: a DataFrame given a list spends 90 µs making one (a fifth of a small

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -37,11 +38,12 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
                                 question_id, simultaneous, scores=scores(question))
                for value in loaded.levels(by) if nothing_to_estimate(loaded, question_id, by, value) is None}
     counted = {v.spec_hash for v in loaded.versions_grouped_by(by)}
-    for value, result in results.items():
-        result.versions = [v.label for v in loaded.versions_for(question_id) if v.spec_hash in counted]
-        if loaded.has_split_ballot(question_id):
-            result.split_ballot = comparison(result, loaded.direct_counts(question_id, by, value), level)
-    return results
+    versions = [v.label for v in loaded.versions_for(question_id) if v.spec_hash in counted]
+    split = loaded.has_split_ballot(question_id)
+    return {value: dataclasses.replace(
+                result, versions=versions,
+                split_ballot=comparison(result, loaded.direct_counts(question_id, by, value), level) if split else None)
+            for value, result in results.items()}
 
 
 def subgroup_frame(results: dict) -> pd.DataFrame:

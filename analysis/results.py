@@ -34,7 +34,7 @@ MARGINAL_METHODS = ("clopper-pearson", "likelihood", "wald")
 PROFILE_GRID_LIMIT = 101
 
 
-@dataclass
+@dataclass(frozen=True)
 class MeanEstimate:
     """The mean of a numeric question: the maximum-likelihood mean, its standard error and interval, and the
     unbiased moment mean beside it."""
@@ -52,9 +52,12 @@ class MeanEstimate:
                 f"{self.ci.high:.4g}] {self.method}; unbiased {self.unbiased:.4g})")
 
 
-@dataclass
+@dataclass(frozen=True)
 class EstimateResult:
     """Estimates for one question. Users receive it from `estimate`; they do not build it.
+
+    Immutable, in statsmodels' manner: built once from its parts (the estimate's, then with what surrounds it, by
+    `dataclasses.replace`), its derived figures read from them; ``notes`` is a tuple.
 
     ``table`` (see `to_frame`) is indexed by answer (by option for multi-select, by grid value for
     numbers) with columns ``estimate`` (maximum likelihood on the parameter space), ``se`` (its standard
@@ -75,7 +78,7 @@ class EstimateResult:
     covariance_source: np.ndarray | Callable[[], np.ndarray] | None = field(repr=False, default=None, compare=False)
     mean: MeanEstimate | None = None
     simultaneous: bool = False
-    notes: list = field(default_factory=list)
+    notes: tuple = ()
     #: Whom the question was asked of when skip logic shows it to some respondents only, e.g.
     #: "respondents with worked = 'yes'" (None: everyone). The estimates describe that group.
     population: str | None = None
@@ -113,6 +116,9 @@ class EstimateResult:
     design_effect: float | None = None
     effective_n: float | None = None
     design_df: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "notes", tuple(self.notes))  # a builder's list, frozen with the rest
 
     @property
     def n(self) -> int:

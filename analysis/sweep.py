@@ -7,6 +7,7 @@ way, `each_question`), so a question is left out for the same reason, in the sam
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -69,6 +70,6 @@ def estimate_with_design(data: LoadedSurvey, question_id: str, design, **options
         return data.estimate(question_id, design=design, **options)
     except DesignNotSupported as error:
         result = data.estimate(question_id, **options)
-        result.notes.insert(0, f"NOT design-based ({error.message.split(': ', 1)[-1].split(';')[0]}): shown as if a "
-                               "simple random sample")
-        return result
+        why = error.message.split(": ", 1)[-1].split(";")[0]
+        return dataclasses.replace(result, notes=(f"NOT design-based ({why}): shown as if a simple random sample",
+                                                  *result.notes))

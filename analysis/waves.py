@@ -92,9 +92,10 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
             f"the intervals are {factor:.2f}× the independent-reports ones; estimate wave by wave (--by-wave) for "
             "each wave's own figure")
     covariance = pooled.covariance
-    result = dataclasses.replace(pooled, table=table, mean=mean, notes=[note, *pooled.notes],
-                                 covariance_source=None if covariance is None else covariance * factor**2)
-    result.__dict__.pop("covariance", None)
-    result.refit = lambda level, method, simultaneous: pooled_over_waves(
-        loaded, question_id, pooled.refit(level, method, simultaneous), level, method, simultaneous)
-    return result
+
+    def refit(level, method, simultaneous):
+        return pooled_over_waves(loaded, question_id, pooled.refit(level, method, simultaneous), level, method,
+                                 simultaneous)
+
+    return dataclasses.replace(pooled, table=table, mean=mean, notes=[note, *pooled.notes], refit=refit,
+                               covariance_source=None if covariance is None else covariance * factor**2)

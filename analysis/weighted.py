@@ -110,14 +110,13 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
               "intervals at the effective n (Korn and Graubard); the fit test at that n (Rao and Scott's first-order "
               "correction)"]
     notes += [note for note in spread.notes if note not in notes]
-    result = dataclasses.replace(
+    def refit(level, method, simultaneous):
+        return design_estimate(loaded, question_id, design, level, method, simultaneous, by, group)
+
+    return dataclasses.replace(
         spread, counts=raw, table=table, certificate=certificate, covariance_source=covariance, mean=mean,
         notes=notes, class_shares=theta if grouped else None, split_ballot=split_table, sample=sample.description,
-        design_effect=deff, effective_n=n / deff, design_df=sample.df)
-    result.__dict__.pop("covariance", None)  # a cached_property of the result copied from
-    result.refit = lambda level, method, simultaneous: design_estimate(loaded, question_id, design, level, method,
-                                                                       simultaneous, by, group)
-    return result
+        design_effect=deff, effective_n=n / deff, design_df=sample.df, refit=refit)
 
 
 def _design_split_ballot(question, values, sample, positions, domain, lam, along, randomized_row, n: int,
@@ -230,14 +229,13 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
     if plain is None:
         raise DesignNotSupported(f"{question_id}: a multi-select question of {len(mechanism.options)} options is too "
                                  "large to count by report here", "design")
-    result = dataclasses.replace(plain, counts=raw, table=table, certificate=likelihood.Certificate.worst(certificates),
-                                 covariance_source=None, notes=[*notes, *(n for n in plain.notes if n not in notes)],
-                                 sample=sample.description, design_effect=deff, effective_n=counted / deff,
-                                 design_df=sample.df)
-    result.__dict__.pop("covariance", None)
-    result.refit = lambda level, method, simultaneous: design_estimate(loaded, question_id, design, level, method,
-                                                                       simultaneous, by, group)
-    return result
+    def refit(level, method, simultaneous):
+        return design_estimate(loaded, question_id, design, level, method, simultaneous, by, group)
+
+    return dataclasses.replace(plain, counts=raw, table=table, certificate=likelihood.Certificate.worst(certificates),
+                               covariance_source=None, notes=[*notes, *(n for n in plain.notes if n not in notes)],
+                               sample=sample.description, design_effect=deff, effective_n=counted / deff,
+                               design_df=sample.df, refit=refit)
 
 
 def domain_difference_se(loaded, question_id: str, by: str, first, second, design: SampleDesign,
