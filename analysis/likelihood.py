@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from deniable.client.errors import DeniableWarning
+
 from . import channels
 from .deadline import check_time
 from .errors import AnalysisError
@@ -46,7 +48,7 @@ KKT_TOLERANCE = 1e-9
 SPARSE_START_ABOVE = 256
 
 
-class ConvergenceWarning(UserWarning):
+class ConvergenceWarning(DeniableWarning):
     """The maximiser stopped before its certificate met the tolerance; the estimate may not be the maximum."""
 
 

@@ -29,6 +29,7 @@ from statsmodels.tools.sm_exceptions import ConvergenceWarning, HessianInversion
 
 from deniable.client import Question
 from deniable.client.compliance import GroupedMechanism
+from deniable.client.errors import DeniableWarning
 from deniable.client.mechanisms import Mechanism
 
 from . import channels
@@ -107,7 +108,7 @@ class FirthRandomizedLogit(RandomizedLogit):
         return approx_hess3(params, self.loglike)
 
 
-class SeparationWarning(UserWarning):
+class SeparationWarning(DeniableWarning):
     """A coefficient at the boundary (quasi-separation): its estimate and standard error mean nothing."""
 
 

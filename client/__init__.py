@@ -5,7 +5,7 @@ Standard library only. Every mechanism is an exact channel (`fractions.Fraction`
 """
 
 from .catalogue import english_statement as privacy_statement
-from .errors import AnswerError, DeniableError, SpecError
+from .errors import AnswerError, DeniableError, DeniableWarning, SpecError
 from .exact import EpsilonRequest
 from .laplace import LaplaceMechanism
 from .mechanisms import ChannelMechanism, Mechanism, UnaryMechanism
@@ -37,6 +37,7 @@ __all__ = [
     "AnswerError",
     "ChannelMechanism",
     "DeniableError",
+    "DeniableWarning",
     "EpsilonRequest",
     "LaplaceMechanism",
     "Mechanism",

@@ -18,7 +18,7 @@ import string
 from collections.abc import Mapping
 from pathlib import Path
 
-from .privacy import posterior_bound
+from .privacy import DEFAULT_PRIOR, posterior_bound
 
 DEFAULT = "en"
 #: The languages whose page words ship with deniable (``words/<code>.json``), each complete.
@@ -119,7 +119,7 @@ RESPONDENT_WORDS = {"crosswise": ("respondent_combined", "respondent_companion_f
                     "stochastic_lie_detector": ("respondent_instruction", "respondent_draw_fact")}
 
 
-def privacy_statement(epsilon: float, words=None, prior: float = 0.02, randomized: bool = False,
+def privacy_statement(epsilon: float, words=None, prior: float = DEFAULT_PRIOR, randomized: bool = False,
                       respondent: str | None = None) -> str:
     """`deniable.client.Question.privacy_statement` in the words of ``words`` (a table from `messages`, or a
     language code; None: English). ``respondent``: the design, when the respondent randomizes (crosswise,
@@ -139,7 +139,7 @@ def privacy_statement(epsilon: float, words=None, prior: float = 0.02, randomize
     return words["private_statement"].format(**figures)
 
 
-def english_statement(epsilon: float, prior: float = 0.02) -> str:
+def english_statement(epsilon: float, prior: float = DEFAULT_PRIOR) -> str:
     """Plain-language privacy note for one question, in English (`deniable.client.privacy_statement`)."""
     return privacy_statement(epsilon, None, prior)
 

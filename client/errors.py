@@ -22,6 +22,11 @@ class DeniableError(Exception):
         return self.message
 
 
+class DeniableWarning(UserWarning):
+    """The one root of deniable's warnings (an estimate not certified, separation in a regression): a caller
+    silences or escalates them all by this name (``warnings.simplefilter("error", DeniableWarning)``)."""
+
+
 class AnswerError(DeniableError, ValueError):
     """An answer the client refuses before randomizing anything: ``question`` names the question,
     ``allowed`` says in words what it accepts."""

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+#: The prior a privacy statement assumes unless told otherwise: an observer 2% sure of a respondent's answer beforehand
+#: (someone who knows the base rate of a rare behaviour, and nothing about the person).
+DEFAULT_PRIOR = 0.02
 #: Below this ε a randomized question is refused: its reports say next to nothing about the answer
 #: (e^ε < 1.01), and no survey could afford the respondents an estimate would need.
 MIN_EPSILON = 0.01
@@ -27,7 +30,7 @@ def posterior_bound(prior: float, epsilon: float) -> float:
     return scaled / (scaled + 1 - prior)
 
 
-def survey_summary(survey, prior: float = 0.02) -> str:
+def survey_summary(survey, prior: float = DEFAULT_PRIOR) -> str:
     """The privacy summary of a `Survey` (`Survey.privacy_summary`, `deniable survey check` and `show`)."""
     lines = [f"Survey {survey.id!r}: {survey.title}", f"version {survey.hash[:12]}", ""]
     if survey.repeated is not None:

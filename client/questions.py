@@ -11,6 +11,7 @@ from .exact import json_number, parse_fraction
 from .identifiers import identifier
 from .mechanisms import Mechanism
 from .panels import memoized
+from .privacy import DEFAULT_PRIOR
 from .splitballot import SplitBallot
 
 QUESTION_TYPES = ("yes_no", "choice", "ordinal", "multi_select", "number")
@@ -375,7 +376,7 @@ class Question(_Item):
     def constraint_message_in(self, language: str | None = None) -> str | None:
         return localize(self.constraint_messages, language, self.languages.default)
 
-    def privacy_statement(self, prior: float = 0.02, words=None) -> str:
+    def privacy_statement(self, prior: float = DEFAULT_PRIOR, words=None) -> str:
         """What this question's report can reveal, in plain words: in English, or in ``words`` (a table from
         `catalogue.messages`, or a language code). One template per language, filled with the same figures."""
         words = catalogue.table(words)

@@ -34,7 +34,7 @@ from .identifiers import identifier
 from .memo import Memo, MemoError
 from .page_words import read_page_words
 from .panels import Repeated
-from .privacy import WEAK_EPSILON, posterior_bound, survey_summary
+from .privacy import DEFAULT_PRIOR, WEAK_EPSILON, posterior_bound, survey_summary
 from .questions import (
     _SURVEY_FIELDS,
     LAYOUTS,
@@ -277,7 +277,7 @@ class Survey:
                                 "they answer); ε below is the randomized arm's")
             if WEAK_EPSILON < q.epsilon < math.inf:
                 warnings.append(f"question {q.id!r}: ε = {q.epsilon:.3g} leaves little protection: someone 2% sure of "
-                                f"an answer beforehand can be {posterior_bound(0.02, q.epsilon):.0%} sure after one report "
+                                f"an answer beforehand can be {posterior_bound(DEFAULT_PRIOR, q.epsilon):.0%} sure after one report "
                                 f"(flagged above ε = ln 49 ≈ {WEAK_EPSILON:.2f}, where 2% can pass 50%)")
             if math.isinf(q.epsilon):  # randomized, yet one report value pins the answer
                 two_sided = {
@@ -560,7 +560,7 @@ class Survey:
             arms[qid] = question.split_ballot.assign_arm(rng)
         return arms
 
-    def privacy_summary(self, prior: float = 0.02) -> str:
+    def privacy_summary(self, prior: float = DEFAULT_PRIOR) -> str:
         """Each question's design, ε and how far one report can move a belief of ``prior``; the totals (`privacy`)."""
         return survey_summary(self, prior)
 

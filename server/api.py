@@ -16,7 +16,7 @@ from deniable import storage
 from deniable.client import SpecError, Survey
 from deniable.client.errors import DeniableError
 from deniable.client.exact import MAX_JSON_DEPTH, JsonShapeError, check_json_text
-from deniable.client.privacy import posterior_bound
+from deniable.client.privacy import DEFAULT_PRIOR, posterior_bound
 from deniable.client.specfile import MAX_SPEC_BYTES
 
 from .auth import bearer_caller
@@ -58,7 +58,7 @@ def _http_error(error: HTTPException):
     return error_body(error.code, error.description, field), error.code
 
 
-def privacy_summary(record: storage.SurveyRecord, prior: float = 0.02) -> dict:
+def privacy_summary(record: storage.SurveyRecord, prior: float = DEFAULT_PRIOR) -> dict:
     """The privacy facts of a survey version, for people and programs alike."""
     survey = record.survey
     questions = {}

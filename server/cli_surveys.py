@@ -9,6 +9,7 @@ import click
 
 from deniable.client import Survey
 from deniable.client.errors import DeniableError
+from deniable.client.privacy import DEFAULT_PRIOR
 
 from .commands import atomic_write, cli_actor, db_option, load_spec_file, open_store
 
@@ -21,7 +22,7 @@ def survey():
 
 @survey.command("check")
 @click.argument("spec_file", type=click.Path(dir_okay=False))
-@click.option("--prior", type=click.FloatRange(0, 1), default=0.02, show_default=True,
+@click.option("--prior", type=click.FloatRange(0, 1), default=DEFAULT_PRIOR, show_default=True,
               help="Prior belief used to illustrate each question's worst-case posterior.")
 @click.option("--json", "as_json", is_flag=True, help="Print the canonical spec, hash, ε and planning figures as JSON.")
 @click.option("--n", "planned", type=click.IntRange(1, 10**9), default=1000, show_default=True,
@@ -261,7 +262,7 @@ def survey_list(db_path):
 @survey.command("show")
 @click.argument("survey_id")
 @db_option
-@click.option("--prior", type=click.FloatRange(0, 1), default=0.02, show_default=True)
+@click.option("--prior", type=click.FloatRange(0, 1), default=DEFAULT_PRIOR, show_default=True)
 @click.option("--n", "planned", type=click.IntRange(1, 10**9), default=1000, show_default=True,
               help="Planned number of respondents, for the precision each question will give.")
 def survey_show(survey_id, db_path, prior, planned):

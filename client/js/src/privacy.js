@@ -3,6 +3,8 @@
 // as modules in ./words/): English by default, any shipped language with its table.
 import ENGLISH from "./words/en.js";
 
+/** The prior a privacy statement assumes unless told otherwise: an observer 2% sure beforehand (Python: DEFAULT_PRIOR). */
+export const DEFAULT_PRIOR = 0.02;
 /** Below this epsilon a randomized question is refused (e^epsilon < 1.01: its reports carry next to nothing). */
 export const MIN_EPSILON = 0.01;
 /** Above this epsilon (ln 49) a question is flagged: a 2% prior can pass 50% after one report. */
@@ -32,7 +34,7 @@ function figures(epsilon, prior, words) {
 
 /** Plain-language privacy note for one question; in another language with `words` (a table from "deniable/words/fr" and
  * the like): one template per language, the same figures (Python: catalogue.privacy_statement). */
-export function privacyStatement(epsilon, prior = 0.02, words = ENGLISH) {
+export function privacyStatement(epsilon, prior = DEFAULT_PRIOR, words = ENGLISH) {
   if (epsilon === Infinity) return words.public_statement;
   return fill(words.private_statement, figures(epsilon, prior, words));
 }
@@ -51,7 +53,7 @@ const BY_RESPONDENT = {
 
 /** The privacy note of a design in which the respondent randomizes: the device never sees the true answer,
  * and the guarantee rests on one assumption, said in words (twin of Python's respondent statement). */
-export function respondentStatement(epsilon, design, prior = 0.02, words = ENGLISH) {
+export function respondentStatement(epsilon, design, prior = DEFAULT_PRIOR, words = ENGLISH) {
   const [how, fact] = BY_RESPONDENT[design].map((key) => words[key]);
   if (epsilon === Infinity) return fill(words.respondent_one_sided_statement, { how, fact });
   return fill(words.respondent_statement, { how, fact, ...figures(epsilon, prior, words) });

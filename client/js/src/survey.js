@@ -6,7 +6,7 @@ import { EpsilonRequest, MAX_GRID_POINTS, MAX_MULTI_SELECT_OPTIONS, ONE, ZERO, f
 import { defaultSource } from "./randomness.js";
 import { DEFAULT_PRIVACY, buildMechanism } from "./designs.js";
 import { requireId } from "./identifiers.js";
-import { ONE_SIDED_STATEMENT, privacyStatement, repeatedStatement, respondentStatement, splitBallotStatement } from "./privacy.js";
+import { DEFAULT_PRIOR, ONE_SIDED_STATEMENT, privacyStatement, repeatedStatement, respondentStatement, splitBallotStatement } from "./privacy.js";
 import { Repeated, memoized } from "./panels.js";
 import { Memo, MemoError } from "./memo.js";
 import { SplitBallot } from "./splitballot.js";
@@ -263,7 +263,7 @@ export class Question extends Item {
   constraintMessageIn(language) { return localize(this.constraintMessages, language, this.languages.default); }
   /** What this question's report can reveal, in plain words: English, or the language of `words` (a table from
    * "deniable/words/fr" and the like; Python: Question.privacy_statement(words=…)). */
-  privacyStatement(prior = 0.02, words = undefined) {
+  privacyStatement(prior = DEFAULT_PRIOR, words = undefined) {
     let statement;
     if (this.mechanism.respondentRandomizes) statement = respondentStatement(this.epsilon, this.mechanism.design, prior, words);
     else if (this.isPrivate && this.epsilon === Infinity) statement = words ? words.one_sided_statement : ONE_SIDED_STATEMENT;
