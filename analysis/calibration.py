@@ -75,6 +75,9 @@ class Calibration:
     statistic of any functional on the first `CALIBRATION_REPLICATES` of them."""
     surveys: spread.Bootstrap
     _statistics: dict = field(default_factory=dict, compare=False, repr=False)
+    #: The cuts calibrated at interval ends (`_end_cut`), by functional, end and level: a second estimate of the same
+    #: counts (another dashboard view, `conf_int`, the simultaneous intervals) draws no surveys again.
+    _ends: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def bootstrap(self) -> spread.Bootstrap:
@@ -246,7 +249,10 @@ def interval(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, functional: np.n
         oriented = side * functional
         extreme = float(oriented.max())
         if side * end < extreme - 1e-9 * max(abs(extreme), 1.0) and not long_grid:
-            wider = _end_cut(q, counts, pi, functional, end, level)
+            key = (functional.tobytes(), end, level)
+            if key not in calibrated._ends:
+                calibrated._ends[key] = _end_cut(q, counts, pi, functional, end, level)
+            wider = calibrated._ends[key]
             if wider > cut:
                 end = likelihood.profile_interval(q, counts, pi, functional, wider)[side > 0]
         vertex = np.flatnonzero(oriented >= extreme - 1e-12 * max(abs(extreme), 1.0))
