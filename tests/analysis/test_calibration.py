@@ -100,6 +100,7 @@ def test_the_point_mass_law_is_a_bootstrap_at_the_vertex_and_remembered():
     assert len(calibration._VERTEX_QUANTILES) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, k, epsilon, n, truth, plain_below, floor", [
     # A point mass in the middle of a 5-point scale (the audit's kind of cell): χ²₁ covered 0.905.
     ("ordinal", 5, 1, 1000, [0, 0, 1, 0, 0], 0.93, 0.94),
@@ -120,6 +121,7 @@ def test_coverage_on_cells_no_calibration_was_chosen_on(kind, k, epsilon, n, tru
     assert row["χ²₁ per-answer (min)"] < plain_below, row
 
 
+@pytest.mark.slow
 def test_interior_standard_errors_match_the_spread_of_the_estimates():
     """Where the estimate is interior its closed-form SE is the real spread: 300 surveys, within 10%."""
     scale = mechanism("ordinal", 4, 2)

@@ -126,6 +126,7 @@ def test_the_estimate_is_the_maximum_by_an_independent_optimiser(privacy, sample
     assert result.certificate.kkt_residual < 1e-6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("privacy,truth,sample", [
     (CDM, {"yes": 0.3, "no": 0.6, "cheater": 0.1}, lambda m, rng: cdm_reports(m, 1000, 0.3, 0.1, rng)),
     (CDM, {"yes": 0.0, "no": 0.8, "cheater": 0.2}, lambda m, rng: cdm_reports(m, 1000, 0.0, 0.2, rng)),
@@ -150,6 +151,7 @@ def test_intervals_cover_the_truth_and_stay_in_the_unit_interval(privacy, truth,
     assert all(count >= 181 for count in covered.values()), covered
 
 
+@pytest.mark.slow
 def test_the_compliance_test_holds_its_level_and_finds_cheaters():
     q = question(CDM)
     rng = Seeded(23)
@@ -224,6 +226,7 @@ def test_near_a_boundary_the_intervals_are_the_joint_regions_projection():
         assert far.table.loc[row, ["ci_low", "ci_high"]].tolist() == pytest.approx([low, high], abs=1e-9)
 
 
+@pytest.mark.slow
 def test_a_cell_where_the_profile_interval_fell_short_now_covers():
     """The lie detector with groups 1/4 and 3/4, no carriers (π = 0, t unidentified), n = 2000: the χ²₁ profile
     interval of π covered 91.7% of 400 surveys in the validation grid; 300 surveys here must reach 94%."""

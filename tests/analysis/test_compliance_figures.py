@@ -69,6 +69,7 @@ def test_rates_no_population_can_produce_still_fail_the_fit():
     assert result.fit.flagged and result.fit.df >= 1
 
 
+@pytest.mark.slow
 def test_no_published_row_holds_nan_or_an_se_beyond_the_share_s_range():
     """The lie detector at π = 0.05 with 200 respondents (where 7–11% of surveys published a NaN interval and a third
     an SE of t above 1): over 150 seeded surveys every published figure is a number, every SE at most 0.5, every

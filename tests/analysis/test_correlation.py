@@ -41,6 +41,7 @@ def test_the_joint_table_is_the_certified_maximum_and_the_moment_estimate_where_
     assert found.ci_low < found.estimate < found.ci_high and -1 < found.ci_low and found.ci_high < 1
 
 
+@pytest.mark.slow
 def test_known_correlations_are_covered_over_simulated_surveys():
     """80 seeded surveys of 1,500 with φ = 0.42 between two forced-response answers: mean within 3 SE of the truth,
     95% intervals cover in at least 72 (nominal 76)."""

@@ -32,6 +32,7 @@ def _panel(rng, layer, psus=30, people=12):
     return load(pd.DataFrame(rows), spec=SURVEY)
 
 
+@pytest.mark.slow
 def test_the_design_based_change_between_waves_covers_and_counts_the_panel_s_correlation():
     """80 seeded panels (scripts-free; docs/analysis.md gives 400): the design-based 95% interval of the change covers
     in at least 72, and its SE is well under the design-free bound's (which treats the waves as independent)."""

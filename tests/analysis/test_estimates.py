@@ -97,6 +97,7 @@ def test_default_binary_intervals_cover_at_least_94_percent_on_the_whole_grid(la
             assert coverage >= 0.94, f"ε={label} n={n} π={pi}: {coverage:.4f}"
 
 
+@pytest.mark.slow
 def test_unbiased_columns_are_unbiased_with_their_stated_variance_and_the_estimate_is_closer_and_covers():
     for row in simulation_study(reps=400, n=2000, seed=11):
         assert row["unbiased: max |bias| / (SE/√reps)"] < 4.5, row
@@ -141,6 +142,7 @@ def test_exact_coverage_of_k_ary_and_multi_select_intervals_on_the_whole_grid():
         assert row["simultaneous"] >= 0.95 - 1e-9, row
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cell", [("ordinal", "0.5", 4, "skewed", 50), ("laplace", "ln 3", 2, "uniform", 50),
                                   ("laplace", "2", 4, "skewed", 1000)])
 def test_simulated_coverage_of_profile_likelihood_intervals(cell):

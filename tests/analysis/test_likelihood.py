@@ -328,6 +328,7 @@ def design_and_counts(draw):
 WORST = {"kkt_residual": 0.0, "examples": 0}
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(design_and_counts())
 def test_every_estimate_is_certified_as_good_as_an_independent_optimiser_and_inside_its_interval(case):

@@ -147,6 +147,7 @@ def test_logistic_input_errors():
         logistic(coin, ["yes", "maybe"], x)
 
 
+@pytest.mark.slow
 def test_compare_on_a_number_compares_means_and_covers_the_truth(tmp_path):
     """Two groups with true means 3 and 5 on a 0-10 number at ε = 2: over 60 simulated surveys the difference
     of means is unbiased and its 95% interval covers the truth about 95% of the time."""

@@ -189,6 +189,7 @@ def test_questions_asked_through_one_channel_share_their_planning_figures():
     assert alone.se == plans["item1"].se and alone.mean_se == plans["item1"].mean_se
 
 
+@pytest.mark.slow
 def test_the_n_to_detect_cheaters_gives_the_power_it_promises():
     """At the planned n (5% cheaters, honest answers split evenly), the test of no cheating rejects at 5% in
     80% of 200 simulated surveys (within 3 Monte Carlo SEs); the planned SE of γ is the SD of its estimates."""

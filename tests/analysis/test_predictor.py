@@ -74,6 +74,7 @@ def test_the_fit_is_a_certified_maximum_that_an_independent_em_reaches_too():
                                       "log(scale)"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["linear", "logistic"])
 def test_known_coefficients_are_recovered_and_covered_over_simulated_surveys(family):
     """60 seeded surveys of 600 (scripts/predictor_coverage.py runs 300 for docs/validation.md): the randomized

@@ -240,6 +240,7 @@ def test_raking_margins_that_do_not_fit_the_data_are_refused_naming_the_margin()
         estimate(data, "q", design=SampleDesign(rake=contradicting))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(simulated.QUESTIONS))
 def test_design_based_intervals_cover_over_simulated_two_stage_samples(kind):
     """120 seeded samples per design (scripts/design_coverage.py runs 500 for docs/validation.md): every answer's 95%

@@ -87,6 +87,7 @@ def test_no_randomized_reports_yet_is_said_so(tmp_path):
         estimate(load(db=path, survey_id=SURVEY.id), "dodged")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("qid,classes", [("dodged", None), ("took", None), ("cheated", [0.3, 0.7, 0.0])])
 def test_the_difference_covers_and_the_test_has_its_size_when_both_arms_are_honest(qid, classes):
     """400 surveys of 1,500 with the same truth in both arms: the one-sided test rejects about 5% of the time
@@ -115,6 +116,7 @@ def test_a_direct_arm_that_hides_yes_is_found_and_the_difference_covered():
     assert found / runs >= 0.95
 
 
+@pytest.mark.slow
 def test_planning_predicts_the_spread_of_the_difference():
     """The planned SE of the difference (both shares at 1/2, the widest) against the SD of 400 simulated differences."""
     from deniable.analysis import plan

@@ -34,6 +34,7 @@ def test_the_batched_fits_are_the_certified_maxima(spec, n):
                                                                              abs=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", DESIGNS)
 def test_a_share_s_standard_error_is_the_spread_of_its_fit_and_never_above_a_half(spec):
     q_ = question(**spec)
@@ -92,6 +93,7 @@ def test_a_start_that_cannot_produce_the_reports_falls_back():
         assert likelihood.loglikelihood(q, row, fit) == pytest.approx(likelihood.loglikelihood(q, row, alone), abs=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [DESIGNS[1], DESIGNS[3]])
 def test_a_fit_moved_in_its_last_digits_keeps_its_standard_error(spec, monkeypatch):
     """The draws are seeded by the observed counts, not by the fit: a fit 1e-12 away (another summation order, another

@@ -163,6 +163,7 @@ def coverage_table(seed: int = 2026, panels: int = 1000) -> list[tuple]:
     return rows
 
 
+@pytest.mark.slow
 def test_a_number_in_a_panel_is_estimated_through_the_channel_its_devices_draw_from():
     """One wave of a repeated survey's number question, drawn by the client's own composite (the permanent Laplace
     report, then the instantaneous layer): the grid mean's estimates centre on the truth and their intervals cover

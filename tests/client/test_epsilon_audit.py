@@ -23,6 +23,7 @@ def results():
     return audit.run()
 
 
+@pytest.mark.slow
 def test_no_client_realises_more_than_the_stated_epsilon(results):
     assert len(results) == len(audit.CASES) * len(audit.CLIENTS)
     for r in results:

@@ -269,6 +269,7 @@ def test_the_exact_path_of_the_numeric_sampler_fits_the_exact_channel(case, rng,
         assert _chi_square_pvalue(observed, column, draws) > GOF_ALPHA, f"answer {answer_key}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [
     {"min": 0, "max": 100, "step": 1, "privacy": {"design": "laplace", "epsilon": 1}},
     {"min": 0, "max": 1000, "step": 1, "privacy": {"design": "laplace", "epsilon": 0.01}},  # 1 − α ≈ 1e-5: the smallest

@@ -63,6 +63,7 @@ def test_unanswered_questions_compare_unequal_to_everything():
 
 # ---------------------------------------------------------------- hypothesis
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(list("ab=!<>()'\", .-0123456789 ") + [" and ", " or ", "not ", "selected("]),
                 max_size=30).map("".join))
@@ -108,6 +109,7 @@ trees = st.recursive(leaves, lambda inner: st.one_of(
 ), max_leaves=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None)
 @given(trees)
 def test_printing_a_tree_and_parsing_it_again_gives_the_same_tree(tree):

@@ -98,6 +98,7 @@ def test_respondent_fills_the_demo_survey_and_only_reports_leave_the_page(browse
     context.close()
 
 
+@pytest.mark.slow
 def test_reports_vary_and_match_the_coin_flip_across_many_submissions(browser, live_server, store):
     coin = Survey.from_dict({"id": "coin", "title": "Coin", "questions": [
         {"id": "dodged", "type": "yes_no", "text": "Have you ever dodged your taxes?"}]})
@@ -346,6 +347,7 @@ def test_missing_required_answers_are_flagged_before_anything_is_sent(browser, l
     context.close()
 
 
+@pytest.mark.slow
 def test_a_reload_shows_the_same_arm_and_group_so_they_cannot_be_picked(browser, live_server, store):
     """The arm of each split-ballot question and the group of a cheating-detection question are the device's,
     derived from a secret kept in its storage: reloading shows the same ones (reloading until a liked arm appeared had

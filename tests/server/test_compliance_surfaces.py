@@ -74,6 +74,7 @@ def test_the_same_estimate_and_test_on_every_surface(conduct, db_path, runner, c
     assert "the group shown" in codebook and "cheated.group" in codebook
 
 
+@pytest.mark.slow
 def test_subgroups_and_compare_work_through_the_same_channel(store, db_path):
     """By a public question: each region's classes estimated on its own respondents, each interval covering
     that region's truth, and compare() testing the difference of honest "yes" shares."""

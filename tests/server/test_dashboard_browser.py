@@ -38,6 +38,7 @@ def signed_in_page(browser, live_server):  # noqa: F811
     return context, page
 
 
+@pytest.mark.slow
 def test_the_dashboard_fits_a_phone(browser, live_server, answered):  # noqa: F811
     context, page = signed_in_page(browser, live_server)
     no_violations(page, "dashboard: surveys (390 px)")

@@ -3,6 +3,8 @@ is finished by the process's background thread, and the next view finds it remem
 
 import time
 
+import pytest
+
 from deniable.client import Survey
 from deniable.server import background
 from tests.server.conftest import sign_in
@@ -13,6 +15,7 @@ SPEC = {"id": "wide", "title": "Hours", "questions": [
     {"id": "dodged", "text": "Dodged?", "type": "yes_no", "privacy": {"design": "warner", "p": 0.75}}]}
 
 
+@pytest.mark.slow
 def test_a_plan_out_of_time_is_finished_in_the_background_and_shown_at_the_next_view(client, store, monkeypatch):
     from deniable.analysis import planning
 

@@ -19,6 +19,7 @@ def served(postgres):
     return app.test_client()
 
 
+@pytest.mark.slow
 def test_a_restart_fails_no_request_and_a_down_database_is_a_503(served, postgres, monkeypatch):
     for _ in range(3):  # the pool holds live connections
         assert served.get("/api/v1/surveys/tax").status_code == 200

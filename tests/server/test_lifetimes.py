@@ -68,6 +68,7 @@ def test_load_takes_an_open_store_and_leaves_it_open(store, answered):
         load(store=store, db="x.db", survey_id="tax")
 
 
+@pytest.mark.slow
 def test_a_hundred_dashboard_views_answer_200_and_leave_nothing_open(client, db_path, answered):
     sign_in(client)
     assert client.get("/admin/surveys/tax").status_code == 200  # the first view imports and plans

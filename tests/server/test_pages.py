@@ -245,6 +245,7 @@ def test_the_dashboard_plans_a_conditional_question_at_the_share_asked_so_far(cl
     assert f"<td>{expected['cash'].se:.3f}</td>" in page and f"<td>{expected['cash'].n_for_margin:,}</td>" in page
 
 
+@pytest.mark.slow
 def test_a_number_too_noisy_value_by_value_leads_with_its_mean_and_ranges(client, store):
     """0–30 at ε = 1 and n = 60: each of 31 values is uninformative, so the page shows the mean and five ranges,
     the per-value bars folded away; the ranges are `binned()`'s figures."""
