@@ -99,12 +99,12 @@ def test_default_binary_intervals_cover_at_least_94_percent_on_the_whole_grid(la
 
 @pytest.mark.slow
 def test_unbiased_columns_are_unbiased_with_their_stated_variance_and_the_estimate_is_closer_and_covers():
-    for row in simulation_study(reps=400, n=2000, seed=11):
+    for row in simulation_study(reps=250, n=2000, seed=11):
         assert row["unbiased: max |bias| / (SE/√reps)"] < 4.5, row
         assert 0.8 < row["unbiased: empirical / stated variance (min)"], row
         assert row["unbiased: empirical / stated variance (max)"] < 1.25, row
         assert row["estimate: total MSE / unbiased total MSE"] <= 1.02, row
-        assert row["estimate: per-answer coverage (min)"] >= 0.92, row  # 400 surveys: ±1.1 points of simulation error
+        assert row["estimate: per-answer coverage (min)"] >= 0.92, row  # 250 surveys: ±1.4 points of simulation error
         if "mean coverage" in row:
             assert abs(row["mean bias / (SE/√reps)"]) < 4.5 and 0.8 < row["mean variance ratio"] < 1.25, row
             assert row["mean coverage"] >= 0.92, row
@@ -146,10 +146,10 @@ def test_exact_coverage_of_k_ary_and_multi_select_intervals_on_the_whole_grid():
 @pytest.mark.parametrize("cell", [("ordinal", "0.5", 4, "skewed", 50), ("laplace", "ln 3", 2, "uniform", 50),
                                   ("laplace", "2", 4, "skewed", 1000)])
 def test_simulated_coverage_of_profile_likelihood_intervals(cell):
-    """200 surveys a cell of the grid, intervals as `estimate` computes them (Monte Carlo error 1.5 points at 95%):
+    """150 surveys a cell of the grid, intervals as `estimate` computes them (Monte Carlo error 1.8 points at 95%):
     the lowest answer, the simultaneous intervals and the numeric mean stay above 92%; docs/validation.md has the
     whole grid, and the random space that no calibration was chosen on."""
-    (row,) = coverage_grid(designs=(cell[0],), reps=200, cells={cell})
+    (row,) = coverage_grid(designs=(cell[0],), reps=150, cells={cell})
     assert row["per-answer (min)"] >= 0.92, row
     assert row["simultaneous"] >= 0.93, row
     assert row.get("mean", 1.0) >= 0.92, row

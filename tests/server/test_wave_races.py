@@ -61,11 +61,14 @@ def test_a_close_waits_for_the_responses_being_stored_into_its_wave(db_path, sto
         outcomes = []
         for j in range(25):
             body = pulse.randomize(PANEL_ANSWERS, memo=Memo.from_secret(bytes([i, j]) * 16))
+            # Whether the close had returned before this submission began: one that began earlier may still be
+            # stored (the close waits for it), and read the flag only after the close has set it.
+            after = closed.is_set()
             try:
                 own.submit("pulse", pulse.hash, f"key-{i:02d}-{j:03d}", body, wave="w1")
-                outcomes.append(("stored", closed.is_set()))
+                outcomes.append(("stored", after))
             except storage.StorageError as error:
-                outcomes.append((type(error).__name__, closed.is_set()))
+                outcomes.append((type(error).__name__, after))
             if i == 0 and j == 8:
                 with storage.Store(db_path, migrate=False) as closer:
                     closer.close_wave("pulse")
