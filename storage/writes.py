@@ -150,13 +150,7 @@ class Writes:
                  for x in (ids[entry.key], survey_id, entry.spec_hash, received_on, entry.key, entry.fingerprint)])
             inserted.update(r[0] for r in cursor.fetchall())
         # Keys stored before this batch (retries) get their first acknowledgement.
-        previous = {}
-        for chunk in chunks(sorted(set(first) - inserted), 500):
-            cursor = self.execute("SELECT id, survey_id, spec_hash, received_on, fingerprint, idempotency_key FROM responses "
-                                  f"WHERE survey_id = ? AND idempotency_key IN ({', '.join('?' * len(chunk))})",
-                                  [survey_id, *chunk])
-            names = [c[0] for c in cursor.description]
-            previous.update({row[-1]: dict(zip(names, row)) for row in cursor.fetchall()})
+        previous = self._stored_responses(survey_id, sorted(set(first) - inserted))
         for key in inserted:
             previous[key] = {"id": ids[key], "survey_id": survey_id, "spec_hash": first[key].spec_hash,
                              "received_on": received_on, "fingerprint": first[key].fingerprint}
@@ -168,13 +162,11 @@ class Writes:
                 results[position] = (Gone(f"survey {survey_id!r} is closed", "survey_id") if closed else
                                      Unavailable("idempotency_key: stored by another request meanwhile; send it again",
                                                  "idempotency_key"))
-            elif stored["fingerprint"] != entry.fingerprint:
-                results[position] = Invalid("idempotency_key: already used for a different response", "idempotency_key")
             elif key in inserted and first[key] is entry:
                 results[position] = (self._acknowledgement(stored), True)
                 written.append((ids[key], entry.spec_hash, entry.values))
-            else:
-                results[position] = (self._acknowledgement(stored), False)
+            else:  # a retry, in this batch or of a response stored before it
+                results[position] = self._answer_retry(stored, entry)
         self._write_reports(written)
 
     def _store_alone(self, entry: Prepared, results: list):
