@@ -9,6 +9,7 @@ import secrets
 
 from .common import digest, today, utc_now
 from .errors import Conflict, Invalid, NotFound, StorageError
+from .part import Part
 
 #: Admin sign-in: minimum password length, failures before a lock, the lock, a session's life.
 MIN_PASSWORD_LENGTH = 12
@@ -40,7 +41,7 @@ def checked_scopes(scopes) -> tuple:
     return tuple(scope for scope in SCOPES if scope in scopes)
 
 
-class Accounts:
+class Accounts(Part):
     """The part of `Store` that keeps admins, sessions, API tokens and the audit log."""
 
     def _accounts_kept(self):
@@ -164,7 +165,7 @@ class Accounts:
                         "AND revoked_on IS NULL", [digest(token)])
         if row is None:
             return None
-        if row["last_used_on"] != today() and not self.read_only:
+        if row["last_used_on"] != today() and not self.store.read_only:
             self.execute("UPDATE api_tokens SET last_used_on = ? WHERE id = ?", [today(), row["id"]])
         return f"token {row['id']} ({row['name']})", tuple(row["scopes"].split(","))
 
@@ -173,7 +174,7 @@ class Accounts:
         self.execute("INSERT INTO audit_log (id, at, actor, action, survey_id, detail) VALUES (?, ?, ?, ?, ?, ?)",
                      [secrets.token_hex(8), utc_now().isoformat(timespec="microseconds"), actor, action, survey_id, detail])
 
-    def _audit_if(self, actor: str | None, action: str, survey_id: str | None = None, detail: str | None = None):
+    def audit_if(self, actor: str | None, action: str, survey_id: str | None = None, detail: str | None = None):
         if actor is not None:
             self.audit(actor, action, survey_id, detail)
 

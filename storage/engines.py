@@ -14,6 +14,7 @@ import re
 import secrets
 import sqlite3
 import urllib.parse
+from typing import Protocol, runtime_checkable
 
 try:
     import fcntl
@@ -69,6 +70,39 @@ def on_read_only_file_system(path: str) -> bool:
 
 #: `SQLiteEngine._writer_lock` when the lock file could not be created.
 NO_WRITER_LOCK = -1
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What `Store` and its parts ask of a database engine; `SQLiteEngine` and `PostgresEngine` both provide it
+    (a test checks each against this list). Statements are written once, with ``?`` placeholders and the SQL both
+    engines share; what differs (placeholders, locking clauses, the schema version's home) is the engine's."""
+
+    dialect: str
+    #: The statement that opens a write transaction ("BEGIN IMMEDIATE" on SQLite: writers queue at the start).
+    begin: str
+    #: Rows per counter value: concurrent writers spread their increments over them; reads sum them.
+    counter_shards: int
+    #: What the current transaction has read once (the write path's survey row and settings).
+    memo: dict
+
+    def begin_transaction(self) -> None: ...
+    def end_transaction(self, commit: bool) -> None: ...
+    def execute(self, sql: str, params=()): ...
+    def executemany(self, sql: str, rows) -> None: ...
+    def stream(self, sql: str, params=()): ...
+    def pipeline(self): ...
+    @property
+    def in_transaction(self) -> bool: ...
+    def rollback(self) -> None: ...
+    def schema_version(self) -> int: ...
+    def set_schema_version(self, version: int) -> None: ...
+    def lock_for_migration(self) -> None: ...
+    def table_names(self) -> list[str]: ...
+    def without_rowid(self) -> str: ...
+    def lock_rows(self, table: str, shared: bool = False) -> str: ...
+    def compact(self) -> tuple[int, int]: ...
+    def close(self) -> None: ...
 
 
 class SQLiteEngine:
@@ -327,6 +361,13 @@ def _pool(url: str):
     return _POOLS[key]
 
 
+def close_pools(url: str | None = None) -> None:
+    """Close this process's connection pools (of ``url``, or all): a process done with a database gives its
+    connections back to the server, which counts them against ``max_connections``."""
+    for key in [key for key in _POOLS if url is None or key[0] == url]:
+        _POOLS.pop(key).close()
+
+
 class PostgresEngine:
     """A connection borrowed from the process's psycopg_pool pool, in autocommit mode with explicit
     transactions. Schema version in the table ``deniable_schema``; migrations take an advisory lock."""
@@ -468,7 +509,7 @@ class PostgresEngine:
         self.pool.putconn(self.connection)
 
 
-def open_engine(url: str, read_only: bool = False):
+def open_engine(url: str, read_only: bool = False) -> Engine:
     return PostgresEngine(str(url), read_only) if is_postgres(url) else SQLiteEngine(str(url), read_only)
 
 

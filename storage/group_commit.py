@@ -102,7 +102,7 @@ def _write(store, entries: list) -> list:
     def together():
         with store.transaction():
             for survey_id, group in by_survey.items():
-                store._store_prepared(survey_id, group, results)
+                store.writes.store_batch(survey_id, group, results)
         return results
 
     try:
@@ -115,6 +115,6 @@ def _write(store, entries: list) -> list:
 
 def _alone(store, entry):
     try:
-        return store._store_one(entry)
+        return store.writes.store_one(entry)
     except StorageError as error:
         return error

@@ -11,9 +11,10 @@ from deniable.client.reports import WAVES, ReportError, grouping_question
 
 from .common import canonical
 from .errors import Invalid
+from .part import Part
 
 
-class Reads:
+class Reads(Part):
     """The part of `Store` that reads reports."""
 
     def response_count(self, survey_id: str) -> int:
@@ -23,7 +24,7 @@ class Reads:
     def counts(self, survey_id: str, spec_hash: str | None = None, by: str | None = None, version=None) -> dict:
         """Per question, how many of each report value (for one version); optionally per level of a
         public question ``by``. Aggregated in SQL; the running totals' shards are summed."""
-        record = self.find_version(survey_id, spec_hash, version)
+        record = self.store.surveys.find_version(survey_id, spec_hash, version)
         if by == WAVES:
             rows = [(canonical(wave), qid, value, n) for wave, qid, value, n in self._wave_counts(record)]
         elif by is not None:
@@ -45,7 +46,7 @@ class Reads:
         if by is None:
             result["counts"] = ordered_counts(record.survey, table.get(None, {}))
         else:
-            levels = ([w["label"] for w in self.waves(survey_id)] if by == WAVES
+            levels = ([w["label"] for w in self.store.surveys.waves(survey_id)] if by == WAVES
                       else record.survey.questions[by].mechanism.reports)
             result["by"] = by
             result["groups"] = [{"value": level, "counts": ordered_counts(record.survey, table[canonical(level)])}
@@ -64,7 +65,7 @@ class Reads:
     def responses_per_day(self, survey_id: str) -> list[tuple[str, int]]:
         """(date received, responses) per day with any, oldest first: daily counts only, as the server keeps
         no time of day (a week or a month when received_on is kept that coarsely)."""
-        self.get_survey(survey_id)
+        self.store.surveys.get_survey(survey_id)
         return [(day, int(n)) for day, n in self.execute(
             "SELECT received_on, COUNT(*) FROM responses WHERE survey_id = ? GROUP BY received_on ORDER BY received_on",
             [survey_id]).fetchall()]
@@ -79,7 +80,7 @@ class Reads:
         """Yield one dict per response of a version: id, spec_hash, received_on, (a repeated survey's) wave, the
         columns of its invitation's frame row (when its token carried one), reports; in the order of the random
         response ids, which says nothing about when anyone answered."""
-        record = self.find_version(survey_id, spec_hash, version)
+        record = self.store.surveys.find_version(survey_id, spec_hash, version)
         wave = "r.wave" if self.layout.has_waves else "NULL"
         frame, join = ("f.frame", "LEFT JOIN frame_cells f ON f.survey_id = r.survey_id AND f.cell = r.frame_cell ") \
             if self.layout.has_frames else ("NULL", "")
@@ -126,7 +127,7 @@ class Reads:
 
     def export_all_versions(self, survey_id: str):
         """`export`'s rows of every version, oldest first, each with its ``version`` number after its spec hash."""
-        for entry in self.versions(survey_id):
+        for entry in self.store.surveys.versions(survey_id):
             for row in self.export(survey_id, entry["hash"]):
                 yield {"id": row.pop("id"), "spec_hash": row.pop("spec_hash"), "version": entry["version"], **row}
 

@@ -1,8 +1,11 @@
-"""`Store`: the one facade every caller uses, one connection to one database. Its methods live in
-the modules of their concern (surveys, writes, reads, accounts); this module opens the engine,
-brings the schema up to date, and runs transactions."""
+"""`Store`: the one facade every caller uses, one connection to one database. It is made of parts, one per
+concern, each in its module and reachable by name (``store.surveys``, ``store.writes``, ``store.reads``,
+``store.accounts``, `part.Part`); the facade's methods forward to them, so callers keep one object. This module opens
+the engine, brings the schema up to date, and runs transactions."""
 
 from __future__ import annotations
+
+import functools
 
 from .accounts import Accounts
 from .engines import LAST_FAILURE, Transaction, describe, open_engine
@@ -13,9 +16,24 @@ from .surveys import Surveys
 from .writes import Writes
 
 
-class Store(Surveys, Writes, Reads, Accounts):
+def _forward(part: str, method):
+    """A facade method: ``method`` of the part named ``part``, with its name, signature and docstring."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def forwarded(self, *args, **kwargs):
+        return getattr(getattr(self, part), name)(*args, **kwargs)
+    return forwarded
+
+
+class Store:
     """One connection to the database (a SQLite file or a PostgreSQL URL); create one per request
     or per command, or keep one per thread on SQLite (``reusable``)."""
+
+    surveys: Surveys
+    writes: Writes
+    reads: Reads
+    accounts: Accounts
 
     def __init__(self, url, migrate: bool = True, read_only: bool = False, group_commit=None):
         """``read_only``: the reader of every command and analysis that only reads. A SQLite file
@@ -26,6 +44,7 @@ class Store(Surveys, Writes, Reads, Accounts):
         concurrent single submissions in one transaction."""
         self.url = str(url)
         self.group_commit = group_commit
+        self.surveys, self.writes, self.reads, self.accounts = Surveys(self), Writes(self), Reads(self), Accounts(self)
         self.engine = open_engine(self.url, read_only)
         self.read_only = read_only
         if read_only:
@@ -91,7 +110,8 @@ class Store(Surveys, Writes, Reads, Accounts):
     def transaction(self):
         return Transaction(self.engine)
 
-    def _one(self, sql: str, params) -> dict | None:
+    def one(self, sql: str, params) -> dict | None:
+        """The first row of one statement as a dict, or None."""
         cursor = self.engine.execute(sql, params)
         row = cursor.fetchone()
         return None if row is None else dict(zip((c[0] for c in cursor.description), row))
@@ -112,3 +132,52 @@ class Store(Surveys, Writes, Reads, Accounts):
         """Rewrite the tables in key order (SQLite: VACUUM; PostgreSQL: CLUSTER and VACUUM), so
         no page keeps rows in arrival order. Returns the database size before and after, in bytes."""
         return self.engine.compact()
+
+    # The facade: what callers use, each forwarded to the part that owns it.
+    add_survey = _forward("surveys", Surveys.add_survey)
+    get_survey = _forward("surveys", Surveys.get_survey)
+    find_version = _forward("surveys", Surveys.find_version)
+    list_surveys = _forward("surveys", Surveys.list_surveys)
+    versions = _forward("surveys", Surveys.versions)
+    reopen_survey = _forward("surveys", Surveys.reopen_survey)
+    close_survey = _forward("surveys", Surveys.close_survey)
+    require_repeated = _forward("surveys", Surveys.require_repeated)
+    open_wave = _forward("surveys", Surveys.open_wave)
+    close_wave = _forward("surveys", Surveys.close_wave)
+    open_wave_label = _forward("surveys", Surveys.open_wave_label)
+    waves = _forward("surveys", Surveys.waves)
+    issue_tokens = _forward("surveys", Surveys.issue_tokens)
+    frame_summary = _forward("surveys", Surveys.frame_summary)
+    token_status = _forward("surveys", Surveys.token_status)
+    token_counts = _forward("surveys", Surveys.token_counts)
+    get_setting = _forward("surveys", Surveys.get_setting)
+    set_setting = _forward("surveys", Surveys.set_setting)
+    received_on_granularity = _forward("surveys", Surveys.received_on_granularity)
+    set_received_on_granularity = _forward("surveys", Surveys.set_received_on_granularity)
+
+    submit = _forward("writes", Writes.submit)
+    submit_many = _forward("writes", Writes.submit_many)
+    rebuild_counts = _forward("writes", Writes.rebuild_counts)
+
+    response_count = _forward("reads", Reads.response_count)
+    counts = _forward("reads", Reads.counts)
+    responses_per_day = _forward("reads", Reads.responses_per_day)
+    report_rows = _forward("reads", Reads.report_rows)
+    export = _forward("reads", Reads.export)
+    response_waves = _forward("reads", Reads.response_waves)
+    frame_rows = _forward("reads", Reads.frame_rows)
+    export_all_versions = _forward("reads", Reads.export_all_versions)
+
+    add_admin = _forward("accounts", Accounts.add_admin)
+    admins = _forward("accounts", Accounts.admins)
+    check_password = _forward("accounts", Accounts.check_password)
+    start_session = _forward("accounts", Accounts.start_session)
+    session = _forward("accounts", Accounts.session)
+    end_session = _forward("accounts", Accounts.end_session)
+    create_api_token = _forward("accounts", Accounts.create_api_token)
+    api_tokens = _forward("accounts", Accounts.api_tokens)
+    revoke_api_token = _forward("accounts", Accounts.revoke_api_token)
+    api_token_caller = _forward("accounts", Accounts.api_token_caller)
+    audit = _forward("accounts", Accounts.audit)
+    refused_sign_in = _forward("accounts", Accounts.refused_sign_in)
+    audit_log = _forward("accounts", Accounts.audit_log)

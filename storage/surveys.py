@@ -16,6 +16,7 @@ from deniable.client.versions import VersionError, lowered_privacy, resolve_vers
 from .common import GRANULARITIES, digest, today
 from .errors import Conflict, Gone, Invalid, NotFound, StorageError
 from .frames import MIN_CELL, cell_ids, check_unissued, checked_rows, slots_by_cell
+from .part import Part
 from .tokens import add_tokens, first_free_slot, token_counts, token_status
 
 #: What a wave may be called: shown on dashboards and in exports, so plain.
@@ -73,10 +74,10 @@ def remember_spec(text: str, survey: Survey) -> None:
             _SPEC_CACHE.popitem(last=False)
 
 
-class Surveys:
+class Surveys(Part):
     """The part of `Store` that keeps surveys, versions, invitation tokens and settings."""
 
-    def _survey_row(self, survey_id: str) -> dict | None:
+    def row(self, survey_id: str) -> dict | None:
         return self._one("SELECT id, current_hash, access, closed_on FROM surveys WHERE id = ?", [survey_id])
 
     def add_survey(self, survey: Survey, access: str | None = None, actor: str | None = None,
@@ -98,7 +99,7 @@ class Surveys:
         # parse and build every mechanism of the spec a second time.
         remember_spec(survey.canonical_json(), survey)
         with self.transaction():
-            row = self._survey_row(survey.id)
+            row = self.row(survey.id)
             if row is not None and row["current_hash"] == survey.hash:
                 if access and access != row["access"]:
                     self.execute("UPDATE surveys SET access = ? WHERE id = ?", [access, survey.id])
@@ -127,7 +128,7 @@ class Surveys:
             detail = f"version {record.version} {record.hash[:12]}"
             if row is not None and lowered:
                 detail += f"; privacy lowered, confirmed: {'; '.join(lowered)}"
-            self._audit_if(actor, f"survey {outcome}", survey.id, detail)
+            self.store.accounts.audit_if(actor, f"survey {outcome}", survey.id, detail)
         return record, outcome
 
     def _check_panel_designs_kept(self, survey: Survey) -> None:
@@ -199,7 +200,7 @@ class Surveys:
         self.get_survey(survey_id)
         with self.transaction():
             self.execute("UPDATE surveys SET closed_on = NULL WHERE id = ?", [survey_id])
-            self._audit_if(actor, "survey reopened", survey_id)
+            self.store.accounts.audit_if(actor, "survey reopened", survey_id)
         return self.get_survey(survey_id)
 
     def close_survey(self, survey_id: str, actor: str | None = None) -> SurveyRecord:
@@ -207,7 +208,7 @@ class Surveys:
         with self.transaction():
             if not record.closed:
                 self.execute("UPDATE surveys SET closed_on = ? WHERE id = ?", [today(), survey_id])
-            self._audit_if(actor, "survey closed", survey_id)
+            self.store.accounts.audit_if(actor, "survey closed", survey_id)
         return self.get_survey(survey_id)
 
     # --- waves of a repeated survey -----------------------------------------------------------
@@ -226,7 +227,7 @@ class Surveys:
             raise Invalid(f"wave: a label of 1 to 64 letters, digits, spaces or . _ : - (starting with a letter or "
                           f"digit), such as 2026-11 or wave 2, got {label!r}", "wave")
         with self.transaction():
-            self._lock_survey(survey_id)
+            self.lock(survey_id)
             if self._one("SELECT label FROM waves WHERE survey_id = ? AND label = ?", [survey_id, label]) is not None:
                 raise Conflict(f"wave: survey {survey_id!r} has a wave {label!r} already; choose a new label", "wave")
             self.execute("UPDATE waves SET closed_on = ? WHERE survey_id = ? AND closed_on IS NULL", [today(), survey_id])
@@ -234,22 +235,22 @@ class Surveys:
                                     [survey_id]).fetchone()[0]
             self.execute("INSERT INTO waves (survey_id, label, position, opened_on, closed_on) VALUES (?, ?, ?, ?, NULL)",
                          [survey_id, label, position, today()])
-            self._audit_if(actor, "wave opened", survey_id, label)
+            self.store.accounts.audit_if(actor, "wave opened", survey_id, label)
         return next(w for w in self.waves(survey_id) if w["label"] == label)
 
     def close_wave(self, survey_id: str, actor: str | None = None) -> dict:
         """Close the open wave: no response is accepted until the next one opens."""
         self.require_repeated(survey_id)
         with self.transaction():
-            self._lock_survey(survey_id)  # waits for the responses being stored into the wave, then closes it
+            self.lock(survey_id)  # waits for the responses being stored into the wave, then closes it
             open_wave = self.open_wave_label(survey_id)
             if open_wave is None:
                 raise Conflict(f"wave: survey {survey_id!r} has no open wave", "wave")
             self.execute("UPDATE waves SET closed_on = ? WHERE survey_id = ? AND label = ?", [today(), survey_id, open_wave])
-            self._audit_if(actor, "wave closed", survey_id, open_wave)
+            self.store.accounts.audit_if(actor, "wave closed", survey_id, open_wave)
         return next(w for w in self.waves(survey_id) if w["label"] == open_wave)
 
-    def _lock_survey(self, survey_id: str, shared: bool = False):
+    def lock(self, survey_id: str, shared: bool = False):
         """Inside a transaction, hold the survey's row until it ends (PostgreSQL; SQLite writes one at a time): opening
         and closing a wave take it exclusively, so two of them run one after the other (two concurrent opens left two
         waves open; one label opened twice answered a 500), and a response to a repeated survey takes it shared, so a
@@ -315,7 +316,7 @@ class Surveys:
                 add_tokens(self.engine, survey_id, hashes, slots_by_cell(first_free_slot(self.engine, survey_id), cells),
                            cells)
             detail = f"{count} tokens" + ("" if texts is None else f" with frame rows ({len(set(texts))} distinct)")
-            self._audit_if(actor, "invitation tokens issued", survey_id, detail)
+            self.store.accounts.audit_if(actor, "invitation tokens issued", survey_id, detail)
         return tokens
 
     def frame_summary(self, survey_id: str) -> dict:

@@ -12,6 +12,7 @@ from deniable.client.reports import ReportError, validate_reports
 from .common import canonical, chunks, digest, today
 from .engines import retrying
 from .errors import Conflict, Gone, Invalid, StorageError, Unavailable
+from .part import Part
 from .schema import rebuild_counts
 from .tokens import SLOTS_PER_ROW, is_spent, lock_bitmaps, spend_slots
 from .tokens import lookup as token_lookup
@@ -46,11 +47,8 @@ class Prepared(NamedTuple):
     wave: str | None
 
 
-class Writes:
+class Writes(Part):
     """The part of `Store` that stores responses."""
-
-    #: Shared by a server process's stores: their single submissions are committed together (`GroupCommit`).
-    group_commit = None
 
     def submit(self, survey_id: str, spec_hash, idempotency_key, reports, token=None,
                answerable=None, wave=None) -> tuple[dict, bool]:
@@ -66,11 +64,11 @@ class Writes:
         """
         record, values, fingerprint = self._prepare(survey_id, spec_hash, idempotency_key, reports, token, answerable, wave)
         entry = Prepared(0, survey_id, spec_hash, idempotency_key, token, record, values, fingerprint, wave)
-        if self.group_commit is not None:
-            return self.group_commit.submit(self, entry)
-        return self._store_one(entry)
+        if self.store.group_commit is not None:
+            return self.store.group_commit.submit(self.store, entry)
+        return self.store_one(entry)
 
-    def _store_one(self, entry: Prepared) -> tuple[dict, bool]:
+    def store_one(self, entry: Prepared) -> tuple[dict, bool]:
         return retrying(lambda: self._store_response(entry))
 
     def _prepare(self, survey_id, spec_hash, idempotency_key, reports, token, answerable=None, wave=None):
@@ -83,7 +81,7 @@ class Writes:
             raise Invalid("token: must be a string", "token")
         if wave is not None and (not isinstance(wave, str) or not 1 <= len(wave) <= 64):
             raise Invalid("wave: must be the label of a wave (a string)", "wave")
-        record = self._in_transaction("record", (survey_id, spec_hash), lambda: self.get_survey(survey_id, spec_hash))
+        record = self._in_transaction("record", (survey_id, spec_hash), lambda: self.store.surveys.get_survey(survey_id, spec_hash))
         if wave is not None and record.survey.repeated is None:
             raise Invalid(f"wave: survey {survey_id!r} is not repeated; a response to it names no wave", "wave")
         try:
@@ -120,9 +118,9 @@ class Writes:
                 results[position] = error
                 continue
             prepared.append(Prepared(position, survey_id, spec_hash, key, token, record, values, fingerprint, wave))
-        self._store_prepared(survey_id, prepared, results)
+        self.store_batch(survey_id, prepared, results)
 
-    def _store_prepared(self, survey_id: str, entries: list[Prepared], results: list):
+    def store_batch(self, survey_id: str, entries: list[Prepared], results: list):
         """Store validated responses to one survey inside the caller's transaction; each one's outcome goes to
         ``results[entry.position]``. Open surveys' responses go in with a handful of multi-row statements; a
         token survey's or a repeated one's one by one, each in its own savepoint (undone alone on refusal)."""
@@ -134,8 +132,8 @@ class Writes:
             self._store_together(survey_id, together, results)
         if not prepared:
             return
-        closed = self._in_transaction("survey", survey_id, lambda: self._survey_row(survey_id))["closed_on"] is not None
-        received_on = today(self._in_transaction("setting", "received_on", self.received_on_granularity))
+        closed = self._in_transaction("survey", survey_id, lambda: self.store.surveys.row(survey_id))["closed_on"] is not None
+        received_on = today(self._in_transaction("setting", "received_on", self.store.surveys.received_on_granularity))
         first = {}  # key -> the batch's first item with it (a later one is a retry of it)
         for entry in prepared:
             first.setdefault(entry.key, entry)
@@ -184,7 +182,7 @@ class Writes:
         changed bitmap row written once, the reports in `_write_reports`. One by one, each in a savepoint, a
         1000-item batch made about 8,000 round trips on PostgreSQL (~3 s). What is rare goes one by one still: a
         closed survey, a wave refused."""
-        if self._in_transaction("survey", survey_id, lambda: self._survey_row(survey_id))["closed_on"] is not None:
+        if self._in_transaction("survey", survey_id, lambda: self.store.surveys.row(survey_id))["closed_on"] is not None:
             for entry in entries:
                 self._store_alone(entry, results)
             return
@@ -194,7 +192,7 @@ class Writes:
                 waiting.append(entry._replace(wave=self._wave_for(survey_id, entry.record, entry.wave)))
             except StorageError:
                 self._store_alone(entry, results)  # its exact refusal, or the acknowledgement of a retry
-        received_on = today(self._in_transaction("setting", "received_on", self.received_on_granularity))
+        received_on = today(self._in_transaction("setting", "received_on", self.store.surveys.received_on_granularity))
         stored = self._stored_responses(survey_id, sorted({entry.key for entry in waiting}))
         first: dict = {}  # key -> the batch's first new entry with it; a later one is its retry
         retries = []
@@ -288,8 +286,8 @@ class Writes:
             return None
 
         def read_open_wave():
-            self._lock_survey(survey_id, shared=True)  # held to the commit: the wave cannot close under this response
-            return self.open_wave_label(survey_id)
+            self.store.surveys.lock(survey_id, shared=True)  # held to the commit: the wave cannot close under this response
+            return self.store.surveys.open_wave_label(survey_id)
 
         open_label = self._in_transaction("wave", survey_id, read_open_wave)
         if wave is not None and wave != open_label:
@@ -309,7 +307,7 @@ class Writes:
         # setting are read once per transaction (once per batch), the response row is inserted
         # first and stands for the idempotency check, reports and counters go in one statement each.
         with self.transaction():
-            if self._in_transaction("survey", survey_id, lambda: self._survey_row(survey_id))["closed_on"] is not None:
+            if self._in_transaction("survey", survey_id, lambda: self.store.surveys.row(survey_id))["closed_on"] is not None:
                 previous = self._previous(survey_id, idempotency_key, fingerprint)
                 if previous is not None:  # stored before it closed: the answer the client missed
                     return self._acknowledgement(previous), False
@@ -321,7 +319,7 @@ class Writes:
                 if previous is not None:  # stored before its wave closed: the answer the client missed
                     return self._acknowledgement(previous), False
                 raise
-            received_on = today(self._in_transaction("setting", "received_on", self.received_on_granularity))
+            received_on = today(self._in_transaction("setting", "received_on", self.store.surveys.received_on_granularity))
             row = {"id": secrets.token_hex(16), "survey_id": survey_id, "spec_hash": spec_hash, "received_on": received_on,
                    "idempotency_key": idempotency_key, "fingerprint": fingerprint}
             if wave is not None:

@@ -38,3 +38,11 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", max_examples=3000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
+
+
+# The databases storage and server tests run on (`tests.databases`): registered here so both folders share them.
+from tests.databases import db_path, demo, engine, parametrize_engines, postgres, pulse, survey  # noqa: E402, F401
+
+
+def pytest_generate_tests(metafunc):
+    parametrize_engines(metafunc)

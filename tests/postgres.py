@@ -93,9 +93,7 @@ class ThrowawayPostgres:
     def stop(self):
         from deniable import storage
 
-        for pool in list(storage.engines._POOLS.values()):
-            pool.close()
-        storage.engines._POOLS.clear()
+        storage.engines.close_pools()
         try:
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "stop")
         finally:

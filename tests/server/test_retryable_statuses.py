@@ -9,6 +9,7 @@ import pytest
 
 from deniable import storage
 from deniable.storage import engines, group_commit
+from deniable.storage.writes import Writes
 from tests.server.conftest import ANSWERS
 
 pytestmark = pytest.mark.both_engines
@@ -26,8 +27,8 @@ def test_a_write_still_busy_after_its_retries_is_a_503_with_retry_after(client, 
         tries.append(1)
         raise Busy("deadlock detected")
 
-    for method in ("_store_response", "_store_prepared"):  # alone, and in a group commit or a batch
-        monkeypatch.setattr(storage.Store, method, busy)
+    for method in ("_store_response", "store_batch"):  # alone, and in a group commit or a batch
+        monkeypatch.setattr(Writes, method, busy)
     body = {"spec_hash": survey.hash, "idempotency_key": "k" * 16, "reports": survey.randomize(ANSWERS)}
     response = client.post("/api/v1/surveys/tax/responses", json=body)
     assert response.status_code == 503 and response.headers["Retry-After"]

@@ -1,4 +1,4 @@
-"""Security and faults, second round (issue 22): NUL characters, malformed specs, ids with a newline,
+"""Hostile input and faults: NUL characters, malformed specs, ids with a newline,
 formula injection in CSV. On both engines where it concerns storage; cost bounded by CPU time."""
 
 import json

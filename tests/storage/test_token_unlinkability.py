@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from deniable import storage
-from tests.server.conftest import ANSWERS
+from tests.databases import ANSWERS
 
 pytestmark = pytest.mark.both_engines
 

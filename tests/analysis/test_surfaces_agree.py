@@ -1,3 +1,5 @@
+"""The estimate on every surface a researcher meets it (the CLI's table, CSV and JSON, the dashboard's bars and whiskers, the notebook's plot) is the same certified figure, with the same population."""
+
 import json
 import re
 import secrets

@@ -10,8 +10,9 @@ import pytest
 
 from deniable import storage
 from deniable.client import Survey
+from deniable.storage.writes import Writes
 from tests.conftest import EXAMPLES
-from tests.server.conftest import ANSWERS
+from tests.databases import ANSWERS
 
 pytestmark = pytest.mark.both_engines
 
@@ -21,20 +22,28 @@ def body(survey: Survey, key: str | None = None):
     return (survey.hash, key or secrets.token_hex(16), survey.randomize(ANSWERS))
 
 
-class HeldStore(storage.Store):
-    """A store whose first shared write waits until ``others`` more submissions are queued behind it, and
-    which records, while it writes a group, which of the callers had already been answered."""
+class HeldWrites(Writes):
+    """A write part whose first shared write waits until ``hold`` is set, and which records, while it writes a group,
+    which of the callers had already been answered."""
 
-    def __init__(self, *args, hold: threading.Event | None = None, during=None, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, store, hold: threading.Event | None = None, during=None):
+        super().__init__(store)
         self.hold, self.during = hold, during
 
-    def _store_prepared(self, survey_id, entries, results):
+    def store_batch(self, survey_id, entries, results):
         if self.hold is not None:
             assert self.hold.wait(30)
         if self.during is not None:
             self.during(entries)
-        return super()._store_prepared(survey_id, entries, results)
+        return super().store_batch(survey_id, entries, results)
+
+
+class HeldStore(storage.Store):
+    """A store whose writes are `HeldWrites`."""
+
+    def __init__(self, *args, hold: threading.Event | None = None, during=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.writes = HeldWrites(self, hold, during)
 
 
 def reported(reader, question_id: str) -> int:
@@ -163,12 +172,17 @@ def test_a_group_that_fails_as_a_whole_is_written_one_by_one(db_path, survey):
     release = threading.Event()
     failed = []
 
-    class FailingOnce(HeldStore):
-        def _store_prepared(self, survey_id, entries, results):
+    class FailingOnceWrites(HeldWrites):
+        def store_batch(self, survey_id, entries, results):
             if len(entries) > 1 and not failed:
                 failed.append(len(entries))
                 raise RuntimeError("the shared transaction fails")
-            return super()._store_prepared(survey_id, entries, results)
+            return super().store_batch(survey_id, entries, results)
+
+    class FailingOnce(storage.Store):
+        def __init__(self, *args, hold=None, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.writes = FailingOnceWrites(self, hold)
 
     stores = [FailingOnce(db_path, migrate=False, group_commit=committer, hold=release if i == 0 else None)
               for i in range(6)]
@@ -196,14 +210,6 @@ def test_a_forked_process_starts_with_its_own_queue(db_path, survey):
     with storage.Store(db_path, migrate=False, group_commit=committer) as store:
         _, created = store.submit("tax", *body(survey))
     assert created and committer.groups == 1 and not committer._leading
-
-
-def test_the_server_commits_concurrent_posts_together(app, client, survey):
-    committer = app.extensions["deniable_group_commit"]
-    statuses = [client.post("/api/v1/surveys/tax/responses",
-                            json=dict(zip(("spec_hash", "idempotency_key", "reports"), body(survey)))).status_code
-                for _ in range(3)]
-    assert statuses == [201, 201, 201] and committer.responses == 3
 
 
 def test_a_writer_without_its_lock_file_still_writes(tmp_path, monkeypatch, demo):

@@ -11,7 +11,7 @@ from deniable.client import Survey
 from deniable.client.memo import Memo
 from deniable.storage.errors import StorageError
 from tests.conftest import EXAMPLES
-from tests.server.conftest import ANSWERS, table_rows
+from tests.databases import ANSWERS, table_rows
 
 pytestmark = pytest.mark.both_engines
 
