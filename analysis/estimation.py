@@ -357,15 +357,7 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         unbiased_se = np.sqrt(marginal.unit_variance(rates) / n)
         unbiased_covariance = None if scores is None else channels.symmetric_covariance(marginal, rates) / n
     else:
-        # The SE of the estimate published: the inverse information where it describes it (a public number, and any
-        # estimate whose shares are all several standard errors inside the simplex); for an ordinal scale or a
-        # numeric grid near a face of the simplex, a parametric bootstrap of the fit (`analysis.spread`), whose
-        # surveys also calibrate the intervals' cut there (`analysis.calibration`).
-        if spread.needs_bootstrap(mechanism) and not calibration.is_interior(q(), pi, n):
-            calibrated = calibration.at_estimate(q(), counts, pi)
-            covariance = calibrated.surveys.covariance
-        else:
-            covariance = channels.fitted_covariance(q(), pi) / n
+        covariance, calibrated = published_covariance(mechanism, q(), counts, pi)
         se = np.sqrt(np.clip(np.diag(covariance), 0, None))
         unbiased, unbiased_covariance = est.unbiased(q(), counts)
         unbiased_se = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))
@@ -438,6 +430,19 @@ def _clopper_pearson_shares(channel, counts, n, level):
     return np.minimum(np.maximum(low, 0.0), 1.0), np.minimum(np.maximum(high, 0.0), 1.0)
 
 
+def published_covariance(mechanism, q: np.ndarray, counts: np.ndarray, pi: np.ndarray):
+    """The covariance published beside an estimate ``pi`` on the simplex of answers (not k-ary randomized response,
+    whose shares are binomial), and the calibration behind it when there is one: the inverse information where it
+    describes the spread (a public number, or an estimate whose shares are all several standard errors inside the
+    simplex); for an ordinal scale or a numeric grid near a face, the parametric bootstrap of the fit at the estimate
+    (`analysis.spread`), whose surveys also calibrate the intervals' cut (`analysis.calibration`)."""
+    n = int(np.sum(counts))
+    if spread.needs_bootstrap(mechanism) and not calibration.is_interior(q, pi, n):
+        calibrated = calibration.at_estimate(q, counts, pi)
+        return calibrated.surveys.covariance, calibrated
+    return channels.fitted_covariance(q, pi) / n, None
+
+
 def _calibration_note(calibrated: calibration.Calibration, short: bool) -> str:
     """What the near-face route did; ``short``: a grid whose surveys are fitted together (`spread.BATCH_ANSWERS`)."""
     if short:
@@ -445,7 +450,8 @@ def _calibration_note(calibrated: calibration.Calibration, short: bool) -> str:
                 f"errors of 0): standard errors by parametric bootstrap, and each interval's likelihood cut calibrated "
                 f"on {calibrated.replicates} surveys drawn at the estimate and at each end (coverage's Monte Carlo "
                 f"error ±{calibrated.monte_carlo_error:.1%}); an end stops short of a point mass only if surveys drawn "
-                "at that point mass reject it")
+                "at that point mass reject it; a share at or near 0 has estimates piled at 0, which one standard error "
+                "does not describe (the bootstrap's mostly states more): read its interval")
     return (f"the estimate is near a face of the simplex (a share within {calibration.INTERIOR_MARGIN:g} standard errors "
             f"of 0): standard errors by parametric bootstrap ({len(calibrated.surveys.draws)} surveys); on a grid this "
             "long the intervals keep χ²₁'s cut, and an end stops short of a point mass only if surveys drawn at that "
