@@ -210,16 +210,7 @@ def _estimate_on_one_thread(mechanism, counts, level, method, question_id, simul
     counts = np.asarray(counts, dtype=np.int64)
     if counts.sum() == 0:
         raise AnalysisError(f"{question_id or 'question'}: no reports to estimate from")
-    if isinstance(mechanism, GroupedMechanism):
-        result = _compliance(mechanism, counts, level, method, question_id)
-    elif isinstance(mechanism, UnaryMechanism):
-        result = _multi_select(mechanism, counts, level, method, question_id, simultaneous)
-    elif isinstance(mechanism, LaplaceMechanism):
-        result = _grid(mechanism, counts, level, method, question_id, simultaneous, scores)
-    elif channels.is_binary(mechanism):
-        result = _binary(mechanism, counts, level, method, question_id)
-    else:
-        result = _grid(mechanism, counts, level, method, question_id, simultaneous, scores)
+    result = ESTIMATORS[shape(mechanism)](mechanism, counts, level, method, question_id, simultaneous, scores)
     tested = fit.fit_test(mechanism, counts, fit.estimates_of(result))
     lead, trail = [], []
     certificate = result.certificate
@@ -241,6 +232,20 @@ def _estimate_on_one_thread(mechanism, counts, level, method, question_id, simul
 
     return dataclasses.replace(result, fit=tested, scores=averaged, refit=refit,
                                notes=(*lead, *result.notes, *trail))
+
+
+def shape(mechanism) -> str:
+    """How a mechanism is estimated, one of `designs.SHAPES` (each design names its own: `designs.Design.shape`; any
+    design but a grouped one asked as a two-answer question is one share of a binomial count, "binary")."""
+    if isinstance(mechanism, GroupedMechanism):
+        return "grouped"
+    if isinstance(mechanism, UnaryMechanism):
+        return "unary"
+    if isinstance(mechanism, LaplaceMechanism):
+        return "numeric"
+    if channels.is_binary(mechanism):
+        return "binary"
+    return "symmetric" if channels.symmetric_channel(mechanism) is not None else "channel"
 
 
 def _compliance(mechanism, counts, level, method, question_id):
@@ -479,3 +484,19 @@ def _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, grid, level,
     unbiased_se = math.sqrt(max(float(grid @ unbiased_covariance @ grid), 0.0))
     return MeanEstimate(value, se, est.ConfidenceInterval(float(low), float(high)), level, method,
                         float(grid @ unbiased), unbiased_se)
+
+
+#: The estimator of each shape (`shape`), called as (mechanism, counts, level, method, question id, simultaneous,
+#: scores): a binomial share, the simplex of answers (through k-ary randomized response's two numbers where it has
+#: them, `_grid`), independent options, a numeric grid, a design with groups.
+ESTIMATORS = {
+    "binary": lambda mechanism, counts, level, method, question_id, simultaneous, scores:
+        _binary(mechanism, counts, level, method, question_id),
+    "symmetric": _grid,
+    "channel": _grid,
+    "unary": lambda mechanism, counts, level, method, question_id, simultaneous, scores:
+        _multi_select(mechanism, counts, level, method, question_id, simultaneous),
+    "numeric": _grid,
+    "grouped": lambda mechanism, counts, level, method, question_id, simultaneous, scores:
+        _compliance(mechanism, counts, level, method, question_id),
+}

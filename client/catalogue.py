@@ -18,6 +18,7 @@ import string
 from collections.abc import Mapping
 from pathlib import Path
 
+from .designs import DESIGNS
 from .privacy import DEFAULT_PRIOR, posterior_bound
 
 DEFAULT = "en"
@@ -110,15 +111,6 @@ class Recording(dict):
         return super().__getitem__(key)
 
 
-#: Per respondent-side design: the catalogue words for how the respondent randomizes and for the fact
-#: the guarantee assumes the researcher cannot know.
-RESPONDENT_WORDS = {"crosswise": ("respondent_combined", "respondent_companion_fact"),
-                    "triangular": ("respondent_combined", "respondent_companion_fact"),
-                    "forced_response": ("respondent_instruction", "respondent_draw_fact"),
-                    "cheating_detection": ("respondent_instruction", "respondent_draw_fact"),
-                    "stochastic_lie_detector": ("respondent_instruction", "respondent_draw_fact")}
-
-
 def privacy_statement(epsilon: float, words=None, prior: float = DEFAULT_PRIOR, randomized: bool = False,
                       respondent: str | None = None) -> str:
     """`deniable.client.Question.privacy_statement` in the words of ``words`` (a table from `messages`, or a
@@ -130,7 +122,7 @@ def privacy_statement(epsilon: float, words=None, prior: float = DEFAULT_PRIOR, 
         "factor": _number(math.exp(epsilon), 3, words), "epsilon": _number(epsilon, 3, words),
         "prior": _percent(prior, 0, words), "posterior": _percent(posterior_bound(prior, epsilon), 1, words)}
     if respondent is not None:
-        how, fact = (words[key] for key in RESPONDENT_WORDS[respondent])
+        how, fact = (words[key] for key in DESIGNS[respondent].respondent_words)
         if math.isinf(epsilon):
             return words["respondent_one_sided_statement"].format(how=how, fact=fact)
         return words["respondent_statement"].format(how=how, fact=fact, **figures)

@@ -8,6 +8,8 @@ every parameter checked and ε computed from the exact channel. Twin of the JS c
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 
 from . import compliance
@@ -220,19 +222,66 @@ def public(question_type: str, options=None, grid=None):
     return LaplaceMechanism("none", params, *grid, alpha=None)
 
 
-#: design name → (question types it serves, parameter names it accepts)
+#: How analysis estimates a design's mechanism (`analysis.estimation.SHAPES` names an estimator for each): a yes/no
+#: channel of two numbers; the symmetric channel of k-ary randomized response; a channel matrix on the simplex of
+#: answers (ordinal scales); independent bits per option (multi-select); a numeric grid; a design with groups.
+SHAPES = ("binary", "symmetric", "channel", "unary", "numeric", "grouped")
+
+
+@dataclass(frozen=True)
+class Design:
+    """One design and every part of it, named here so a contributor who adds or changes one finds them all (a test,
+    tests/docs/test_design_units.py, fails when a part is missing): the question types it serves and the parameters it
+    accepts; its builder (``build(params, where, options, grid, text)``, checked and exact) and its JavaScript twin
+    (the builder of the same name in client/js/src/designs.js); how analysis estimates it (``shape``, one of
+    `SHAPES`); its section in docs/mechanisms.md (``docs``, the heading's text); the catalogue words of its privacy
+    statement when the respondent randomizes (``respondent_words``: how, and the fact the guarantee assumes unknown);
+    its cases in the shared vectors are found by name in tests/vectors/channels.json."""
+    types: tuple[str, ...]
+    params: tuple[str, ...]
+    build: Callable[..., Mechanism]
+    shape: str
+    docs: str
+    respondent_words: tuple[str, str] | None = None
+
+
+_RESPONDENT_DRAW = ("respondent_instruction", "respondent_draw_fact")
+_RESPONDENT_COMPANION = ("respondent_combined", "respondent_companion_fact")
+
+#: design name → its `Design`.
 DESIGNS = {
-    "forced_response": (("yes_no",), ("truth", "yes", "no", "randomizer")),
-    "crosswise": (("yes_no",), ("companion", "p")),
-    "cheating_detection": (("yes_no",), ("groups",)),
-    "stochastic_lie_detector": (("yes_no",), ("groups",)),
-    "triangular": (("yes_no",), ("companion", "p")),
-    "warner": (("yes_no",), ("p",)),
-    "unrelated_question": (("yes_no",), ("p", "innocuous_yes")),
-    "k_rr": (("yes_no", "choice", "ordinal"), ("epsilon", "p_truth")),
-    "ordinal": (("ordinal",), ("epsilon",)),
-    "unary": (("multi_select",), ("epsilon", "variant")),
-    "laplace": (("number",), ("epsilon",)),
+    "forced_response": Design(("yes_no",), ("truth", "yes", "no", "randomizer"),
+                              lambda params, where, options, grid, text: forced_response(params, where, text),
+                              "binary", "`forced_response` (yes_no)", _RESPONDENT_DRAW),
+    "crosswise": Design(("yes_no",), ("companion", "p"),
+                        lambda params, where, options, grid, text: crosswise(params, where, text),
+                        "binary", "Designs in which the respondent randomizes", _RESPONDENT_COMPANION),
+    "cheating_detection": Design(("yes_no",), ("groups",),
+                                 lambda params, where, options, grid, text: compliance.cheating_detection(params, where,
+                                                                                                            text),
+                                 "grouped", "Designs that measure compliance", _RESPONDENT_DRAW),
+    "stochastic_lie_detector": Design(("yes_no",), ("groups",),
+                                      lambda params, where, options, grid, text:
+                                      compliance.stochastic_lie_detector(params, where, text),
+                                      "grouped", "Designs that measure compliance", _RESPONDENT_DRAW),
+    "triangular": Design(("yes_no",), ("companion", "p"),
+                         lambda params, where, options, grid, text: triangular(params, where, text),
+                         "binary", "Designs in which the respondent randomizes", _RESPONDENT_COMPANION),
+    "warner": Design(("yes_no",), ("p",), lambda params, where, options, grid, text: warner(params, where),
+                     "binary", "`warner` (yes_no)"),
+    "unrelated_question": Design(("yes_no",), ("p", "innocuous_yes"),
+                                 lambda params, where, options, grid, text: unrelated_question(params, where),
+                                 "binary", "`unrelated_question` (yes_no)"),
+    "k_rr": Design(("yes_no", "choice", "ordinal"), ("epsilon", "p_truth"),
+                   lambda params, where, options, grid, text: k_rr(params, where, options),
+                   "symmetric", "`k_rr` (choice, ordinal, yes_no)"),
+    "ordinal": Design(("ordinal",), ("epsilon",), lambda params, where, options, grid, text: ordinal(params, where, options),
+                      "channel", "`ordinal` (ordinal)"),
+    "unary": Design(("multi_select",), ("epsilon", "variant"),
+                    lambda params, where, options, grid, text: unary(params, where, options),
+                    "unary", "`unary` (multi_select)"),
+    "laplace": Design(("number",), ("epsilon",), lambda params, where, options, grid, text: laplace(params, where, *grid),
+                      "numeric", "`laplace` (number)"),
 }
 
 DEFAULT_PRIVACY = {"yes_no": {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}}
@@ -256,34 +305,13 @@ def build(question_type: str, privacy, where: str, options=None, grid=None, text
         raise ValueError(f"{where}.design: missing{hint} Choose one of {', '.join(DESIGNS)} (or privacy: none)")
     if not isinstance(design, str) or design not in DESIGNS:
         raise ValueError(f"{where}.design: unknown design {design!r}; choose one of {', '.join(DESIGNS)} (or privacy: none)")
-    types, accepted = DESIGNS[design]
+    types, accepted = DESIGNS[design].types, DESIGNS[design].params
     if question_type not in types:
         raise ValueError(f"{where}.design: {design} does not apply to {question_type} questions (it serves {', '.join(types)})")
     unknown = sorted(set(privacy) - {"design", *accepted})
     if unknown:
         raise ValueError(f"{where}: unknown field {unknown[0]!r} for design {design} (accepted: {', '.join(accepted)})")
-    if design == "forced_response":
-        mechanism = forced_response(privacy, where, text)
-    elif design == "crosswise":
-        mechanism = crosswise(privacy, where, text)
-    elif design == "triangular":
-        mechanism = triangular(privacy, where, text)
-    elif design == "cheating_detection":
-        mechanism = compliance.cheating_detection(privacy, where, text)
-    elif design == "stochastic_lie_detector":
-        mechanism = compliance.stochastic_lie_detector(privacy, where, text)
-    elif design == "warner":
-        mechanism = warner(privacy, where)
-    elif design == "unrelated_question":
-        mechanism = unrelated_question(privacy, where)
-    elif design == "k_rr":
-        mechanism = k_rr(privacy, where, list(YES_NO) if question_type == "yes_no" else options)
-    elif design == "ordinal":
-        mechanism = ordinal(privacy, where, options)
-    elif design == "unary":
-        mechanism = unary(privacy, where, options)
-    else:
-        mechanism = laplace(privacy, where, *grid)
+    mechanism = DESIGNS[design].build(privacy, where, list(YES_NO) if question_type == "yes_no" else options, grid, text)
     # A requested ε is met from below (on a 2^-32 grid): 0.01 asked may come out a hair under 0.01.
     if mechanism.is_private and mechanism.epsilon < MIN_EPSILON * (1 - 1e-3):
         raise ValueError(f"{where}: ε = {mechanism.epsilon:.3g} is so close to 0 that a report says next to nothing "
