@@ -198,7 +198,7 @@ def export_download(survey_id, fmt, number=None):
 @signed_in
 def estimates_download(survey_id, fmt, number=None):
     """The estimates on the page as the CLI prints them (`deniable estimate --format csv|json`)."""
-    from deniable.analysis import estimate_table, load
+    from deniable.analysis import SampleDesign, estimate_table, load
 
     if fmt not in ("csv", "json"):
         abort(404)
@@ -208,7 +208,7 @@ def estimates_download(survey_id, fmt, number=None):
         store.find_version(survey_id, version=number)  # an unknown version is a 404 page
     try:
         data = load(store=store, survey_id=survey_id, version=number, all_versions=number is None)
-        table = estimate_table(data, design=_spec_design(data))
+        table = estimate_table(data, design=SampleDesign.of(data.survey))
     except DeniableError as error:
         return render_template("message.html", heading="Cannot estimate", message=str(error), error=True), 422
     which = "pooled" if number is None else f"v{number}"
@@ -217,18 +217,13 @@ def estimates_download(survey_id, fmt, number=None):
         headers={"Content-Disposition": f'attachment; filename="{survey_id}-{which}-estimates.{fmt}"'})
 
 
-def _spec_design(data):
-    """The sample design the survey's spec names (None: a simple random sample), as `deniable estimate` uses it."""
-    from deniable.analysis import SampleDesign
-
-    return SampleDesign.of(data.survey)
-
-
 def _estimates_page(survey_id, version: int | None = None, pooled: bool = False):
-    from deniable.analysis import LoadError, load  # the dashboard is the server's one use of analysis
-    from deniable.analysis.planning import UNINFORMATIVE_MARGIN
-    from deniable.analysis.sweep import NoEstimate, each_estimate
-    from deniable.client.laplace import LaplaceMechanism
+    # The dashboard is the server's one use of analysis (pandas, scipy): loaded with the first estimates page, not by
+    # every worker at start.
+    from deniable.analysis import LoadError, SampleDesign, load
+    from deniable.analysis.planning import PLANNING_SECONDS, plan
+
+    from .dashboard import asked_shares, day_bars, estimate_charts
 
     store = get_store()
     current = store.get_survey(survey_id)
@@ -239,56 +234,10 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
         data = load(store=store, survey_id=survey_id, version=None if pooled else record.version, all_versions=pooled)
     except LoadError as error:
         return render_template("message.html", heading="Cannot load", message=str(error), error=True), 500
-    charts = []
-    for qid, result in each_estimate(data, data.survey.questions, _spec_design(data)):
-        question = data.survey.questions[qid]
-        chart = {"id": qid, "text": question.text, "design": question.mechanism.design,
-                 "epsilon": question.epsilon, "rows": [], "mean": None, "error": None, "versions": None}
-        if isinstance(result, NoEstimate) and result.pooled:
-            chart.update(population=None, error=f"Not pooled: {result}")
-            charts.append(chart)
-            continue
-        chart["population"] = data.population(qid)
-        chart["versions"] = [v.label for v in data.versions_for(qid)]
-        if isinstance(result, NoEstimate):
-            chart["error"] = "no responses yet" if data.n == 0 else str(result)
-        else:
-            chart.update(n=result.n, method=result.method, simultaneous=result.simultaneous, notes=result.notes,
-                         certified=result.converged, certificate=result.certificate)
-            described = result.fit.describe()
-            chart["fit"] = {"flagged": result.fit.flagged,
-                            "text": described.removeprefix("FIT FAILED: ") if result.fit.flagged
-                            else described[0].upper() + described[1:]}
-            chart["notes"] = [note for note in result.notes if note != described]  # said once, above
-            if result.mean is not None:
-                chart["mean"] = result.mean
-            chart["rows"] = _bars(result.table, question)
-            widest = float(((result.table["ci_high"] - result.table["ci_low"]) / 2).max())
-            if isinstance(question.mechanism, LaplaceMechanism) and widest > UNINFORMATIVE_MARGIN:
-                # Per-value bars would be noise (`survey check` says so before fielding): lead with the mean and
-                # ranges of values, the per-value bars one click away.
-                chart.update(bins=_bars(result.binned()), widest=widest)
-            if result.split_ballot is not None:
-                from deniable.analysis.splitballot import ASSUMPTION
-
-                chart["split_ballot"] = {"rows": result.split_ballot.reset_index().to_dict("records"),
-                                         "assumption": ASSUMPTION}
-            if data.repeated and data.waves:
-                chart["waves"] = _wave_rows(data, qid)
-        charts.append(chart)
-    from deniable.analysis.planning import PLANNING_SECONDS, plan
-
+    charts = estimate_charts(data, SampleDesign.of(data.survey))
     planned = request.args.get("n", "1000")
     planned = int(planned) if planned.isdigit() and 0 < int(planned) <= 10**9 else 1000
-    # A question skip logic asks of some only is planned at the share of respondents asked it so far.
-    observed = {}
-    for chart in charts:
-        qid = chart["id"]
-        if chart["population"] and data.survey.questions[qid].is_private:
-            respondents = sum(v.n for v in data.versions_for(qid))  # of the versions that ask it
-            reached = float(data.question_counts(qid).sum()) / respondents if respondents else 0.0
-            if 0 < reached <= 1:
-                observed[qid] = reached
+    observed = asked_shares(data, charts)
     plans = plan(data.survey, planned, time_limit=PLANNING_SECONDS, asked=observed)
     planning_later = False
     if plans.unplanned:
@@ -296,7 +245,7 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
         job = ("plan", current.hash, planned, tuple(sorted(observed.items())))
         planning_later = finish_later(job, lambda: plan(data.survey, planned, asked=observed))
     return render_template("estimates.html", record=record, current=current, survey=data.survey, charts=charts,
-                           n=data.n, inf=math.inf, pooled=pooled, loaded=data, days=_day_bars(store.responses_per_day(survey_id)),
+                           n=data.n, inf=math.inf, pooled=pooled, loaded=data, days=day_bars(store.responses_per_day(survey_id)),
                            waves=store.waves(survey_id) if current.survey.repeated is not None else None,
                            plans=plans, planning_seconds=PLANNING_SECONDS, planning_later=planning_later,
                            added=request.args.get("added"),
@@ -369,76 +318,3 @@ def audit():
 
 
 AUDIT_PAGE = 100
-
-
-#: Chart geometry (SVG user units): each row is its label line above a bar spanning the plot's width,
-#: so a phone's narrow screen shrinks the bars, not the text.
-PLOT_LEFT, PLOT_WIDTH, ROW_HEIGHT = 6, 328, 44
-
-
-def _wave_rows(data, question_id: str) -> dict:
-    """One question wave by wave (the share of "yes", of the first answer, or the mean) and the change
-    between the last two waves: the figures `LoadedSurvey.by_wave` and `compare_waves` give."""
-    from deniable.analysis import AnalysisError
-    from deniable.analysis.groups import default_answer
-
-    try:
-        results = data.by_wave(question_id)
-    except AnalysisError as error:
-        return {"error": str(error)}
-    if not results:  # its reports came from versions asked before the survey was repeated
-        return {"error": "no reports in any wave"}
-    answer = default_answer(next(iter(results.values())))  # what compare_waves compares below
-    rows = []
-    for wave, result in results.items():
-        if answer == "mean":
-            estimate, low, high = result.mean.estimate, result.mean.ci.low, result.mean.ci.high
-        else:
-            row = result.table.loc[answer]
-            estimate, low, high = row["estimate"], row["ci_low"], row["ci_high"]
-        rows.append({"wave": wave, "n": result.n, "estimate": float(estimate), "low": float(low), "high": float(high)})
-    change = None
-    if len(results) >= 2:
-        before, after = list(results)[-2:]
-        compared = data.compare_waves(question_id, before, after, answer)
-        change = {"from": before, "to": after, "difference": compared.difference, "low": compared.ci.low,
-                  "high": compared.ci.high, "p": compared.pvalue, "note": compared.note}
-    return {"answer": answer, "rows": rows, "change": change}
-
-
-#: The responses-per-day chart: one bar per day with responses (daily counts only: no time is kept).
-DAY_BAR, DAY_HEIGHT, DAY_MIN_BARS = 12, 80, 30
-
-
-def _day_bars(days: list[tuple[str, int]]) -> dict | None:
-    if not days:
-        return None
-    most = max(n for _, n in days)
-    bars = [{"day": day, "n": n, "x": i * DAY_BAR, "height": max(1.0, DAY_HEIGHT * n / most)} for i, (day, n) in enumerate(days)]
-    # At least a month wide, and drawn at a fixed height: one day alone was one bar 5,000 px tall on a wide screen
-    # (the viewBox 14 wide, scaled to the page's width).
-    return {"bars": bars, "width": max(len(days), DAY_MIN_BARS) * DAY_BAR, "most": most, "height": DAY_HEIGHT}
-
-
-def _bars(table, question=None) -> list[dict]:
-    """One bar per row, labelled as respondents read the answer (an option's label, not its stable code)."""
-    def label(answer) -> str:
-        if isinstance(answer, (list, tuple)):
-            return ", ".join(label(a) for a in answer)
-        if question is not None and question.options and answer in question.options:
-            return question.option_label(answer)
-        return str(answer)
-
-    rows = []
-    for position, (answer, row) in enumerate(table.dropna(subset=["estimate"]).iterrows()):
-        clamp = lambda v: min(max(float(v), 0.0), 1.0)  # noqa: E731 - the axis is [0, 1]
-        rows.append({
-            "label": label(answer),
-            "y": position * ROW_HEIGHT, "estimate": float(row["estimate"]),
-            "unbiased": float(row["unbiased"]) if "unbiased" in row else None,
-            "low": float(row["ci_low"]), "high": float(row["ci_high"]),
-            "bar": PLOT_WIDTH * clamp(row["estimate"]),
-            "x_low": PLOT_LEFT + PLOT_WIDTH * clamp(row["ci_low"]),
-            "x_high": PLOT_LEFT + PLOT_WIDTH * clamp(row["ci_high"]),
-        })
-    return rows

@@ -1,49 +1,20 @@
-"""The ``deniable`` command: a thin layer over the library. Every domain error (a `DeniableError`)
-becomes a one-line message and exit status 1, in one place (`commands.Commands`).
-
-Here: the group, invitation tokens, exports, estimates and init-db. The surveys' commands are in `cli_surveys`,
-accounts and maintenance in `cli_admin`, serving in `cli_serve`; what they share in `commands`."""
+"""`deniable tokens`, `deniable export` and `deniable estimate`: what goes into a survey's invitations and what comes
+out of its responses."""
 
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import click
 
 from deniable import storage
 
-from .cli_admin import admin, backup, compact, copy
-from .cli_serve import demo, serve
-from .cli_surveys import survey
-from .commands import Commands, atomic_write, cli_actor, db_option, open_store
+from .common import cli_actor, db_option, open_store
+from .files import atomic_write, read_frame, write_chunks
 
 
-@click.group(cls=Commands)
-@click.version_option(package_name="deniable")
-def main():
-    """deniable: surveys with plausible deniability (randomized response on the respondent's device)."""
-
-
-# --- tokens and export --------------------------------------------------------------------------
-
-def _read_frame(path: str) -> list[dict]:
-    """The rows of a frame CSV file (UTF-8, a header line), as {column: text}."""
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise click.ClickException(f"{path}: no such file") from None
-    except (UnicodeDecodeError, OSError) as error:
-        raise click.ClickException(f"{path}: not a readable UTF-8 file ({error})") from None
-    try:
-        return storage.frame_rows_from_csv(text)
-    except storage.StorageError as error:
-        raise click.ClickException(f"{path}: {error.message}") from None
-
-
-@main.command()
+@click.command()
 @click.argument("survey_id")
 @click.option("--count", type=click.IntRange(1, 100_000), help="How many tokens (without --frame).")
 @click.option("--frame", "frame_file", type=click.Path(dir_okay=False),
@@ -65,7 +36,7 @@ def tokens(survey_id, count, frame_file, min_cell, db_path, base_url):
         raise click.UsageError("give --count N, or --frame sample.csv (one token per row)")
     if min_cell is not None and frame_file is None:
         raise click.UsageError("--min-cell goes with --frame")
-    frame = None if frame_file is None else _read_frame(frame_file)
+    frame = None if frame_file is None else read_frame(frame_file)
     with open_store(db_path) as store:
         was_open = store.get_survey(survey_id).access == "open"
         issued = store.issue_tokens(survey_id, count, actor=cli_actor(), frame=frame,
@@ -82,7 +53,7 @@ def tokens(survey_id, count, frame_file, min_cell, db_path, base_url):
         click.echo(token if base_url is None else f"{base_url.rstrip('/')}/s/{survey_id}?t={token}")
 
 
-@main.command()
+@click.command()
 @click.argument("survey_id")
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "sav", "dta", "codebook"]), default="csv",
               show_default=True, help="csv, jsonl, SPSS (sav) or Stata (dta) with labels, or the codebook alone.")
@@ -96,7 +67,7 @@ def tokens(survey_id, count, frame_file, min_cell, db_path, base_url):
 def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
     """Export the stored reports of a survey version (or of all of them). Private columns hold randomized
     reports: analyse them with `deniable estimate`, not by tabulating them."""
-    from .exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord, describe, export_rows
+    from ..exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord, describe, export_rows
 
     export = EXPORT_FORMATS[fmt]
     if export.binary and not output:
@@ -113,10 +84,10 @@ def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
                 _audit_export(db_path, record, fmt)
                 return
             target = Path(output)
-            atomic_write(target, lambda path: _write_chunks(path, chunks, export.binary))
+            atomic_write(target, lambda path: write_chunks(path, chunks, export.binary))
             if fmt != "codebook":
                 beside = target.with_name(target.stem + ".codebook.md")
-                atomic_write(beside, lambda path: _write_chunks(path, EXPORT_FORMATS["codebook"].write(record), False))
+                atomic_write(beside, lambda path: write_chunks(path, EXPORT_FORMATS["codebook"].write(record), False))
         except ExportUnavailable as error:
             raise click.ClickException(str(error)) from None
         described = "the codebook" if fmt == "codebook" else f"{record.responses} responses of {describe(record)}"
@@ -127,7 +98,7 @@ def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
 def _audit_export(db_path, record, fmt: str):
     """The export's line in the audit log, as the dashboard and the API write theirs. The export itself only
     reads; a database that cannot take the line (read-only, a replica) is said, not fatal."""
-    from .exports import describe
+    from ..exports import describe
 
     try:
         with open_store(db_path) as store:
@@ -136,15 +107,7 @@ def _audit_export(db_path, record, fmt: str):
         click.echo(f"NOTE: the export was not written to the audit log ({error.message})", err=True)
 
 
-def _write_chunks(path: Path, chunks, binary: bool):
-    with (path.open("wb") if binary else path.open("w", encoding="utf-8", newline="")) as handle:
-        for chunk in chunks:
-            handle.write(chunk)
-
-
-# --- analysis -----------------------------------------------------------------------------------
-
-@main.command("estimate")
+@click.command("estimate")
 @click.argument("survey_id")
 @db_option
 @click.option("--url", help="Read from a running server instead of --db (needs --token).")
@@ -202,27 +165,3 @@ def estimate_command(survey_id, db_path, url, token, by, by_wave, questions, lev
         raise click.ClickException("no question could be estimated")
     if fmt != "table":
         click.echo(table.to_csv() if fmt == "csv" else table.to_json(), nl=fmt == "json")
-
-
-# --- running ------------------------------------------------------------------------------------
-
-@main.command("init-db")
-@db_option
-@click.option("--received-on", "granularity", type=click.Choice(storage.GRANULARITIES), default=None,
-              help="Keep the date each response arrived to the day (the default), the week (its Monday) "
-                   "or the month (its first day). Applies to responses received from now on.")
-def init_db(db_path, granularity):
-    """Create or migrate the database schema (and set how finely arrival dates are kept)."""
-    with open_store(db_path, must_exist=False) as store:
-        if granularity:
-            store.set_received_on_granularity(granularity)
-        click.echo(f"{db_path}: schema version {store.schema_version()}; "
-                   f"arrival dates kept to the {store.received_on_granularity()}")
-
-
-for command in (survey, admin, copy, backup, compact, serve, demo):
-    main.add_command(command)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,11 +1,10 @@
 """What every `deniable` command shares: how it names its database (`db_option`), opens it (`open_store`) and a
-spec file (`load_spec_file`), turns a domain error into one line and exit status 1 (`Commands`), writes an output
-file whole or not at all (`atomic_write`), and whom the audit log names (`cli_actor`)."""
+spec file (`load_spec_file`), turns a domain error into one line and exit status 1 (`Commands`), and whom the audit
+log names (`cli_actor`). Files are `files`'."""
 
 from __future__ import annotations
 
 import getpass
-from pathlib import Path
 
 import click
 
@@ -58,34 +57,6 @@ def open_store(db_path: str, read_only: bool = False, must_exist: bool = True) -
         raise click.ClickException(error.message if error.message.startswith(where) else f"{where}: {error.message}") from None
     except Exception as error:  # sqlite3.DatabaseError, psycopg's OperationalError: not a database, unreachable…
         raise click.ClickException(f"{storage.describe(db_path)}: cannot open the database ({error})") from None
-
-
-def atomic_write(target: Path, write):
-    """Write a new file beside the target and rename it over the target: a failed write leaves no partial
-    file. The new file is created exclusively under a name nobody can predict (a link planted at
-    ``<output>.partial`` is never followed), and the target must be a regular file or not exist yet."""
-    import os
-    import tempfile
-
-    if target.is_symlink() or (target.exists() and not target.is_file()):
-        raise click.ClickException(f"{target}: not a regular file (a link, a folder or a device); choose another output")
-    try:
-        handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
-    except OSError as error:
-        raise click.ClickException(f"{target}: cannot write ({error.strerror})") from None
-    os.close(handle)
-    partial = Path(name)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(partial, 0o666 & ~umask)  # as an ordinary new file would be, not mkstemp's 0600
-        write(partial)
-        partial.replace(target)
-    except BaseException as error:
-        partial.unlink(missing_ok=True)
-        if not isinstance(error, OSError):
-            raise
-        raise click.ClickException(f"{target}: cannot write ({error.strerror})") from None
 
 
 def cli_actor() -> str:

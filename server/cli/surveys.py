@@ -11,7 +11,8 @@ from deniable.client import Survey
 from deniable.client.errors import DeniableError
 from deniable.client.privacy import DEFAULT_PRIOR
 
-from .commands import atomic_write, cli_actor, db_option, load_spec_file, open_store
+from .common import cli_actor, db_option, load_spec_file, open_store
+from .files import atomic_write
 
 # --- surveys ------------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""`deniable serve` and `deniable demo`: the server, on waitress or gunicorn, and the demo survey."""
+"""`deniable serve`, `deniable demo` and `deniable init-db`: the server, on waitress or gunicorn, the demo survey, and
+the database's schema."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ import click
 
 from deniable import storage
 
-from .commands import db_option, open_store
+from .common import db_option, open_store
 
 
 def _announce_admin(store: storage.Store, base_url: str, rotate: bool = False):
     import os
 
-    from .auth import ensure_admin_token, rotate_admin_token
+    from ..auth import ensure_admin_token, rotate_admin_token
 
     # The sign-in page, never a link carrying the token: URLs end up in histories and proxy logs.
     click.echo(f"Admin sign-in: {base_url}/admin/login (an account from `deniable admin add NAME`, or the admin token)")
@@ -52,7 +53,7 @@ def _address(host: str, port: int) -> str:
 def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1, config: dict | None = None):
     """waitress for one process; gunicorn (gthread workers, each building its own app and its
     own database pool after the fork) for several. No access log: it would hold addresses."""
-    from . import create_app
+    from .. import create_app
 
     if workers > 1:
         try:
@@ -113,8 +114,8 @@ def serve(db_path, host, port, threads, workers, rate_limits, proxy_hops):
 @click.option("--no-serve", is_flag=True, help="Set up (and simulate) only; do not start the server.")
 def demo(db_path, host, port, simulate, no_serve):
     """Start the server with the demo survey (the seed's tax-dodging coin flip and one question of each type)."""
-    from .demo import demo_survey
-    from .demo import simulate as simulate_respondents
+    from ..demo import demo_survey
+    from ..demo import simulate as simulate_respondents
 
     if not no_serve:
         _check_port(host, port)
@@ -133,3 +134,16 @@ def demo(db_path, host, port, simulate, no_serve):
         click.echo(f"Serving {db_path} on {base_url} (Ctrl-C to stop)", err=True)
         _serve(db_path, host, port, threads=8)
 
+
+@click.command("init-db")
+@db_option
+@click.option("--received-on", "granularity", type=click.Choice(storage.GRANULARITIES), default=None,
+              help="Keep the date each response arrived to the day (the default), the week (its Monday) "
+                   "or the month (its first day). Applies to responses received from now on.")
+def init_db(db_path, granularity):
+    """Create or migrate the database schema (and set how finely arrival dates are kept)."""
+    with open_store(db_path, must_exist=False) as store:
+        if granularity:
+            store.set_received_on_granularity(granularity)
+        click.echo(f"{db_path}: schema version {store.schema_version()}; "
+                   f"arrival dates kept to the {store.received_on_granularity()}")

@@ -9,7 +9,7 @@ import click
 from deniable import storage
 from deniable.client.errors import DeniableError
 
-from .commands import db_option, open_store
+from .common import db_option, open_store
 
 # --- admins -------------------------------------------------------------------------------------
 
