@@ -1,0 +1,50 @@
+"""What `deniable.analysis` exports, and from where: read by type checkers and IDEs, and by `lazy_loader` at run time,
+which imports each module on the first use of one of its names (a command that only plans never loads scipy, pandas
+or statsmodels). A name added here is public."""
+
+from .correlation import Correlation, correlation
+from .errors import AnalysisError, LoadError, PoolingError
+from .estimation import estimate, population
+from .estimators import (
+    BINARY_METHODS,
+    DEFAULT_BINARY_METHOD,
+    ConfidenceInterval,
+)
+from .groups import (
+    Comparison,
+    compare,
+    subgroup_frame,
+    subgroups,
+)
+from .likelihood import Certificate, ConvergenceWarning
+from .loaded import LoadedSurvey, Version
+from .loading import load
+from .planning import (
+    QuestionPlan,
+    compare_designs,
+    describe_plan,
+    margin_of_error,
+    plan,
+    power,
+    sample_size,
+    unit_variance,
+)
+from .predictor import linear
+from .regression import SeparationWarning, logistic
+from .results import (
+    CATEGORICAL_METHODS,
+    EstimateResult,
+    MeanEstimate,
+    Summary,
+)
+from .sampling import SampleDesign
+from .tables import EstimateTable, estimate_table
+
+__all__ = [
+    "AnalysisError", "BINARY_METHODS", "CATEGORICAL_METHODS", "Certificate", "Comparison", "ConfidenceInterval",
+    "ConvergenceWarning", "Correlation", "DEFAULT_BINARY_METHOD", "EstimateResult", "EstimateTable", "LoadError",
+    "LoadedSurvey", "MeanEstimate", "PoolingError", "QuestionPlan", "SampleDesign", "SeparationWarning", "Summary",
+    "Version", "compare", "compare_designs", "correlation", "describe_plan", "estimate", "estimate_table", "linear",
+    "load", "logistic", "margin_of_error", "plan", "population", "power", "sample_size", "subgroup_frame",
+    "subgroups", "unit_variance",
+]
