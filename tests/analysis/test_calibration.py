@@ -1,9 +1,7 @@
 """Intervals at the faces of the simplex: the likelihood-ratio cut calibrated at the estimate and at each end, the
 point-mass test, and the closed-form standard errors of interior estimates (`analysis.calibration`)."""
 
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,9 +9,7 @@ import pytest
 from deniable.analysis import calibration, channels, likelihood, spread
 from deniable.analysis.estimation import _estimate, _grid
 from deniable.client import Survey
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from validation import simulated_coverage  # noqa: E402
+from tests.support.validation import simulated_coverage
 
 
 def mechanism(kind: str, k: int, epsilon):

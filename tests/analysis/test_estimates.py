@@ -7,7 +7,7 @@ import pytest
 from deniable.analysis import DEFAULT_BINARY_METHOD, EstimateResult, channels, estimate, load
 from deniable.analysis import estimators as est
 from deniable.client import Survey
-from scripts.validation import (
+from tests.support.validation import (
     GRID_EPSILON,
     GRID_N,
     GRID_PI,

@@ -10,8 +10,8 @@ from deniable.analysis import LoadError, compare, estimate, load, logistic, subg
 from deniable.client import Survey
 from deniable.server import create_app
 from deniable.server.demo import TRUTH
-from scripts.validation import regression_study
 from tests.conftest import EXAMPLES
+from tests.support.validation import regression_study
 
 
 def test_sqlite_counts_agree_with_the_server_api(demo_db):

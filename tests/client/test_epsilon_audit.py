@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from scripts import epsilon_audit as audit
+from tests.support import epsilon_audit as audit
 
 
 def test_each_event_reaches_the_stated_epsilon_exactly():
