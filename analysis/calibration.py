@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import likelihood, spread
+from . import distributions, likelihood, spread
 from .deadline import check_time
 
 #: An estimate whose every share is more than this many standard errors from 0 is interior (the faces are out of
@@ -281,13 +281,12 @@ def reaches_vertex(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, answer: in
     the simplex under-states (an 11-point scale with everyone on one answer: 81% coverage). That law does not depend
     on the data: surveys of the same n drawn at the vertex (`vertex_quantile`, remembered). Tested only when the
     statistic lies between the estimate's cut and χ²ₖ₋₁'s quantile, above which no mixture of fewer degrees reaches."""
-    from scipy import stats
 
     n = int(np.sum(counts))
     statistic = 2 * (likelihood.loglikelihood(q, counts, pi) - likelihood.loglikelihood(q, counts, np.eye(len(pi))[answer]))
     if statistic <= 2 * cut:
         return True
-    if statistic > stats.chi2.ppf(level, max(len(pi) - 1, 1)):
+    if statistic > distributions.chi2_ppf(level, max(len(pi) - 1, 1)):
         return False
     return statistic <= vertex_quantile(q, n, answer, level)
 

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from deniable.client.compliance import GroupedMechanism
 
-from . import channels
+from . import channels, distributions
 from .counting import report_positions
 from .errors import AnalysisError
 from .likelihood import certified_maximum
@@ -194,7 +193,7 @@ def _moments(questions, frame, sample, level, described: tuple) -> Correlation:
 
 def _fisher_interval(estimate: float, se: float, level: float, df: int | None) -> tuple[float, float]:
     """The interval on z = atanh(r), mapped back: inside (−1, 1), around the estimate."""
-    critical = stats.t.isf((1 - level) / 2, df) if df is not None else stats.norm.isf((1 - level) / 2)
+    critical = distributions.t_isf((1 - level) / 2, df) if df is not None else distributions.norm_isf((1 - level) / 2)
     bounded = float(np.clip(estimate, -1 + 1e-12, 1 - 1e-12))
     centre, half = np.arctanh(bounded), critical * se / (1 - bounded**2)
     return float(np.tanh(centre - half)), float(np.tanh(centre + half))

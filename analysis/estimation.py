@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from threadpoolctl import ThreadpoolController
 
 from deniable.client import Question, skiplogic
@@ -19,7 +18,7 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
-from . import calibration, channels, compliance, fit, likelihood, splitballot, spread
+from . import calibration, channels, compliance, distributions, fit, likelihood, splitballot, spread
 from . import estimators as est
 from .counting import count_reports
 from .errors import AnalysisError
@@ -171,7 +170,7 @@ def _control(result: EstimateResult, question: Question) -> tuple[dict | None, s
     q = channels.channel_matrix(result.mechanism)
     peak = likelihood.loglikelihood(q, result.counts, likelihood.maximise(q, result.counts)[0])
     statistic = max(2 * (peak - likelihood.profile_loglikelihood(q, result.counts, 0, share)), 0.0)
-    p_value = float(stats.chi2.sf(statistic, 1))
+    p_value = float(distributions.chi2_sf(statistic, 1))
     recovered = bool(low - 1e-9 <= share <= high + 1e-9)
     where = f"the {result.level:.0%} interval [{low:.3g}, {high:.3g}] (likelihood-ratio p = {p_value:.3g})"
     note = (f"control question: its known share {share:g} is inside {where}: the design recovered it" if recovered else
@@ -465,7 +464,7 @@ def _calibration_note(calibrated: calibration.Calibration, short: bool) -> str:
 
 def _share_intervals(q, counts, pi, se, level, method, calibrated=None):
     if method == "wald":
-        z = stats.norm.isf((1 - level) / 2)
+        z = distributions.norm_isf((1 - level) / 2)
         return np.clip(pi - z * se, 0, None), np.clip(pi + z * se, None, 1)
     ends = [calibration.interval(q, counts, pi, unit, level, calibrated) for unit in np.eye(len(pi))]
     low, high = np.array(ends).T
@@ -477,7 +476,7 @@ def _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, grid, level,
     value = float(grid @ pi)
     se = math.sqrt(max(float(grid @ covariance @ grid), 0.0))
     if method == "wald":
-        z = stats.norm.isf((1 - level) / 2)
+        z = distributions.norm_isf((1 - level) / 2)
         low, high = max(value - z * se, grid[0]), min(value + z * se, grid[-1])
     else:
         low, high = calibration.interval(q, counts, pi, grid, level, calibrated)

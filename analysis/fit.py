@@ -30,12 +30,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.mechanisms import UnaryMechanism
 
-from . import channels, likelihood
+from . import channels, distributions, likelihood
 from .compliance import class_matrix
 
 #: Below this p-value a question is named as unlike honest randomization.
@@ -130,7 +130,7 @@ def _exact_two(first_range: tuple[float, float], counts: np.ndarray, observed: f
         g2 = 2 * (np.where(first > 0, first * np.log(first / (n * fitted)), 0.0)
                   + np.where(first < n, (n - first) * np.log((n - first) / (n * (1 - fitted))), 0.0))
     at = float(np.clip(counts[0] / n, low, high))
-    return float(min(1.0, stats.binom.pmf(np.flatnonzero(g2 >= observed - 1e-9 * max(1.0, observed)), n, at).sum()))
+    return float(min(1.0, distributions.binom_pmf(np.flatnonzero(g2 >= observed - 1e-9 * max(1.0, observed)), n, at).sum()))
 
 
 def _monte_carlo(counts: np.ndarray, n: float, rates: np.ndarray, observed: float) -> float:
@@ -174,7 +174,8 @@ def count_channel(mechanism: UnaryMechanism) -> np.ndarray:
     keep, flip = float(mechanism.keep_one), float(mechanism.flip_zero)
     matrix = np.zeros((m + 1, m + 1))
     for j in range(m + 1):
-        matrix[:, j] = np.convolve(stats.binom.pmf(np.arange(j + 1), j, keep), stats.binom.pmf(np.arange(m - j + 1), m - j, flip))
+        matrix[:, j] = np.convolve(distributions.binom_pmf(np.arange(j + 1), j, keep),
+                                   distributions.binom_pmf(np.arange(m - j + 1), m - j, flip))
     return matrix
 
 

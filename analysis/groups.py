@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.reports import WAVES
 
+from . import distributions
 from . import estimators as est
 from .errors import AnalysisError
 from .estimation import _estimate, nothing_to_estimate
@@ -121,7 +121,7 @@ def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float =
         difference = float(first.table.at[answer, "estimate"] - second.table.at[answer, "estimate"])
         se = math.sqrt(first.table.at[answer, "se"] ** 2 + second.table.at[answer, "se"] ** 2)
         bound = 1.0
-    reference, note = stats.norm, None
+    df, note = None, None
     if design is not None:
         from .weighted import domain_difference_se
 
@@ -130,12 +130,11 @@ def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float =
         else:
             functional = (first.table.index == answer).astype(float)
         se, df = domain_difference_se(loaded, question_id, by, a, b, design, np.asarray(functional, dtype=float))
-        reference = stats.t(df)
         note = (f"design-based: the groups are domains of one sample ({first.sample}); the standard error is their "
                 f"joint linearization, the test a t on {df} degrees of freedom")
-    z = reference.isf((1 - level) / 2)
+    z = distributions.t_isf((1 - level) / 2, df)  # the normal's where df is None
     statistic = difference / se if se > 0 else math.copysign(math.inf, difference) if difference else 0.0
-    pvalue = float(2 * reference.sf(abs(statistic)))
+    pvalue = float(2 * distributions.t_sf(abs(statistic), df))
     interval = est.ConfidenceInterval(max(difference - z * se, -bound), min(difference + z * se, bound))
     return Comparison(question_id, answer, (a, b), float(difference), se, interval, level, float(statistic), pvalue,
                       (first, second), note)

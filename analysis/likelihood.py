@@ -398,9 +398,9 @@ def profile_loglikelihood(q: np.ndarray, counts: np.ndarray, answer: int, share:
 
 def likelihood_cut(level: float) -> float:
     """Half the χ²₁ quantile: the log-likelihood drop that bounds a ``level`` profile interval."""
-    from scipy import stats
+    from . import distributions  # here, not at the top: planning fits (`spread`) without loading scipy
 
-    return float(stats.chi2.ppf(level, 1)) / 2
+    return float(distributions.chi2_ppf(level, 1)) / 2
 
 
 def profile_interval(q: np.ndarray, counts: np.ndarray, mle: np.ndarray, functional: np.ndarray, cut: float,

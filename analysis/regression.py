@@ -32,7 +32,7 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.errors import DeniableWarning
 from deniable.client.mechanisms import Mechanism
 
-from . import channels
+from . import channels, distributions
 from .errors import AnalysisError
 
 
@@ -198,11 +198,10 @@ def _yes_given(mechanism: GroupedMechanism) -> np.ndarray:
 def _class_share(result, name: str, level: float = 0.95) -> pd.DataFrame:
     """The constant class share (expit of the last parameter), its delta-method SE and the interval mapped from
     the logit scale (it contains the estimate and stays inside (0, 1))."""
-    from scipy import stats
 
     theta, theta_se = float(result.params.iloc[-1]), float(result.bse.iloc[-1])
     share = float(expit(theta))
-    z = stats.norm.isf((1 - level) / 2)
+    z = distributions.norm_isf((1 - level) / 2)
     return pd.DataFrame({"estimate": [share], "se": [share * (1 - share) * theta_se],
                          "ci_low": [float(expit(theta - z * theta_se))], "ci_high": [float(expit(theta + z * theta_se))]},
                         index=pd.Index([name], name="class"))

@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from statsmodels.stats.proportion import proportion_confint
+
+from . import distributions
 
 #: The assumption the one-sided test rests on, said wherever its p-value is shown.
 ASSUMPTION = ("the one-sided test assumes 'more is better': respondents hide 'yes', so a design they trust gives a "
@@ -31,11 +31,15 @@ def comparison(result, direct_counts, level: float) -> pd.DataFrame:
     the direct arm's counts of yes and no."""
     direct_counts = np.asarray(direct_counts, dtype=np.int64)
     yes, n_direct = int(direct_counts[0]), int(direct_counts.sum())
-    z = stats.norm.isf((1 - level) / 2)
+    z = distributions.norm_isf((1 - level) / 2)
     if n_direct:
         share = yes / n_direct
         direct_se = math.sqrt(share * (1 - share) / n_direct)
-        low, high = proportion_confint(yes, n_direct, alpha=1 - level, method="wilson")
+        # Wilson's score interval, as statsmodels' proportion_confint(method="wilson") writes it.
+        denominator = 1 + z * z / n_direct
+        center = (share + z * z / (2 * n_direct)) / denominator
+        half = z * math.sqrt(share * (1 - share) / n_direct + z * z / (4 * n_direct**2)) / denominator
+        low, high = center - half, center + half
         direct_low, direct_high = max(min(low, share), 0.0), min(max(high, share), 1.0)  # rounding at 0 and n
     else:
         share = direct_se = direct_low = direct_high = math.nan
@@ -47,7 +51,7 @@ def comparison(result, direct_counts, level: float) -> pd.DataFrame:
     if math.isnan(difference):
         p_value = math.nan
     elif difference_se > 0:
-        p_value = float(stats.norm.sf(difference / difference_se))
+        p_value = float(distributions.norm_sf(difference / difference_se))
     else:
         p_value = 0.0 if difference > 0 else 1.0
     rows = {

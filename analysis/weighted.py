@@ -16,12 +16,11 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.mechanisms import UnaryMechanism
 
-from . import channels, compliance, likelihood
+from . import channels, compliance, distributions, likelihood
 from .counting import key, report_positions
 from .errors import AnalysisError, DesignNotSupported
 from .results import MeanEstimate
@@ -43,8 +42,8 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     if by is not None:
         domain = (frame[by].map(lambda v: None if _missing(v) else key(v)) == key(group)).to_numpy()
     lam, lam_covariance, n, _ = sample.frequencies(positions, len(mechanism.reports), domain)
-    z = stats.norm.isf((1 - level) / 2)
-    t = stats.t.isf((1 - level) / 2, sample.df)
+    z = distributions.norm_isf((1 - level) / 2)
+    t = distributions.t_isf((1 - level) / 2, sample.df)
     deff = design_effect(lam, lam_covariance, n)
     effective_n = max(n / deff * (z / t) ** 2, 1.0)
     question_scores = scores(question)
@@ -143,10 +142,10 @@ def _design_split_ballot(question, values, sample, positions, domain, lam, along
     influence_randomized[randomized] = w[randomized] * (along[positions[randomized]] - along @ lam) / randomized_total
     covariance = sample.covariance(np.column_stack([influence_direct, influence_randomized - influence_direct]))
     direct_se, difference_se = (float(np.sqrt(max(v, 0.0))) for v in np.diag(covariance))
-    t = stats.t.isf((1 - level) / 2, sample.df)
+    t = distributions.t_isf((1 - level) / 2, sample.df)
     estimate = float(randomized_row["estimate"])
     difference = estimate - share
-    p_value = (float(stats.t.sf(difference / difference_se, sample.df)) if difference_se > 0
+    p_value = (float(distributions.t_sf(difference / difference_se, sample.df)) if difference_se > 0
                else math.nan if np.isnan(difference) else 0.0 if difference > 0 else 1.0)
     n_direct = int(direct.sum())
     rows = {
@@ -188,7 +187,7 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
     channel = channels.binary_channel(mechanism)
     q = _bit_channel(mechanism)
     each = est.per_answer_level(level, len(mechanism.options), simultaneous)
-    ratio = (stats.norm.isf((1 - each) / 2) / stats.t.isf((1 - each) / 2, sample.df)) ** 2
+    ratio = (distributions.norm_isf((1 - each) / 2) / distributions.t_isf((1 - each) / 2, sample.df)) ** 2
     rows, certificates, effects, counted = [], [], [], 0
     for option in mechanism.options:
         positions = np.array([-1 if _missing(r) else (0 if option in r else 1) for r in reports], dtype=np.int64)
