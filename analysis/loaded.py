@@ -13,6 +13,7 @@ import pandas as pd
 
 from deniable.client import ReportError, Survey, grouping_question
 from deniable.client.reports import WAVES
+from deniable.client.versions import channel_difference
 from deniable.client.versions import label as version_label
 
 from .counting import key as _key
@@ -277,39 +278,3 @@ class LoadedSurvey:
         which = ("versions " + ", ".join(v.label for v in self.versions)) if self.pooled else \
             f"version {self.versions[0].label}"
         return f"<LoadedSurvey {self.survey.id} {which} n={self.n} from {self.source}>"
-
-
-def channel_difference(first: Survey, second: Survey, question_id: str) -> str | None:
-    """How ``question_id`` is randomized or asked differently in two versions (None: the same), in words."""
-    a, b = first.questions[question_id], second.questions[question_id]
-    m, n = a.mechanism, b.mechanism
-    if a.type != b.type:
-        return f"the question type changed from {a.type} to {b.type}"
-    if m.design != n.design:
-        return f"the design changed from {m.design} to {n.design}"
-    if m.answers != n.answers:
-        return f"the answers changed from {_listed(m.answers)} to {_listed(n.answers)}"
-    if m.reports != n.reports:
-        return f"the reports changed from {_listed(m.reports)} to {_listed(n.reports)}"
-    if m.exp_epsilon != n.exp_epsilon:
-        return f"ε changed from {m.epsilon:.4g} to {n.epsilon:.4g}"
-    if not m.same_channel(n):
-        return f"the randomization probabilities changed ({_params(m)} to {_params(n)})"
-    before, after = first.condition(question_id), second.condition(question_id)
-    if before != after:
-        from deniable.client import skiplogic
-
-        def whom(condition):
-            return "everyone" if condition is None else f"respondents with {skiplogic.to_text(condition)}"
-
-        return f"it was asked of {whom(before)}, then of {whom(after)}"
-    return None
-
-
-def _listed(values) -> str:
-    shown = ", ".join(map(str, values[:6])) + (", …" if len(values) > 6 else "")
-    return f"[{shown}]"
-
-
-def _params(mechanism) -> str:
-    return ", ".join(f"{k}: {v}" for k, v in mechanism.params.items() if k != "design") or "defaults"

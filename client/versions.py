@@ -81,3 +81,48 @@ def lowered_privacy(current, proposed) -> list[str]:
         elif after.epsilon > before.epsilon * (1 + 1e-12):
             lowered.append(f"{qid}: ε {before.epsilon:.3g} → {after.epsilon:.3g} ({after.mechanism.design})")
     return lowered
+
+
+def channel_difference(first, second, question_id: str) -> str | None:
+    """How ``question_id`` is randomized or asked differently in two versions (`Survey`s; None: the same), in words."""
+    a, b = first.questions[question_id], second.questions[question_id]
+    m, n = a.mechanism, b.mechanism
+    if a.type != b.type:
+        return f"the question type changed from {a.type} to {b.type}"
+    if m.design != n.design:
+        return f"the design changed from {m.design} to {n.design}"
+    if m.answers != n.answers:
+        return f"the answers changed from {_listed(m.answers)} to {_listed(n.answers)}"
+    if m.reports != n.reports:
+        return f"the reports changed from {_listed(m.reports)} to {_listed(n.reports)}"
+    if m.exp_epsilon != n.exp_epsilon:
+        return f"ε changed from {m.epsilon:.4g} to {n.epsilon:.4g}"
+    if not m.same_channel(n):
+        return f"the randomization probabilities changed ({_params(m)} to {_params(n)})"
+    before, after = first.condition(question_id), second.condition(question_id)
+    if before != after:
+        from . import skiplogic
+
+        def whom(condition):
+            return "everyone" if condition is None else f"respondents with {skiplogic.to_text(condition)}"
+
+        return f"it was asked of {whom(before)}, then of {whom(after)}"
+    return None
+
+
+def _listed(values) -> str:
+    shown = ", ".join(map(str, values[:6])) + (", …" if len(values) > 6 else "")
+    return f"[{shown}]"
+
+
+def _params(mechanism) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in mechanism.params.items() if k != "design") or "defaults"
+
+
+def changed_randomization(current, proposed, answered) -> list[str]:
+    """The questions of ``answered`` (ids with reports already stored) that ``proposed`` asks but randomizes or asks
+    differently from ``current`` (`channel_difference`), one line each: their reports so far and those to come are
+    estimated apart (a pooled figure cannot combine them). Publishing such a version needs a confirmation."""
+    return [f"{qid}: {difference}" for qid in current.questions
+            if qid in answered and qid in proposed.questions
+            and (difference := channel_difference(current, proposed, qid)) is not None]

@@ -106,13 +106,13 @@ def dashboard():
     return _dashboard()
 
 
-def _dashboard(problem: str | None = None, spec: str = "", confirm_lower_privacy: bool = False):
+def _dashboard(problem: str | None = None, spec: str = "", confirm: tuple[str, ...] = ()):
     store = get_store()
     surveys = [{"id": r.id, "title": r.survey.title, "version": r.version, "hash": r.hash,
                 "responses": store.response_count(r.id), "version_responses": r.responses,
                 "epsilon_total": r.survey.epsilon, "access": r.access, "closed": r.closed} for r in store.list_surveys()]
     return render_template("dashboard.html", surveys=surveys, problem=problem, spec=spec,
-                           confirm_lower_privacy=confirm_lower_privacy)
+                           confirm=confirm)
 
 
 @blueprint.post("/surveys")
@@ -143,9 +143,11 @@ def add_survey():
     access = request.form.get("access") if request.form.get("access") in ("open", "token") else None
     try:
         record, outcome = get_store().add_survey(survey, access, actor=session["admin"],
-                                                 confirm_lower_privacy=request.form.get("confirm_lower_privacy") == "1")
+                                                 confirm_lower_privacy=request.form.get("confirm_lower_privacy") == "1",
+                                                 confirm_redesign=request.form.get("confirm_redesign") == "1")
     except storage.StorageError as error:  # refused as it stands (a panel's design changed): the spec stays in the form
-        return _dashboard(problem=error.message, spec=text, confirm_lower_privacy=error.field == "confirm"), error.status
+        needed = error.needed if isinstance(error, storage.Unconfirmed) else ()
+        return _dashboard(problem=error.message, spec=text, confirm=needed), error.status
     return redirect(url_for("admin.survey_estimates", survey_id=record.id, added=outcome), code=303)
 
 

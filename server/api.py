@@ -24,6 +24,9 @@ from .db import get_store
 from .exports import EXPORT_FORMATS, SUFFIXES, ExportUnavailable, PooledRecord, describe, export_rows
 
 blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
+#: What publishing a version may need confirmed (`storage.Unconfirmed`): lowering a question's privacy, and
+#: randomizing or asking an answered question differently.
+CONFIRMATIONS = {"lower-privacy", "redesign"}
 
 
 class ApiError(DeniableError):
@@ -238,11 +241,12 @@ def create_survey():
         survey = Survey.from_dict(body)
     except SpecError as error:
         raise ApiError(422, str(error), "spec") from None
-    confirm = request.args.get("confirm")
-    if confirm not in (None, "lower-privacy"):
-        raise ApiError(422, "confirm: the only confirmation is confirm=lower-privacy", "confirm")
+    confirmed = set(filter(None, request.args.get("confirm", "").split(",")))
+    if confirmed - CONFIRMATIONS:
+        raise ApiError(422, f"confirm: one or more of {', '.join(sorted(CONFIRMATIONS))}, separated by commas", "confirm")
     record, outcome = get_store().add_survey(survey, access, actor=caller,
-                                             confirm_lower_privacy=confirm == "lower-privacy")
+                                             confirm_lower_privacy="lower-privacy" in confirmed,
+                                             confirm_redesign="redesign" in confirmed)
     return {"outcome": outcome, **survey_payload(record)}, 201 if outcome != "unchanged" else 200
 
 

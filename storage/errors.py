@@ -19,6 +19,15 @@ class Conflict(StorageError):
     status = 409
 
 
+class Unconfirmed(Conflict):
+    """A version that needs a confirmation before it is published; ``needed`` names each (``lower-privacy``,
+    ``redesign``), so every surface can ask for exactly those."""
+
+    def __init__(self, message: str, needed: tuple[str, ...]):
+        super().__init__(message, "confirm")
+        self.needed = needed
+
+
 class Gone(StorageError):
     status = 410
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from deniable.client import SpecError, Survey
 from deniable.client.panels import redrawn_questions
 from deniable.client.sample import frame_roles
-from deniable.client.versions import VersionError, lowered_privacy, resolve_version
+from deniable.client.versions import VersionError, changed_randomization, lowered_privacy, resolve_version
 
 from .common import GRANULARITIES, digest, today
-from .errors import Conflict, Gone, Invalid, NotFound, StorageError
+from .errors import Conflict, Gone, Invalid, NotFound, StorageError, Unconfirmed
 from .frames import MIN_CELL, cell_ids, check_unissued, checked_rows, slots_by_cell
 from .part import Part
 from .tokens import add_tokens, first_free_slot, token_counts, token_status
@@ -81,13 +81,16 @@ class Surveys(Part):
         return self._one("SELECT id, current_hash, access, closed_on FROM surveys WHERE id = ?", [survey_id])
 
     def add_survey(self, survey: Survey, access: str | None = None, actor: str | None = None,
-                   confirm_lower_privacy: bool = False) -> tuple[SurveyRecord, str]:
+                   confirm_lower_privacy: bool = False, confirm_redesign: bool = False) -> tuple[SurveyRecord, str]:
         """Store a spec. Returns the record and what happened: "created", "unchanged" or "new version".
 
         A survey's spec is never changed in place: a different spec under the same id becomes
         a new version with its own hash, and responses keep the hash they were randomized under. A version that
         lowers a question's privacy (`versions.lowered_privacy`: asked directly, or a larger ε) is refused unless
-        ``confirm_lower_privacy``: respondents would be served it at once.
+        ``confirm_lower_privacy``: respondents would be served it at once. One that randomizes or asks an answered
+        question differently (`versions.changed_randomization`) is refused unless ``confirm_redesign``: its reports so
+        far and those to come would be estimated apart. Both are said in one refusal (`Unconfirmed`), before anything
+        is published, not found out at estimate time.
         """
         if access not in (None, "open", "token"):
             raise Invalid(f"access must be 'open' or 'token', got {access!r}", "access")
@@ -106,11 +109,10 @@ class Surveys(Part):
                 return self.get_survey(survey.id), "unchanged"
             if row is not None:
                 self._check_panel_designs_kept(survey)
-                lowered = lowered_privacy(self.get_survey(survey.id).survey, survey)
-                if lowered and not confirm_lower_privacy:
-                    raise Conflict(f"confirm: this version lowers privacy ({'; '.join(lowered)}); respondents would be "
-                                   "served it at once. Publish it again confirming that (API: ?confirm=lower-privacy; "
-                                   "CLI: --confirm-lower-privacy; dashboard: the confirmation box)", "confirm")
+                current = self.get_survey(survey.id).survey
+                lowered = lowered_privacy(current, survey)
+                redesigned = changed_randomization(current, survey, self._answered(survey.id))
+                self._check_confirmed(lowered, confirm_lower_privacy, redesigned, confirm_redesign)
             if self._one("SELECT hash FROM survey_versions WHERE hash = ?", [survey.hash]) is None:
                 version = 1 + self.execute("SELECT COALESCE(MAX(version), 0) FROM survey_versions WHERE survey_id = ?",
                                            [survey.id]).fetchone()[0]
@@ -128,8 +130,34 @@ class Surveys(Part):
             detail = f"version {record.version} {record.hash[:12]}"
             if row is not None and lowered:
                 detail += f"; privacy lowered, confirmed: {'; '.join(lowered)}"
+            if row is not None and redesigned:
+                detail += f"; answered questions randomized anew, confirmed: {'; '.join(redesigned)}"
             self.store.accounts.audit_if(actor, f"survey {outcome}", survey.id, detail)
         return record, outcome
+
+    def _answered(self, survey_id: str) -> set[str]:
+        """The questions of a survey with reports stored under any of its versions."""
+        return {row[0] for row in self.execute(
+            "SELECT DISTINCT c.question_id FROM report_counts c JOIN survey_versions v ON v.hash = c.spec_hash "
+            "WHERE v.survey_id = ? AND c.count > 0", [survey_id]).fetchall()}
+
+    @staticmethod
+    def _check_confirmed(lowered: list[str], lowered_confirmed: bool, redesigned: list[str], redesign_confirmed: bool):
+        """Refuse, in one message, whatever a new version needs confirmed and was not."""
+        said, needed = [], []
+        if lowered and not lowered_confirmed:
+            said.append(f"it lowers privacy ({'; '.join(lowered)}): respondents would be served it at once")
+            needed.append("lower-privacy")
+        if redesigned and not redesign_confirmed:
+            said.append(f"it randomizes or asks answered questions differently ({'; '.join(redesigned)}): their reports "
+                        "so far and those to come will be estimated apart, and a figure pooled over versions leaves "
+                        "them out")
+            needed.append("redesign")
+        if needed:
+            flags = " ".join(f"--confirm-{kind}" for kind in needed)
+            raise Unconfirmed(f"confirm: this version needs your confirmation: {'; and '.join(said)}. Publish it again "
+                              f"confirming that (API: ?confirm={','.join(needed)}; CLI: {flags}; dashboard: the "
+                              "confirmation box)", tuple(needed))
 
     def _check_panel_designs_kept(self, survey: Survey) -> None:
         """Refuse a version of a repeated survey that changes how a memo draws a question's permanent report while an

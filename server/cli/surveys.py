@@ -225,13 +225,17 @@ def survey_export(survey_id, db_path, fmt, output):
               help="open: anyone with the link answers; token: one answer per invitation token. New surveys default to open.")
 @click.option("--confirm-lower-privacy", is_flag=True,
               help="Publish a version that lowers a question's privacy (asked directly, or a larger ε).")
-def survey_add(spec_file, db_path, access, confirm_lower_privacy):
+@click.option("--confirm-redesign", is_flag=True,
+              help="Publish a version that randomizes or asks an answered question differently (its reports so far and "
+                   "those to come are then estimated apart).")
+def survey_add(spec_file, db_path, access, confirm_lower_privacy, confirm_redesign):
     """Add the survey in SPEC_FILE; a changed spec under an existing id becomes a new version."""
     parsed = load_spec_file(spec_file)
     with open_store(db_path, must_exist=False) as store:
         previous = store.versions(parsed.id) if parsed.id in {r.id for r in store.list_surveys()} else []
         record, outcome = store.add_survey(parsed, access, actor=cli_actor(),
-                                           confirm_lower_privacy=confirm_lower_privacy)
+                                           confirm_lower_privacy=confirm_lower_privacy,
+                                           confirm_redesign=confirm_redesign)
     if outcome == "created":
         click.echo(f"Added survey {record.id!r} (version 1, hash {record.hash[:12]}), access: {record.access}.")
     elif outcome == "unchanged":

@@ -173,7 +173,11 @@ def test_admin_creates_versions_and_never_changes_a_spec_in_place(client, survey
     assert same.status_code == 200 and same.json["outcome"] == "unchanged"
     changed_spec = demo.to_dict()
     changed_spec["questions"][0]["privacy"] = {"design": "warner", "p": "2/3"}  # ε ln 2: stronger, no confirmation
-    changed = client.post("/api/v1/surveys", json=changed_spec, headers=admin_headers)
+    # the question has an answer: a new randomization of it is said before it is published, and confirmed
+    refused = client.post("/api/v1/surveys", json=changed_spec, headers=admin_headers)
+    assert refused.status_code == 409 and refused.json["error"]["field"] == "confirm"
+    assert "dodged: the design changed" in refused.json["error"]["message"] and "?confirm=redesign" in refused.json["error"]["message"]
+    changed = client.post("/api/v1/surveys?confirm=redesign", json=changed_spec, headers=admin_headers)
     assert changed.status_code == 201 and changed.json["outcome"] == "new version" and changed.json["version"] == 2
     assert changed.json["hash"] != survey.hash
     # the old version is intact, and its responses keep their hash

@@ -66,7 +66,7 @@ def study(db_path):
     with storage.Store(db_path) as store:
         store.add_survey(first)
         reports_1 = _respond(store, first, FIRST, rng)
-        assert store.add_survey(second)[1] == "new version"
+        assert store.add_survey(second, confirm_redesign=True)[1] == "new version"
         reports_2 = _respond(store, second, SECOND, rng)
     return {"db": db_path, "first": first, "second": second, "reports": (reports_1, reports_2)}
 
@@ -253,7 +253,7 @@ def test_export_all_versions_in_every_format(runner, study, tmp_path):
     third = _third_version(second)
     rng = random.Random(3)
     with storage.Store(study["db"]) as store:
-        store.add_survey(third)
+        store.add_survey(third, confirm_redesign=True)
         _respond(store, third, 50, rng)
     total = FIRST + SECOND + 50
     db = ["--db", study["db"]]
@@ -328,7 +328,7 @@ def test_a_column_whose_meaning_changed_keeps_each_versions_own_variable(runner,
     with storage.Store(db_path) as store:
         store.add_survey(first)
         store.submit("s", first.hash, "key-00000001", {"q": 2})
-        store.add_survey(second)
+        store.add_survey(second, confirm_redesign=True)
         store.submit("s", second.hash, "key-00000002", {"q": "b"})
     sav = tmp_path / "s.sav"
     result = runner.invoke(main, ["export", "s", "--db", db_path, "--all-versions", "--format", "sav", "--output", str(sav)])
