@@ -51,6 +51,7 @@ from .questions import (
 )
 from .randomness import default_source
 from .sample import read_sample
+from .schedule import Schedule
 
 
 class Survey:
@@ -99,6 +100,7 @@ class Survey:
         self.max_epsilon = self._read_budget(spec.get("max_epsilon"))
         self.page_words = read_page_words(spec.get("page_words"), self.page_languages)
         self.sample = read_sample(spec.get("sample"), self.questions)
+        self.schedule = Schedule.read(spec.get("opens"), spec.get("closes"))
 
     @property
     def page_languages(self) -> list[str]:
@@ -386,6 +388,7 @@ class Survey:
             spec["page_words"] = self.page_words
         if self.sample:
             spec["sample"] = self.sample
+        spec.update(self.schedule.to_dict())
         if self.sections[0].id is None:
             spec["questions"] = [item.to_dict() for item in self.items]
         else:

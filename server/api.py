@@ -96,8 +96,9 @@ def privacy_summary(record: storage.SurveyRecord, prior: float = DEFAULT_PRIOR) 
 
 
 def survey_payload(record: storage.SurveyRecord) -> dict:
-    payload = {"id": record.id, "version": record.version, "hash": record.hash, "closed": record.closed,
-               "access": record.access, "spec": record.survey.to_dict(), "privacy": privacy_summary(record)}
+    state = "closed" if record.closed else record.survey.schedule.state()
+    payload = {"id": record.id, "version": record.version, "hash": record.hash, "closed": state == "closed",
+               "state": state, "access": record.access, "spec": record.survey.to_dict(), "privacy": privacy_summary(record)}
     if record.survey.repeated is not None:  # the wave a response sent now joins (null: none is open)
         payload["wave"] = get_store().open_wave_label(record.id)
     return payload

@@ -64,6 +64,13 @@ def _message(status: int, heading: str, message: str, back: str | None = None, l
                            back_words=words["back_to_survey"]), status
 
 
+def _not_open(survey, words: dict, language: str | None):
+    """The page of a survey whose spec's window has not opened: when it opens, in UTC."""
+    opens = survey.schedule.opens.strftime("%Y-%m-%d %H:%M")
+    return _message(409, words["not_open_heading"], words["not_open_message"].format(opens=opens), language=language,
+                    words=words)
+
+
 @blueprint.errorhandler(storage.StorageError)
 def _storage_error(error):
     # The blueprint's one error path: an unknown survey, a form made for another version, a
@@ -74,6 +81,9 @@ def _storage_error(error):
         return _message(404, words["not_found_heading"], words["not_found"], language=language)
     if error.status == 410:
         return _message(410, words["closed_heading"], words["closed_message"], language=language)
+    if error.status == 409 and error.field == "survey_id":  # a form sent before the survey opens
+        survey = get_store().get_survey(request.view_args["survey_id"]).survey
+        return _not_open(survey, survey.words(language), language)
     if error.status == 409:
         return _message(409, words["used_heading"], words["used_message"], language=language)
     if error.status in (503, 507):  # the database is away, read-only or full: nothing was stored
@@ -220,8 +230,10 @@ def survey_page(survey_id):
     survey = record.survey
     language = page_language(survey)
     words = survey.words(language)
-    if record.closed:
+    if record.closed or survey.schedule.state() == "closed":
         return _message(410, words["closed_heading"], words["closed_message"], language=language, words=words)
+    if survey.schedule.state() == "not open":
+        return _not_open(survey, words, language)
     wave = get_store().open_wave_label(survey_id) if survey.repeated is not None else None
     if survey.repeated is not None and wave is None:
         return _message(409, words["no_wave_heading"], words["no_wave_message"], language=language, words=words)

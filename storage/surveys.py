@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from deniable.client import SpecError, Survey
 from deniable.client.panels import redrawn_questions
 from deniable.client.sample import frame_roles
+from deniable.client.schedule import Schedule
 from deniable.client.versions import VersionError, changed_randomization, lowered_privacy, resolve_version
 
 from .common import GRANULARITIES, digest, today
@@ -49,6 +50,8 @@ class SurveyRecord:
 SPEC_CACHE_SIZE = 256
 _SPEC_CACHE: collections.OrderedDict[str, Survey] = collections.OrderedDict()
 _SPEC_LOCK = threading.Lock()
+#: Each version's fieldwork window by its hash (`Surveys.schedule`), as many as `SPEC_CACHE_SIZE`.
+_SCHEDULES: dict = {}
 
 
 def load_spec(text: str) -> Survey:
@@ -79,6 +82,20 @@ class Surveys(Part):
 
     def row(self, survey_id: str) -> dict | None:
         return self._one("SELECT id, current_hash, access, closed_on FROM surveys WHERE id = ?", [survey_id])
+
+    def schedule(self, spec_hash: str) -> Schedule:
+        """The fieldwork window of a stored version (`client.schedule`): read once per process, a version being
+        immutable by its hash (the write path asks it for every submission)."""
+        with _SPEC_LOCK:
+            known = _SCHEDULES.get(spec_hash)
+        if known is None:
+            text = self.execute("SELECT spec FROM survey_versions WHERE hash = ?", [spec_hash]).fetchone()[0]
+            known = load_spec(text).schedule
+            with _SPEC_LOCK:
+                _SCHEDULES[spec_hash] = known
+                while len(_SCHEDULES) > SPEC_CACHE_SIZE:
+                    _SCHEDULES.pop(next(iter(_SCHEDULES)))
+        return known
 
     def add_survey(self, survey: Survey, access: str | None = None, actor: str | None = None,
                    confirm_lower_privacy: bool = False, confirm_redesign: bool = False) -> tuple[SurveyRecord, str]:

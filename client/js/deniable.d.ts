@@ -294,6 +294,18 @@ export class Question extends Item {
 
 export const ARMS: ["direct", "randomized"];
 /** Split ballot: `direct` of respondents answer directly (told so first); the rest through the design. */
+/** When a survey takes answers (`opens`, `closes` in its spec); either end may be null. */
+export class Schedule {
+  constructor(opens?: Date | null, closes?: Date | null);
+  static read(opens: unknown, closes: unknown): Schedule;
+  readonly opens: Date | null;
+  readonly closes: Date | null;
+  /** "not open" before `opens`, "closed" from `closes` on, else "open". */
+  state(now?: Date): "open" | "not open" | "closed";
+}
+/** An instant written with its time zone ("2026-12-01T09:00:00+01:00", "…Z"); throws SpecError naming `where`. */
+export function parseInstant(value: unknown, where: string): Date;
+
 export class SplitBallot {
   constructor(spec: Record<string, unknown>, where: string, questionType: string, mechanism: Mechanism);
   readonly direct: Fraction;
@@ -343,6 +355,8 @@ export class Survey {
   readonly epsilonPerWave: number;
   /** `repeated: true` or `{instant_epsilon}`; null for a survey asked once. */
   readonly repeated: Repeated | null;
+  /** When it takes answers (`opens`, `closes`). */
+  readonly schedule: Schedule;
   /** The split-ballot arm this device's respondent is shown in every wave. */
   armFor(questionId: string, memo: Memo): Arm;
   /** The group (cheating detection, lie detector) this device's respondent follows in every wave. */

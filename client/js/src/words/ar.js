@@ -75,6 +75,8 @@ export default Object.freeze({
  "not_found": "لا يوجد استبيان على هذا العنوان. تحقّق من الرابط الذي وصلك.",
  "closed_heading": "هذا الاستبيان مغلق",
  "closed_message": "شكرًا لاهتمامك؛ لم يعد يقبل إجابات.",
+ "not_open_heading": "هذا الاستبيان لم يُفتح بعد",
+ "not_open_message": "يُفتح في {opens} (التوقيت العالمي المنسق). يُرجى العودة حينها.",
  "check_heading": "يُرجى مراجعة إجاباتك",
  "enter_number": "«{question}»: أدخل عددًا.",
  "tick_one": "«{question}»: يُرجى التأشير على إجابة واحدة.",

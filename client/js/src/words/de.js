@@ -75,6 +75,8 @@ export default Object.freeze({
  "not_found": "Unter dieser Adresse gibt es keine Umfrage. Prüfen Sie den Link, den Sie erhalten haben.",
  "closed_heading": "Diese Umfrage ist geschlossen",
  "closed_message": "Danke für Ihr Interesse; sie nimmt keine Antworten mehr an.",
+ "not_open_heading": "Diese Umfrage ist noch nicht geöffnet",
+ "not_open_message": "Sie öffnet am {opens} (UTC). Bitte kommen Sie dann wieder.",
  "check_heading": "Bitte prüfen Sie Ihre Antworten",
  "enter_number": "„{question}“: Bitte geben Sie eine Zahl ein.",
  "tick_one": "„{question}“: Bitte kreuzen Sie eine Antwort an.",

@@ -75,6 +75,8 @@ export default Object.freeze({
  "not_found": "There is no survey at this address. Check the link you were given.",
  "closed_heading": "This survey is closed",
  "closed_message": "Thank you for your interest; it no longer accepts answers.",
+ "not_open_heading": "This survey is not open yet",
+ "not_open_message": "It opens on {opens} (UTC). Please come back then.",
  "check_heading": "Please check your answers",
  "enter_number": "“{question}”: enter a number.",
  "tick_one": "“{question}”: please tick one answer.",

@@ -75,6 +75,8 @@ export default Object.freeze({
  "not_found": "No hay ninguna encuesta en esta dirección. Revise el enlace que recibió.",
  "closed_heading": "Esta encuesta está cerrada",
  "closed_message": "Gracias por su interés; ya no acepta respuestas.",
+ "not_open_heading": "Esta encuesta aún no está abierta",
+ "not_open_message": "Se abre el {opens} (UTC). Vuelva entonces, por favor.",
  "check_heading": "Por favor, revise sus respuestas",
  "enter_number": "«{question}»: escriba un número.",
  "tick_one": "«{question}»: marque una respuesta.",

@@ -75,6 +75,8 @@ export default Object.freeze({
  "not_found": "Il n'y a aucune enquête à cette adresse. Vérifiez le lien que vous avez reçu.",
  "closed_heading": "Cette enquête est close",
  "closed_message": "Merci de votre intérêt ; elle n'accepte plus de réponses.",
+ "not_open_heading": "Cette enquête n'est pas encore ouverte",
+ "not_open_message": "Elle ouvre le {opens} (UTC). Merci de revenir à ce moment-là.",
  "check_heading": "Veuillez vérifier vos réponses",
  "enter_number": "« {question} » : saisissez un nombre.",
  "tick_one": "« {question} » : veuillez cocher une réponse.",

@@ -75,6 +75,8 @@ export default Object.freeze({
  "not_found": "Não há nenhum inquérito neste endereço. Verifique o link que recebeu.",
  "closed_heading": "Este inquérito está encerrado",
  "closed_message": "Obrigado pelo seu interesse; já não aceita respostas.",
+ "not_open_heading": "Este inquérito ainda não está aberto",
+ "not_open_message": "Abre em {opens} (UTC). Volte nessa altura, por favor.",
  "check_heading": "Por favor, verifique as suas respostas",
  "enter_number": "«{question}»: escreva um número.",
  "tick_one": "«{question}»: marque uma resposta.",
