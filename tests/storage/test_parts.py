@@ -15,9 +15,9 @@ from deniable.storage.writes import Writes
 pytestmark = pytest.mark.both_engines
 
 PARTS = {"surveys": Surveys, "writes": Writes, "reads": Reads, "accounts": Accounts}
-#: What parts call on one another (the write path's survey row and lock, a batch's entry for group commit, an audit
-#: line only when an actor is named): storage's own, not the facade's.
-WITHIN_STORAGE = {"row", "lock", "store_one", "store_batch", "audit_if"}
+#: What parts call on one another (the write path's survey row, lock and fieldwork window, a batch's entry for group
+#: commit, an audit line only when an actor is named): storage's own, not the facade's.
+WITHIN_STORAGE = {"row", "lock", "schedule", "store_one", "store_batch", "audit_if"}
 
 
 def public_methods(cls) -> set[str]:
