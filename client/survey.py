@@ -28,6 +28,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from . import catalogue, skiplogic, specfile
+from .completion import Completion
 from .errors import AnswerError, SpecError
 from .exact import EpsilonRequest, canonical_json, check_json_text
 from .identifiers import identifier
@@ -101,6 +102,7 @@ class Survey:
         self.page_words = read_page_words(spec.get("page_words"), self.page_languages)
         self.sample = read_sample(spec.get("sample"), self.questions)
         self.schedule = Schedule.read(spec.get("opens"), spec.get("closes"))
+        self.completion = Completion.read(spec.get("completion"))
 
     @property
     def page_languages(self) -> list[str]:
@@ -389,6 +391,8 @@ class Survey:
         if self.sample:
             spec["sample"] = self.sample
         spec.update(self.schedule.to_dict())
+        if self.completion is not None:
+            spec["completion"] = self.completion.to_dict()
         if self.sections[0].id is None:
             spec["questions"] = [item.to_dict() for item in self.items]
         else:

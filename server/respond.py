@@ -57,11 +57,12 @@ def page_language(survey=None) -> str:
 
 
 def _message(status: int, heading: str, message: str, back: str | None = None, language: str | None = None,
-             words: dict | None = None):
+             words: dict | None = None, survey=None):
+    """A page of one message; ``survey``: the thank-you page's, whose completion code and link it shows."""
     words = words or catalogue.messages(language)
     return render_template("message.html", heading=heading, message=message, error=status >= 400, back=back,
                            lang=language or catalogue.DEFAULT, dir="rtl" if is_right_to_left(language) else "ltr",
-                           back_words=words["back_to_survey"]), status
+                           back_words=words["back_to_survey"], survey=survey, words=words), status
 
 
 def _not_open(survey, words: dict, language: str | None):
@@ -362,4 +363,4 @@ def thanks(survey_id):
     # The form without JavaScript sends what was ticked: only the coin protected it, so say no more.
     message = words["thanks_coin" if request.args.get("sent") == "form" else "thanks_message"]
     return _message(200, words["thanks_heading"], message.format(title=record.survey.title_in(language)),
-                    language=language, words=words)
+                    language=language, words=words, survey=record.survey)

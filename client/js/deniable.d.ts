@@ -294,6 +294,16 @@ export class Question extends Item {
 
 export const ARMS: ["direct", "randomized"];
 /** Split ballot: `direct` of respondents answer directly (told so first); the rest through the design. */
+/** A recruitment panel's completion: the survey's code (no answer, no identity) and the link back to the panel. */
+export class Completion {
+  constructor(code?: string | null, url?: string | null);
+  static read(spec: unknown): Completion | null;
+  readonly code: string | null;
+  readonly url: string | null;
+  /** The URL with the code put in where it names {code}. */
+  readonly link: string | null;
+}
+
 /** When a survey takes answers (`opens`, `closes` in its spec); either end may be null. */
 export class Schedule {
   constructor(opens?: Date | null, closes?: Date | null);
@@ -357,6 +367,8 @@ export class Survey {
   readonly repeated: Repeated | null;
   /** When it takes answers (`opens`, `closes`). */
   readonly schedule: Schedule;
+  /** What a respondent is shown when done (a panel's completion code and link); null for none. */
+  readonly completion: Completion | null;
   /** The split-ballot arm this device's respondent is shown in every wave. */
   armFor(questionId: string, memo: Memo): Arm;
   /** The group (cheating detection, lie detector) this device's respondent follows in every wave. */

@@ -17,6 +17,7 @@ export { CROSSWISE_REPORTS, TRIANGULAR_REPORTS, DESIGNS, buildMechanism } from "
 export { MIN_EPSILON, WEAK_EPSILON, ONE_SIDED_STATEMENT, posteriorBound, privacyStatement, respondentStatement, splitBallotStatement, repeatedStatement } from "./src/privacy.js";
 export { ARMS, SplitBallot } from "./src/splitballot.js";
 export { Schedule, parseInstant } from "./src/schedule.js";
+export { Completion } from "./src/completion.js";
 export { ExpressionError, MAX_EXPRESSION_LENGTH, canonicalNumber, parseExpression, expressionText, evaluateExpression } from "./src/skiplogic.js";
 export { QUESTION_TYPES, MAX_ITEMS, MAX_OPTIONS, MAX_SECTIONS, isRightToLeft, localize, Note, Question, Section, leakMessage, Survey } from "./src/survey.js";
 export { SubmitError, newIdempotencyKey, SurveyNotFound, StaleSpec, SurveyClosed, WaveClosed, TokenAlreadyUsed, NoWaveOpen, ResponseRejected, RetryLater, classify, isRetryable, retryAfterSeconds, fetchSurvey, postResponse, submit, isUnreachable } from "./src/submit.js";

@@ -11,6 +11,7 @@ import { Repeated, memoized } from "./panels.js";
 import { Memo, MemoError } from "./memo.js";
 import { SplitBallot } from "./splitballot.js";
 import { Schedule } from "./schedule.js";
+import { Completion } from "./completion.js";
 import { ExpressionError, ORDERINGS, evaluateExpression, expressionLeaves, parseExpression, reprText } from "./skiplogic.js";
 
 export const QUESTION_TYPES = ["yes_no", "choice", "ordinal", "multi_select", "number"];
@@ -21,7 +22,7 @@ export const MAX_OPTIONS = 1000;
 export const MAX_SECTIONS = 200;
 const MAX_TEXT_LENGTH = 5000;
 const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
-const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated", "page_words", "sample", "opens", "closes"];
+const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated", "page_words", "sample", "opens", "closes", "completion"];
 const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions"];
 const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control", "split_ballot"];
 const NOTE_FIELDS = ["id", "type", "text", "hint", "relevant"];
@@ -343,6 +344,7 @@ export class Survey {
     if (spec.sample != null && !isMapping(spec.sample)) throw new SpecError(`survey.sample: a mapping of weights, strata, clusters, fpc to public question ids, got ${show(spec.sample)}`);
     this.sample = spec.sample ?? {};
     this.schedule = Schedule.read(spec.opens, spec.closes);
+    this.completion = Completion.read(spec.completion);
   }
   _readSections(spec) {
     if ("sections" in spec) {

@@ -88,6 +88,8 @@ export default Object.freeze({
  "thanks_heading": "شكرًا لك",
  "thanks_message": "وصلت إجاباتك المعشّاة عن «{title}». لم تغادر إجاباتك الحقيقية جهازك قط.",
  "thanks_coin": "وصلت إجاباتك عن «{title}». ما أشّرت عليه هو ما أُرسل: يحميك حيث اتبعت قطعة النقود، وأُرسل كما هو حيث لم تتبعها.",
+ "completion_code": "رمز الإتمام الخاص بك: {code}",
+ "completion_link": "العودة إلى الدراسة لإنهائها",
  "invalid_invitation_heading": "رابط الدعوة هذا لا يعمل",
  "invalid_invitation": "هذا الرابط ليس دعوة إلى هذا الاستبيان. افتح الرابط الوارد في دعوتك مرة أخرى، كما وصلك تمامًا.",
  "needs_invitation_heading": "هذا الاستبيان بالدعوة",

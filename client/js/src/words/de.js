@@ -88,6 +88,8 @@ export default Object.freeze({
  "thanks_heading": "Vielen Dank",
  "thanks_message": "Ihre zufällig veränderten Antworten auf „{title}“ sind angekommen. Ihre wahren Antworten haben Ihr Gerät nie verlassen.",
  "thanks_coin": "Ihre Antworten auf „{title}“ sind angekommen. Was Sie angekreuzt haben, wurde gesendet: Es schützt Sie, wo Sie der Münze gefolgt sind, und wurde unverändert gesendet, wo nicht.",
+ "completion_code": "Ihr Abschlusscode: {code}",
+ "completion_link": "Zurück zur Studie, um abzuschließen",
  "invalid_invitation_heading": "Dieser Einladungslink funktioniert nicht",
  "invalid_invitation": "Dieser Link ist keine Einladung zu dieser Umfrage. Öffnen Sie den Link aus Ihrer Einladung noch einmal, genau so, wie Sie ihn erhalten haben.",
  "needs_invitation_heading": "Diese Umfrage ist nur auf Einladung",

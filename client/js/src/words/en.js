@@ -88,6 +88,8 @@ export default Object.freeze({
  "thanks_heading": "Thank you",
  "thanks_message": "Your randomized answers to “{title}” were received. Your true answers never left your device.",
  "thanks_coin": "Your answers to “{title}” were received. What you ticked is what was sent: it protects you where you followed the coin, and was sent as given where you did not.",
+ "completion_code": "Your completion code: {code}",
+ "completion_link": "Return to the study to finish",
  "invalid_invitation_heading": "This invitation link does not work",
  "invalid_invitation": "This link is not an invitation to this survey. Open the link from your invitation again, exactly as you received it.",
  "needs_invitation_heading": "This survey is by invitation",

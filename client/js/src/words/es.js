@@ -88,6 +88,8 @@ export default Object.freeze({
  "thanks_heading": "Gracias",
  "thanks_message": "Se recibieron sus respuestas aleatorizadas a «{title}». Sus respuestas verdaderas nunca salieron de su dispositivo.",
  "thanks_coin": "Se recibieron sus respuestas a «{title}». Lo que marcó es lo que se envió: le protege donde siguió la moneda, y se envió tal cual donde no la siguió.",
+ "completion_code": "Su código de finalización: {code}",
+ "completion_link": "Vuelva al estudio para terminar",
  "invalid_invitation_heading": "Este enlace de invitación no funciona",
  "invalid_invitation": "Este enlace no es una invitación a esta encuesta. Vuelva a abrir el enlace de su invitación, tal como lo recibió.",
  "needs_invitation_heading": "Esta encuesta es por invitación",

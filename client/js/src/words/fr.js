@@ -88,6 +88,8 @@ export default Object.freeze({
  "thanks_heading": "Merci",
  "thanks_message": "Vos réponses aléatoires à « {title} » ont bien été reçues. Vos vraies réponses n'ont jamais quitté votre appareil.",
  "thanks_coin": "Vos réponses à « {title} » ont bien été reçues. Ce que vous avez coché est ce qui a été envoyé : cela vous protège là où vous avez suivi la pièce, et a été envoyé tel quel là où vous ne l'avez pas suivie.",
+ "completion_code": "Votre code de fin : {code}",
+ "completion_link": "Retourner à l'étude pour terminer",
  "invalid_invitation_heading": "Ce lien d'invitation ne fonctionne pas",
  "invalid_invitation": "Ce lien n'est pas une invitation à cette enquête. Ouvrez de nouveau le lien de votre invitation, exactement tel que vous l'avez reçu.",
  "needs_invitation_heading": "Cette enquête est sur invitation",

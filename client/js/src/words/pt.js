@@ -88,6 +88,8 @@ export default Object.freeze({
  "thanks_heading": "Obrigado",
  "thanks_message": "As suas respostas aleatorizadas a «{title}» foram recebidas. As suas respostas verdadeiras nunca saíram do seu dispositivo.",
  "thanks_coin": "As suas respostas a «{title}» foram recebidas. O que marcou é o que foi enviado: protege-o onde seguiu a moeda, e foi enviado tal como está onde não a seguiu.",
+ "completion_code": "O seu código de conclusão: {code}",
+ "completion_link": "Voltar ao estudo para terminar",
  "invalid_invitation_heading": "Este link de convite não funciona",
  "invalid_invitation": "Este link não é um convite para este inquérito. Abra de novo o link do seu convite, exatamente como o recebeu.",
  "needs_invitation_heading": "Este inquérito é por convite",
