@@ -120,9 +120,11 @@ def write_xlsform(survey: Survey, path) -> None:
             settings.update({f"{target}::{code}": text for code, text in value.items()})
         elif value is not None:
             settings[target] = value
-    for key in ("version", "layout", "default_language", "max_epsilon"):
+    for key in ("version", "layout", "default_language", "max_epsilon", "opens", "closes"):
         if key in spec:
             settings[key] = spec[key]
+    for key, value in spec.get("completion", {}).items():
+        settings[f"completion_{key}"] = value
     if "sample" in spec:  # the sample design the analysis uses by default: as JSON
         settings["sample"] = canonical_json(spec["sample"])
     if "repeated" in spec:  # a panel: repeated = yes, and the instantaneous layer's ε when the spec sets one
