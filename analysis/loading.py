@@ -133,7 +133,7 @@ def _where(store, url: str | None = None) -> str:
     from deniable import storage
 
     url = store.url if store is not None else url
-    return storage.describe(url) if storage.is_postgres(url) else storage.sqlite_path(url)
+    return storage.describe_database(url) if storage.is_postgres(url) else storage.sqlite_path(url)
 
 
 def _read_store(store, survey_id, owned: bool, **chosen) -> LoadedSurvey:

@@ -277,9 +277,9 @@ class Summary:
             lines.append(r.fit.describe()[0].upper() + r.fit.describe()[1:])
         lines += [f"Note: {note}" for note in r.notes]
         if r.split_ballot is not None:
-            from .splitballot import describe
+            from .splitballot import comparison_lines
 
-            lines += describe(r.split_ballot, r.design)
+            lines += comparison_lines(r.split_ballot, r.design)
         return lines
 
     def as_text(self) -> str:

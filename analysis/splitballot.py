@@ -69,7 +69,7 @@ def comparison(result, direct_counts, level: float) -> pd.DataFrame:
     return table
 
 
-def describe(table: pd.DataFrame, design: str) -> list[str]:
+def comparison_lines(table: pd.DataFrame, design: str) -> list[str]:
     """The comparison in the lines a summary, the CLI and the dashboard print."""
     direct, randomized, difference = (table.loc[arm] for arm in ("direct", "randomized", "difference"))
     level = table.attrs["level"]

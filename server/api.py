@@ -21,7 +21,7 @@ from deniable.client.specfile import MAX_SPEC_BYTES
 
 from .auth import bearer_caller
 from .db import get_store
-from .exports import EXPORT_FORMATS, SUFFIXES, ExportUnavailable, PooledRecord, describe, export_rows
+from .exports import EXPORT_FORMATS, SUFFIXES, ExportUnavailable, PooledRecord, describe_version, export_rows
 
 blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
 #: What publishing a version may need confirmed (`storage.Unconfirmed`): lowering a question's privacy, and
@@ -338,7 +338,7 @@ def export_response(store, record, fmt: str, actor: str) -> Response:
     export = EXPORT_FORMATS[fmt]
     body = export.write(record, export_rows(store, record))
     body = b"".join(body) if export.binary else "".join(body)
-    store.audit(actor, "responses exported", record.id, f"{describe(record)}, {fmt}")
+    store.audit(actor, "responses exported", record.id, f"{describe_version(record)}, {fmt}")
     name = f"{record.id}-all-versions" if isinstance(record, PooledRecord) else f"{record.id}-v{record.version}"
     return Response(body, mimetype=export.mimetype, headers={
         "Content-Disposition": f'attachment; filename="{name}.{SUFFIXES[fmt]}"'})

@@ -342,7 +342,7 @@ def _labelled(record, rows, suffix: str) -> bytes:
     frame = _frame(record, rows, found)
     labels = {v.name: v.label for v in found}
     values = {v.name: v.value_labels for v in found if v.value_labels}
-    title = f"deniable export: {record.id} {describe(record)}"
+    title = f"deniable export: {record.id} {describe_version(record)}"
     handle, path = tempfile.mkstemp(suffix=suffix)
     os.close(handle)
     try:
@@ -390,7 +390,7 @@ CSV_AND_CODES = ("CSV files have one 0/1 column per option of a multi-select que
                  "(text in CSV).\n\n")
 
 
-def describe(record) -> str:
+def describe_version(record) -> str:
     """What an export holds, for titles, messages and the audit log: "version 2" or "versions 1, 2, 3"."""
     if isinstance(record, PooledRecord):
         return "versions " + ", ".join(str(v.version) for v in record.versions)
@@ -428,7 +428,7 @@ def _sample_section(survey, heading: str) -> Iterable[str]:
 
 def _pooled_codebook(record: PooledRecord) -> Iterable[str]:
     newest = record.versions[-1]
-    yield (f"# Codebook: {newest.survey.title}\n\nSurvey `{record.id}`, {describe(record)} pooled: each row is "
+    yield (f"# Codebook: {newest.survey.title}\n\nSurvey `{record.id}`, {describe_version(record)} pooled: each row is "
            f"one response, and its `{VERSION_COLUMN}` column (with `spec_hash`) says which version it answered. "
            "A column a version does not have is empty in its rows. Estimate pooled versions with deniable "
            "(`deniable estimate --all-versions`), which pools a question only where its randomization is the same "

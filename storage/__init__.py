@@ -15,7 +15,7 @@ which reads any schema from 1 on without migrating it.
 
 from .accounts import MIN_PASSWORD_LENGTH, SCOPES, SESSION_LIFETIME, SIGN_IN_FAILURES, SIGN_IN_LOCK, checked_scopes
 from .common import GRANULARITIES, canonical
-from .engines import describe, is_postgres, sqlite_path
+from .engines import describe_database, is_postgres, sqlite_path
 from .errors import Conflict, Gone, Invalid, NotFound, StorageError, Unavailable, Unconfirmed
 from .frames import MIN_CELL
 from .frames import rows_from_csv as frame_rows_from_csv
@@ -30,5 +30,5 @@ __all__ = [
     "Conflict", "DEFAULT_DATABASE", "GRANULARITIES", "Gone", "GroupCommit", "Invalid", "KEYS", "MIN_CELL",
     "MIN_PASSWORD_LENGTH", "NotFound", "SCHEMA_VERSION", "SCOPES", "checked_scopes", "SESSION_LIFETIME", "SIGN_IN_FAILURES", "SIGN_IN_LOCK",
     "StorageError", "Store", "SurveyRecord", "TABLES", "Unavailable", "Unconfirmed", "backup_sqlite", "canonical", "copy_database",
-    "describe", "frame_rows_from_csv", "is_postgres", "rebuild_counts", "resolve_database", "sqlite_path",
+    "describe_database", "frame_rows_from_csv", "is_postgres", "rebuild_counts", "resolve_database", "sqlite_path",
 ]

@@ -34,7 +34,7 @@ def sqlite_path(url: str) -> str:
     return url[len("sqlite:///"):] if url.startswith("sqlite:///") else url
 
 
-def describe(url: str) -> str:
+def describe_database(url: str) -> str:
     """The database URL without its password, for messages and logs."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", str(url))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from .engines import describe, is_postgres
+from .engines import describe_database, is_postgres
 from .errors import Conflict, Invalid, StorageError
 from .schema import KEYS, TABLES
 from .store import Store
@@ -19,7 +19,7 @@ def copy_database(source_url: str, target_url: str, batch: int = 5000, progress=
     copied = {}
     with Store(source_url) as source, Store(target_url) as target:
         if target.execute("SELECT COUNT(*) FROM surveys").fetchone()[0]:
-            raise Conflict(f"{describe(target_url)} already holds surveys; copy into an empty database", "to")
+            raise Conflict(f"{describe_database(target_url)} already holds surveys; copy into an empty database", "to")
         with target.transaction():
             target.execute("DELETE FROM settings")
             for table, columns in TABLES.items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 
 from .accounts import Accounts
-from .engines import LAST_FAILURE, Transaction, describe, open_engine
+from .engines import LAST_FAILURE, Transaction, describe_database, open_engine
 from .errors import StorageError
 from .reads import Reads
 from .schema import MIGRATIONS, SCHEMA_VERSION, Layout
@@ -55,14 +55,14 @@ class Store:
                 raise
             except Exception as error:  # sqlite3.DatabaseError, psycopg.Error: nothing here is a deniable schema
                 self.close()
-                raise StorageError(f"{describe(self.url)}: not a deniable database ({error})", "db") from None
+                raise StorageError(f"{describe_database(self.url)}: not a deniable database ({error})", "db") from None
             if version == 0:
                 self.close()
-                raise StorageError(f"{describe(self.url)}: not a deniable database (no deniable schema: run "
+                raise StorageError(f"{describe_database(self.url)}: not a deniable database (no deniable schema: run "
                                    "`deniable init-db` to create one)", "db")
             if version > SCHEMA_VERSION:
                 self.close()
-                raise StorageError(f"{describe(self.url)}: schema version {version} was written by a newer deniable, "
+                raise StorageError(f"{describe_database(self.url)}: schema version {version} was written by a newer deniable, "
                                    f"which this one (schema {SCHEMA_VERSION}) cannot read: upgrade deniable", "db")
             self.layout = Layout.of(version)
         else:

@@ -109,7 +109,7 @@ def copy(source, target):
         raise click.ClickException(f"cannot copy: {error}") from None
     for table, rows in copied.items():
         click.echo(f"{table:>16}: {rows:,} rows")
-    click.echo(f"Copied {storage.describe(source)} to {storage.describe(target)}.")
+    click.echo(f"Copied {storage.describe_database(source)} to {storage.describe_database(target)}.")
 
 
 @click.command("backup")
@@ -121,7 +121,7 @@ def backup(db_path, output, compact):
 
     For PostgreSQL use pg_dump, as docs/deploy.md shows."""
     size = storage.backup_sqlite(db_path, output, compact)
-    click.echo(f"Backed up {storage.describe(db_path)} to {output} ({size:,} bytes)")
+    click.echo(f"Backed up {storage.describe_database(db_path)} to {output} ({size:,} bytes)")
 
 
 @click.command("compact")

@@ -53,10 +53,10 @@ def open_store(db_path: str, read_only: bool = False, must_exist: bool = True) -
     try:
         return storage.Store(db_path, read_only=read_only)
     except DeniableError as error:
-        where = storage.describe(db_path)
+        where = storage.describe_database(db_path)
         raise click.ClickException(error.message if error.message.startswith(where) else f"{where}: {error.message}") from None
     except Exception as error:  # sqlite3.DatabaseError, psycopg's OperationalError: not a database, unreachable…
-        raise click.ClickException(f"{storage.describe(db_path)}: cannot open the database ({error})") from None
+        raise click.ClickException(f"{storage.describe_database(db_path)}: cannot open the database ({error})") from None
 
 
 def cli_actor() -> str:

@@ -67,7 +67,7 @@ def tokens(survey_id, count, frame_file, min_cell, db_path, base_url):
 def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
     """Export the stored reports of a survey version (or of all of them). Private columns hold randomized
     reports: analyse them with `deniable estimate`, not by tabulating them."""
-    from ..exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord, describe, export_rows
+    from ..exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord, describe_version, export_rows
 
     export = EXPORT_FORMATS[fmt]
     if export.binary and not output:
@@ -90,7 +90,7 @@ def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
                 atomic_write(beside, lambda path: write_chunks(path, EXPORT_FORMATS["codebook"].write(record), False))
         except ExportUnavailable as error:
             raise click.ClickException(str(error)) from None
-        described = "the codebook" if fmt == "codebook" else f"{record.responses} responses of {describe(record)}"
+        described = "the codebook" if fmt == "codebook" else f"{record.responses} responses of {describe_version(record)}"
     _audit_export(db_path, record, fmt)
     click.echo(f"Wrote {described} to {output}" + ("" if fmt == "codebook" else f" (codebook: {beside})"), err=True)
 
@@ -98,11 +98,11 @@ def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
 def _audit_export(db_path, record, fmt: str):
     """The export's line in the audit log, as the dashboard and the API write theirs. The export itself only
     reads; a database that cannot take the line (read-only, a replica) is said, not fatal."""
-    from ..exports import describe
+    from ..exports import describe_version
 
     try:
         with open_store(db_path) as store:
-            store.audit(cli_actor(), "responses exported", record.id, f"{describe(record)}, {fmt}")
+            store.audit(cli_actor(), "responses exported", record.id, f"{describe_version(record)}, {fmt}")
     except storage.StorageError as error:
         click.echo(f"NOTE: the export was not written to the audit log ({error.message})", err=True)
 

@@ -101,7 +101,7 @@ def serve(db_path, host, port, threads, workers, rate_limits, proxy_hops):
         _announce_admin(store, base_url)
         for record in store.list_surveys():
             click.echo(f"Survey {record.id!r}: {base_url}/s/{record.id}")
-    click.echo(f"Serving {storage.describe(db_path)} on {base_url} with {workers} worker(s) (Ctrl-C to stop)", err=True)
+    click.echo(f"Serving {storage.describe_database(db_path)} on {base_url} with {workers} worker(s) (Ctrl-C to stop)", err=True)
     _serve(db_path, host, port, threads, workers, {"RATELIMIT_ENABLED": rate_limits, "PROXY_HOPS": proxy_hops})
 
 
