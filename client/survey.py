@@ -70,6 +70,8 @@ class Survey:
         self.languages = _Languages(spec.get("languages"), spec.get("default_language"))
         self.titles = self.languages.text(spec.get("title"), "survey.title")
         self.descriptions = self.languages.text(spec.get("description"), "survey.description", required=False)
+        # What a respondent agrees to before the first question (with the privacy statement beside it): per language.
+        self.consents = self.languages.text(spec.get("consent"), "survey.consent", required=False)
         self.version = spec.get("version")
         if self.version is not None:
             _plain_text(self.version, "survey.version")
@@ -255,6 +257,9 @@ class Survey:
     def description_in(self, language: str | None = None) -> str | None:
         return localize(self.descriptions, language, self.languages.default)
 
+    def consent_in(self, language: str | None = None) -> str | None:
+        return localize(self.consents, language, self.languages.default)
+
     @property
     def default_language(self) -> str | None:
         return self.languages.default
@@ -375,6 +380,8 @@ class Survey:
         spec = {"id": self.id, "title": self.titles}
         if self.descriptions is not None:
             spec["description"] = self.descriptions
+        if self.consents is not None:
+            spec["consent"] = self.consents
         if self.version is not None:
             spec["version"] = self.version
         if self.languages.declared:

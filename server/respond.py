@@ -261,7 +261,8 @@ def survey_page(survey_id):
         page_data["wave"] = wave  # sent back with the reports: a page left open past its wave is refused
     response = make_response(render_template(
         "survey.html", survey=survey, record=record, sections=sections, title=survey.title_in(language),
-        description=survey.description_in(language), warnings=_warnings(record, language, words),
+        description=survey.description_in(language), consent=survey.consent_in(language),
+        warnings=_warnings(record, language, words),
         words=words, lang=language, dir="rtl" if is_right_to_left(language) else "ltr",
         languages=languages, page_data=page_data, token=token, idempotency_key=secrets.token_hex(16),
         form_key=form_key, skipped=[q["text"] for q in questions if not q["offline"]], preload=client_module_urls()))
@@ -288,9 +289,11 @@ def submit_form(survey_id):
     grouped = {f"{qid}.group" for qid in offline if isinstance(survey.questions[qid].mechanism, GroupedMechanism)}
     split = {arm_column(qid) for qid in offline if survey.questions[qid].split_ballot is not None}
     unknown = sorted(set(request.form) - offline - grouped - split
-                     - {"spec_hash", "idempotency_key", "token", "lang", "form_key", "wave"})
+                     - {"spec_hash", "idempotency_key", "token", "lang", "form_key", "wave", "consent"})
     if unknown:
         return _message(422, words["check_heading"], words["cannot_accept"], language=language, words=words)
+    if survey.consents is not None and request.form.get("consent") != "yes":  # the form asks it before any answer
+        return _message(422, words["check_heading"], words["consent_needed"], back, language, words=words)
     draws = form_draws(presented)
     for qid in sorted(offline):  # the arms and groups this form's key drew, not others
         question = survey.questions[qid]

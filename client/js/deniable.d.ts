@@ -365,6 +365,8 @@ export class Survey {
   readonly epsilonPerWave: number;
   /** `repeated: true` or `{instant_epsilon}`; null for a survey asked once. */
   readonly repeated: Repeated | null;
+  /** What a respondent agrees to before the first question, in a language (null: no consent asked). */
+  consentIn(language?: string | null): string | null;
   /** When it takes answers (`opens`, `closes`). */
   readonly schedule: Schedule;
   /** What a respondent is shown when done (a panel's completion code and link); null for none. */

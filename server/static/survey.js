@@ -31,7 +31,20 @@ if (token) {
 }
 
 coinForm.remove();
-form.hidden = false;
+// A survey that asks for consent shows its questions once the respondent agrees (nothing is sent for it: agreeing
+// is what answering at all says); without that step the form shows at once.
+const consent = document.getElementById("consent");
+if (consent) {
+  const agree = document.getElementById("consent-agree");
+  agree.hidden = false;
+  agree.addEventListener("click", () => {
+    consent.hidden = true;
+    form.hidden = false;
+    form.querySelector("h2, legend, input, button")?.focus();
+  }, { once: true });
+} else {
+  form.hidden = false;
+}
 const outbox = openOutbox();
 // A repeated survey: the device's panel secret (never an answer), kept from wave to wave. Without storage
 // every wave would draw afresh and spend the guarantee again, so the form is not offered then.

@@ -22,7 +22,7 @@ export const MAX_OPTIONS = 1000;
 export const MAX_SECTIONS = 200;
 const MAX_TEXT_LENGTH = 5000;
 const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
-const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated", "page_words", "sample", "opens", "closes", "completion"];
+const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated", "page_words", "sample", "opens", "closes", "completion", "consent"];
 const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions"];
 const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control", "split_ballot"];
 const NOTE_FIELDS = ["id", "type", "text", "hint", "relevant"];
@@ -319,6 +319,7 @@ export class Survey {
     this.languages = new Languages(spec.languages, spec.default_language);
     this.titles = this.languages.text(spec.title, "survey.title");
     this.descriptions = this.languages.text(spec.description, "survey.description", false);
+    this.consents = this.languages.text(spec.consent, "survey.consent", false);
     this.version = spec.version == null ? null : requireText(spec.version, "survey.version");
     this.layout = spec.layout ?? "auto";
     if (!LAYOUTS.includes(this.layout)) throw new SpecError(`survey.layout: must be one of ${LAYOUTS.join(", ")}, got ${show(this.layout)}`);
@@ -431,6 +432,7 @@ export class Survey {
   get description() { return localize(this.descriptions, null, this.languages.default); }
   titleIn(language) { return localize(this.titles, language, this.languages.default); }
   descriptionIn(language) { return localize(this.descriptions, language, this.languages.default); }
+  consentIn(language) { return localize(this.consents, language, this.languages.default); }
   get defaultLanguage() { return this.languages.default; }
   get privateQuestions() { return Object.values(this.questions).filter((q) => q.isPrivate); }
   get publicQuestions() { return Object.values(this.questions).filter((q) => !q.isPrivate); }

@@ -2,6 +2,9 @@
 export default Object.freeze({
  "language": "Sprache",
  "intro": "Ihre Antworten werden auf diesem Gerät zufällig verändert, bevor irgendetwas gesendet wird: Der Server erhält nur die zufälligen Meldungen, die Ihnen vor dem Verlassen der Seite gezeigt werden. Bei jeder Frage steht, wie viel eine Meldung höchstens verraten kann.",
+ "consent_heading": "Bevor Sie beginnen",
+ "consent_agree": "Ich bin einverstanden teilzunehmen",
+ "consent_needed": "Bitte stimmen Sie der Teilnahme zu, bevor Sie antworten.",
  "required": "Pflichtfrage",
  "yes": "Ja",
  "no": "Nein",

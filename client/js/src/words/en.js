@@ -2,6 +2,9 @@
 export default Object.freeze({
  "language": "Language",
  "intro": "Your answers are randomized on this device before anything is sent: the server only ever receives the randomized reports, shown to you before you leave. Each question says how much a report can reveal.",
+ "consent_heading": "Before you start",
+ "consent_agree": "I agree to take part",
+ "consent_needed": "Please agree to take part before answering.",
  "required": "required",
  "yes": "Yes",
  "no": "No",

@@ -2,6 +2,9 @@
 export default Object.freeze({
  "language": "Idioma",
  "intro": "Sus respuestas se aleatorizan en este dispositivo antes de enviar nada: el servidor solo recibe los informes aleatorizados, que se le muestran antes de salir. Cada pregunta indica cuánto puede revelar un informe.",
+ "consent_heading": "Antes de empezar",
+ "consent_agree": "Acepto participar",
+ "consent_needed": "Acepte participar antes de responder, por favor.",
  "required": "obligatoria",
  "yes": "Sí",
  "no": "No",

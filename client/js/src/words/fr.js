@@ -2,6 +2,9 @@
 export default Object.freeze({
  "language": "Langue",
  "intro": "Vos réponses sont rendues aléatoires sur cet appareil avant tout envoi : le serveur ne reçoit jamais que les rapports aléatoires, qui vous sont montrés avant de partir. Chaque question indique ce qu'un rapport peut révéler au plus.",
+ "consent_heading": "Avant de commencer",
+ "consent_agree": "J'accepte de participer",
+ "consent_needed": "Merci d'accepter de participer avant de répondre.",
  "required": "obligatoire",
  "yes": "Oui",
  "no": "Non",
