@@ -40,7 +40,7 @@ MAX_STYLES_BYTES = 1024 * 1024
 #: What no workbook Excel, LibreOffice or ODK tools write holds, and an XML entity bomb needs.
 _DECLARATIONS = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 _SETTINGS = {"form_id", "form_title", "version", "default_language", "description", "layout", "max_epsilon", "repeated",
-             "sample", "opens", "closes", "completion_code", "completion_url",
+             "sample", "opens", "closes", "completion_code", "completion_url", "consent",
              "instant_epsilon"}
 _METADATA = {"start", "end", "today", "deviceid", "phonenumber", "username", "simserial", "subscriberid",
              "email", "audit", "start-geopoint", "background-audio"}
@@ -253,7 +253,7 @@ def _read(workbook, path: Path) -> dict:
         raise SpecError(f"{path.name}: {count} problem{'s' if count > 1 else ''} in the form:\n"
                         + "\n".join(f"  - {p}" for p in problems.items))
     spec = {"id": settings.get("form_id") or _default_id(path), "title": settings.get("form_title") or path.stem}
-    for key in ("description", "version", "layout", "max_epsilon", "opens", "closes"):
+    for key in ("description", "consent", "version", "layout", "max_epsilon", "opens", "closes"):
         if key in settings:
             spec[key] = settings[key]
     completion = {key: settings[f"completion_{key}"] for key in ("code", "url") if f"completion_{key}" in settings}
@@ -514,7 +514,7 @@ def _read_settings(sheet, problems: _Problems) -> dict:
     languages = []
     for column, value in record.items():
         base, _, suffix = column.partition("::")
-        if base in ("form_title", "description") and suffix:
+        if base in ("form_title", "description", "consent") and suffix:
             code = _language(suffix, "settings", number, column, problems)
             if code:
                 settings.setdefault(base, {})[code] = _cell_text(value)

@@ -113,7 +113,7 @@ def write_xlsform(survey: Survey, path) -> None:
     for line in choices:
         choice_sheet.append(list(line))
     settings = {"form_id": spec["id"]}
-    for key in ("title", "description"):
+    for key in ("title", "description", "consent"):
         target = "form_title" if key == "title" else key
         value = spec.get(key)
         if isinstance(value, dict):

@@ -39,15 +39,19 @@ def test_the_code_goes_into_the_link_and_the_spec_keeps_what_was_given():
     assert Survey.from_dict(survey.to_dict()).hash == survey.hash != Survey.from_dict(spec).hash
 
 
-def test_the_window_and_the_completion_go_through_an_xlsform_to_the_same_hash(tmp_path):
+def test_the_window_the_completion_and_the_consent_go_through_an_xlsform_to_the_same_hash(tmp_path):
     from deniable.client.xlsform import read_xlsform
     from deniable.client.xlsform_writer import write_xlsform
 
     spec = json.loads(Survey.from_file(EXAMPLES / "tax.yaml").canonical_json())
     survey = Survey.from_dict({**spec, "opens": "2026-12-01T09:00+01:00", "closes": "2026-12-31T08:00Z",
-                               "completion": {"code": "AB1", "url": "https://x.example/?c={code}"}})
+                               "completion": {"code": "AB1", "url": "https://x.example/?c={code}"}, "consent": "Agree?"})
     write_xlsform(survey, tmp_path / "form.xlsx")
     assert Survey.from_dict(read_xlsform(tmp_path / "form.xlsx")).hash == survey.hash
+    spec = json.loads(Survey.from_file(EXAMPLES / "questionnaire.yaml").canonical_json())
+    languages = Survey.from_dict({**spec, "consent": {"en": "Agree?", "es": "¿De acuerdo?", "fr": "D'accord ?"}})
+    write_xlsform(languages, tmp_path / "languages.xlsx")
+    assert Survey.from_dict(read_xlsform(tmp_path / "languages.xlsx")).hash == languages.hash
 
 
 @pytest.mark.parametrize("completion, field", [({"url": "http://x.example"}, "survey.completion.url"),
