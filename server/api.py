@@ -96,9 +96,8 @@ def privacy_summary(record: storage.SurveyRecord, prior: float = DEFAULT_PRIOR) 
 
 
 def survey_payload(record: storage.SurveyRecord) -> dict:
-    state = "closed" if record.closed else record.survey.schedule.state()
-    payload = {"id": record.id, "version": record.version, "hash": record.hash, "closed": state == "closed",
-               "state": state, "access": record.access, "spec": record.survey.to_dict(), "privacy": privacy_summary(record)}
+    payload = {"id": record.id, "version": record.version, "hash": record.hash, "closed": record.state == "closed",
+               "state": record.state, "access": record.access, "spec": record.survey.to_dict(), "privacy": privacy_summary(record)}
     if record.survey.repeated is not None:  # the wave a response sent now joins (null: none is open)
         payload["wave"] = get_store().open_wave_label(record.id)
     return payload

@@ -231,9 +231,10 @@ def survey_page(survey_id):
     survey = record.survey
     language = page_language(survey)
     words = survey.words(language)
-    if record.closed or survey.schedule.state() == "closed":
+    state = record.state
+    if state == "closed":
         return _message(410, words["closed_heading"], words["closed_message"], language=language, words=words)
-    if survey.schedule.state() == "not open":
+    if state == "not open":
         return _not_open(survey, words, language)
     wave = get_store().open_wave_label(survey_id) if survey.repeated is not None else None
     if survey.repeated is not None and wave is None:

@@ -42,6 +42,11 @@ class SurveyRecord:
     def responses(self) -> int:
         return self._count()
 
+    @property
+    def state(self) -> str:
+        """"closed" (by an admin, or past its spec's ``closes``), "not open" (before ``opens``), or "open"."""
+        return "closed" if self.closed else self.survey.schedule.state()
+
 
 
 #: Parsed specs by their stored text, the most recently used kept: specs are immutable by hash and building a channel

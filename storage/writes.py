@@ -133,14 +133,14 @@ class Writes(Part):
             self._store_together(survey_id, together, results)
         if not prepared:
             return
-        closed = self._closed(survey_id)
+        refusal = self._refusal(survey_id)
         received_on = today(self._in_transaction("setting", "received_on", self.store.surveys.received_on_granularity))
         first = {}  # key -> the batch's first item with it (a later one is a retry of it)
         for entry in prepared:
             first.setdefault(entry.key, entry)
         ids = {key: secrets.token_hex(16) for key in first}
         inserted = set()
-        for chunk in chunks([] if closed else first.values(), 500):
+        for chunk in chunks([] if refusal else first.values(), 500):
             cursor = self.execute(
                 "INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) VALUES "
                 + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk))
@@ -158,7 +158,7 @@ class Writes(Part):
             position, key = entry.position, entry.key
             stored = previous.get(key)
             if stored is None:
-                results[position] = (closed if closed else
+                results[position] = (refusal if refusal else
                                      Unavailable("idempotency_key: stored by another request meanwhile; send it again",
                                                  "idempotency_key"))
             elif key in inserted and first[key] is entry:
@@ -183,7 +183,7 @@ class Writes(Part):
         changed bitmap row written once, the reports in `_write_reports`. One by one, each in a savepoint, a
         1000-item batch made about 8,000 round trips on PostgreSQL (~3 s). What is rare goes one by one still: a
         closed survey, a wave refused."""
-        if self._closed(survey_id):
+        if self._refusal(survey_id):
             for entry in entries:
                 self._store_alone(entry, results)
             return
@@ -308,7 +308,7 @@ class Writes(Part):
         # setting are read once per transaction (once per batch), the response row is inserted
         # first and stands for the idempotency check, reports and counters go in one statement each.
         with self.transaction():
-            refusal = self._closed(survey_id)
+            refusal = self._refusal(survey_id)
             if refusal:
                 previous = self._previous(survey_id, idempotency_key, fingerprint)
                 if previous is not None:  # stored before it closed: the answer the client missed
@@ -379,7 +379,7 @@ class Writes(Part):
                              "ON CONFLICT (spec_hash, shard) DO UPDATE SET responses = version_counts.responses + excluded.responses",
                              [spec_hash, shard, n])
 
-    def _closed(self, survey_id: str) -> StorageError | None:
+    def _refusal(self, survey_id: str) -> StorageError | None:
         """Why the survey takes no response now, or None: closed by an admin (410), past the closing instant of its
         current spec (410), or before its opening instant (409). Read once per transaction; the window is the spec's
         (`client.schedule`), cached by hash, so an open survey's submission costs no extra statement."""
