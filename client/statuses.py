@@ -19,6 +19,8 @@ STATUS_TABLE = (
     (408, None, "retry_later", True, "the request timed out on its way"),
     (409, "token", "token_used", False, "this invitation has answered already; each answers once"),
     (409, "wave", "no_wave_open", False, "the survey is repeated and no wave is open now"),
+    (409, "quota", "quota_full", False,
+     "the respondent's group (a quota cell of public answers) is full: the response was not stored; nothing to resend"),
     (409, "survey_id", "retry_later", True, "the survey opens later (its spec's opens): send it again once it is open"),
     (410, None, "closed", False, "the survey is closed"),
     (410, "wave", "wave_closed", False, "the wave this response was for has closed; it was not counted in another"),

@@ -75,6 +75,10 @@ class NoWaveOpen(SubmitError):
     """409 on ``wave``: the survey is repeated and no wave is open now (nothing to do with the token)."""
 
 
+class QuotaFull(SubmitError):
+    """409 on ``quota``: the respondent's group (a quota cell of public answers) is full; the response was not stored."""
+
+
 class ResponseRejected(SubmitError):
     """4xx: a report or field is invalid; ``field`` names it."""
 
@@ -88,7 +92,7 @@ class SpecMismatch(SubmitError):
 
 
 _BY_KIND = {"survey_not_found": SurveyNotFound, "stale_spec": StaleSpec, "closed": SurveyClosed,
-            "wave_closed": WaveClosed, "token_used": TokenAlreadyUsed, "no_wave_open": NoWaveOpen,
+            "wave_closed": WaveClosed, "token_used": TokenAlreadyUsed, "no_wave_open": NoWaveOpen, "quota_full": QuotaFull,
             "refused": ResponseRejected, "retry_later": RetryLater}
 
 

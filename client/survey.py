@@ -50,6 +50,7 @@ from .questions import (
     localize,
     refuse_unknown_fields,
 )
+from .quotas import read_quotas
 from .randomness import default_source
 from .sample import read_sample
 from .schedule import Schedule
@@ -105,6 +106,7 @@ class Survey:
         self.sample = read_sample(spec.get("sample"), self.questions)
         self.schedule = Schedule.read(spec.get("opens"), spec.get("closes"))
         self.completion = Completion.read(spec.get("completion"))
+        self.quotas = read_quotas(spec.get("quotas"), self.questions)
 
     @property
     def page_languages(self) -> list[str]:
@@ -400,6 +402,8 @@ class Survey:
         spec.update(self.schedule.to_dict())
         if self.completion is not None:
             spec["completion"] = self.completion.to_dict()
+        if self.quotas:
+            spec["quotas"] = [quota.to_dict() for quota in self.quotas]
         if self.sections[0].id is None:
             spec["questions"] = [item.to_dict() for item in self.items]
         else:

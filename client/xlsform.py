@@ -40,7 +40,7 @@ MAX_STYLES_BYTES = 1024 * 1024
 #: What no workbook Excel, LibreOffice or ODK tools write holds, and an XML entity bomb needs.
 _DECLARATIONS = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 _SETTINGS = {"form_id", "form_title", "version", "default_language", "description", "layout", "max_epsilon", "repeated",
-             "sample", "opens", "closes", "completion_code", "completion_url", "consent",
+             "sample", "opens", "closes", "completion_code", "completion_url", "consent", "quotas",
              "instant_epsilon"}
 _METADATA = {"start", "end", "today", "deviceid", "phonenumber", "username", "simserial", "subscriberid",
              "email", "audit", "start-geopoint", "background-audio"}
@@ -247,6 +247,8 @@ def _read(workbook, path: Path) -> dict:
     repeated = _repeated_setting(settings, problems)
     sample = (_json_cell(settings["sample"], 2, "sample", problems, "settings") if _cell_text(settings.get("sample", ""))
               else None)
+    quotas = (_json_cell(settings["quotas"], 2, "quotas", problems, "settings", kind=list)
+              if _cell_text(settings.get("quotas", "")) else None)
     page_words = _read_page_words(sheets.get("ui"), default, problems)
     if problems.items:
         count = len(problems.items)
@@ -268,6 +270,8 @@ def _read(workbook, path: Path) -> dict:
         spec["page_words"] = page_words
     if sample:
         spec["sample"] = sample
+    if quotas:  # how many responses each group of public answers may send (`client.quotas`): as JSON
+        spec["quotas"] = quotas
     for section in sections:
         section["questions"] = [item for _, item in section["questions"]]
     if sections:

@@ -42,13 +42,16 @@ def _cell_text(value) -> str:
     return str(value).strip()
 
 
-def _json_cell(value, number: int, column: str, problems: "_Problems", sheet: str = "survey"):
-    """A cell holding a mapping as JSON text (`xlsform_writer` writes them so), or None with a problem recorded."""
+def _json_cell(value, number: int, column: str, problems: "_Problems", sheet: str = "survey", kind=dict):
+    """A cell holding a mapping (or, with ``kind=list``, a list) as JSON text (`xlsform_writer` writes them so), or
+    None with a problem recorded."""
     try:
         parsed = json.loads(_cell_text(value))
     except ValueError:
         parsed = None
-    if not isinstance(parsed, dict):
-        problems.add(sheet, number, column, value, 'must be a mapping written as JSON, e.g. {"direct": "1/4"}')
+    if not isinstance(parsed, kind):
+        example = '{"direct": "1/4"}' if kind is dict else '[{"question": "region", "limit": 500}]'
+        problems.add(sheet, number, column, value, f"must be a {'mapping' if kind is dict else 'list'} written as JSON, "
+                                                   f"e.g. {example}")
         return None
     return parsed

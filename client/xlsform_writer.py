@@ -127,6 +127,8 @@ def write_xlsform(survey: Survey, path) -> None:
         settings[f"completion_{key}"] = value
     if "sample" in spec:  # the sample design the analysis uses by default: as JSON
         settings["sample"] = canonical_json(spec["sample"])
+    if "quotas" in spec:  # as JSON, like the sample: ODK has no quotas
+        settings["quotas"] = canonical_json(spec["quotas"])
     if "repeated" in spec:  # a panel: repeated = yes, and the instantaneous layer's ε when the spec sets one
         settings["repeated"] = "yes"
         if isinstance(spec["repeated"], dict):

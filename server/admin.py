@@ -249,6 +249,7 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
     return render_template("estimates.html", record=record, current=current, survey=data.survey, charts=charts,
                            n=data.n, inf=math.inf, pooled=pooled, loaded=data, days=day_bars(store.responses_per_day(survey_id)),
                            waves=store.waves(survey_id) if current.survey.repeated is not None else None,
+                           quotas=store.quota_counts(survey_id) if current.survey.quotas else None,
                            plans=plans, planning_seconds=PLANNING_SECONDS, planning_later=planning_later,
                            added=request.args.get("added"),
                            planned=planned, tokens=store.token_counts(survey_id), versions=store.versions(survey_id))

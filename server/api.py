@@ -100,7 +100,14 @@ def survey_payload(record: storage.SurveyRecord) -> dict:
                "state": record.state, "access": record.access, "spec": record.survey.to_dict(), "privacy": privacy_summary(record)}
     if record.survey.repeated is not None:  # the wave a response sent now joins (null: none is open)
         payload["wave"] = get_store().open_wave_label(record.id)
+    if record.survey.quotas:  # which groups are full, so a client can say so before its respondent answers
+        payload["full"] = full_cells(record.id)
     return payload
+
+
+def full_cells(survey_id: str) -> list[dict]:
+    """The quota cells that take no more responses: their questions and answers (no counts: those are the admins')."""
+    return [{"questions": c["questions"], "cell": c["cell"]} for c in get_store().quota_counts(survey_id) if c["full"]]
 
 
 def _json_body(limit: int | None = None, check_text: bool = True):
@@ -295,6 +302,13 @@ def create_tokens(survey_id):
 def counts(survey_id):
     require_admin("read")
     return get_store().counts(survey_id, request.args.get("spec_hash"), request.args.get("by"), request.args.get("version"))
+
+
+@blueprint.get("/surveys/<survey_id>/quotas")
+def quotas(survey_id):
+    """Each quota cell of the current version: questions, cell (their answers), count, limit, full."""
+    require_admin("read")
+    return {"quotas": get_store().quota_counts(survey_id)}
 
 
 @blueprint.get("/surveys/<survey_id>/versions")

@@ -25,7 +25,7 @@ from deniable.client.questions import is_right_to_left, localize
 from deniable.client.reports import arm_column
 from deniable.client.splitballot import SplitBallot
 
-from .api import retry_later
+from .api import full_cells, retry_later
 from .auth import secrets_match
 from .db import get_store
 
@@ -260,6 +260,8 @@ def survey_page(survey_id):
     page_data = {"hash": record.hash, "spec": survey.to_dict(), "lang": language, "messages": words}
     if wave is not None:
         page_data["wave"] = wave  # sent back with the reports: a page left open past its wave is refused
+    if survey.quotas:
+        page_data["full"] = full_cells(survey_id)  # the page says a group is full as soon as the answers fall in it
     response = make_response(render_template(
         "survey.html", survey=survey, record=record, sections=sections, title=survey.title_in(language),
         description=survey.description_in(language), consent=survey.consent_in(language),
@@ -347,6 +349,8 @@ def submit_form(survey_id):
     except storage.Conflict as error:
         if error.field == "wave":
             return _message(409, words["no_wave_heading"], words["no_wave_message"], language=language, words=words)
+        if error.field == "quota":
+            return _message(409, words["quota_full_heading"], words["quota_full"], language=language, words=words)
         return _message(409, words["used_heading"], words["used_message"], language=language, words=words)
     except storage.Invalid as error:
         qid = (error.field or "").removeprefix("reports.")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 def migrate_to_1(engine):
@@ -204,9 +204,15 @@ def migrate_to_11(engine):
     engine.execute("ALTER TABLE api_tokens ADD COLUMN scopes TEXT NOT NULL DEFAULT 'read,export,write,manage'")
 
 
+def migrate_to_12(engine):
+    """Quota counts (`quotas.py`): per survey, quota and cell of public answers, the responses stored in it."""
+    engine.execute("CREATE TABLE quota_counts (survey_id TEXT, quota TEXT, cell TEXT, count BIGINT NOT NULL, "
+                   f"PRIMARY KEY (survey_id, quota, cell)){engine.without_rowid()}")
+
+
 MIGRATIONS = {1: migrate_to_1, 2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6,
               7: migrate_to_7, 8: migrate_to_8, 9: migrate_to_9,
-              10: migrate_to_10, 11: migrate_to_11}
+              10: migrate_to_10, 11: migrate_to_11, 12: migrate_to_12}
 
 
 def rebuild_counts(engine):
@@ -237,13 +243,15 @@ TABLES = {
     "api_tokens": ("id", "name", "admin", "token_hash", "created_on", "last_used_on", "revoked_on", "scopes"),
     "audit_log": ("id", "at", "actor", "action", "survey_id", "detail"),
     "waves": ("survey_id", "label", "position", "opened_on", "closed_on"),
+    "quota_counts": ("survey_id", "quota", "cell", "count"),
 }
 #: Each table's key: a copy reads rows in this order.
 KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens": "token_hash",
         "token_use": "survey_id, block", "responses": "spec_hash, id",
         "reports": "spec_hash, response_id, question_id", "report_counts": "spec_hash, question_id, value, shard",
         "version_counts": "spec_hash, shard", "admins": "name", "api_tokens": "id", "audit_log": "at, id",
-        "waves": "survey_id, label", "frame_cells": "survey_id, cell"}
+        "waves": "survey_id, label", "frame_cells": "survey_id, cell",
+        "quota_counts": "survey_id, quota, cell"}
 
 
 # --- reading older schemas -------------------------------------------------------------------------
@@ -268,6 +276,11 @@ class Layout:
     def has_frames(self) -> bool:
         """Schema 10 keeps the invitations' frame; an older database's responses carry none."""
         return self.schema >= 10
+
+    @property
+    def has_quotas(self) -> bool:
+        """Schema 12 counts quotas; an older database kept open as it is counts none."""
+        return self.schema >= 12
 
     @property
     def has_waves(self) -> bool:

@@ -150,6 +150,7 @@ class Store:
     frame_summary = _forward("surveys", Surveys.frame_summary)
     token_status = _forward("surveys", Surveys.token_status)
     token_counts = _forward("surveys", Surveys.token_counts)
+    quota_counts = _forward("surveys", Surveys.quota_counts)
     get_setting = _forward("surveys", Surveys.get_setting)
     set_setting = _forward("surveys", Surveys.set_setting)
     received_on_granularity = _forward("surveys", Surveys.received_on_granularity)

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from deniable.client import SpecError, Survey
 from deniable.client.panels import redrawn_questions
 from deniable.client.sample import frame_roles
-from deniable.client.schedule import Schedule
 from deniable.client.versions import VersionError, changed_randomization, lowered_privacy, resolve_version
 
 from .common import GRANULARITIES, digest, today
 from .errors import Conflict, Gone, Invalid, NotFound, StorageError, Unconfirmed
 from .frames import MIN_CELL, cell_ids, check_unissued, checked_rows, slots_by_cell
 from .part import Part
+from .quotas import counts as quota_counts
+from .quotas import recount as recount_quotas
 from .tokens import add_tokens, first_free_slot, token_counts, token_status
 
 #: What a wave may be called: shown on dashboards and in exports, so plain.
@@ -55,8 +56,8 @@ class SurveyRecord:
 SPEC_CACHE_SIZE = 256
 _SPEC_CACHE: collections.OrderedDict[str, Survey] = collections.OrderedDict()
 _SPEC_LOCK = threading.Lock()
-#: Each version's fieldwork window by its hash (`Surveys.schedule`), as many as `SPEC_CACHE_SIZE`.
-_SCHEDULES: dict = {}
+#: Each stored version by its hash (`Surveys.spec_of`), as many as `SPEC_CACHE_SIZE`.
+_BY_HASH: dict = {}
 
 
 def load_spec(text: str) -> Survey:
@@ -88,18 +89,18 @@ class Surveys(Part):
     def row(self, survey_id: str) -> dict | None:
         return self._one("SELECT id, current_hash, access, closed_on FROM surveys WHERE id = ?", [survey_id])
 
-    def schedule(self, spec_hash: str) -> Schedule:
-        """The fieldwork window of a stored version (`client.schedule`): read once per process, a version being
-        immutable by its hash (the write path asks it for every submission)."""
+    def spec_of(self, spec_hash: str) -> Survey:
+        """A stored version by its hash, read once per process, a version being immutable by its hash: the write
+        path asks every submission's current version for its fieldwork window and its quotas."""
         with _SPEC_LOCK:
-            known = _SCHEDULES.get(spec_hash)
+            known = _BY_HASH.get(spec_hash)
         if known is None:
             text = self.execute("SELECT spec FROM survey_versions WHERE hash = ?", [spec_hash]).fetchone()[0]
-            known = load_spec(text).schedule
+            known = load_spec(text)
             with _SPEC_LOCK:
-                _SCHEDULES[spec_hash] = known
-                while len(_SCHEDULES) > SPEC_CACHE_SIZE:
-                    _SCHEDULES.pop(next(iter(_SCHEDULES)))
+                _BY_HASH[spec_hash] = known
+                while len(_BY_HASH) > SPEC_CACHE_SIZE:
+                    _BY_HASH.pop(next(iter(_BY_HASH)))
         return known
 
     def add_survey(self, survey: Survey, access: str | None = None, actor: str | None = None,
@@ -148,6 +149,7 @@ class Surveys(Part):
                 self.execute("UPDATE surveys SET current_hash = ?, access = COALESCE(?, access) WHERE id = ?",
                              [survey.hash, access, survey.id])
                 outcome = "new version"
+                self._recount_changed_quotas(current, survey)
             record = self.get_survey(survey.id)
             detail = f"version {record.version} {record.hash[:12]}"
             if row is not None and lowered:
@@ -156,6 +158,27 @@ class Surveys(Part):
                 detail += f"; answered questions randomized anew, confirmed: {'; '.join(redesigned)}"
             self.store.accounts.audit_if(actor, f"survey {outcome}", survey.id, detail)
         return record, outcome
+
+    def _recount_changed_quotas(self, current: Survey, survey: Survey) -> None:
+        """A quota the version adds (or brings back) is counted afresh from the stored reports; a dropped one's counts
+        go. Inside the publish, after its update of the survey row: a response being counted in quotas holds that row
+        shared, so the count below waits for it, and responses after it count under this version."""
+        if not self.layout.has_quotas:
+            return
+        kept = {quota.key for quota in current.quotas}
+        recount_quotas(self.engine, survey.id, tuple(q for q in survey.quotas if q.key not in kept))
+        dropped = kept - {quota.key for quota in survey.quotas}
+        if dropped:
+            self.execute(f"DELETE FROM quota_counts WHERE survey_id = ? AND quota IN ({', '.join('?' * len(dropped))})",
+                         [survey.id, *sorted(dropped)])
+
+    def quota_counts(self, survey_id: str) -> list[dict]:
+        """The quota cells of the survey's current version: questions, cell (their answers), count, limit (None: no
+        limit), full. Every cell with a limit of its own or a response is listed."""
+        record = self.get_survey(survey_id)
+        if not self.layout.has_quotas:
+            return []
+        return quota_counts(self.engine, survey_id, record.survey.quotas)
 
     def _answered(self, survey_id: str) -> set[str]:
         """The questions of a survey with reports stored under any of its versions."""

@@ -14,6 +14,8 @@ from .common import canonical, chunks, digest, today
 from .engines import retrying
 from .errors import Conflict, Gone, Invalid, StorageError, Unavailable
 from .part import Part
+from .quotas import count_response
+from .quotas import recount as recount_quotas
 from .schema import rebuild_counts
 from .tokens import SLOTS_PER_ROW, is_spent, lock_bitmaps, spend_slots
 from .tokens import lookup as token_lookup
@@ -124,7 +126,12 @@ class Writes(Part):
     def store_batch(self, survey_id: str, entries: list[Prepared], results: list):
         """Store validated responses to one survey inside the caller's transaction; each one's outcome goes to
         ``results[entry.position]``. Open surveys' responses go in with a handful of multi-row statements; a
-        token survey's or a repeated one's one by one, each in its own savepoint (undone alone on refusal)."""
+        token survey's or a repeated one's one by one, each in its own savepoint (undone alone on refusal); a survey
+        with quotas one at a time, each counted in its cells before the next (`quotas.py`)."""
+        if entries and self._quotas(survey_id):
+            for entry in entries:
+                self._store_alone(entry, results)
+            return
         prepared, together = [], []  # an open survey's entries; a token or repeated survey's
         for entry in entries:
             (together if entry.record.access == "token" or entry.record.survey.repeated is not None
@@ -351,8 +358,25 @@ class Writes(Part):
                     raise Invalid("token: not a token of this survey", "token")
                 if refused == "used":
                     raise Conflict("token: already used; each invitation answers once", "token")
+            if self._quotas(survey_id):
+                self._count_in_quotas(survey_id, values)
             self._write_reports([(row["id"], spec_hash, values)])
         return self._acknowledgement(row), True
+
+    def _quotas(self, survey_id: str) -> tuple:
+        """The quotas of the survey's current version (none on a schema older than quotas)."""
+        if not self.layout.has_quotas:
+            return ()
+        row = self._in_transaction("survey", survey_id, lambda: self.store.surveys.row(survey_id))
+        return self.store.surveys.spec_of(row["current_hash"]).quotas
+
+    def _count_in_quotas(self, survey_id: str, values: list):
+        """Count a stored response in its quota cells, or refuse it (Conflict, field quota) when one is full. The survey
+        row is held shared first, so a version that changes the quotas (which takes it exclusively to count them
+        afresh) waits for this response, and this response then counts under the version published."""
+        self.store.surveys.lock(survey_id, shared=True)
+        quotas = self.store.surveys.spec_of(self.store.surveys.row(survey_id)["current_hash"]).quotas
+        count_response(self.engine, survey_id, quotas, {qid: text for _, qid, text in values})
 
     def _write_reports(self, responses: list[tuple]):
         """The report rows of newly stored responses — (response id, spec hash, sorted values) —
@@ -386,7 +410,7 @@ class Writes(Part):
         row = self._in_transaction("survey", survey_id, lambda: self.store.surveys.row(survey_id))
         if row["closed_on"] is not None:
             return Gone(f"survey {survey_id!r} is closed", "survey_id")
-        schedule = self.store.surveys.schedule(row["current_hash"])
+        schedule = self.store.surveys.spec_of(row["current_hash"]).schedule
         state = schedule.state()
         if state == "closed":
             return Gone(f"survey {survey_id!r} closed at {written(schedule.closes)}: it takes no more responses",
@@ -415,5 +439,10 @@ class Writes(Part):
         return acknowledgement
 
     def rebuild_counts(self):
+        """Recompute the running totals and the quota counts from the stored rows (after a bulk load)."""
         with self.transaction():
             rebuild_counts(self.engine)
+            if self.layout.has_quotas:
+                self.execute("DELETE FROM quota_counts")
+                for record in self.store.surveys.list_surveys():
+                    recount_quotas(self.engine, record.id, record.survey.quotas)

@@ -485,6 +485,8 @@ export class WaveClosed extends SurveyClosed {}
 export class TokenAlreadyUsed extends SubmitError {}
 /** 409 on wave: the survey is repeated and no wave is open now. */
 export class NoWaveOpen extends SubmitError {}
+/** 409 on quota: the respondent's group (a quota cell of public answers) is full; the response was not stored. */
+export class QuotaFull extends SubmitError {}
 /** 4xx: a report or field is invalid; `field` names it. */
 export class ResponseRejected extends SubmitError {}
 /** 408, 429, 5xx, 507: the server could not take it now; send the same body again later. */

@@ -298,6 +298,36 @@ def survey_show(survey_id, db_path, prior, planned):
             click.echo(f"  version {v['version']} {v['hash'][:12]} added {v['added_on']}: {v['responses']} responses{marker}")
         if record.survey.repeated is not None:
             _echo_waves(survey_id, store.waves(survey_id))
+        if record.survey.quotas:
+            _echo_quotas(store.quota_counts(survey_id))
+
+
+def _echo_quotas(cells: list[dict]):
+    if not cells:
+        click.echo("Quotas: no response in any cell yet.")
+        return
+    click.echo("Quotas:")
+    for cell in cells:
+        named = ", ".join(f"{qid} = {value}" for qid, value in zip(cell["questions"], cell["cell"]))
+        limit = "no limit" if cell["limit"] is None else f"of {cell['limit']}"
+        click.echo(f"  {named:<40} {cell['count']:>7} {limit}{'  FULL' if cell['full'] else ''}")
+
+
+@survey.command("quotas")
+@click.argument("survey_id")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="As JSON: [{questions, cell, count, limit, full}].")
+def survey_quotas(survey_id, db_path, as_json):
+    """The quota cells of a survey (its spec's quotas): responses stored in each, its limit, whether it is full."""
+    with open_store(db_path, read_only=True) as store:
+        record = store.get_survey(survey_id)
+        if not record.survey.quotas:
+            raise click.ClickException(f"survey {survey_id!r} has no quotas (give them in its spec: quotas)")
+        cells = store.quota_counts(survey_id)
+    if as_json:
+        click.echo(json.dumps(cells, indent=2, ensure_ascii=False))
+    else:
+        _echo_quotas(cells)
 
 
 def _echo_waves(survey_id: str, waves: list[dict]):

@@ -247,9 +247,31 @@ function focusSection() {
   heading?.focus();
 }
 
+/** The full quota cell (data.full: the server's, when the page was served) the shown public answers fall in, or null. */
+function fullCell() {
+  const answers = readAnswers();
+  const shown = new Set(survey.shown(answers));
+  return (data.full ?? []).find(({ questions, cell }) => questions.every((id, i) => shown.has(id) && answers[id] === cell[i])) ?? null;
+}
+
+/** Say at once that the respondent's group is full (before the rest is asked), and take it back if the answer changes. */
+function checkQuota() {
+  const full = fullCell() !== null;
+  if (full) {
+    showProblem({ text: words.quota_full, quota: true });
+    sendButton.disabled = nextButton.disabled = true;
+  } else if (shownProblem?.quota) {
+    problem.hidden = true;
+    shownProblem = null;
+    sendButton.disabled = nextButton.disabled = false;
+  }
+  return !full;
+}
+
 form.addEventListener("change", () => {
   applySkipLogic();
   showPage();
+  if (data.full) checkQuota();
 });
 nextButton.addEventListener("click", () => {
   if (!validate(visibleSections()[current])) return;
@@ -287,6 +309,7 @@ function describe(question, report) {
 
 /** The refusal or failure in words for the respondent (never a field name or a status code). */
 function sendProblem(error) {
+  if (error.field === "quota") return { text: words.quota_full, quota: true };
   if (error.field === "wave") return { text: error.status === 409 ? words.no_wave_message : words.wave_closed, reload: error.status === 410 };
   if (error.status === 409) return { text: words.already_used };
   if (error.status === 410) return { text: words.closed };
@@ -322,6 +345,7 @@ form.addEventListener("submit", async (event) => {
   event.preventDefault();
   problem.hidden = true;
   applySkipLogic();
+  if (data.full && !checkQuota()) return;
   if (!validate(form)) {
     if (paged) {  // go to the first section with a problem
       const invalid = visibleSections().findIndex((s) => s.querySelector('[aria-invalid="true"]'));
@@ -353,6 +377,7 @@ form.addEventListener("submit", async (event) => {
   } catch (error) {
     if (!(outbox && isUnreachable(error))) {
       const said = sendProblem(error);
+      if (said.quota) form.remove(); // the group filled while this page was open: the survey ends here, politely
       sendButton.textContent = words.send; // in the words of now: the language may have switched meanwhile
       sendButton.disabled = !said.retry;
       showProblem(said);

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from deniable.client import NoWaveOpen, Outbox, RetryLater, StaleSpec, SubmitError, TokenAlreadyUsed, WaveClosed, submit
+from deniable.client import NoWaveOpen, Outbox, QuotaFull, RetryLater, StaleSpec, SubmitError, TokenAlreadyUsed, WaveClosed, submit
 from deniable.client.statuses import STATUS_TABLE, classify, retry_after_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def test_409_and_410_are_told_apart_by_their_field():
     assert classify(410, "wave") == ("wave_closed", False)
     assert classify(404, "spec_hash") == ("stale_spec", False)
     assert classify(599) == ("retry_later", True) and classify(418) == ("refused", False)
-    for (status, field), kind in {(409, "wave"): NoWaveOpen, (409, "token"): TokenAlreadyUsed, (410, "wave"): WaveClosed,
+    for (status, field), kind in {(409, "wave"): NoWaveOpen, (409, "quota"): QuotaFull, (409, "token"): TokenAlreadyUsed, (410, "wave"): WaveClosed,
                                   (404, "spec_hash"): StaleSpec, (507, "db"): RetryLater}.items():
         with Scripted([(status, field, ())]) as server, pytest.raises(kind):
             submit(server.url, "tax", {"dodged": "no"}, retries=0)

@@ -51,6 +51,10 @@ export class TokenAlreadyUsed extends SubmitError {
 export class NoWaveOpen extends SubmitError {
   constructor(message, details) { super(message, details); this.name = "NoWaveOpen"; }
 }
+/** 409 on quota: the respondent's group (a quota cell of public answers) is full; the response was not stored. */
+export class QuotaFull extends SubmitError {
+  constructor(message, details) { super(message, details); this.name = "QuotaFull"; }
+}
 /** 4xx: a report or field is invalid; `field` names it. */
 export class ResponseRejected extends SubmitError {
   constructor(message, details) { super(message, details); this.name = "ResponseRejected"; }
@@ -82,7 +86,7 @@ export const TRANSIENT = new Set(STATUS_TABLE.filter((r) => r.retry).map((r) => 
 export const MAX_RETRY_WAIT_MS = 30_000;
 const BY_KIND = {
   survey_not_found: SurveyNotFound, stale_spec: StaleSpec, closed: SurveyClosed, wave_closed: WaveClosed,
-  token_used: TokenAlreadyUsed, no_wave_open: NoWaveOpen, refused: ResponseRejected, retry_later: RetryLater,
+  token_used: TokenAlreadyUsed, no_wave_open: NoWaveOpen, quota_full: QuotaFull, refused: ResponseRejected, retry_later: RetryLater,
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 

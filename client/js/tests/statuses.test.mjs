@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  Outbox, MemoryStorage, STATUS_TABLE, SubmitError, RetryLater, NoWaveOpen, TokenAlreadyUsed, WaveClosed, StaleSpec,
+  Outbox, MemoryStorage, STATUS_TABLE, SubmitError, RetryLater, NoWaveOpen, QuotaFull, TokenAlreadyUsed, WaveClosed, StaleSpec,
   classify, retryAfterSeconds, submit,
 } from "../deniable.js";
 
@@ -52,7 +52,7 @@ test("409 is told apart by its field: a spent token, or no wave open", () => {
 });
 
 test("errors are typed by kind", async () => {
-  for (const [row, Kind] of [[{ status: 409, field: "wave" }, NoWaveOpen], [{ status: 409, field: "token" }, TokenAlreadyUsed],
+  for (const [row, Kind] of [[{ status: 409, field: "wave" }, NoWaveOpen], [{ status: 409, field: "quota" }, QuotaFull], [{ status: 409, field: "token" }, TokenAlreadyUsed],
     [{ status: 410, field: "wave" }, WaveClosed], [{ status: 404, field: "spec_hash" }, StaleSpec], [{ status: 507, field: "db" }, RetryLater]]) {
     const server = fakeServer([{ status: 200, body: { spec, hash: "h1" } }, answer({ ...row, meaning: "m" })]);
     await assert.rejects(submit("http://x", "tax", { dodged: "no" }, { fetch: server.fetch, retries: 0 }), Kind);

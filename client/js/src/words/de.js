@@ -78,6 +78,8 @@ export default Object.freeze({
  "not_found": "Unter dieser Adresse gibt es keine Umfrage. Prüfen Sie den Link, den Sie erhalten haben.",
  "closed_heading": "Diese Umfrage ist geschlossen",
  "closed_message": "Danke für Ihr Interesse; sie nimmt keine Antworten mehr an.",
+ "quota_full_heading": "Wir haben genug Antworten",
+ "quota_full": "Vielen Dank für Ihr Interesse. Wir haben bereits alle Antworten, die wir von Personen in Ihrer Gruppe brauchen, daher kann diese Umfrage Ihre nicht mehr aufnehmen. Ihre Antworten wurden nicht gespeichert.",
  "not_open_heading": "Diese Umfrage ist noch nicht geöffnet",
  "not_open_message": "Sie öffnet am {opens} (UTC). Bitte kommen Sie dann wieder.",
  "check_heading": "Bitte prüfen Sie Ihre Antworten",

@@ -78,6 +78,8 @@ export default Object.freeze({
  "not_found": "There is no survey at this address. Check the link you were given.",
  "closed_heading": "This survey is closed",
  "closed_message": "Thank you for your interest; it no longer accepts answers.",
+ "quota_full_heading": "We have enough answers",
+ "quota_full": "Thank you for your interest. We already have all the answers we need from people in your group, so this survey cannot take yours. Your answers were not stored.",
  "not_open_heading": "This survey is not open yet",
  "not_open_message": "It opens on {opens} (UTC). Please come back then.",
  "check_heading": "Please check your answers",

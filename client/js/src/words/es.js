@@ -78,6 +78,8 @@ export default Object.freeze({
  "not_found": "No hay ninguna encuesta en esta dirección. Revise el enlace que recibió.",
  "closed_heading": "Esta encuesta está cerrada",
  "closed_message": "Gracias por su interés; ya no acepta respuestas.",
+ "quota_full_heading": "Ya tenemos suficientes respuestas",
+ "quota_full": "Gracias por su interés. Ya tenemos todas las respuestas que necesitamos de personas de su grupo, por lo que esta encuesta no puede recoger las suyas. Sus respuestas no se guardaron.",
  "not_open_heading": "Esta encuesta aún no está abierta",
  "not_open_message": "Se abre el {opens} (UTC). Vuelva entonces, por favor.",
  "check_heading": "Por favor, revise sus respuestas",

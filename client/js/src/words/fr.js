@@ -78,6 +78,8 @@ export default Object.freeze({
  "not_found": "Il n'y a aucune enquête à cette adresse. Vérifiez le lien que vous avez reçu.",
  "closed_heading": "Cette enquête est close",
  "closed_message": "Merci de votre intérêt ; elle n'accepte plus de réponses.",
+ "quota_full_heading": "Nous avons assez de réponses",
+ "quota_full": "Merci de votre intérêt. Nous avons déjà toutes les réponses dont nous avons besoin de la part des personnes de votre groupe : cette enquête ne peut donc pas recevoir les vôtres. Vos réponses n'ont pas été enregistrées.",
  "not_open_heading": "Cette enquête n'est pas encore ouverte",
  "not_open_message": "Elle ouvre le {opens} (UTC). Merci de revenir à ce moment-là.",
  "check_heading": "Veuillez vérifier vos réponses",

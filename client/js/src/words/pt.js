@@ -78,6 +78,8 @@ export default Object.freeze({
  "not_found": "Não há nenhum inquérito neste endereço. Verifique o link que recebeu.",
  "closed_heading": "Este inquérito está encerrado",
  "closed_message": "Obrigado pelo seu interesse; já não aceita respostas.",
+ "quota_full_heading": "Já temos respostas suficientes",
+ "quota_full": "Obrigado pelo seu interesse. Já temos todas as respostas de que precisamos de pessoas do seu grupo, por isso este inquérito não pode receber as suas. As suas respostas não foram guardadas.",
  "not_open_heading": "Este inquérito ainda não está aberto",
  "not_open_message": "Abre em {opens} (UTC). Volte nessa altura, por favor.",
  "check_heading": "Por favor, verifique as suas respostas",
