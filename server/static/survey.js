@@ -1,7 +1,8 @@
 // The respondent page: skip logic and sections as the respondent answers, checks of required
 // answers and ranges, then randomization in the browser with deniable.js at the final send.
-// Only the reports leave the page; true answers are never stored anywhere (no storage, no
-// cookies, no URL): they stay in the form until the server has the reports, so a refused send can
+// Only the reports leave the page; true answers are never sent and never stored (no cookies, no URL) unless the
+// respondent asks to keep them in this browser to finish later (a draft: see "Save and resume" below): they stay in
+// the form until the server has the reports, so a refused send can
 // be tried again without typing them twice, and the form goes once it is sent. With no connection
 // at all, the randomized body (never an answer) waits in the outbox (localStorage) and is sent
 // when the browser is back online or the survey is opened again.
@@ -93,6 +94,133 @@ const sections = [...form.querySelectorAll("section.section")];
 const paged = sections.length > 1 &&
   (form.dataset.layout === "paged" || (form.dataset.layout === "auto" && window.matchMedia("(max-width: 40em)").matches));
 let current = 0;
+
+// Save and resume, only when the respondent asks ("save my answers on this device"): the answers on the page, the
+// version they answer, the section shown and when they expire are kept in this browser's localStorage under the
+// survey's id, then kept up to date as the respondent answers. Never sent. They go once the reports are sent (or wait
+// in the outbox), when they expire (a week, or the survey's closing if sooner), when another version is served (with
+// a notice), and when the respondent forgets them. What protects them is the device and its browser profile, not a
+// key (one kept beside them would protect nothing): the page says so and offers to forget them.
+const DRAFT_KEY = `deniable.draft.${survey.id}`;
+const DRAFT_DAYS = 7;
+const draftBox = document.getElementById("draft");
+const draftStatus = document.getElementById("draft-status");
+const [saveDraftButton, forgetDraftButton] = ["save-draft", "forget-draft"].map((id) => document.getElementById(id));
+let keepingDraft = false;
+let draftExpires = null; // ms since the epoch
+
+function draftStorage() {
+  try {
+    window.localStorage.getItem(DRAFT_KEY);
+    return window.localStorage;
+  } catch {
+    return null; // storage switched off: no draft, and no button offering one
+  }
+}
+
+/** What a question's inputs hold, as typed (a draft keeps this, not the report shape). */
+function inputState(fieldset) {
+  const inputs = activeInputs(fieldset);
+  if (fieldset.dataset.type === "multi_select") return inputs.filter((i) => i.checked).map((i) => i.value);
+  if (fieldset.dataset.type === "number") return inputs[0].value === "" ? null : inputs[0].value;
+  return inputs.find((i) => i.checked)?.value ?? null;
+}
+
+function restoreInput(fieldset, value) {
+  const inputs = activeInputs(fieldset);
+  if (fieldset.dataset.type === "number") {
+    inputs[0].value = typeof value === "string" ? value : "";
+    return;
+  }
+  const chosen = new Set(Array.isArray(value) ? value : [value]);
+  for (const input of inputs) input.checked = chosen.has(input.value);
+}
+
+function showDraftStatus(key) {
+  const date = new Date(draftExpires ?? Date.now()).toLocaleDateString(data.lang, { dateStyle: "long" });
+  draftStatus.textContent = format(words[key], { date });
+  draftStatus.dataset.word = key;
+  forgetDraftButton.hidden = !keepingDraft;
+  draftBox.hidden = false;
+}
+
+function saveDraft() {
+  const storage = draftStorage();
+  if (!storage) return false;
+  const answers = {};
+  for (const fieldset of form.querySelectorAll("fieldset.question")) {
+    const value = inputState(fieldset);
+    if (value !== null && !(Array.isArray(value) && !value.length)) answers[fieldset.dataset.question] = value;
+  }
+  if (draftExpires === null) {
+    const closes = survey.schedule.closes?.getTime() ?? Infinity;
+    draftExpires = Math.min(Date.now() + DRAFT_DAYS * 86_400_000, closes);
+  }
+  try {
+    storage.setItem(DRAFT_KEY, JSON.stringify({ hash: data.hash, expires: draftExpires, section: current, answers }));
+    return true;
+  } catch {
+    return false; // storage full: say nothing was kept rather than pretend
+  }
+}
+
+function dropDraft() {
+  try {
+    draftStorage()?.removeItem(DRAFT_KEY);
+  } catch {
+    // nothing kept, nothing to remove
+  }
+  keepingDraft = false;
+  draftExpires = null;
+}
+
+/** The draft kept in this browser for this survey, filled in; one for another version, or expired, removed. */
+function resumeDraft() {
+  const storage = draftStorage();
+  if (!storage) return;
+  saveDraftButton.hidden = false;
+  let draft = null;
+  try {
+    draft = JSON.parse(storage.getItem(DRAFT_KEY));
+  } catch {
+    draft = null;
+  }
+  if (!draft || typeof draft !== "object") return;
+  if (draft.hash !== data.hash || !draft.answers || typeof draft.answers !== "object") {
+    dropDraft();
+    showDraftStatus("draft_stale");
+    return;
+  }
+  if (!(draft.expires > Date.now())) {
+    dropDraft();
+    return;
+  }
+  for (const fieldset of form.querySelectorAll("fieldset.question")) {
+    const id = fieldset.dataset.question;
+    if (Object.hasOwn(draft.answers, id)) restoreInput(fieldset, draft.answers[id]);
+  }
+  keepingDraft = true;
+  draftExpires = draft.expires;
+  current = Number.isInteger(draft.section) ? draft.section : 0;
+  if (consent) { // agreed before the draft was kept
+    consent.hidden = true;
+    form.hidden = false;
+  }
+  showDraftStatus("draft_restored");
+}
+
+saveDraftButton.addEventListener("click", () => {
+  keepingDraft = saveDraft();
+  if (keepingDraft) showDraftStatus("draft_saved");
+});
+forgetDraftButton.addEventListener("click", () => {
+  dropDraft();
+  showDraftStatus("draft_forgotten");
+  saveDraftButton.focus();
+});
+form.addEventListener("input", () => {
+  if (keepingDraft) saveDraft();
+});
 
 /** The inputs a respondent answers with: a split ballot's shown arm only. */
 function activeInputs(fieldset) {
@@ -276,11 +404,13 @@ form.addEventListener("change", () => {
 nextButton.addEventListener("click", () => {
   if (!validate(visibleSections()[current])) return;
   current += 1;
+  if (keepingDraft) saveDraft();
   showPage();
   focusSection();
 });
 backButton.addEventListener("click", () => {
   current = Math.max(0, current - 1);
+  if (keepingDraft) saveDraft();
   showPage();
   focusSection();
 });
@@ -377,7 +507,11 @@ form.addEventListener("submit", async (event) => {
   } catch (error) {
     if (!(outbox && isUnreachable(error))) {
       const said = sendProblem(error);
-      if (said.quota) form.remove(); // the group filled while this page was open: the survey ends here, politely
+      if (said.quota) { // the group filled while this page was open: the survey ends here, politely
+        form.remove();
+        dropDraft();
+        draftBox.hidden = true;
+      }
       sendButton.textContent = words.send; // in the words of now: the language may have switched meanwhile
       sendButton.disabled = !said.retry;
       showProblem(said);
@@ -387,7 +521,9 @@ form.addEventListener("submit", async (event) => {
     saved = true;
   }
   pending = null;
-  form.remove(); // the true answers leave the page with the form
+  form.remove(); // the true answers leave the page with the form, and the draft with them
+  dropDraft();
+  draftBox.hidden = true;
   problem.hidden = true;
   showSent(body, saved);
 });
@@ -444,7 +580,7 @@ if (outbox?.entries().some((entry) => entry.surveyId === survey.id)) {
 // language and its words are laid over this one, element by element (the same template for the same version, so the
 // same elements). Answers, drawn arms and groups, the section shown and focus stay as they are; nothing is stored.
 // Where that cannot be done (another version published since, no connection), the link is followed as before.
-const DYNAMIC = "script, #send-problem, #outbox-status, #progress, .problem, #sent-reports, #sent-body";
+const DYNAMIC = "script, #send-problem, #outbox-status, #draft-status, #progress, .problem, #sent-reports, #sent-body";
 const WORDED_ATTRIBUTES = ["aria-label", "data-constraint", "title", "href"]; // href: the thank-you link's language
 
 function elementsOf(root) {
@@ -507,6 +643,7 @@ async function switchLanguage(link) {
   if (!formProblem.hidden) formProblem.textContent = words.check_answers;
   if (!problem.hidden && shownProblem) showProblem(shownProblem, { focus: false });
   if (!outboxStatus.hidden && outboxStatus.dataset.word) showOutboxStatus(outboxStatus.dataset.word);
+  if (!draftBox.hidden && draftStatus.dataset.word) showDraftStatus(draftStatus.dataset.word);
 }
 
 for (const link of document.querySelectorAll(".languages a")) {
@@ -527,5 +664,7 @@ deliverSaved();
 
 assignArms();
 assignGroups();
+if (form.isConnected) resumeDraft();
 applySkipLogic();
 showPage();
+if (data.full) checkQuota();
