@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from . import catalogue, designs, mechanisms, skiplogic
+from . import catalogue, designs, mechanisms, order, skiplogic
 from .errors import SpecError
 from .exact import json_number, parse_fraction
 from .identifiers import identifier
@@ -27,10 +27,10 @@ _REPORT_MEMO_SIZE = 4096
 _LANGUAGE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}")
 _SURVEY_FIELDS = {"id", "title", "description", "version", "languages", "default_language", "layout",
                   "questions", "sections", "max_epsilon", "repeated", "page_words", "sample", "opens", "closes", "completion", "consent",
-                  "quotas"}
-_SECTION_FIELDS = {"id", "title", "intro", "relevant", "questions"}
+                  "quotas", "randomize_sections"}
+_SECTION_FIELDS = {"id", "title", "intro", "relevant", "questions", "randomize"}
 _QUESTION_FIELDS = {"id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required",
-                    "relevant", "constraint_message", "control", "split_ballot"}
+                    "relevant", "constraint_message", "control", "split_ballot", "randomize"}
 _NOTE_FIELDS = {"id", "type", "text", "hint", "relevant"}
 _OPTION_FIELDS = {"value", "label"}
 #: Languages written right to left (the page sets dir="rtl" for them).
@@ -201,6 +201,7 @@ class Question(_Item):
         self.option_labels = {}
         self._valid_reports = {}  # (type, report) -> its canonical form, see validate_report
         self.options = self._read_options(spec, where)
+        self.randomize = order.read_option_flag(spec.get("randomize", False), self.type, f"{where}.randomize")
         self.grid = self._read_grid(spec, where)
         self.constraint_messages = languages.text(spec.get("constraint_message"), f"{where}.constraint_message",
                                                   required=False)
@@ -400,6 +401,8 @@ class Question(_Item):
         if self.options is not None:
             spec["options"] = [{"value": o, "label": self.option_labels[o]} if o in self.option_labels else o
                                for o in self.options]
+            if self.randomize:
+                spec["randomize"] = True
         elif self.option_labels:  # a yes/no question's own labels
             spec["options"] = [{"value": o, "label": self.option_labels[o]} for o in ("yes", "no")]
         if self.grid is not None:
@@ -438,6 +441,7 @@ class Section:
         self.titles = languages.text(spec.get("title"), f"{where}.title")
         self.intros = languages.text(spec.get("intro"), f"{where}.intro", required=False)
         self.relevant = _expression(spec.get("relevant"), f"{where}.relevant")
+        self.randomize = order.read_flag(spec.get("randomize", False), f"{where}.randomize")  # its items shuffled
         items = spec.get("questions")
         if not isinstance(items, list) or not items:
             raise SpecError(f"{where}.questions: must be a non-empty list of questions")
@@ -457,6 +461,8 @@ class Section:
             spec["intro"] = self.intros
         if self.relevant is not None:
             spec["relevant"] = skiplogic.to_text(self.relevant)
+        if self.randomize:
+            spec["randomize"] = True
         spec["questions"] = [item.to_dict() for item in self.items]
         return spec
 

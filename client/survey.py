@@ -33,6 +33,7 @@ from .errors import AnswerError, SpecError
 from .exact import EpsilonRequest, canonical_json, check_json_text
 from .identifiers import identifier
 from .memo import Memo, MemoError
+from .order import asked_before, read_shuffled_sections
 from .page_words import read_page_words
 from .panels import Repeated
 from .privacy import DEFAULT_PRIOR, WEAK_EPSILON, posterior_bound, survey_summary
@@ -93,6 +94,7 @@ class Survey:
                 self.questions[item.id] = item
         if not self.questions:
             raise SpecError("survey.questions: must hold at least one question (notes alone collect nothing)")
+        self.shuffled_sections = read_shuffled_sections(spec.get("randomize_sections"), [s.id for s in self.sections])
         self._check_skip_logic()
         try:
             self.repeated = Repeated.parse(spec.get("repeated"))
@@ -162,6 +164,7 @@ class Survey:
             raise SpecError(f"survey: at most {MAX_ITEMS} questions and notes, got {len(questions)}")
         implicit = Section.__new__(Section)
         implicit.id, implicit.titles, implicit.intros, implicit.relevant = None, None, None, None
+        implicit.randomize = False
         implicit.languages = self.languages
         implicit.items = [_item(item, i, self.languages) for i, item in enumerate(questions)]
         for item in implicit.items:
@@ -204,10 +207,16 @@ class Survey:
         budget = float(self.max_epsilon)
         return f"ε = {self.epsilon:.4g} of {budget:.4g} ({self.epsilon / budget:.0%})"
 
+    @property
+    def has_random_order(self) -> bool:
+        """Whether some sections, questions or options are shown in an order drawn on the device (`client.order`)."""
+        return bool(self.shuffled_sections) or any(s.randomize for s in self.sections) or any(
+            q.randomize for q in self.questions.values())
+
     def _check_skip_logic(self):
-        """Every expression reads only earlier, public questions, with literals they can take."""
-        earlier: dict[str, Question] = {}
-        for section in self.sections:
+        """Every expression reads only public questions asked before it in every order, with literals they can take."""
+        for section, before in asked_before(self):
+            earlier: dict[str, Question] = {qid: self.questions[qid] for qid in before}
             if section.relevant is not None:
                 self._check_expression(section.relevant, f"section {section.id!r}.relevant", section.id, earlier)
             for item in section.items:
@@ -215,7 +224,7 @@ class Survey:
                     self._check_expression(item.relevant, f"{item.where}.relevant", item.id, earlier)
                 if isinstance(item, Question) and not isinstance(item.required, bool):
                     self._check_expression(item.required, f"{item.where}.required", item.id, earlier)
-                if isinstance(item, Question):
+                if isinstance(item, Question) and not section.randomize:
                     earlier[item.id] = item
 
     def _check_expression(self, tree, where: str, item_id: str, earlier: dict):
@@ -224,8 +233,10 @@ class Survey:
             question = earlier.get(ref)
             if question is None:
                 if ref in self.questions or any(i.id == ref for i in self.items):
+                    order = "; in a random order, only what is asked before it in every order" \
+                        if self.has_random_order else ""
                     raise SpecError(f"{where}: {ref!r} is not a question asked before this one "
-                                    f"(skip logic reads answers already given)")
+                                    f"(skip logic reads answers already given{order})")
                 raise SpecError(f"{where}: no question {ref!r} in this survey")
             if question.is_private:
                 raise SpecError(leak_message(where, item_id, ref))
@@ -402,6 +413,9 @@ class Survey:
         spec.update(self.schedule.to_dict())
         if self.completion is not None:
             spec["completion"] = self.completion.to_dict()
+        if self.shuffled_sections:
+            every = len(self.shuffled_sections) == len(self.sections)
+            spec["randomize_sections"] = True if every else list(self.shuffled_sections)
         if self.quotas:
             spec["quotas"] = [quota.to_dict() for quota in self.quotas]
         if self.sections[0].id is None:

@@ -22,7 +22,7 @@ __all__ = ["MAX_SHEET_ROWS", "MAX_WORKBOOK_BYTES", "read_xlsform", "write_xlsfor
 
 #: Columns of the survey sheet this reader understands (besides label::, hint::, privacy:: ...).
 _SURVEY_COLUMNS = {"type", "name", "label", "hint", "required", "relevant", "constraint", "constraint_message",
-                   "split_ballot", "control", "appearance"}
+                   "split_ballot", "control", "appearance", "parameters"}
 #: Columns whose cell is a mapping written as JSON text: a split ballot, a known-share control.
 _JSON_COLUMNS = ("split_ballot", "control")
 _LOCALIZED = ("label", "hint", "constraint_message")
@@ -41,6 +41,7 @@ MAX_STYLES_BYTES = 1024 * 1024
 _DECLARATIONS = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 _SETTINGS = {"form_id", "form_title", "version", "default_language", "description", "layout", "max_epsilon", "repeated",
              "sample", "opens", "closes", "completion_code", "completion_url", "consent", "quotas",
+             "randomize_sections",
              "instant_epsilon"}
 _METADATA = {"start", "end", "today", "deviceid", "phonenumber", "username", "simserial", "subscriberid",
              "email", "audit", "start-geopoint", "background-audio"}
@@ -224,6 +225,8 @@ def _read(workbook, path: Path) -> dict:
                 current["intro"] = intro
             if "relevant" in record:
                 current["relevant"] = _expression(record["relevant"], "survey", number, "relevant", problems)
+            if _randomized(record, number, problems):
+                current["randomize"] = True
             continue
         if kind in ("end group", "end_group"):
             if current is None:
@@ -272,6 +275,9 @@ def _read(workbook, path: Path) -> dict:
         spec["sample"] = sample
     if quotas:  # how many responses each group of public answers may send (`client.quotas`): as JSON
         spec["quotas"] = quotas
+    shuffled = _cell_text(settings.get("randomize_sections", "")).strip()
+    if shuffled:  # true (every group) or the names of the groups that change places
+        spec["randomize_sections"] = True if shuffled.lower() in ("true", "yes") else shuffled.replace(",", " ").split()
     for section in sections:
         section["questions"] = [item for _, item in section["questions"]]
     if sections:
@@ -395,7 +401,27 @@ def _read_item(number, record, kind, name, choices, localized, problems):
             value = _json_cell(record[column], number, column, problems)
             if value is not None:
                 item[column] = value
+    if _randomized(record, number, problems):
+        item["randomize"] = True
     return item
+
+
+def _randomized(record, number, problems) -> bool:
+    """ODK's ``parameters`` column, of which deniable reads ``randomize=true`` (a group's questions, a select's
+    choices, in an order drawn on the device; `client.order`)."""
+    text = _cell_text(record.get("parameters", "")).strip()
+    if not text:
+        return False
+    found = {}
+    for pair in text.replace(",", " ").split():
+        key, _, value = pair.partition("=")
+        found[key.strip().lower()] = value.strip().lower()
+    unknown = sorted(set(found) - {"randomize"})
+    if unknown or found.get("randomize") not in ("true", "false", "yes", "no"):
+        problems.add("survey", number, "parameters", text, "deniable reads randomize=true (or false) here; the order is "
+                                                           "drawn on the respondent's device, so there is no seed")
+        return False
+    return found["randomize"] in ("true", "yes")
 
 
 def _number(text: str):

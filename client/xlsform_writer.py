@@ -39,9 +39,12 @@ def write_xlsform(survey: Survey, path) -> None:
     extras = [key for key in STRUCTURED_COLUMNS if any(isinstance(item, dict) and key in item for _, item in items)]
     # An ordered scale whose design does not say so (k-ary RR on a scale, a public scale): ODK's likert appearance.
     scales = any(isinstance(item, dict) and item.get("type") == "ordinal" for _, item in items)
+    # ODK's parameters column carries randomize=true: a group's questions or a select's choices in a random order.
+    randomized = any((isinstance(item, dict) and item.get("randomize")) or (item is None and section.get("randomize"))
+                     for section, item in items)
     columns = ["type", "name", *[f"label{s}" for s in suffixes], *[f"hint{s}" for s in suffixes], "required",
                "relevant", "constraint", *[f"constraint_message{s}" for s in suffixes], *(["appearance"] * scales),
-               "privacy::design", *privacy_columns, *extras]
+               *(["parameters"] * randomized), "privacy::design", *privacy_columns, *extras]
     book = Workbook()
     sheet = book.active
     sheet.title = "survey"
@@ -54,6 +57,8 @@ def write_xlsform(survey: Survey, path) -> None:
             row.update(type="begin group", name=section["id"], relevant=_xlsform_expression(section.get("relevant")))
             row.update(zip([f"label{s}" for s in suffixes], cells(section["title"])))
             row.update(zip([f"hint{s}" for s in suffixes], cells(section.get("intro"))))
+            if section.get("randomize"):
+                row["parameters"] = "randomize=true"
         elif item == "end":
             row.update(type="end group")
         else:
@@ -80,6 +85,8 @@ def write_xlsform(survey: Survey, path) -> None:
                 for key in extras:
                     if key in item:
                         row[key] = canonical_json(item[key])
+                if item.get("randomize"):
+                    row["parameters"] = "randomize=true"
                 if qtype == "yes_no" and "options" in item:  # its own labels: a list of its own
                     row["type"] = f"select_one {item['id']}"
                     for option in item["options"]:
@@ -129,6 +136,9 @@ def write_xlsform(survey: Survey, path) -> None:
         settings["sample"] = canonical_json(spec["sample"])
     if "quotas" in spec:  # as JSON, like the sample: ODK has no quotas
         settings["quotas"] = canonical_json(spec["quotas"])
+    if "randomize_sections" in spec:
+        shuffled = spec["randomize_sections"]
+        settings["randomize_sections"] = "true" if shuffled is True else " ".join(shuffled)
     if "repeated" in spec:  # a panel: repeated = yes, and the instantaneous layer's ε when the spec sets one
         settings["repeated"] = "yes"
         if isinstance(spec["repeated"], dict):

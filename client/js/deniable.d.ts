@@ -269,6 +269,8 @@ export class Question extends Item {
   readonly type: "yes_no" | "choice" | "ordinal" | "multi_select" | "number";
   readonly required: boolean | Expression;
   readonly options: string[] | null;
+  /** Whether its options are shown in an order drawn on the device (choice and multi_select only). */
+  readonly randomize: boolean;
   /** [min, max, step] of a number question, else null. */
   readonly grid: [Fraction, Fraction, Fraction] | null;
   /** The channel a report goes through: in a repeated survey the composite, instantaneous ∘ permanent. */
@@ -294,6 +296,15 @@ export class Question extends Item {
 
 export const ARMS: ["direct", "randomized"];
 /** Split ballot: `direct` of respondents answer directly (told so first); the rest through the design. */
+/** The order one respondent is asked in, drawn on the device and never sent: every section id in the order shown,
+ * per randomized section its item ids, per shuffled question its option values. */
+export interface Order {
+  sections: Array<string | null>;
+  items: Record<string, string[]>;
+  options: Record<string, string[]>;
+}
+export function drawOrder(survey: Survey, source?: RandomSource): Order;
+
 /** A recruitment panel's completion: the survey's code (no answer, no identity) and the link back to the panel. */
 export class Completion {
   constructor(code?: string | null, url?: string | null);
@@ -336,6 +347,8 @@ export class Section {
   readonly id: string;
   readonly items: Array<Question | Note>;
   readonly relevant: Expression | null;
+  /** Whether its items are shown in an order drawn on the device. */
+  readonly randomize: boolean;
   titleIn(language: string | null): string;
   introIn(language: string | null): string | null;
 }
@@ -351,6 +364,10 @@ export class Survey {
   readonly version: string | null;
   readonly layout: "auto" | "paged" | "single";
   readonly sections: Section[];
+  /** The ids of the sections that change places at random (randomize_sections), in the survey's order. */
+  readonly shuffledSections: string[];
+  /** Whether some sections, questions or options are shown in an order drawn on the device. */
+  readonly hasRandomOrder: boolean;
   readonly items: Array<Question | Note>;
   readonly questions: Record<string, Question>;
   readonly languages: Languages;

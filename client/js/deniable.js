@@ -18,6 +18,7 @@ export { MIN_EPSILON, WEAK_EPSILON, ONE_SIDED_STATEMENT, posteriorBound, privacy
 export { ARMS, SplitBallot } from "./src/splitballot.js";
 export { Schedule, parseInstant } from "./src/schedule.js";
 export { Completion } from "./src/completion.js";
+export { drawOrder } from "./src/order.js";
 export { ExpressionError, MAX_EXPRESSION_LENGTH, canonicalNumber, parseExpression, expressionText, evaluateExpression } from "./src/skiplogic.js";
 export { QUESTION_TYPES, MAX_ITEMS, MAX_OPTIONS, MAX_SECTIONS, isRightToLeft, localize, Note, Question, Section, leakMessage, Survey } from "./src/survey.js";
 export { SubmitError, newIdempotencyKey, SurveyNotFound, StaleSpec, SurveyClosed, WaveClosed, TokenAlreadyUsed, NoWaveOpen, QuotaFull, ResponseRejected, RetryLater, classify, isRetryable, retryAfterSeconds, fetchSurvey, postResponse, submit, isUnreachable } from "./src/submit.js";

@@ -6,7 +6,7 @@
 // be tried again without typing them twice, and the form goes once it is sent. With no connection
 // at all, the randomized body (never an answer) waits in the outbox (localStorage) and is sent
 // when the browser is back online or the survey is opened again.
-import { Memo, Outbox, SplitBallot, Survey, isUnreachable, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
+import { Memo, Outbox, SplitBallot, Survey, drawOrder, isUnreachable, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
 
 const data = JSON.parse(document.getElementById("survey-data").textContent);
 let words = data.messages; // replaced when the respondent switches language
@@ -32,6 +32,34 @@ if (token) {
 }
 
 coinForm.remove();
+// Randomized order (the spec's randomize and randomize_sections): drawn here with the page's CSPRNG, a source of its
+// own, once per page load, and laid over a page fetched in another language too. Never sent and never stored: a
+// response is the same whatever the order it was asked in.
+let order = survey.hasRandomOrder ? drawOrder(survey) : null; // a resumed draft brings back the order it was kept in
+
+/** Put the sections, the randomized sections' items and the shuffled questions' options of `root`'s answer form in
+ * `order`'s order (the server renders them in the spec's). */
+function applyOrder(root) {
+  const answerForm = root.querySelector("#survey-form");
+  const bySection = new Map([...answerForm.querySelectorAll("section.section")].map((el) => [el.dataset.section || null, el]));
+  const end = answerForm.querySelector("#form-problem");
+  for (const id of order.sections) answerForm.insertBefore(bySection.get(id), end);
+  for (const [id, itemIds] of Object.entries(order.items)) {
+    const section = bySection.get(id);
+    section.append(...itemIds.map((itemId) => section.querySelector(`:scope > [data-item="${CSS.escape(itemId)}"]`)));
+  }
+  for (const [id, values] of Object.entries(order.options)) {
+    const fieldset = answerForm.querySelector(`#q-${CSS.escape(id)}`);
+    for (const container of [fieldset, ...fieldset.querySelectorAll(":scope > .arm")]) { // a split ballot's two arms
+      const labels = [...container.querySelectorAll(":scope > label.option")];
+      if (!labels.length) continue;
+      const byValue = new Map(labels.map((label) => [label.querySelector("input").value, label]));
+      const after = labels[labels.length - 1].nextSibling;
+      for (const value of values) container.insertBefore(byValue.get(value), after);
+    }
+  }
+}
+if (order) applyOrder(document);
 // A survey that asks for consent shows its questions once the respondent agrees (nothing is sent for it: agreeing
 // is what answering at all says); without that step the form shows at once.
 const consent = document.getElementById("consent");
@@ -157,7 +185,7 @@ function saveDraft() {
     draftExpires = Math.min(Date.now() + DRAFT_DAYS * 86_400_000, closes);
   }
   try {
-    storage.setItem(DRAFT_KEY, JSON.stringify({ hash: data.hash, expires: draftExpires, section: current, answers }));
+    storage.setItem(DRAFT_KEY, JSON.stringify({ hash: data.hash, expires: draftExpires, section: current, answers, order }));
     return true;
   } catch {
     return false; // storage full: say nothing was kept rather than pretend
@@ -199,6 +227,11 @@ function resumeDraft() {
     const id = fieldset.dataset.question;
     if (Object.hasOwn(draft.answers, id)) restoreInput(fieldset, draft.answers[id]);
   }
+  if (order && isOrderOf(draft.order, order)) { // asked again in the order it was kept in
+    order = draft.order;
+    applyOrder(document);
+    sections.splice(0, sections.length, ...form.querySelectorAll("section.section"));
+  }
   keepingDraft = true;
   draftExpires = draft.expires;
   current = Number.isInteger(draft.section) ? draft.section : 0;
@@ -207,6 +240,15 @@ function resumeDraft() {
     form.hidden = false;
   }
   showDraftStatus("draft_restored");
+}
+
+/** Whether `kept` orders the same sections, items and options as `drawn` (a draft's order, checked before use). */
+function isOrderOf(kept, drawn) {
+  const samePermutation = (a, b) => Array.isArray(a) && a.length === b.length && [...a].sort().join("\u0000") === [...b].sort().join("\u0000");
+  const sameParts = (a, b) => a !== null && typeof a === "object" && Object.keys(a).sort().join() === Object.keys(b).sort().join() &&
+    Object.keys(b).every((key) => samePermutation(a[key], b[key]));
+  return kept !== null && typeof kept === "object" && samePermutation(kept.sections, drawn.sections) &&
+    sameParts(kept.items, drawn.items) && sameParts(kept.options, drawn.options);
 }
 
 saveDraftButton.addEventListener("click", () => {
@@ -619,6 +661,7 @@ async function switchLanguage(link) {
   const nextData = JSON.parse(next.getElementById("survey-data").textContent);
   if (nextData.hash !== data.hash) throw new Error("another version"); // a new version: its own page
   next.getElementById("coin-form")?.remove();
+  if (order) applyOrder(next); // the same order as this page's, so the two match element by element
   for (const [element, other] of matchPages(document.querySelector("main"), next.querySelector("main"))) {
     ownTexts(other).forEach((text, i) => { ownTexts(element)[i].data = text.data; });
     for (const name of WORDED_ATTRIBUTES) if (other.hasAttribute(name)) element.setAttribute(name, other.getAttribute(name));

@@ -24,8 +24,8 @@ def test_the_form_without_javascript_says_it_cannot_keep_drafts(client, survey):
 
 
 @pytest.mark.slow
-def test_fill_half_reload_resume_and_send_one_response_with_no_draft_leaving_the_device(browser, live_server, survey,
-                                                                                       store):  # noqa: F811
+def test_fill_half_reload_resume_and_send_one_response_with_no_draft_leaving_the_device(
+        browser, live_server, survey, store):  # noqa: F811
     context = browser.new_context(**PHONE)
     page = context.new_page()
     recorder = Recorder(page)

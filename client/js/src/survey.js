@@ -12,6 +12,7 @@ import { Memo, MemoError } from "./memo.js";
 import { SplitBallot } from "./splitballot.js";
 import { Schedule } from "./schedule.js";
 import { Completion } from "./completion.js";
+import { askedBefore, readFlag, readOptionFlag, readShuffledSections } from "./order.js";
 import { ExpressionError, ORDERINGS, evaluateExpression, expressionLeaves, parseExpression, reprText } from "./skiplogic.js";
 
 export const QUESTION_TYPES = ["yes_no", "choice", "ordinal", "multi_select", "number"];
@@ -22,9 +23,9 @@ export const MAX_OPTIONS = 1000;
 export const MAX_SECTIONS = 200;
 const MAX_TEXT_LENGTH = 5000;
 const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
-const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated", "page_words", "sample", "opens", "closes", "completion", "consent", "quotas"];
-const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions"];
-const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control", "split_ballot"];
+const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated", "page_words", "sample", "opens", "closes", "completion", "consent", "quotas", "randomize_sections"];
+const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions", "randomize"];
+const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control", "split_ballot", "randomize"];
 const NOTE_FIELDS = ["id", "type", "text", "hint", "relevant"];
 const RIGHT_TO_LEFT = new Set(["ar", "arc", "dv", "fa", "ha", "he", "khw", "ks", "ku", "ps", "sd", "ur", "yi"]);
 const SUGGESTIONS = {
@@ -144,6 +145,7 @@ export class Question extends Item {
     this.required = required;
     this.optionLabels = {};
     this.options = this._readOptions(spec, where);
+    this.randomize = readOptionFlag(spec.randomize ?? false, this.type, `${where}.randomize`);
     this.grid = this._readGrid(spec, where);
     this.constraintMessages = languages.text(spec.constraint_message, `${where}.constraint_message`, false);
     if (this.constraintMessages !== null && this.type !== "number") throw new SpecError(`${where}.constraint_message: only number questions have a range to explain`);
@@ -293,6 +295,7 @@ export class Section {
     this.titles = languages.text(spec.title, `${where}.title`);
     this.intros = languages.text(spec.intro, `${where}.intro`, false);
     this.relevant = readExpression(spec.relevant, `${where}.relevant`);
+    this.randomize = readFlag(spec.randomize ?? false, `${where}.randomize`); // its items shuffled
     if (!Array.isArray(spec.questions) || !spec.questions.length) throw new SpecError(`${where}.questions: must be a non-empty list of questions`);
     this.items = spec.questions.map((item, i) => readItem(item, firstPosition + i, languages));
     for (const item of this.items) item.section = this;
@@ -334,6 +337,7 @@ export class Survey {
       if (item instanceof Question) this.questions[item.id] = item;
     });
     if (!Object.keys(this.questions).length) throw new SpecError("survey.questions: must hold at least one question (notes alone collect nothing)");
+    this.shuffledSections = readShuffledSections(spec.randomize_sections, this.sections.map((s) => s.id));
     this._checkSkipLogic();
     this.repeated = Repeated.parse(spec.repeated);
     if (this.repeated !== null) for (const question of this.privateQuestions) question.makeRepeated(this.repeated);
@@ -366,7 +370,7 @@ export class Survey {
     if (!Array.isArray(spec.questions) || spec.questions.length === 0) throw new SpecError("survey.questions: must be a non-empty list of questions");
     if (spec.questions.length > MAX_ITEMS) throw new SpecError(`survey: at most ${MAX_ITEMS} questions and notes, got ${spec.questions.length}`);
     const implicit = Object.create(Section.prototype);
-    Object.assign(implicit, { id: null, titles: null, intros: null, relevant: null, languages: this.languages });
+    Object.assign(implicit, { id: null, titles: null, intros: null, relevant: null, randomize: false, languages: this.languages });
     implicit.items = spec.questions.map((item, i) => readItem(item, i, this.languages));
     for (const item of implicit.items) item.section = implicit;
     return [implicit];
@@ -393,15 +397,19 @@ export class Survey {
     }
     return total;
   }
+  /** Whether some sections, questions or options are shown in an order drawn on the device (order.js). */
+  get hasRandomOrder() {
+    return this.shuffledSections.length > 0 || this.sections.some((s) => s.randomize) || Object.values(this.questions).some((q) => q.randomize);
+  }
   _checkSkipLogic() {
-    const earlier = {};
-    for (const section of this.sections) {
+    for (const [section, before] of askedBefore(this)) {
+      const earlier = Object.fromEntries([...before].map((id) => [id, this.questions[id]]));
       if (section.relevant) this._checkExpression(section.relevant, `section '${section.id}'.relevant`, section.id, earlier);
       for (const item of section.items) {
         if (item.relevant) this._checkExpression(item.relevant, `${item.where}.relevant`, item.id, earlier);
         if (item instanceof Question) {
           if (typeof item.required !== "boolean") this._checkExpression(item.required, `${item.where}.required`, item.id, earlier);
-          earlier[item.id] = item;
+          if (!section.randomize) earlier[item.id] = item;
         }
       }
     }
@@ -411,7 +419,7 @@ export class Survey {
       const ref = leaf.question;
       const question = earlier[ref];
       if (question === undefined) {
-        if (this.items.some((item) => item.id === ref)) throw new SpecError(`${where}: '${ref}' is not a question asked before this one (skip logic reads answers already given)`);
+        if (this.items.some((item) => item.id === ref)) throw new SpecError(`${where}: '${ref}' is not a question asked before this one (skip logic reads answers already given${this.hasRandomOrder ? "; in a random order, only what is asked before it in every order" : ""})`);
         throw new SpecError(`${where}: no question '${ref}' in this survey`);
       }
       if (question.isPrivate) throw new SpecError(leakMessage(where, itemId, ref));

@@ -2,6 +2,7 @@
 export default Object.freeze({
  "language": "Sprache",
  "intro": "Ihre Antworten werden auf diesem Gerät zufällig verändert, bevor irgendetwas gesendet wird: Der Server erhält nur die zufälligen Meldungen, die Ihnen vor dem Verlassen der Seite gezeigt werden. Bei jeder Frage steht, wie viel eine Meldung höchstens verraten kann.",
+ "order_note": "Einige Fragen oder Antworten erscheinen in einer Reihenfolge, die auf diesem Gerät zufällig gezogen wird; die Reihenfolge wird nie gesendet.",
  "consent_heading": "Bevor Sie beginnen",
  "consent_agree": "Ich bin einverstanden teilzunehmen",
  "consent_needed": "Bitte stimmen Sie der Teilnahme zu, bevor Sie antworten.",
