@@ -27,7 +27,7 @@ _REPORT_MEMO_SIZE = 4096
 _LANGUAGE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}")
 _SURVEY_FIELDS = {"id", "title", "description", "version", "languages", "default_language", "layout",
                   "questions", "sections", "max_epsilon", "repeated", "page_words", "sample", "opens", "closes", "completion", "consent",
-                  "quotas", "randomize_sections"}
+                  "quotas", "randomize_sections", "invitations"}
 _SECTION_FIELDS = {"id", "title", "intro", "relevant", "questions", "randomize"}
 _QUESTION_FIELDS = {"id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required",
                     "relevant", "constraint_message", "control", "split_ballot", "randomize"}

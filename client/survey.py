@@ -32,6 +32,7 @@ from .completion import Completion
 from .errors import AnswerError, SpecError
 from .exact import EpsilonRequest, canonical_json, check_json_text
 from .identifiers import identifier
+from .invitations import Invitations
 from .memo import Memo, MemoError
 from .order import asked_before, read_shuffled_sections
 from .page_words import read_page_words
@@ -109,6 +110,7 @@ class Survey:
         self.schedule = Schedule.read(spec.get("opens"), spec.get("closes"))
         self.completion = Completion.read(spec.get("completion"))
         self.quotas = read_quotas(spec.get("quotas"), self.questions)
+        self.invitations = Invitations.read(spec.get("invitations"), self.languages)
 
     @property
     def page_languages(self) -> list[str]:
@@ -416,6 +418,8 @@ class Survey:
         if self.shuffled_sections:
             every = len(self.shuffled_sections) == len(self.sections)
             spec["randomize_sections"] = True if every else list(self.shuffled_sections)
+        if self.invitations is not None:
+            spec["invitations"] = self.invitations.to_dict()
         if self.quotas:
             spec["quotas"] = [quota.to_dict() for quota in self.quotas]
         if self.sections[0].id is None:

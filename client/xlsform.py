@@ -41,7 +41,7 @@ MAX_STYLES_BYTES = 1024 * 1024
 _DECLARATIONS = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 _SETTINGS = {"form_id", "form_title", "version", "default_language", "description", "layout", "max_epsilon", "repeated",
              "sample", "opens", "closes", "completion_code", "completion_url", "consent", "quotas",
-             "randomize_sections",
+             "randomize_sections", "invitations",
              "instant_epsilon"}
 _METADATA = {"start", "end", "today", "deviceid", "phonenumber", "username", "simserial", "subscriberid",
              "email", "audit", "start-geopoint", "background-audio"}
@@ -252,6 +252,8 @@ def _read(workbook, path: Path) -> dict:
               else None)
     quotas = (_json_cell(settings["quotas"], 2, "quotas", problems, "settings", kind=list)
               if _cell_text(settings.get("quotas", "")) else None)
+    invitations = (_json_cell(settings["invitations"], 2, "invitations", problems, "settings")
+                   if _cell_text(settings.get("invitations", "")) else None)
     page_words = _read_page_words(sheets.get("ui"), default, problems)
     if problems.items:
         count = len(problems.items)
@@ -273,6 +275,8 @@ def _read(workbook, path: Path) -> dict:
         spec["page_words"] = page_words
     if sample:
         spec["sample"] = sample
+    if invitations:  # the invitation and reminder e-mails' texts (`client.invitations`): as JSON
+        spec["invitations"] = invitations
     if quotas:  # how many responses each group of public answers may send (`client.quotas`): as JSON
         spec["quotas"] = quotas
     shuffled = _cell_text(settings.get("randomize_sections", "")).strip()

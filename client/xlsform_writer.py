@@ -134,6 +134,8 @@ def write_xlsform(survey: Survey, path) -> None:
         settings[f"completion_{key}"] = value
     if "sample" in spec:  # the sample design the analysis uses by default: as JSON
         settings["sample"] = canonical_json(spec["sample"])
+    if "invitations" in spec:  # the e-mails' texts (one or one per language): as JSON
+        settings["invitations"] = canonical_json(spec["invitations"])
     if "quotas" in spec:  # as JSON, like the sample: ODK has no quotas
         settings["quotas"] = canonical_json(spec["quotas"])
     if "randomize_sections" in spec:

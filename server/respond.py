@@ -363,6 +363,31 @@ def submit_form(survey_id):
     return redirect(url_for("respond.thanks", survey_id=survey_id, lang=lang, sent="form"), code=303)
 
 
+@blueprint.route("/s/<survey_id>/opt-out", methods=["GET", "POST"])
+def opt_out(survey_id):
+    """The link in every invitation e-mail that stops them: a page that asks (a mail scanner that follows links opts
+    nobody out), and its POST, which is also RFC 8058's one-click List-Unsubscribe. The address behind the token is
+    written to no more; nothing about any answer changes."""
+    record = get_store().get_survey(survey_id)
+    language = page_language(record.survey)
+    words = record.survey.words(language)
+    token = request.form.get("t") or request.args.get("t") or ""
+    if request.method == "GET":
+        if not token:
+            return _message(404, words["invalid_invitation_heading"], words["invalid_invitation"], language=language,
+                            words=words)
+        page = render_template("opt_out.html", words=words, token=token, lang=language,
+                               dir="rtl" if is_right_to_left(language) else "ltr",
+                               message=words["opt_out_message"].format(title=record.survey.title_in(language)),
+                               action=url_for("respond.opt_out", survey_id=survey_id,
+                                              lang=language if record.survey.languages.declared else None))
+        return page, 200
+    if not get_store().opt_out(survey_id, token):
+        return _message(404, words["invalid_invitation_heading"], words["invalid_invitation"], language=language,
+                        words=words)
+    return _message(200, words["opt_out_heading"], words["opted_out"], language=language, words=words)
+
+
 @blueprint.get("/s/<survey_id>/thanks")
 def thanks(survey_id):
     record = get_store().get_survey(survey_id)

@@ -15,6 +15,7 @@ which reads any schema from 1 on without migrating it.
 
 from .accounts import MIN_PASSWORD_LENGTH, SCOPES, SESSION_LIFETIME, SIGN_IN_FAILURES, SIGN_IN_LOCK, checked_scopes
 from .common import GRANULARITIES, canonical
+from .contacts import checked_address
 from .engines import describe_database, is_postgres, sqlite_path
 from .errors import Conflict, Gone, Invalid, NotFound, StorageError, Unavailable, Unconfirmed
 from .frames import MIN_CELL
@@ -29,6 +30,7 @@ from .surveys import SurveyRecord
 __all__ = [
     "Conflict", "DEFAULT_DATABASE", "GRANULARITIES", "Gone", "GroupCommit", "Invalid", "KEYS", "MIN_CELL",
     "MIN_PASSWORD_LENGTH", "NotFound", "SCHEMA_VERSION", "SCOPES", "checked_scopes", "SESSION_LIFETIME", "SIGN_IN_FAILURES", "SIGN_IN_LOCK",
-    "StorageError", "Store", "SurveyRecord", "TABLES", "Unavailable", "Unconfirmed", "backup_sqlite", "canonical", "copy_database",
+    "StorageError", "Store", "SurveyRecord", "TABLES", "Unavailable", "Unconfirmed", "backup_sqlite", "canonical", "checked_address",
+    "copy_database",
     "describe_database", "frame_rows_from_csv", "is_postgres", "rebuild_counts", "resolve_database", "sqlite_path",
 ]

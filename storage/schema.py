@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 
 def migrate_to_1(engine):
@@ -210,9 +210,20 @@ def migrate_to_12(engine):
                    f"PRIMARY KEY (survey_id, quota, cell)){engine.without_rowid()}")
 
 
+def migrate_to_13(engine):
+    """The contact list of e-mail invitations (`contacts.py`): its own table, never joined to responses."""
+    engine.execute("CREATE TABLE contacts (survey_id TEXT, id TEXT, address TEXT NOT NULL, language TEXT, "
+                   "token TEXT NOT NULL, added_on TEXT, invited_on TEXT, reminders INTEGER NOT NULL DEFAULT 0, "
+                   "last_sent_on TEXT, claim TEXT, bounced_on TEXT, opted_out_on TEXT, problem TEXT, "
+                   f"PRIMARY KEY (survey_id, id)){engine.without_rowid()}")
+    engine.execute("CREATE UNIQUE INDEX idx_contacts_survey_id_address ON contacts (survey_id, address)")
+    engine.execute("CREATE UNIQUE INDEX idx_contacts_survey_id_token ON contacts (survey_id, token)")
+
+
 MIGRATIONS = {1: migrate_to_1, 2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6,
               7: migrate_to_7, 8: migrate_to_8, 9: migrate_to_9,
-              10: migrate_to_10, 11: migrate_to_11, 12: migrate_to_12}
+              10: migrate_to_10, 11: migrate_to_11, 12: migrate_to_12,
+              13: migrate_to_13}
 
 
 def rebuild_counts(engine):
@@ -244,6 +255,8 @@ TABLES = {
     "audit_log": ("id", "at", "actor", "action", "survey_id", "detail"),
     "waves": ("survey_id", "label", "position", "opened_on", "closed_on"),
     "quota_counts": ("survey_id", "quota", "cell", "count"),
+    "contacts": ("survey_id", "id", "address", "language", "token", "added_on", "invited_on", "reminders",
+                 "last_sent_on", "claim", "bounced_on", "opted_out_on", "problem"),
 }
 #: Each table's key: a copy reads rows in this order.
 KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens": "token_hash",
@@ -251,7 +264,7 @@ KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens":
         "reports": "spec_hash, response_id, question_id", "report_counts": "spec_hash, question_id, value, shard",
         "version_counts": "spec_hash, shard", "admins": "name", "api_tokens": "id", "audit_log": "at, id",
         "waves": "survey_id, label", "frame_cells": "survey_id, cell",
-        "quota_counts": "survey_id, quota, cell"}
+        "quota_counts": "survey_id, quota, cell", "contacts": "survey_id, id"}
 
 
 # --- reading older schemas -------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 
 from .accounts import Accounts
+from .contacts import Contacts
 from .engines import LAST_FAILURE, Transaction, describe_database, open_engine
 from .errors import StorageError
 from .reads import Reads
@@ -45,6 +46,7 @@ class Store:
         self.url = str(url)
         self.group_commit = group_commit
         self.surveys, self.writes, self.reads, self.accounts = Surveys(self), Writes(self), Reads(self), Accounts(self)
+        self.contacts = Contacts(self)
         self.engine = open_engine(self.url, read_only)
         self.read_only = read_only
         if read_only:
@@ -151,6 +153,16 @@ class Store:
     token_status = _forward("surveys", Surveys.token_status)
     token_counts = _forward("surveys", Surveys.token_counts)
     quota_counts = _forward("surveys", Surveys.quota_counts)
+
+    add_contacts = _forward("contacts", Contacts.add_contacts)
+    claim_contact = _forward("contacts", Contacts.claim_contact)
+    confirm_sent = _forward("contacts", Contacts.confirm_sent)
+    release_claim = _forward("contacts", Contacts.release_claim)
+    release_uncertain = _forward("contacts", Contacts.release_uncertain)
+    mark_bounced = _forward("contacts", Contacts.mark_bounced)
+    opt_out = _forward("contacts", Contacts.opt_out)
+    contact_summary = _forward("contacts", Contacts.contact_summary)
+    purge_contacts = _forward("contacts", Contacts.purge_contacts)
     get_setting = _forward("surveys", Surveys.get_setting)
     set_setting = _forward("surveys", Surveys.set_setting)
     received_on_granularity = _forward("surveys", Surveys.received_on_granularity)

@@ -110,10 +110,15 @@ def lookup(engine, survey_id: str, tokens: list[str]) -> dict:
 def lock_bitmaps(engine, survey_id: str, blocks) -> dict:
     """{block: bitmap} of the given bitmap rows, locked until the caller's transaction ends, in block order (two
     batches wait on each other's rows in one order, never crosswise)."""
+    return read_bitmaps(engine, survey_id, blocks, lock=True)
+
+
+def read_bitmaps(engine, survey_id: str, blocks, lock: bool = False) -> dict:
+    """{block: bitmap} of the given bitmap rows (locked, with ``lock``, as `lock_bitmaps` says)."""
     bitmaps = {}
     for part in _parts(sorted(set(blocks))):
         rows = engine.execute(f"SELECT u.block, u.used FROM token_use u WHERE u.survey_id = ? AND u.block IN "
-                              f"({', '.join('?' * len(part))}) ORDER BY u.block" + engine.lock_rows("u"),
+                              f"({', '.join('?' * len(part))}) ORDER BY u.block" + (engine.lock_rows("u") if lock else ""),
                               [survey_id, *part]).fetchall()
         bitmaps.update(dict(rows))
     return bitmaps

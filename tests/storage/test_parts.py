@@ -7,6 +7,7 @@ import pytest
 
 from deniable import storage
 from deniable.storage.accounts import Accounts
+from deniable.storage.contacts import Contacts
 from deniable.storage.engines import Engine, PostgresEngine, SQLiteEngine
 from deniable.storage.reads import Reads
 from deniable.storage.surveys import Surveys
@@ -14,7 +15,7 @@ from deniable.storage.writes import Writes
 
 pytestmark = pytest.mark.both_engines
 
-PARTS = {"surveys": Surveys, "writes": Writes, "reads": Reads, "accounts": Accounts}
+PARTS = {"surveys": Surveys, "writes": Writes, "reads": Reads, "accounts": Accounts, "contacts": Contacts}
 #: What parts call on one another (the write path's survey row, lock and fieldwork window, a batch's entry for group
 #: commit, an audit line only when an actor is named): storage's own, not the facade's.
 WITHIN_STORAGE = {"row", "lock", "spec_of", "store_one", "store_batch", "audit_if"}

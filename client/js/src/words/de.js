@@ -120,5 +120,13 @@ export default Object.freeze({
  "outside_range": "außerhalb von {min}–{max}: Das ist der Zufall, der Sie schützt",
  "back_to_survey": "Zurück zur Umfrage",
  "decimal_mark": ",",
- "percent": "{value} %"
+ "percent": "{value} %",
+ "invite_subject": "Einladung: {title}",
+ "invite_body": "Sie sind eingeladen, an der Umfrage „{title}“ teilzunehmen.\n\nIhre Antworten werden auf Ihrem eigenen Gerät zufällig verändert, bevor etwas gesendet wird, sodass niemand, auch nicht das Forschungsteam, Ihre wahren Antworten kennen kann.\n\nHier antworten (dieser Link gehört Ihnen und funktioniert einmal):\n{link}\n\nUm keine weiteren E-Mails zu dieser Umfrage zu erhalten:\n{opt_out}",
+ "remind_subject": "Erinnerung: {title}",
+ "remind_body": "Eine Erinnerung: Sie sind eingeladen, an der Umfrage „{title}“ teilzunehmen.\n\nIhre Antworten werden auf Ihrem eigenen Gerät zufällig verändert, bevor etwas gesendet wird, sodass niemand, auch nicht das Forschungsteam, Ihre wahren Antworten kennen kann.\n\nHier antworten (dieser Link gehört Ihnen und funktioniert einmal):\n{link}\n\nUm keine weiteren E-Mails zu dieser Umfrage zu erhalten:\n{opt_out}",
+ "opt_out_heading": "Keine E-Mails mehr",
+ "opt_out_message": "Bestätigen Sie, dass Sie keine weiteren E-Mails zur Umfrage „{title}“ erhalten möchten. Ihre Adresse wird nur für die Einladungen aufbewahrt und nach der Feldphase gelöscht; eine Antwort wird nie mit ihr verknüpft.",
+ "opt_out_button": "Keine weiteren E-Mails senden",
+ "opted_out": "Erledigt: Sie erhalten keine weiteren E-Mails zu dieser Umfrage."
 });

@@ -120,5 +120,13 @@ export default Object.freeze({
  "outside_range": "outside {min}–{max}: that is the randomization protecting you",
  "back_to_survey": "Back to the survey",
  "decimal_mark": ".",
- "percent": "{value}%"
+ "percent": "{value}%",
+ "invite_subject": "Invitation: {title}",
+ "invite_body": "You are invited to take part in the survey “{title}”.\n\nYour answers are randomized on your own device before anything is sent, so nobody, not even the researchers, can know your true answers.\n\nAnswer here (this link is yours and works once):\n{link}\n\nTo receive no more e-mails about this survey:\n{opt_out}",
+ "remind_subject": "Reminder: {title}",
+ "remind_body": "A reminder: you are invited to take part in the survey “{title}”.\n\nYour answers are randomized on your own device before anything is sent, so nobody, not even the researchers, can know your true answers.\n\nAnswer here (this link is yours and works once):\n{link}\n\nTo receive no more e-mails about this survey:\n{opt_out}",
+ "opt_out_heading": "No more e-mails",
+ "opt_out_message": "Confirm that you want no more e-mails about the survey “{title}”. Your address is kept only for the invitations and erased after the fieldwork; an answer is never linked to it.",
+ "opt_out_button": "Send me no more e-mails",
+ "opted_out": "Done: you will receive no more e-mails about this survey."
 });

@@ -120,5 +120,13 @@ export default Object.freeze({
  "outside_range": "fuera de {min}–{max}: es la aleatorización que le protege",
  "back_to_survey": "Volver a la encuesta",
  "decimal_mark": ",",
- "percent": "{value} %"
+ "percent": "{value} %",
+ "invite_subject": "Invitación: {title}",
+ "invite_body": "Le invitamos a participar en la encuesta «{title}».\n\nSus respuestas se aleatorizan en su propio dispositivo antes de enviar nada, de modo que nadie, ni siquiera el equipo de investigación, puede conocer sus respuestas verdaderas.\n\nResponda aquí (este enlace es suyo y funciona una vez):\n{link}\n\nPara no recibir más correos sobre esta encuesta:\n{opt_out}",
+ "remind_subject": "Recordatorio: {title}",
+ "remind_body": "Un recordatorio: le invitamos a participar en la encuesta «{title}».\n\nSus respuestas se aleatorizan en su propio dispositivo antes de enviar nada, de modo que nadie, ni siquiera el equipo de investigación, puede conocer sus respuestas verdaderas.\n\nResponda aquí (este enlace es suyo y funciona una vez):\n{link}\n\nPara no recibir más correos sobre esta encuesta:\n{opt_out}",
+ "opt_out_heading": "No más correos",
+ "opt_out_message": "Confirme que no desea recibir más correos sobre la encuesta «{title}». Su dirección solo se guarda para las invitaciones y se borra al terminar el trabajo de campo; una respuesta nunca se vincula con ella.",
+ "opt_out_button": "No enviarme más correos",
+ "opted_out": "Hecho: no recibirá más correos sobre esta encuesta."
 });

@@ -120,5 +120,13 @@ export default Object.freeze({
  "outside_range": "hors de {min}–{max} : c'est le tirage aléatoire qui vous protège",
  "back_to_survey": "Retour à l'enquête",
  "decimal_mark": ",",
- "percent": "{value} %"
+ "percent": "{value} %",
+ "invite_subject": "Invitation : {title}",
+ "invite_body": "Vous êtes invité·e à participer à l'enquête « {title} ».\n\nVos réponses sont rendues aléatoires sur votre propre appareil avant tout envoi : personne, pas même l'équipe de recherche, ne peut connaître vos vraies réponses.\n\nRépondre ici (ce lien est le vôtre et ne sert qu'une fois) :\n{link}\n\nPour ne plus recevoir de courriels sur cette enquête :\n{opt_out}",
+ "remind_subject": "Rappel : {title}",
+ "remind_body": "Un rappel : vous êtes invité·e à participer à l'enquête « {title} ».\n\nVos réponses sont rendues aléatoires sur votre propre appareil avant tout envoi : personne, pas même l'équipe de recherche, ne peut connaître vos vraies réponses.\n\nRépondre ici (ce lien est le vôtre et ne sert qu'une fois) :\n{link}\n\nPour ne plus recevoir de courriels sur cette enquête :\n{opt_out}",
+ "opt_out_heading": "Plus de courriels",
+ "opt_out_message": "Confirmez que vous ne souhaitez plus recevoir de courriels sur l'enquête « {title} ». Votre adresse n'est conservée que pour les invitations et effacée après le terrain ; une réponse n'y est jamais liée.",
+ "opt_out_button": "Ne plus m'envoyer de courriels",
+ "opted_out": "C'est fait : vous ne recevrez plus de courriels sur cette enquête."
 });

@@ -120,5 +120,13 @@ export default Object.freeze({
  "outside_range": "fora de {min}–{max}: é a aleatorização que o protege",
  "back_to_survey": "Voltar ao inquérito",
  "decimal_mark": ",",
- "percent": "{value}%"
+ "percent": "{value}%",
+ "invite_subject": "Convite: {title}",
+ "invite_body": "Está convidado a participar no inquérito «{title}».\n\nAs suas respostas são aleatorizadas no seu próprio dispositivo antes de qualquer envio, pelo que ninguém, nem mesmo a equipa de investigação, pode saber as suas respostas verdadeiras.\n\nResponda aqui (esta ligação é sua e funciona uma vez):\n{link}\n\nPara não receber mais e-mails sobre este inquérito:\n{opt_out}",
+ "remind_subject": "Lembrete: {title}",
+ "remind_body": "Um lembrete: está convidado a participar no inquérito «{title}».\n\nAs suas respostas são aleatorizadas no seu próprio dispositivo antes de qualquer envio, pelo que ninguém, nem mesmo a equipa de investigação, pode saber as suas respostas verdadeiras.\n\nResponda aqui (esta ligação é sua e funciona uma vez):\n{link}\n\nPara não receber mais e-mails sobre este inquérito:\n{opt_out}",
+ "opt_out_heading": "Não receber mais e-mails",
+ "opt_out_message": "Confirme que não quer receber mais e-mails sobre o inquérito «{title}». O seu endereço só é guardado para os convites e é apagado no fim do trabalho de campo; uma resposta nunca é associada a ele.",
+ "opt_out_button": "Não me enviem mais e-mails",
+ "opted_out": "Feito: não receberá mais e-mails sobre este inquérito."
 });

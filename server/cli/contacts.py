@@ -1,0 +1,189 @@
+"""`deniable invite`, `deniable remind` and `deniable contacts …`: e-mail invitations through SMTP (`server.mailer`),
+the contact list kept apart from the responses (`storage.contacts`), erased after fieldwork."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import click
+
+from deniable import storage
+
+from ..mailer import Mailer, MailError, SmtpSettings, send_all
+from .common import cli_actor, db_option, open_store
+from .files import read_frame
+
+#: The column of a contact list that holds the address, and the one that holds its language.
+ADDRESS_COLUMNS = ("email", "address")
+LANGUAGE_COLUMN = "language"
+
+base_url_option = click.option(
+    "--base-url", envvar="DENIABLE_BASE_URL", required=True,
+    help="Where respondents reach the server, e.g. https://survey.example.org (default: $DENIABLE_BASE_URL).")
+sender_option = click.option("--from", "sender", envvar="DENIABLE_SMTP_FROM", required=True,
+                             help="The sender's address (default: $DENIABLE_SMTP_FROM).")
+rate_option = click.option("--rate", type=click.FloatRange(0.1, 6000), default=60, show_default=True,
+                           help="At most this many e-mails a minute (your provider's limit).")
+uncertain_option = click.option(
+    "--resend-uncertain", is_flag=True,
+    help="Send again the e-mails an interrupted run may or may not have sent (each is reported; by default none is "
+         "sent twice).")
+
+
+def _checked_base_url(base_url: str) -> str:
+    if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", base_url):
+        raise click.BadParameter(f"{base_url!r} is not an http(s) address such as https://survey.example.org",
+                                 param_hint="--base-url")
+    return base_url
+
+
+def read_contacts(path: str) -> list[dict]:
+    """A contact list CSV: an ``email`` (or ``address``) column, optionally ``language``, and the survey's frame
+    columns (sample.frame); as {address, language, frame}, or a message naming the line."""
+    rows = read_frame(path)
+    columns = list(rows[0])
+    named = [column for column in columns if column.strip().lower() in ADDRESS_COLUMNS]
+    if len(named) != 1:
+        raise click.ClickException(f"{path}: needs one address column, named email (or address); its columns are "
+                                   f"{', '.join(columns)}")
+    contacts = []
+    for row in rows:
+        frame = {column: value for column, value in row.items() if column not in (named[0], LANGUAGE_COLUMN)}
+        contacts.append({"address": row[named[0]], "language": (row.get(LANGUAGE_COLUMN) or "").strip() or None,
+                         "frame": frame or None})
+    return contacts
+
+
+def _line_of(message: str) -> str:
+    """A storage message about ``contacts[i]`` names the CSV line instead (the header is line 1)."""
+    message = re.sub(r"contacts\[(\d+)\]\.\w+: ", lambda m: f"line {int(m.group(1)) + 2}: ", message)
+    return re.sub(r"contacts\[(\d+)\]", lambda m: f"line {int(m.group(1)) + 2}", message)
+
+
+def _mailer(sender: str) -> Mailer:
+    try:
+        settings = SmtpSettings.from_url(os.environ.get("DENIABLE_SMTP_URL"))
+    except MailError as error:
+        raise click.ClickException(str(error)) from None
+    try:
+        storage.checked_address(sender, "--from")
+    except storage.StorageError as error:
+        raise click.BadParameter(error.message, param_hint="--from") from None
+    return Mailer(settings, sender)
+
+
+def _send(store, survey_id: str, kind: str, base_url: str, sender: str, rate: float, resend_uncertain: bool, **due):
+    mailer = _mailer(sender)
+    record = store.get_survey(survey_id)
+    if record.state != "open":
+        raise click.ClickException(f"survey {survey_id!r} is {record.state}: no invitation would be answered")
+    if resend_uncertain:
+        released = store.release_uncertain(survey_id, actor=cli_actor())
+        click.echo(f"{released} uncertain e-mails released: sent again in this run.", err=True)
+    else:
+        held = store.contact_summary(survey_id)["uncertain"]
+        if held:
+            click.echo(f"WARNING: {held} e-mails may or may not have gone (a run stopped between handing them to the "
+                       "SMTP server and recording it); they are not sent twice. Check with the server's log, then "
+                       "send them again with --resend-uncertain if they did not go.", err=True)
+    try:
+        run = send_all(store, record.survey, kind, mailer, base_url, rate, **due)
+    except MailError as error:
+        raise click.ClickException(f"{error}; nothing more was sent (the e-mails sent before are recorded)") from None
+    what = "invitations" if kind == "invite" else "reminders"
+    click.echo(f"{run.sent} {what} sent, {run.refused} refused for now (tried again next run), {run.bounced} bounced "
+               f"(written to no more), {run.uncertain} uncertain.")
+    if run.stopped:
+        raise click.ClickException(f"stopped: {run.stopped}; that e-mail may or may not have gone and is not sent "
+                                   "again unless --resend-uncertain; run again to send the rest")
+
+
+@click.command()
+@click.argument("survey_id")
+@click.option("--contacts", "contacts_file", type=click.Path(dir_okay=False),
+              help="A CSV of contacts: an email column, optionally language and the survey's sample.frame columns. "
+                   "Run again with the same list to go on: an address already on the list is not added twice.")
+@base_url_option
+@sender_option
+@rate_option
+@uncertain_option
+@db_option
+def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, db_path):
+    """E-mail each contact its own single-use link (through $DENIABLE_SMTP_URL), once. Resumable: a run stopped
+    by a crash sends nobody twice when run again."""
+    base_url = _checked_base_url(base_url)
+    contacts = None if contacts_file is None else read_contacts(contacts_file)
+    with open_store(db_path) as store:
+        if contacts is not None:
+            try:
+                added = store.add_contacts(survey_id, contacts, actor=cli_actor())
+            except storage.Invalid as error:
+                raise click.ClickException(f"{contacts_file}: {_line_of(error.message)}") from None
+            click.echo(f"{added['added']} contacts added ({added['known']} already on the list).", err=True)
+        _send(store, survey_id, "invite", base_url, sender, rate, resend_uncertain)
+
+
+@click.command()
+@click.argument("survey_id")
+@click.option("--max", "max_reminders", type=click.IntRange(1, 10), default=2, show_default=True,
+              help="Remind each contact at most this many times in all.")
+@click.option("--wait", "wait_days", type=click.IntRange(0, 365), default=3, show_default=True,
+              help="Days since the last e-mail to a contact before it is reminded.")
+@base_url_option
+@sender_option
+@rate_option
+@uncertain_option
+@db_option
+def remind(survey_id, max_reminders, wait_days, base_url, sender, rate, resend_uncertain, db_path):
+    """Remind the invited contacts who have not answered (nor opted out, nor bounced), at most --max times."""
+    base_url = _checked_base_url(base_url)
+    with open_store(db_path) as store:
+        _send(store, survey_id, "remind", base_url, sender, rate, resend_uncertain, max_reminders=max_reminders,
+              wait_days=wait_days)
+
+
+@click.group()
+def contacts():
+    """The contact list of e-mail invitations: its status, bounces, erasing it after fieldwork."""
+
+
+@contacts.command("status")
+@click.argument("survey_id")
+@click.option("--json", "as_json", is_flag=True, help="As JSON.")
+@db_option
+def contacts_status(survey_id, as_json, db_path):
+    """How many contacts, invited, reminded, answered, bounced, opted out, uncertain."""
+    with open_store(db_path, read_only=True) as store:
+        summary = store.contact_summary(survey_id)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    for key, value in summary.items():
+        click.echo(f"{key.replace('_', ' '):<15} {value}")
+
+
+@contacts.command("bounced")
+@click.argument("survey_id")
+@click.argument("addresses", nargs=-1, required=True)
+@db_option
+def contacts_bounced(survey_id, addresses, db_path):
+    """Record addresses whose e-mail bounced after the SMTP server took it (from a delivery report)."""
+    with open_store(db_path) as store:
+        count = store.mark_bounced(survey_id, list(addresses), actor=cli_actor())
+    click.echo(f"{count} of {len(addresses)} addresses recorded as bounced (the others are not on the list, or were).")
+
+
+@contacts.command("purge")
+@click.argument("survey_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@db_option
+def contacts_purge(survey_id, yes, db_path):
+    """Erase the survey's contact list after fieldwork: the addresses and the tokens kept to write to them. Responses
+    stay as they are, and a link already sent still answers once."""
+    if not yes:
+        click.confirm(f"Erase every address of survey {survey_id!r}? No reminder can be sent after", abort=True)
+    with open_store(db_path) as store:
+        count = store.purge_contacts(survey_id, actor=cli_actor())
+    click.echo(f"{count} addresses erased; responses untouched.")

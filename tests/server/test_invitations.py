@@ -1,0 +1,316 @@
+"""Invitations and reminders by e-mail against a real SMTP server on loopback (aiosmtpd), both engines: each contact
+gets its own link in its language, once, even across kill -9 mid-list; reminders go only to those who have not
+answered, opted out or bounced, at most --max times; refusals, an unreachable server and a timeout leave nothing
+marked sent; bad contact lists are refused naming the line; purging erases the addresses and leaves the responses."""
+
+import asyncio
+import csv
+import email
+import email.policy
+import os
+import signal
+import subprocess
+import sys
+import threading
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from aiosmtpd.controller import Controller
+
+from deniable.server.cli import main
+from deniable.server.demo import demo_survey
+from tests.server.conftest import free_port
+from tests.server.test_browser import browser  # noqa: F401 - the module's Chromium fixture
+
+pytestmark = pytest.mark.both_engines
+
+DENIABLE = str(Path(sys.executable).with_name("deniable"))
+BASE = "https://survey.example.org"
+SENDER = "research@example.org"
+ANSWERS = {"region": "North", "worked": "no", "dodged": "no", "fairness": "Agree"}
+
+
+class Recording:
+    """An SMTP server's handler that keeps every message it accepts; ``refuse`` maps an address to the reply its RCPT
+    gets; ``hold`` blocks the RCPT of the n-th message until released; ``slow_data`` delays every DATA reply."""
+
+    def __init__(self):
+        self.messages, self.refuse, self.hold, self.slow_data = [], {}, None, 0.0
+        self.holding, self.release = threading.Event(), threading.Event()
+        self.rcpts = 0
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if address in self.refuse:
+            return self.refuse[address]
+        self.rcpts += 1
+        if self.hold is not None and self.rcpts == self.hold:
+            self.holding.set()
+            while not self.release.is_set():
+                await asyncio.sleep(0.02)
+            return "451 try later"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope):
+        if self.slow_data:
+            await asyncio.sleep(self.slow_data)
+        parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        self.messages.append((envelope.rcpt_tos[0], parsed))
+        return "250 Message accepted for delivery"
+
+    def to(self, address):
+        return [message for recipient, message in self.messages if recipient == address]
+
+
+@pytest.fixture
+def smtp(monkeypatch):
+    handler = Recording()
+    port = free_port()
+    controller = Controller(handler, hostname="127.0.0.1", port=port)
+    controller.start()
+    monkeypatch.setenv("DENIABLE_SMTP_URL", f"smtp+insecure://127.0.0.1:{port}?timeout=5")
+    handler.url = f"smtp+insecure://127.0.0.1:{port}"
+    yield handler
+    handler.release.set()
+    controller.stop()
+
+
+@pytest.fixture
+def questionnaire(store):
+    survey = demo_survey()
+    store.add_survey(survey)
+    return survey
+
+
+def contact_list(tmp_path, count=12, name="contacts.csv", extra=None):
+    path = tmp_path / name
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["email", "language", *(extra or {})])
+        for i in range(count):
+            writer.writerow([f"person{i:02d}@example.net", ["en", "es", "fr"][i % 3], *(extra or {}).values()])
+    return str(path)
+
+
+def invite(runner, db_path, *args):
+    return runner.invoke(main, ["invite", "tax", "--base-url", BASE, "--from", SENDER, "--rate", "6000", "--db", db_path,
+                                *args])
+
+
+def token_of(message) -> str:
+    link = next(line for line in message.get_content().splitlines() if line.startswith(f"{BASE}/s/tax?t="))
+    return urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["t"][0]
+
+
+def test_each_contact_gets_its_own_link_in_its_language_once(runner, db_path, store, questionnaire, smtp, tmp_path):
+    done = invite(runner, db_path, "--contacts", contact_list(tmp_path))
+    assert done.exit_code == 0, done.output
+    assert "12 invitations sent" in done.output and len(smtp.messages) == 12
+    tokens = set()
+    for i in range(12):
+        [message] = smtp.to(f"person{i:02d}@example.net")
+        language = ["en", "es", "fr"][i % 3]
+        subject = {"en": "Invitation: ", "es": "Invitación: ", "fr": "Invitation : "}[language]
+        assert message["Subject"] == subject + questionnaire.title_in(language)
+        assert message["Content-Language"] == language and message["From"] == SENDER
+        token = token_of(message)
+        assert store.token_status("tax", token) == "unused" and f"lang={language}" in message.get_content()
+        assert message["List-Unsubscribe"].strip() == f"<{BASE}/s/tax/opt-out?t={token}>"
+        tokens.add(token)
+    assert len(tokens) == 12
+    again = invite(runner, db_path, "--contacts", contact_list(tmp_path))  # the same list again: nobody twice
+    assert again.exit_code == 0 and "0 contacts added (12 already on the list)" in again.output
+    assert "0 invitations sent" in again.output and len(smtp.messages) == 12
+    assert store.contact_summary("tax") == {"contacts": 12, "invited": 12, "reminders_sent": 0, "answered": 0,
+                                            "not_invited": 0, "uncertain": 0, "bounced": 0, "opted_out": 0}
+
+
+def test_kill_9_mid_list_sends_nobody_twice(db_path, store, questionnaire, smtp, tmp_path):
+    """The run is killed while the SMTP server holds its sixth message: five were sent and recorded, the sixth was
+    claimed and is reported uncertain; a second run sends the other six and not it; --resend-uncertain sends it."""
+    contacts = contact_list(tmp_path)
+    smtp.hold = 6
+    env = {**os.environ, "DENIABLE_SMTP_URL": smtp.url}
+    command = [DENIABLE, "invite", "tax", "--contacts", contacts, "--base-url", BASE, "--from", SENDER, "--rate", "6000",
+               "--db", db_path]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert smtp.holding.wait(120), process.communicate(timeout=5)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait(timeout=60)
+        process.stdout.close()
+    smtp.release.set()
+    assert process.returncode == -signal.SIGKILL and len(smtp.messages) == 5
+    smtp.hold = None
+    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "1 e-mails may or may not have gone" in second.stderr and "6 invitations sent" in second.stdout
+    delivered = [recipient for recipient, _ in smtp.messages]
+    assert len(delivered) == 11 and len(set(delivered)) == 11  # duplicates: 0
+    third = subprocess.run([*command, "--resend-uncertain"], env=env, capture_output=True, text=True, timeout=120)
+    assert third.returncode == 0 and "1 invitations sent" in third.stdout
+    delivered = [recipient for recipient, _ in smtp.messages]
+    assert sorted(delivered) == [f"person{i:02d}@example.net" for i in range(12)]  # each exactly once
+
+
+def test_reminders_go_only_to_those_who_have_not_answered_opted_out_or_bounced(runner, client, db_path, store,
+                                                                              questionnaire, smtp, tmp_path):
+    assert invite(runner, db_path, "--contacts", contact_list(tmp_path)).exit_code == 0
+    token = {f"person{i:02d}@example.net": token_of(smtp.to(f"person{i:02d}@example.net")[0]) for i in range(12)}
+    for i in range(4):  # four answer with their links
+        reports = questionnaire.randomize(ANSWERS)
+        store.submit("tax", questionnaire.hash, f"answer-key-{i:04d}", reports, token[f"person{i:02d}@example.net"])
+    for i in (4, 5):  # two follow the opt-out link: a page that asks, then its POST (or a one-click POST)
+        page = client.get(f"/s/tax/opt-out?t={token[f'person{i:02d}@example.net']}")
+        assert page.status_code == 200 and "Send me no more e-mails" in page.get_data(as_text=True)
+        assert store.contact_summary("tax")["opted_out"] == i - 4  # following the link alone changes nothing
+        done = client.post(f"/s/tax/opt-out?t={token[f'person{i:02d}@example.net']}",
+                           data={"List-Unsubscribe": "One-Click"})
+        assert done.status_code == 200 and "no more e-mails" in done.get_data(as_text=True)
+    assert client.post("/s/tax/opt-out?t=not-a-token").status_code == 404
+    bounced = runner.invoke(main, ["contacts", "bounced", "tax", "person06@example.net", "nobody@example.net",
+                                   "--db", db_path])
+    assert bounced.exit_code == 0 and "1 of 2 addresses recorded as bounced" in bounced.output
+    before = len(smtp.messages)
+    reminded = runner.invoke(main, ["remind", "tax", "--wait", "0", "--max", "1", "--base-url", BASE, "--from", SENDER,
+                                    "--rate", "6000", "--db", db_path])
+    assert reminded.exit_code == 0, reminded.output
+    reminders = smtp.messages[before:]
+    assert sorted(recipient for recipient, _ in reminders) == [f"person{i:02d}@example.net" for i in range(7, 12)]
+    assert all(message["Subject"].startswith(("Reminder", "Recordatorio", "Rappel")) for _, message in reminders)
+    assert all(token_of(message) == token[recipient] for recipient, message in reminders)  # the same link again
+    again = runner.invoke(main, ["remind", "tax", "--wait", "0", "--max", "1", "--base-url", BASE, "--from", SENDER,
+                                 "--rate", "6000", "--db", db_path])
+    assert "0 reminders sent" in again.output and len(smtp.messages) == before + 5  # at most --max times
+    waiting = runner.invoke(main, ["remind", "tax", "--max", "2", "--base-url", BASE, "--from", SENDER, "--db", db_path])
+    assert "0 reminders sent" in waiting.output  # --wait 3 days by default: none is due today
+    status = runner.invoke(main, ["contacts", "status", "tax", "--json", "--db", db_path])
+    assert '"answered": 4' in status.output and '"reminders_sent": 5' in status.output
+    assert '"opted_out": 2' in status.output and '"bounced": 1' in status.output
+
+    responses = store.response_count("tax")
+    purged = runner.invoke(main, ["contacts", "purge", "tax", "--yes", "--db", db_path])
+    assert purged.exit_code == 0 and "12 addresses erased" in purged.output
+    assert store.contact_summary("tax")["contacts"] == 0 and store.response_count("tax") == responses
+    assert "example.net" not in str(store.execute("SELECT * FROM contacts").fetchall())
+    assert store.token_status("tax", token["person11@example.net"]) == "unused"  # a link sent still answers once
+
+
+def test_refusals_an_unreachable_server_and_a_timeout_mark_nothing_sent(runner, db_path, store, questionnaire, smtp,
+                                                                       tmp_path, monkeypatch):
+    smtp.refuse = {"person00@example.net": "550 no such user", "person01@example.net": "451 mailbox busy"}
+    done = invite(runner, db_path, "--contacts", contact_list(tmp_path, count=3))
+    assert done.exit_code == 0 and "1 invitations sent, 1 refused for now" in done.output and "1 bounced" in done.output
+    summary = store.contact_summary("tax")
+    assert (summary["invited"], summary["bounced"], summary["not_invited"], summary["uncertain"]) == (1, 1, 1, 0)
+    smtp.refuse = {}
+    assert "1 invitations sent" in invite(runner, db_path).output  # the passing refusal, tried again; not the bounce
+
+    more = contact_list(tmp_path, count=5, name="more.csv")
+    monkeypatch.setenv("DENIABLE_SMTP_URL", f"smtp+insecure://127.0.0.1:{free_port()}?timeout=2")  # nobody listens
+    down = invite(runner, db_path, "--contacts", more)
+    assert down.exit_code == 1 and "cannot reach the SMTP server" in down.output and "Traceback" not in down.output
+    assert store.contact_summary("tax")["uncertain"] == 0 and store.contact_summary("tax")["invited"] == 2
+
+    smtp.slow_data = 3  # the server takes the message but answers after the client's timeout
+    monkeypatch.setenv("DENIABLE_SMTP_URL", smtp.url + "?timeout=1")
+    slow = invite(runner, db_path)
+    assert slow.exit_code == 1 and "may or may not have gone" in slow.output
+    summary = store.contact_summary("tax")
+    assert (summary["invited"], summary["uncertain"]) == (2, 1)  # not marked sent: uncertain, not sent twice
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([["email"], ["ana@example.org"], ["not an address"]], "line 3: 'not an address' is not an e-mail address"),
+    ([["email"], ["ana@example.org"], ["bo@example.org"], ["ANA@example.org"]], "line 4: ANA@example.org is also line 2 (each address once)"),
+    ([["name", "phone"], ["Ana", "123"]], "needs one address column, named email"),
+    ([["email", "language"], ["ana@example.org", "de"]], "line 2: 'de' is not a language of this survey"),
+    ([["email", "name"], ["ana@example.org", "Ana"]], "name"),
+    ([["email"], ['"Ana" <ana@example.org>']], "is not an e-mail address"),
+    ([["email"]], "no rows under the header line"),
+])
+def test_a_bad_contact_list_is_refused_naming_the_line_and_nothing_is_sent(runner, db_path, store, questionnaire, smtp,
+                                                                          tmp_path, rows, message):
+    path = tmp_path / "bad.csv"
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+    refused = invite(runner, db_path, "--contacts", str(path))
+    assert refused.exit_code != 0 and message in refused.output and "Traceback" not in refused.output
+    assert smtp.messages == [] and store.contact_summary("tax")["contacts"] == 0
+
+
+def test_the_smtp_url_and_the_sender_are_checked(runner, db_path, store, questionnaire, monkeypatch, tmp_path):
+    for url, message in (("", "set DENIABLE_SMTP_URL"), ("http://mail.example.org", "smtp://, smtps://"),
+                         ("smtp+insecure://mail.example.org", "only to a relay on this machine"),
+                         ("smtp://mail.example.org?verify=no", "unknown parameter 'verify'")):
+        monkeypatch.setenv("DENIABLE_SMTP_URL", url)
+        refused = invite(runner, db_path, "--contacts", contact_list(tmp_path, count=1))
+        assert refused.exit_code == 1 and message in refused.output
+    monkeypatch.setenv("DENIABLE_SMTP_URL", "smtp+insecure://127.0.0.1:25")
+    bad_sender = runner.invoke(main, ["invite", "tax", "--base-url", BASE, "--from", "research", "--db", db_path])
+    assert bad_sender.exit_code == 2 and "is not an e-mail address" in bad_sender.output
+
+
+@pytest.mark.parametrize("scheme", ["smtp", "smtps"])
+def test_starttls_and_tls_with_credentials(runner, db_path, store, questionnaire, tmp_path, monkeypatch, scheme):
+    """smtp:// upgrades with STARTTLS (the server offers AUTH only then), smtps:// speaks TLS from the first byte; the
+    server's certificate is checked (a CA given by cafile; without it, refused), and so are the credentials."""
+    import ssl
+
+    import trustme
+    from aiosmtpd.smtp import AuthResult
+
+    authority = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(server_context)
+    cafile = tmp_path / "ca.pem"
+    authority.cert_pem.write_to_path(str(cafile))
+
+    def authenticate(server, session, envelope, mechanism, auth_data):
+        return AuthResult(success=(auth_data.login, auth_data.password) == (b"survey", b"s3cret pass"), handled=False)
+
+    handler, port = Recording(), free_port()
+    tls = {"tls_context": server_context, "require_starttls": True} if scheme == "smtp" else \
+        {"ssl_context": server_context}
+    # aiosmtpd offers AUTH only on a connection it upgraded itself; one that is TLS from the first byte is TLS anyway
+    controller = Controller(handler, hostname="127.0.0.1", port=port, authenticator=authenticate,
+                            auth_require_tls=scheme == "smtp", **tls)
+    controller.start()
+    try:
+        url = f"{scheme}://survey:s3cret%20pass@127.0.0.1:{port}"
+        monkeypatch.setenv("DENIABLE_SMTP_URL", f"{scheme}://survey:wrong@127.0.0.1:{port}?cafile={cafile}")
+        refused = invite(runner, db_path, "--contacts", contact_list(tmp_path, count=2))
+        assert refused.exit_code == 1 and "refused the credentials" in refused.output
+        monkeypatch.setenv("DENIABLE_SMTP_URL", f"{url}?cafile={cafile}")
+        sent = invite(runner, db_path)
+        assert sent.exit_code == 0 and "2 invitations sent" in sent.output and len(handler.messages) == 2
+        monkeypatch.setenv("DENIABLE_SMTP_URL", url)  # no cafile: the self-made CA is not trusted
+        untrusted = invite(runner, db_path, "--contacts", contact_list(tmp_path, count=3))
+        assert untrusted.exit_code == 1 and "CERTIFICATE_VERIFY_FAILED" in untrusted.output
+    finally:
+        controller.stop()
+    assert len(handler.messages) == 2
+    assert store.contact_summary("tax")["invited"] == 2 and store.contact_summary("tax")["uncertain"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_the_opt_out_page_asks_then_confirms_axe_clean(browser, live_server, store, questionnaire):  # noqa: F811
+    from tests.server.test_questionnaire_pages import DESKTOP, PHONE, no_violations
+
+    store.add_contacts("tax", [{"address": "ana@example.net", "language": "es"}])
+    [(token,)] = store.execute("SELECT token FROM contacts").fetchall()
+    for size, screen in ((PHONE, "phone"), (DESKTOP, "desktop")):
+        context = browser.new_context(**size)
+        page = context.new_page()
+        page.goto(f"{live_server}/s/tax/opt-out?t={token}&lang=es")
+        assert page.get_attribute("html", "lang") == "es" and page.is_visible("form button")
+        no_violations(page, f"{screen}: opt-out asks")
+        page.click("form button")
+        page.wait_for_selector("h1")
+        assert "no recibirá más correos" in page.text_content("main")
+        no_violations(page, f"{screen}: opted out")
+        context.close()
+    assert store.contact_summary("tax")["opted_out"] == 1
