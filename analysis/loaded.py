@@ -41,6 +41,11 @@ class Version:
     auxiliary: pd.DataFrame | Callable | None = field(default=None, repr=False)
     #: A repeated survey's wave label per response (a Series by response id), read when a design needs it.
     wave_labels: Callable | None = field(default=None, repr=False)
+    #: What the spec's quality checks flag among its responses (`client.quality`): {flagged, failed_check, too_fast};
+    #: None where the source does not say (an export file, a server).
+    flags: dict | None = None
+    #: Whether the flagged responses are left out of every count, frame and n.
+    left_out: bool = False
 
     def columns(self) -> pd.DataFrame | None:
         """`auxiliary`, read once."""
@@ -75,6 +80,11 @@ class LoadedSurvey:
         self.spec_hash = newest.spec_hash
         self.source = source
         self.n = sum(v.n for v in self.versions)
+        #: The responses the quality checks flag, over the versions loaded; ``left_out``: whether they are left out.
+        known = [v.flags for v in self.versions if v.flags is not None]
+        self.flags = {key: sum(f[key] for f in known) for key in ("flagged", "failed_check", "too_fast")} \
+            if known else None
+        self.left_out = any(v.left_out for v in self.versions)
         self._cache = {}
         self._pools = {}
         self._wave_order: list | None = None  # the waves' count keys, in the order they opened (`waves`)

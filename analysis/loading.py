@@ -32,7 +32,7 @@ from .loaded import LoadedSurvey, Version
 
 
 def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=None, token=None, spec=None,
-         spec_hash=None, version=None, all_versions: bool = False) -> LoadedSurvey:
+         spec_hash=None, version=None, all_versions: bool = False, leave_out_flagged: bool = False) -> LoadedSurvey:
     """Load a survey's reports.
 
     * ``load(db="deniable.db", survey_id="tax")``: the server's database (a SQLite file, read only,
@@ -48,7 +48,17 @@ def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=
     Which version: the current one by default; ``version=2``, or ``spec_hash=`` with the full hash or a
     unique prefix of it (the 12 characters shown everywhere); ``all_versions=True`` pools every version,
     question by question where its randomization is the same (see `LoadedSurvey`).
+
+    ``leave_out_flagged=True`` leaves out the responses the spec's quality checks flag (a wrong answer to an
+    instructed item, under ``quality.min_seconds`` in all: `deniable.client.quality`) from every count and frame;
+    ``data.flags`` says how many were flagged and why either way. It needs a database (db= or store=).
     """
+    if leave_out_flagged and (db is None and store is None and (url is not None or source is None
+                                                                or isinstance(source, pd.DataFrame)
+                                                                or Path(str(source)).suffix.lower() in
+                                                                (".csv", ".jsonl", ".ndjson", ".json"))):
+        raise LoadError("leave_out_flagged: read the database (db=… or store=…); an export or a server's counts do "
+                        "not carry the quality flags", "leave_out_flagged")
     if all_versions and (spec_hash is not None or version is not None):
         raise LoadError("all_versions: give it, or one version (spec_hash= or version=), not both")
     if isinstance(source, pd.DataFrame):  # a table in memory, laid out as a CSV export (a notebook's own data)
@@ -71,7 +81,7 @@ def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=
     if store is not None:
         if db is not None or url is not None:
             raise LoadError("load(): give one of db=, store= and url=", "store")
-        return _read_store(store, survey_id, owned=False, **chosen)
+        return _read_store(store, survey_id, owned=False, leave_out_flagged=leave_out_flagged, **chosen)
     if url is not None:
         return _from_server(url, survey_id, token, **chosen)
     from deniable.storage import StorageError, resolve_database
@@ -81,7 +91,7 @@ def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=
     except StorageError:
         raise LoadError("load() needs db=… (a SQLite file or a database URL), url=… or an export file with spec=…; "
                         "or set $DENIABLE_DATABASE_URL", "db") from None
-    return _from_store(db, survey_id, **chosen)
+    return _from_store(db, survey_id, leave_out_flagged=leave_out_flagged, **chosen)
 
 
 def _choose(source: str, versions: list[dict], survey_id: str, current: str, spec_hash, version, all_versions) -> list[dict]:
@@ -113,7 +123,7 @@ def _from_counts(counted: Callable) -> Callable:
 
 # --- a database, through storage's read-only reader ---------------------------------------------
 
-def _from_store(url: str, survey_id, **chosen) -> LoadedSurvey:
+def _from_store(url: str, survey_id, leave_out_flagged: bool = False, **chosen) -> LoadedSurvey:
     """A deployment's database, SQLite or PostgreSQL, read through `deniable.storage` (the one code
     that knows the schema, every older one included): the running totals for counts, the long
     reports table for per-response frames. Nothing is migrated or written."""
@@ -126,7 +136,7 @@ def _from_store(url: str, survey_id, **chosen) -> LoadedSurvey:
     except storage.StorageError as error:  # storage says why: no such file, not a database, unreachable
         where = _where(store=None, url=url)
         raise LoadError(error.message if error.message.startswith(where) else f"{where}: {error.message}", "db") from None
-    return _read_store(store, survey_id, owned=True, **chosen)
+    return _read_store(store, survey_id, owned=True, leave_out_flagged=leave_out_flagged, **chosen)
 
 
 def _where(store, url: str | None = None) -> str:
@@ -136,7 +146,7 @@ def _where(store, url: str | None = None) -> str:
     return storage.describe_database(url) if storage.is_postgres(url) else storage.sqlite_path(url)
 
 
-def _read_store(store, survey_id, owned: bool, **chosen) -> LoadedSurvey:
+def _read_store(store, survey_id, owned: bool, leave_out_flagged: bool = False, **chosen) -> LoadedSurvey:
     """The versions asked for, read through an open store; ``owned``: the loaded survey closes it (`close`)."""
     from deniable import storage
 
@@ -164,28 +174,36 @@ def _read_store(store, survey_id, owned: bool, **chosen) -> LoadedSurvey:
 
     def version(record) -> Version:
         by_group: dict = {}
+        flags = store.quality_flags(survey_id, record.hash)
+        # Left out (leave_out_flagged): counted without them in SQL; the per-response rows read here drop their ids.
+        dropped = store.flagged_responses(survey_id, record.hash) if leave_out_flagged and flags["flagged"] else set()
 
         def counted(by):
             if by not in by_group:
-                by_group[by] = reading().counts(survey_id, record.hash, by)
+                by_group[by] = reading().counts(survey_id, record.hash, by, leave_out_flagged=leave_out_flagged)
             return by_group[by]
 
+        def kept(rows):
+            return [row for row in rows if row[0] not in dropped] if dropped else rows
+
         def framer(question_ids):
-            rows = reading().report_rows(record.hash, list(question_ids))
+            rows = kept(reading().report_rows(record.hash, list(question_ids)))
             return _pivot(pd.DataFrame(rows, columns=["response_id", "question_id", "value"]), question_ids)
 
         def frame_columns():  # the invitations' frame rows its responses carry (design variables), if any
-            rows = reading().frame_rows(record.hash)
+            rows = kept(reading().frame_rows(record.hash))
             return pd.DataFrame([values for _, values in rows], index=pd.Index([response_id for response_id, _ in rows],
                                 name="response_id")) if rows else None
 
         def wave_labels():
-            rows = reading().response_waves(record.hash)
+            rows = kept(reading().response_waves(record.hash))
             return pd.Series([wave for _, wave in rows], index=pd.Index([i for i, _ in rows], name="response_id"),
                              dtype=object)
 
-        return Version(record.version, record.hash, record.survey, record.responses, _from_counts(counted), framer,
-                       auxiliary=frame_columns, wave_labels=wave_labels if record.survey.repeated is not None else None)
+        n = record.responses - (flags["flagged"] if leave_out_flagged else 0)
+        return Version(record.version, record.hash, record.survey, n, _from_counts(counted), framer,
+                       auxiliary=frame_columns, wave_labels=wave_labels if record.survey.repeated is not None else None,
+                       flags=flags, left_out=leave_out_flagged)
 
     def close():
         closed.append(True)

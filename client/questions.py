@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from . import catalogue, designs, mechanisms, order, skiplogic
+from . import catalogue, designs, mechanisms, order, quality, skiplogic
 from .errors import SpecError
 from .exact import json_number, parse_fraction
 from .identifiers import identifier
@@ -27,10 +27,10 @@ _REPORT_MEMO_SIZE = 4096
 _LANGUAGE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}")
 _SURVEY_FIELDS = {"id", "title", "description", "version", "languages", "default_language", "layout",
                   "questions", "sections", "max_epsilon", "repeated", "page_words", "sample", "opens", "closes", "completion", "consent",
-                  "quotas", "randomize_sections", "invitations"}
+                  "quotas", "randomize_sections", "invitations", "quality"}
 _SECTION_FIELDS = {"id", "title", "intro", "relevant", "questions", "randomize"}
 _QUESTION_FIELDS = {"id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required",
-                    "relevant", "constraint_message", "control", "split_ballot", "randomize"}
+                    "relevant", "constraint_message", "control", "split_ballot", "randomize", "check"}
 _NOTE_FIELDS = {"id", "type", "text", "hint", "relevant"}
 _OPTION_FIELDS = {"value", "label"}
 #: Languages written right to left (the page sets dir="rtl" for them).
@@ -219,6 +219,7 @@ class Question(_Item):
         except ValueError as error:
             raise SpecError(str(error)) from None
         self.control = self._read_control(spec.get("control"), f"{where}.control")
+        self.check = quality.read_check(spec.get("check"), self, f"{where}.check")  # an instructed answer
         split = spec.get("split_ballot")
         try:
             self.split_ballot = None if split is None else SplitBallot(split, f"{where}.split_ballot", self.type,
@@ -412,6 +413,8 @@ class Question(_Item):
         spec["privacy"] = "none" if self.mechanism.design == "none" else dict(self.permanent.params)
         if self.control is not None:
             spec["control"] = {"share": str(self.control)}
+        if self.check is not None:
+            spec["check"] = self.check
         if self.split_ballot is not None:
             spec["split_ballot"] = self.split_ballot.to_dict()
         return spec

@@ -38,6 +38,7 @@ from .order import asked_before, read_shuffled_sections
 from .page_words import read_page_words
 from .panels import Repeated
 from .privacy import DEFAULT_PRIOR, WEAK_EPSILON, posterior_bound, survey_summary
+from .quality import Quality
 from .questions import (
     _SURVEY_FIELDS,
     LAYOUTS,
@@ -111,6 +112,7 @@ class Survey:
         self.completion = Completion.read(spec.get("completion"))
         self.quotas = read_quotas(spec.get("quotas"), self.questions)
         self.invitations = Invitations.read(spec.get("invitations"), self.languages)
+        self.quality = Quality.read(spec.get("quality"))
 
     @property
     def page_languages(self) -> list[str]:
@@ -420,6 +422,8 @@ class Survey:
             spec["randomize_sections"] = True if every else list(self.shuffled_sections)
         if self.invitations is not None:
             spec["invitations"] = self.invitations.to_dict()
+        if self.quality is not None:
+            spec["quality"] = self.quality.to_dict()
         if self.quotas:
             spec["quotas"] = [quota.to_dict() for quota in self.quotas]
         if self.sections[0].id is None:

@@ -22,7 +22,7 @@ __all__ = ["MAX_SHEET_ROWS", "MAX_WORKBOOK_BYTES", "read_xlsform", "write_xlsfor
 
 #: Columns of the survey sheet this reader understands (besides label::, hint::, privacy:: ...).
 _SURVEY_COLUMNS = {"type", "name", "label", "hint", "required", "relevant", "constraint", "constraint_message",
-                   "split_ballot", "control", "appearance", "parameters"}
+                   "split_ballot", "control", "appearance", "parameters", "check"}
 #: Columns whose cell is a mapping written as JSON text: a split ballot, a known-share control.
 _JSON_COLUMNS = ("split_ballot", "control")
 _LOCALIZED = ("label", "hint", "constraint_message")
@@ -41,7 +41,7 @@ MAX_STYLES_BYTES = 1024 * 1024
 _DECLARATIONS = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 _SETTINGS = {"form_id", "form_title", "version", "default_language", "description", "layout", "max_epsilon", "repeated",
              "sample", "opens", "closes", "completion_code", "completion_url", "consent", "quotas",
-             "randomize_sections", "invitations",
+             "randomize_sections", "invitations", "quality",
              "instant_epsilon"}
 _METADATA = {"start", "end", "today", "deviceid", "phonenumber", "username", "simserial", "subscriberid",
              "email", "audit", "start-geopoint", "background-audio"}
@@ -254,6 +254,8 @@ def _read(workbook, path: Path) -> dict:
               if _cell_text(settings.get("quotas", "")) else None)
     invitations = (_json_cell(settings["invitations"], 2, "invitations", problems, "settings")
                    if _cell_text(settings.get("invitations", "")) else None)
+    quality = (_json_cell(settings["quality"], 2, "quality", problems, "settings")
+               if _cell_text(settings.get("quality", "")) else None)
     page_words = _read_page_words(sheets.get("ui"), default, problems)
     if problems.items:
         count = len(problems.items)
@@ -277,6 +279,8 @@ def _read(workbook, path: Path) -> dict:
         spec["sample"] = sample
     if invitations:  # the invitation and reminder e-mails' texts (`client.invitations`): as JSON
         spec["invitations"] = invitations
+    if quality:  # attention and speed checks (`client.quality`): as JSON
+        spec["quality"] = quality
     if quotas:  # how many responses each group of public answers may send (`client.quotas`): as JSON
         spec["quotas"] = quotas
     shuffled = _cell_text(settings.get("randomize_sections", "")).strip()
@@ -407,6 +411,8 @@ def _read_item(number, record, kind, name, choices, localized, problems):
                 item[column] = value
     if _randomized(record, number, problems):
         item["randomize"] = True
+    if _cell_text(record.get("check", "")).strip():  # an attention check's instructed answer
+        item["check"] = _cell_text(record["check"]).strip()
     return item
 
 

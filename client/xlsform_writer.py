@@ -40,11 +40,12 @@ def write_xlsform(survey: Survey, path) -> None:
     # An ordered scale whose design does not say so (k-ary RR on a scale, a public scale): ODK's likert appearance.
     scales = any(isinstance(item, dict) and item.get("type") == "ordinal" for _, item in items)
     # ODK's parameters column carries randomize=true: a group's questions or a select's choices in a random order.
+    checks = any(isinstance(item, dict) and "check" in item for _, item in items)
     randomized = any((isinstance(item, dict) and item.get("randomize")) or (item is None and section.get("randomize"))
                      for section, item in items)
     columns = ["type", "name", *[f"label{s}" for s in suffixes], *[f"hint{s}" for s in suffixes], "required",
                "relevant", "constraint", *[f"constraint_message{s}" for s in suffixes], *(["appearance"] * scales),
-               *(["parameters"] * randomized), "privacy::design", *privacy_columns, *extras]
+               *(["parameters"] * randomized), *(["check"] * checks), "privacy::design", *privacy_columns, *extras]
     book = Workbook()
     sheet = book.active
     sheet.title = "survey"
@@ -87,6 +88,8 @@ def write_xlsform(survey: Survey, path) -> None:
                         row[key] = canonical_json(item[key])
                 if item.get("randomize"):
                     row["parameters"] = "randomize=true"
+                if "check" in item:
+                    row["check"] = item["check"]
                 if qtype == "yes_no" and "options" in item:  # its own labels: a list of its own
                     row["type"] = f"select_one {item['id']}"
                     for option in item["options"]:
@@ -134,6 +137,8 @@ def write_xlsform(survey: Survey, path) -> None:
         settings[f"completion_{key}"] = value
     if "sample" in spec:  # the sample design the analysis uses by default: as JSON
         settings["sample"] = canonical_json(spec["sample"])
+    if "quality" in spec:
+        settings["quality"] = canonical_json(spec["quality"])
     if "invitations" in spec:  # the e-mails' texts (one or one per language): as JSON
         settings["invitations"] = canonical_json(spec["invitations"])
     if "quotas" in spec:  # as JSON, like the sample: ODK has no quotas

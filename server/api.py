@@ -161,7 +161,7 @@ def _item_shape(item) -> tuple[dict, int] | None:
         _check_text(item)
     except ApiError as error:
         return error_body(error.status, error.message, error.field), error.status
-    unknown = sorted(set(item) - {"spec_hash", "idempotency_key", "token", "reports", "wave"})
+    unknown = sorted(set(item) - {"spec_hash", "idempotency_key", "token", "reports", "wave", "paradata"})
     if unknown:
         return error_body(422, f"{unknown[0]}: unknown field", unknown[0]), 422
     return None
@@ -174,7 +174,8 @@ def submit_item(survey_id: str, item) -> tuple[dict, int]:
         return refused
     try:
         acknowledgement, created = get_store().submit(survey_id, item.get("spec_hash"), item.get("idempotency_key"),
-                                                      item.get("reports"), item.get("token"), wave=item.get("wave"))
+                                                      item.get("reports"), item.get("token"), wave=item.get("wave"),
+                                                      paradata=item.get("paradata"))
     except storage.StorageError as error:
         return error_body(error.status, error.message, error.field), error.status
     return acknowledgement, 201 if created else 200
@@ -211,7 +212,7 @@ def post_batch(survey_id):
     # One transaction for the whole batch, each item judged on its own: nothing is acknowledged
     # before that commit reaches the disk.
     outcomes = store.submit_many(survey_id, [(i.get("spec_hash"), i.get("idempotency_key"), i.get("reports"), i.get("token"),
-                                              i.get("wave")) for _, i in shaped])
+                                              i.get("wave"), i.get("paradata")) for _, i in shaped])
     for (position, _), outcome in zip(shaped, outcomes):
         if isinstance(outcome, storage.StorageError):
             results[position] = {"status": outcome.status, "error": error_body(outcome.status, outcome.message, outcome.field)["error"]}

@@ -20,6 +20,7 @@ from deniable.client import Question
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.errors import DeniableError
 from deniable.client.exact import csv_row, json_number
+from deniable.client.quality import section_keys
 from deniable.client.reports import WAVE_COLUMN, arm_column, direct_column, group_column, option_column
 from deniable.client.sample import NUMERIC_ROLES, frame_roles
 from deniable.client.splitballot import SplitBallot
@@ -93,6 +94,7 @@ def _survey_columns(survey) -> list[str]:
     if survey.repeated is not None:
         columns.append(WAVE_COLUMN)
     columns += survey.sample.get("frame", [])
+    columns += [seconds_column(key) for key in timed_sections(survey)]
     for qid, question in survey.questions.items():
         if question.split_ballot is not None:
             columns.append(arm_column(qid))
@@ -105,6 +107,15 @@ def _survey_columns(survey) -> list[str]:
         if question.split_ballot is not None:
             columns.append(direct_column(qid))
     return columns
+
+
+def timed_sections(survey) -> list[str]:
+    """The sections whose time a response carries (quality.section_times), by their key in the paradata."""
+    return section_keys(survey) if survey.quality is not None and survey.quality.section_times else []
+
+
+def seconds_column(key: str) -> str:
+    return f"seconds.{key}"
 
 
 def _arms(question: Question, value) -> tuple[str | None, object, object]:
@@ -128,6 +139,8 @@ def _csv_cells(survey, row) -> dict:
         cells[WAVE_COLUMN] = row.get("wave") or ""
     for column in survey.sample.get("frame", []):
         cells[column] = row.get(column, "")
+    for key in timed_sections(survey):
+        cells[seconds_column(key)] = row.get("seconds", {}).get(key, "")
     for qid, question in survey.questions.items():
         arm, value, direct = _arms(question, row["reports"].get(qid))
         if question.split_ballot is not None:
@@ -226,6 +239,10 @@ def variables(record) -> list[Variable]:
         taken.add(column)
         found.append(Variable(column, f"[frame] {FRAME_LABELS.get(role, 'public covariate')} of the invitation",
                               None, lambda row, column=column: row.get(column), numeric=role in NUMERIC_ROLES))
+    for key in timed_sections(record.survey):
+        name = _name(f"seconds_{key}", taken)
+        found.append(Variable(name, f"[paradata] seconds on section {key} (to the nearest 10)", None,
+                              lambda row, key=key: row.get("seconds", {}).get(key), numeric=True))
     for qid, question in record.survey.questions.items():
         mark = "[randomized] " if question.is_private else ""
         text = question.text

@@ -21,12 +21,17 @@ class Reads(Part):
         """Responses to every version of a survey."""
         return sum(int(row[3]) for row in self.execute(self.layout.versions, [survey_id]).fetchall())
 
-    def counts(self, survey_id: str, spec_hash: str | None = None, by: str | None = None, version=None) -> dict:
+    def counts(self, survey_id: str, spec_hash: str | None = None, by: str | None = None, version=None,
+               leave_out_flagged: bool = False) -> dict:
         """Per question, how many of each report value (for one version); optionally per level of a
-        public question ``by``. Aggregated in SQL; the running totals' shards are summed."""
+        public question ``by``. Aggregated in SQL; the running totals' shards are summed. ``leave_out_flagged``: the
+        responses the spec's quality checks flag (`flagged`) are left out, and ``left_out`` says how many and why."""
         record = self.store.surveys.find_version(survey_id, spec_hash, version)
+        flagged, flagged_params = self._flagged(record) if leave_out_flagged else ("", [])
+        keep = f" AND r.response_id NOT IN ({flagged})" if flagged else ""
         if by == WAVES:
-            rows = [(canonical(wave), qid, value, n) for wave, qid, value, n in self._wave_counts(record)]
+            rows = [(canonical(wave), qid, value, n) for wave, qid, value, n in self._wave_counts(record, keep,
+                                                                                                  flagged_params)]
         elif by is not None:
             try:
                 grouping_question(record.survey, by)
@@ -35,7 +40,12 @@ class Reads(Part):
             rows = self.execute(
                 "SELECT g.value, r.question_id, r.value, COUNT(*) FROM reports r "
                 "JOIN reports g ON g.spec_hash = r.spec_hash AND g.response_id = r.response_id AND g.question_id = ? "
-                "WHERE r.spec_hash = ? GROUP BY g.value, r.question_id, r.value", [by, record.hash]).fetchall()
+                f"WHERE r.spec_hash = ?{keep} GROUP BY g.value, r.question_id, r.value",
+                [by, record.hash, *flagged_params]).fetchall()
+        elif flagged:
+            rows = [(None, *row) for row in self.execute(
+                f"SELECT r.question_id, r.value, COUNT(*) FROM reports r WHERE r.spec_hash = ?{keep} "
+                "GROUP BY r.question_id, r.value", [record.hash, *flagged_params]).fetchall()]
         else:
             rows = [(None, *row) for row in self.execute(self.layout.report_totals, [record.hash]).fetchall()]
         table: dict = {}  # group (canonical JSON text, or None) → question → [{report, count}]
@@ -43,6 +53,10 @@ class Reads(Part):
             table.setdefault(group, {}).setdefault(qid, []).append({"report": json.loads(value), "count": int(count)})
         result = {"survey_id": survey_id, "spec_hash": record.hash, "version": record.version,
                   "responses": record.responses}
+        if leave_out_flagged:
+            left_out = self.quality_flags(survey_id, record.hash)
+            result["responses"] -= left_out["flagged"]
+            result["left_out"] = left_out
         if by is None:
             result["counts"] = ordered_counts(record.survey, table.get(None, {}))
         else:
@@ -53,14 +67,46 @@ class Reads(Part):
                                 for level in levels if canonical(level) in table]
         return result
 
-    def _wave_counts(self, record):
+    def _flagged(self, record, kind: str | None = None) -> tuple[str, list]:
+        """A query of the version's responses that its spec's quality checks flag (``kind``: "failed_check" or
+        "too_fast" only), with its parameters; ("", []) when the spec flags nothing (`client.quality`)."""
+        parts, params = [], []
+        quality = record.survey.quality
+        if kind in (None, "too_fast") and quality is not None and quality.min_seconds and self.layout.has_paradata:
+            parts.append("SELECT id FROM responses WHERE spec_hash = ? AND seconds < ?")
+            params += [record.hash, quality.min_seconds]
+        if kind in (None, "failed_check"):
+            for qid, question in record.survey.questions.items():
+                if question.check is not None:  # answered, and not as instructed
+                    parts.append("SELECT response_id FROM reports WHERE spec_hash = ? AND question_id = ? AND value <> ?")
+                    params += [record.hash, qid, canonical(question.check)]
+        return " UNION ".join(parts), params
+
+    def flagged_responses(self, survey_id: str, spec_hash: str | None = None, version=None) -> set[str]:
+        """The ids of a version's responses that its spec's quality checks flag."""
+        record = self.store.surveys.find_version(survey_id, spec_hash, version)
+        query, params = self._flagged(record)
+        return {row[0] for row in self.execute(query, params).fetchall()} if query else set()
+
+    def quality_flags(self, survey_id: str, spec_hash: str | None = None, version=None) -> dict:
+        """How many of a version's responses its spec's quality checks flag: ``flagged`` in all, ``failed_check``
+        (answered an instructed item otherwise), ``too_fast`` (under quality.min_seconds in all); one may be both."""
+        record = self.store.surveys.find_version(survey_id, spec_hash, version)
+        found = {"flagged": 0, "failed_check": 0, "too_fast": 0}
+        for kind in found:
+            query, params = self._flagged(record, None if kind == "flagged" else kind)
+            if query:
+                found[kind] = int(self.execute(f"SELECT COUNT(*) FROM ({query}) flagged", params).fetchone()[0])
+        return found
+
+    def _wave_counts(self, record, keep: str = "", params=()):
         """(wave, question id, value, count) of one version's reports: a response keeps the wave it arrived in."""
         if record.survey.repeated is None or not self.layout.has_waves:
             raise Invalid(f"by: survey {record.id!r} is not repeated; only a repeated survey's responses have waves", "by")
         return self.execute("SELECT p.wave, r.question_id, r.value, COUNT(*) FROM reports r JOIN responses p "
                             "ON p.spec_hash = r.spec_hash AND p.id = r.response_id "
-                            "WHERE r.spec_hash = ? AND p.wave IS NOT NULL "
-                            "GROUP BY p.wave, r.question_id, r.value", [record.hash]).fetchall()
+                            f"WHERE r.spec_hash = ? AND p.wave IS NOT NULL{keep} "
+                            "GROUP BY p.wave, r.question_id, r.value", [record.hash, *params]).fetchall()
 
     def responses_per_day(self, survey_id: str) -> list[tuple[str, int]]:
         """(date received, responses) per day with any, oldest first: daily counts only, as the server keeps
@@ -84,8 +130,9 @@ class Reads(Part):
         wave = "r.wave" if self.layout.has_waves else "NULL"
         frame, join = ("f.frame", "LEFT JOIN frame_cells f ON f.survey_id = r.survey_id AND f.cell = r.frame_cell ") \
             if self.layout.has_frames else ("NULL", "")
+        times = "r.paradata" if self.layout.has_paradata else "NULL"
         rows = self.engine.stream(
-            f"SELECT r.id, r.received_on, {wave}, {frame}, p.question_id, p.value FROM responses r {join}"
+            f"SELECT r.id, r.received_on, {wave}, {frame}, {times}, p.question_id, p.value FROM responses r {join}"
             "LEFT JOIN reports p ON p.spec_hash = r.spec_hash AND p.response_id = r.id WHERE r.spec_hash = ? ORDER BY r.id", [record.hash])
         order = list(record.survey.questions)
 
@@ -94,7 +141,8 @@ class Reads(Part):
             return row
 
         current = None
-        for response_id, received_on, wave_label, frame_row, qid, value in rows:
+        timed = record.survey.quality is not None and record.survey.quality.section_times
+        for response_id, received_on, wave_label, frame_row, paradata, qid, value in rows:
             if current is None or current["id"] != response_id:
                 if current is not None:
                     yield ordered(current)
@@ -103,6 +151,8 @@ class Reads(Part):
                     current["wave"] = wave_label
                 if frame_row is not None:  # its invitation's frame row (`frames.py`): named apart from the own fields
                     current.update(json.loads(frame_row))
+                if timed:  # seconds per section (`client.quality`); {} from a client that sent none
+                    current["seconds"] = json.loads(paradata)["seconds"] if paradata else {}
                 current["reports"] = {}
             if qid is not None:
                 current["reports"][qid] = json.loads(value)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 
 def migrate_to_1(engine):
@@ -220,10 +220,17 @@ def migrate_to_13(engine):
     engine.execute("CREATE UNIQUE INDEX idx_contacts_survey_id_token ON contacts (survey_id, token)")
 
 
+def migrate_to_14(engine):
+    """A response's coarse paradata (`client.quality`): the time spent on each section in tens of seconds, and their
+    sum, for a survey whose spec asks for them; never per randomized question, never a log of changes."""
+    engine.execute("ALTER TABLE responses ADD COLUMN seconds INTEGER")
+    engine.execute("ALTER TABLE responses ADD COLUMN paradata TEXT")
+
+
 MIGRATIONS = {1: migrate_to_1, 2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6,
               7: migrate_to_7, 8: migrate_to_8, 9: migrate_to_9,
               10: migrate_to_10, 11: migrate_to_11, 12: migrate_to_12,
-              13: migrate_to_13}
+              13: migrate_to_13, 14: migrate_to_14}
 
 
 def rebuild_counts(engine):
@@ -245,7 +252,8 @@ TABLES = {
     "survey_versions": ("hash", "survey_id", "version", "spec", "added_on"),
     "tokens": ("token_hash", "survey_id", "issued_on", "slot", "frame_cell"),
     "token_use": ("survey_id", "block", "used"),
-    "responses": ("id", "survey_id", "spec_hash", "received_on", "idempotency_key", "fingerprint", "wave", "frame_cell"),
+    "responses": ("id", "survey_id", "spec_hash", "received_on", "idempotency_key", "fingerprint", "wave", "frame_cell",
+                  "seconds", "paradata"),
     "frame_cells": ("survey_id", "cell", "frame"),
     "reports": ("response_id", "spec_hash", "question_id", "value"),
     "report_counts": ("spec_hash", "question_id", "value", "shard", "count"),
@@ -289,6 +297,11 @@ class Layout:
     def has_frames(self) -> bool:
         """Schema 10 keeps the invitations' frame; an older database's responses carry none."""
         return self.schema >= 10
+
+    @property
+    def has_paradata(self) -> bool:
+        """Schema 14 keeps a response's section times; an older database's responses carry none."""
+        return self.schema >= 14
 
     @property
     def has_quotas(self) -> bool:

@@ -173,6 +173,8 @@ class Store:
     rebuild_counts = _forward("writes", Writes.rebuild_counts)
 
     response_count = _forward("reads", Reads.response_count)
+    quality_flags = _forward("reads", Reads.quality_flags)
+    flagged_responses = _forward("reads", Reads.flagged_responses)
     counts = _forward("reads", Reads.counts)
     responses_per_day = _forward("reads", Reads.responses_per_day)
     report_rows = _forward("reads", Reads.report_rows)

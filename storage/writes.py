@@ -7,6 +7,7 @@ import collections
 import secrets
 from typing import NamedTuple
 
+from deniable.client.quality import ParadataError, checked_paradata
 from deniable.client.reports import ReportError, validate_reports
 from deniable.client.schedule import written
 
@@ -48,13 +49,15 @@ class Prepared(NamedTuple):
     values: list
     fingerprint: str
     wave: str | None
+    paradata: str | None = None  # its section times as stored (`client.quality`), with their sum in ``seconds``
+    seconds: int | None = None
 
 
 class Writes(Part):
     """The part of `Store` that stores responses."""
 
     def submit(self, survey_id: str, spec_hash, idempotency_key, reports, token=None,
-               answerable=None, wave=None) -> tuple[dict, bool]:
+               answerable=None, wave=None, paradata=None) -> tuple[dict, bool]:
         """Validate and store one response. Returns (acknowledgement, created).
 
         A retry with the same idempotency key returns the first acknowledgement (created False),
@@ -64,9 +67,11 @@ class Writes(Part):
         limits the required questions to those a client could answer (the no-JavaScript form).
         A repeated survey's response joins the open wave; ``wave`` (the label the client was served) must
         be that wave, so a response that arrives after its wave closed is refused, not counted in the next.
+        ``paradata``: the section times of a survey that asks for them (`client.quality`).
         """
-        record, values, fingerprint = self._prepare(survey_id, spec_hash, idempotency_key, reports, token, answerable, wave)
-        entry = Prepared(0, survey_id, spec_hash, idempotency_key, token, record, values, fingerprint, wave)
+        record, values, fingerprint, kept = self._prepare(survey_id, spec_hash, idempotency_key, reports, token,
+                                                          answerable, wave, paradata)
+        entry = Prepared(0, survey_id, spec_hash, idempotency_key, token, record, values, fingerprint, wave, *kept)
         if self.store.group_commit is not None:
             return self.store.group_commit.submit(self.store, entry)
         return self.store_one(entry)
@@ -74,8 +79,10 @@ class Writes(Part):
     def store_one(self, entry: Prepared) -> tuple[dict, bool]:
         return retrying(lambda: self._store_response(entry))
 
-    def _prepare(self, survey_id, spec_hash, idempotency_key, reports, token, answerable=None, wave=None):
-        """Everything about one response that needs no write: (record, sorted report rows, fingerprint)."""
+    def _prepare(self, survey_id, spec_hash, idempotency_key, reports, token, answerable=None, wave=None,
+                 paradata=None):
+        """Everything about one response that needs no write: (record, sorted report rows, fingerprint, (paradata
+        text, seconds))."""
         if not isinstance(spec_hash, str) or not spec_hash:
             raise Invalid("spec_hash: required, the hash of the spec the answers were randomized under", "spec_hash")
         if not isinstance(idempotency_key, str) or not 8 <= len(idempotency_key) <= 128:
@@ -89,16 +96,19 @@ class Writes(Part):
             raise Invalid(f"wave: survey {survey_id!r} is not repeated; a response to it names no wave", "wave")
         try:
             clean = validate_reports(record.survey, reports, answerable)
-        except ReportError as error:
+            times = checked_paradata(record.survey, paradata)
+        except (ReportError, ParadataError) as error:
             raise Invalid(error.message, error.field) from None
-        fingerprint = digest(canonical({"spec_hash": spec_hash, "reports": clean}))
+        body = {"spec_hash": spec_hash, "reports": clean, **({"paradata": times} if times else {})}
+        fingerprint = digest(canonical(body))
+        kept = (None, None) if times is None else (canonical(times), sum(times["seconds"].values()))
         # Counter rows in one order for everyone: two transactions never wait on each other crosswise.
         values = sorted((spec_hash, qid, _canonical_report(value)) for qid, value in clean.items())
-        return record, values, fingerprint
+        return record, values, fingerprint, kept
 
     def submit_many(self, survey_id: str, items: list[tuple]) -> list:
         """Store a batch of responses, each judged on its own as `submit` would judge it alone:
-        ``items`` are (spec_hash, idempotency_key, reports, token[, wave]); the result per item is
+        ``items`` are (spec_hash, idempotency_key, reports, token[, wave[, paradata]]); the result per item is
         (acknowledgement, created) or the StorageError it earned. One transaction. Responses to an
         open survey go in with a handful of multi-row statements for the whole batch; a token
         survey's go one by one (each spends its own token in its own savepoint)."""
@@ -114,13 +124,15 @@ class Writes(Part):
     def _submit_many(self, survey_id: str, items: list[tuple], results: list):
         prepared = []  # Prepared, each at its item's position
         for position, (spec_hash, key, reports, token, *named) in enumerate(items):
-            wave = named[0] if named else None
+            wave, paradata = (list(named) + [None, None])[:2]
             try:
-                record, values, fingerprint = self._prepare(survey_id, spec_hash, key, reports, token, wave=wave)
+                record, values, fingerprint, kept = self._prepare(survey_id, spec_hash, key, reports, token, wave=wave,
+                                                                  paradata=paradata)
             except StorageError as error:
                 results[position] = error
                 continue
-            prepared.append(Prepared(position, survey_id, spec_hash, key, token, record, values, fingerprint, wave))
+            prepared.append(Prepared(position, survey_id, spec_hash, key, token, record, values, fingerprint, wave,
+                                     *kept))
         self.store_batch(survey_id, prepared, results)
 
     def store_batch(self, survey_id: str, entries: list[Prepared], results: list):
@@ -147,13 +159,16 @@ class Writes(Part):
             first.setdefault(entry.key, entry)
         ids = {key: secrets.token_hex(16) for key in first}
         inserted = set()
+        times = self.layout.has_paradata
+        columns = "id, survey_id, spec_hash, received_on, idempotency_key, fingerprint" + (", seconds, paradata" * times)
+        marks = "(" + ", ".join("?" * (8 if times else 6)) + ")"
         for chunk in chunks([] if refusal else first.values(), 500):
             cursor = self.execute(
-                "INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) VALUES "
-                + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk))
+                f"INSERT INTO responses ({columns}) VALUES " + ", ".join([marks] * len(chunk))
                 + " ON CONFLICT (survey_id, idempotency_key) DO NOTHING RETURNING idempotency_key",
                 [x for entry in chunk
-                 for x in (ids[entry.key], survey_id, entry.spec_hash, received_on, entry.key, entry.fingerprint)])
+                 for x in (ids[entry.key], survey_id, entry.spec_hash, received_on, entry.key, entry.fingerprint,
+                           *((entry.seconds, entry.paradata) if times else ()))])
             inserted.update(r[0] for r in cursor.fetchall())
         # Keys stored before this batch (retries) get their first acknowledgement.
         previous = self._stored_responses(survey_id, sorted(set(first) - inserted))
@@ -233,10 +248,10 @@ class Writes(Part):
                     continue
                 spending[slot] = key
             new.append((entry, secrets.token_hex(16), cell))
-        frames = self.layout.has_frames
+        frames, times = self.layout.has_frames, self.layout.has_paradata
         columns = "id, survey_id, spec_hash, received_on, idempotency_key, fingerprint, wave" + \
-            (", frame_cell" if frames else "")
-        marks = "(" + ", ".join("?" * (8 if frames else 7)) + ")"
+            (", frame_cell" if frames else "") + (", seconds, paradata" if times else "")
+        marks = "(" + ", ".join("?" * (7 + frames + 2 * times)) + ")"
         inserted = set()
         for chunk in chunks(new, 500):
             cursor = self.execute(
@@ -244,7 +259,7 @@ class Writes(Part):
                 + " ON CONFLICT (survey_id, idempotency_key) DO NOTHING RETURNING idempotency_key",
                 [x for entry, response_id, cell in chunk
                  for x in (response_id, survey_id, entry.spec_hash, received_on, entry.key, entry.fingerprint, entry.wave,
-                           *((cell,) if frames else ()))])
+                           *((cell,) if frames else ()), *((entry.seconds, entry.paradata) if times else ()))])
             inserted.update(row[0] for row in cursor.fetchall())
         spend_slots(self.engine, survey_id, bitmaps, [slot for slot, key in spending.items() if key in inserted])
         written = []
@@ -338,6 +353,9 @@ class Writes(Part):
                 "survey_id = ?)", [None if token is None or record.access != "token" else digest(token), survey_id]
             if not self.layout.has_frames:  # an older schema kept open as it is (a migration's own tests)
                 column, cell, frame = "", "", []
+            if self.layout.has_paradata:
+                column, cell, frame = column + ", seconds, paradata", cell + ", ?, ?", [*frame, entry.seconds,
+                                                                                      entry.paradata]
             inserted = self.execute(
                 f"INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint, wave"
                 f"{column}) VALUES (?, ?, ?, ?, ?, ?, ?{cell}) ON CONFLICT (survey_id, idempotency_key) DO NOTHING "

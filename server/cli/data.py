@@ -107,6 +107,21 @@ def _audit_export(db_path, record, fmt: str):
         click.echo(f"NOTE: the export was not written to the audit log ({error.message})", err=True)
 
 
+def flagged_note(data) -> str | None:
+    """What the spec's quality checks flagged, and whether the estimates leave them out; None when nothing is."""
+    flags = data.flags
+    if not flags or not flags["flagged"]:
+        return None
+    why = "; ".join(part for part in (f"{flags['failed_check']} answered an attention check otherwise" if
+                                      flags["failed_check"] else "",
+                                      f"{flags['too_fast']} took less than the spec's min_seconds in all" if
+                                      flags["too_fast"] else "") if part)
+    if data.left_out:
+        return f"Left out: {flags['flagged']} responses flagged by the quality checks ({why})."
+    return (f"Flagged: {flags['flagged']} responses by the quality checks ({why}); they are in these estimates, "
+            "--leave-out-flagged leaves them out.")
+
+
 @click.command("estimate")
 @click.argument("survey_id")
 @db_option
@@ -127,8 +142,11 @@ def _audit_export(db_path, record, fmt: str):
 @click.option("--design", "design_choice", type=click.Choice(["spec", "none"]), default="spec", show_default=True,
               help="The sample design the spec names (sample: strata, clusters, weights), or none: as if a simple "
                    "random sample.")
+@click.option("--leave-out-flagged", is_flag=True,
+              help="Leave out the responses the spec's quality checks flag (an attention check answered otherwise, "
+                   "faster than quality.min_seconds); says how many either way.")
 def estimate_command(survey_id, db_path, url, token, by, by_wave, questions, level, simultaneous, fmt, language, version,
-                     spec_hash, all_versions, design_choice):
+                     spec_hash, all_versions, design_choice, leave_out_flagged):
     """Debiased estimates with standard errors and confidence intervals for every question."""
     from deniable.analysis import estimate_table, load
 
@@ -140,9 +158,11 @@ def estimate_command(survey_id, db_path, url, token, by, by_wave, questions, lev
         from deniable.client.reports import WAVES
 
         by = WAVES
+    if leave_out_flagged and url:
+        raise click.UsageError("--leave-out-flagged reads the database (--db): a server's counts do not carry the flags")
     chosen = {"version": version, "spec_hash": spec_hash, "all_versions": all_versions}
     data = load(url=url, survey_id=survey_id, token=token, **chosen) if url else \
-        load(db=db_path, survey_id=survey_id, **chosen)
+        load(db=db_path, survey_id=survey_id, leave_out_flagged=leave_out_flagged, **chosen)
     from deniable.analysis import SampleDesign
 
     design = SampleDesign.of(data.survey) if design_choice == "spec" else None
@@ -151,12 +171,16 @@ def estimate_command(survey_id, db_path, url, token, by, by_wave, questions, lev
         which = (f"versions {', '.join(v.label for v in data.versions)} pooled" if data.pooled
                  else f"version {data.versions[0].label}")
         click.echo(f"Survey {survey_id!r}, {which}, {data.n} responses ({data.source})")
+        if flagged_note(data):
+            click.echo(flagged_note(data))
         click.echo(f"Sample design: {design.describe()} (the spec's sample; --design none for a simple random sample)\n"
                    if design is not None else "Sample design: none (a simple random sample)\n")
         left_out = "\n".join([f"Not pooled: {message}" for message in table.refused]
                              + [f"Not estimated: {message}" for message in table.empty])
         click.echo("\n\n".join(table.texts + ([left_out] if left_out else [])))
     else:
+        if flagged_note(data):
+            click.echo(flagged_note(data), err=True)
         for message in table.refused:
             click.echo(f"Not pooled: {message}", err=True)
         for message in table.empty:

@@ -69,6 +69,7 @@ if (consent) {
   agree.addEventListener("click", () => {
     consent.hidden = true;
     form.hidden = false;
+    if (timing) timeIn(paged ? sectionOf(visibleSections()[current]) : sectionOf(form.querySelector("section.section")));
     form.querySelector("h2, legend, input, button")?.focus();
   }, { once: true });
 } else {
@@ -264,6 +265,41 @@ form.addEventListener("input", () => {
   if (keepingDraft) saveDraft();
 });
 
+// Section times (the spec's quality.section_times): how long each section was the one being answered (shown, on a
+// phone; holding the focus, on a wide screen), counted only while the page is in view, sent with the reports to the
+// nearest 10 seconds and at most an hour each. Never per question, never what was answered or changed.
+const timing = survey.quality?.section_times ? { spent: new Map(), section: null, since: 0 } : null;
+
+function timeIn(key) {
+  const now = performance.now();
+  if (timing.section !== null) timing.spent.set(timing.section, (timing.spent.get(timing.section) ?? 0) + now - timing.since);
+  timing.section = key;
+  timing.since = now;
+}
+
+const sectionOf = (element) => element?.closest("section.section")?.dataset.section || "all";
+
+/** {seconds: {section: whole tens of seconds}} of the sections answered so far. */
+function sectionTimes() {
+  timeIn(timing.section); // what the current section has taken up to now
+  const seconds = {};
+  for (const [key, ms] of timing.spent) if (key !== null) seconds[key] = Math.min(3600, Math.round(ms / 10_000) * 10);
+  return { seconds };
+}
+
+if (timing) {
+  form.addEventListener("focusin", (event) => { if (!paged) timeIn(sectionOf(event.target)); });
+  document.addEventListener("visibilitychange", () => {
+    if (document.hidden) {
+      const section = timing.section;
+      timeIn(null); // away: not counted
+      timing.resume = section;
+    } else if (timing.resume !== undefined) {
+      timeIn(timing.resume);
+    }
+  });
+}
+
 /** The inputs a respondent answers with: a split ballot's shown arm only. */
 function activeInputs(fieldset) {
   const arm = fieldset.dataset.arm;
@@ -362,6 +398,7 @@ function showPage() {
   backButton.hidden = current === 0;
   nextButton.hidden = current === visible.length - 1;
   sendButton.hidden = current !== visible.length - 1;
+  if (timing && !form.hidden) timeIn(sectionOf(visible[current]));
 }
 
 function setProblem(fieldset, message) {
@@ -535,6 +572,7 @@ form.addEventListener("submit", async (event) => {
   if (pending?.answers !== asked) {
     const reports = survey.randomize(answers, { arms: readArms(), memo }); // only shown questions: the same tree the server checks
     const body = { spec_hash: data.hash, idempotency_key: newIdempotencyKey(), reports };
+    if (timing) body.paradata = sectionTimes();
     if (token) body.token = token;
     if (data.wave) body.wave = data.wave;
     pending = { answers: asked, body };
@@ -711,3 +749,5 @@ if (form.isConnected) resumeDraft();
 applySkipLogic();
 showPage();
 if (data.full) checkQuota();
+// The clock starts with the questions (after the consent step, if any; the page's own words before them are not timed)
+if (timing && form.isConnected && !form.hidden && timing.section === null) timeIn(sectionOf(form.querySelector("section.section")));

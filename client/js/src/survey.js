@@ -23,9 +23,9 @@ export const MAX_OPTIONS = 1000;
 export const MAX_SECTIONS = 200;
 const MAX_TEXT_LENGTH = 5000;
 const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
-const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated", "page_words", "sample", "opens", "closes", "completion", "consent", "quotas", "randomize_sections", "invitations"];
+const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated", "page_words", "sample", "opens", "closes", "completion", "consent", "quotas", "randomize_sections", "invitations", "quality"];
 const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions", "randomize"];
-const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control", "split_ballot", "randomize"];
+const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control", "split_ballot", "randomize", "check"];
 const NOTE_FIELDS = ["id", "type", "text", "hint", "relevant"];
 const RIGHT_TO_LEFT = new Set(["ar", "arc", "dv", "fa", "ha", "he", "khw", "ks", "ku", "ps", "sd", "ur", "yi"]);
 const SUGGESTIONS = {
@@ -350,6 +350,8 @@ export class Survey {
     this.sample = spec.sample ?? {};
     this.schedule = Schedule.read(spec.opens, spec.closes);
     this.completion = Completion.read(spec.completion);
+    /** Attention and speed checks (checked in full by the Python twin): whether the page sends its section times. */
+    this.quality = isMapping(spec.quality) ? spec.quality : null;
   }
   _readSections(spec) {
     if ("sections" in spec) {

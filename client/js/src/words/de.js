@@ -3,6 +3,7 @@ export default Object.freeze({
  "language": "Sprache",
  "intro": "Ihre Antworten werden auf diesem Gerät zufällig verändert, bevor irgendetwas gesendet wird: Der Server erhält nur die zufälligen Meldungen, die Ihnen vor dem Verlassen der Seite gezeigt werden. Bei jeder Frage steht, wie viel eine Meldung höchstens verraten kann.",
  "order_note": "Einige Fragen oder Antworten erscheinen in einer Reihenfolge, die auf diesem Gerät zufällig gezogen wird; die Reihenfolge wird nie gesendet.",
+ "times_note": "Diese Umfrage erfasst ungefähr, wie lange Sie für jeden Teil brauchen (auf 10 Sekunden gerundet), nie, was Sie geantwortet oder geändert haben.",
  "consent_heading": "Bevor Sie beginnen",
  "consent_agree": "Ich bin einverstanden teilzunehmen",
  "consent_needed": "Bitte stimmen Sie der Teilnahme zu, bevor Sie antworten.",

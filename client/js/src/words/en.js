@@ -3,6 +3,7 @@ export default Object.freeze({
  "language": "Language",
  "intro": "Your answers are randomized on this device before anything is sent: the server only ever receives the randomized reports, shown to you before you leave. Each question says how much a report can reveal.",
  "order_note": "Some questions or answers appear in an order drawn at random on this device; the order is never sent.",
+ "times_note": "This survey records roughly how long you spend on each part (to the nearest 10 seconds), never what you answered or changed.",
  "consent_heading": "Before you start",
  "consent_agree": "I agree to take part",
  "consent_needed": "Please agree to take part before answering.",

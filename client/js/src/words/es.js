@@ -3,6 +3,7 @@ export default Object.freeze({
  "language": "Idioma",
  "intro": "Sus respuestas se aleatorizan en este dispositivo antes de enviar nada: el servidor solo recibe los informes aleatorizados, que se le muestran antes de salir. Cada pregunta indica cuánto puede revelar un informe.",
  "order_note": "Algunas preguntas o respuestas aparecen en un orden sorteado al azar en este dispositivo; el orden nunca se envía.",
+ "times_note": "Esta encuesta registra aproximadamente cuánto tiempo dedica a cada parte (redondeado a 10 segundos), nunca lo que respondió o cambió.",
  "consent_heading": "Antes de empezar",
  "consent_agree": "Acepto participar",
  "consent_needed": "Acepte participar antes de responder, por favor.",

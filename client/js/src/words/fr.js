@@ -3,6 +3,7 @@ export default Object.freeze({
  "language": "Langue",
  "intro": "Vos réponses sont rendues aléatoires sur cet appareil avant tout envoi : le serveur ne reçoit jamais que les rapports aléatoires, qui vous sont montrés avant de partir. Chaque question indique ce qu'un rapport peut révéler au plus.",
  "order_note": "Certaines questions ou réponses apparaissent dans un ordre tiré au hasard sur cet appareil ; l'ordre n'est jamais envoyé.",
+ "times_note": "Cette enquête enregistre à peu près le temps passé sur chaque partie (arrondi à 10 secondes), jamais ce que vous avez répondu ou modifié.",
  "consent_heading": "Avant de commencer",
  "consent_agree": "J'accepte de participer",
  "consent_needed": "Merci d'accepter de participer avant de répondre.",

@@ -3,6 +3,7 @@ export default Object.freeze({
  "language": "Idioma",
  "intro": "As suas respostas são aleatorizadas neste dispositivo antes de qualquer envio: o servidor só recebe os relatos aleatorizados, que lhe são mostrados antes de sair. Cada pergunta diz quanto um relato pode revelar.",
  "order_note": "Algumas perguntas ou respostas aparecem numa ordem sorteada ao acaso neste dispositivo; a ordem nunca é enviada.",
+ "times_note": "Este inquérito regista aproximadamente quanto tempo passa em cada parte (arredondado a 10 segundos), nunca o que respondeu ou alterou.",
  "consent_heading": "Antes de começar",
  "consent_agree": "Aceito participar",
  "consent_needed": "Aceite participar antes de responder, por favor.",

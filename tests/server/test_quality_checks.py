@@ -1,0 +1,158 @@
+"""Attention and speed checks that hold no answer (`client.quality`): instructed-response items (public) and section
+times (tens of seconds, per section) flag responses; the analysis leaves them out only when asked, counts exactly the
+rest and says how many it left out and why, on every surface (load, CLI, exports); the page sends the times, never per
+question (real Chromium). Both engines."""
+
+import json
+
+import pytest
+
+from deniable.analysis import estimate, load
+from deniable.client import SpecError, Survey
+from deniable.server.cli import main
+from tests.conftest import SeededSource
+from tests.server.test_browser import Recorder, browser  # noqa: F401 - the module's Chromium fixture
+
+pytestmark = pytest.mark.both_engines
+
+SPEC = {"id": "care", "title": "Care", "quality": {"section_times": True, "min_seconds": 60}, "sections": [
+    {"id": "intro", "title": "About you", "questions": [
+        {"id": "region", "type": "choice", "text": "Region?", "options": ["north", "south"], "privacy": "none",
+         "required": True},
+        {"id": "attention", "type": "choice", "text": "Choose 'often' to show you are reading.",
+         "options": ["never", "sometimes", "often"], "privacy": "none", "check": "often"}]},
+    {"id": "taxes", "title": "Taxes", "questions": [
+        {"id": "dodged", "type": "yes_no", "text": "Have you ever dodged your taxes?", "required": True,
+         "privacy": {"design": "warner", "p": "3/4"}}]}]}
+
+
+@pytest.fixture
+def careful(store):
+    survey = Survey.from_dict(SPEC)
+    store.add_survey(survey)
+    return survey
+
+
+def send(store, survey, key, dodged, attention="often", seconds=(60, 40)):
+    paradata = None if seconds is None else {"seconds": {"intro": seconds[0], "taxes": seconds[1]}}
+    return store.submit("care", survey.hash, f"key-{key:06d}", survey.randomize(
+        {"region": "north", "attention": attention, "dodged": dodged}, rng=SeededSource(key)), paradata=paradata)
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"check": "always"}, r"question 'attention'.check: 'always' is not an answer of 'attention'"),
+])
+def test_a_bad_check_or_quality_names_its_field(change, error):
+    spec = json.loads(json.dumps(SPEC))
+    spec["sections"][0]["questions"][1].update(change)
+    with pytest.raises(SpecError, match=error):
+        Survey.from_dict(spec)
+    private = json.loads(json.dumps(SPEC))
+    private["sections"][1]["questions"][0]["check"] = "no"
+    with pytest.raises(SpecError, match="an attention check is a public question"):
+        Survey.from_dict(private)
+    for quality, message in (({"min_seconds": 60}, "needs section_times: true"), ({"section_times": "yes"}, "true or false"),
+                             ({"min_seconds": 0, "section_times": True}, "a whole number of seconds")):
+        with pytest.raises(SpecError, match=rf"survey\.quality\.\w+: .*{message}"):
+            Survey.from_dict({**SPEC, "quality": quality})
+
+
+def test_the_spec_s_checks_go_through_an_xlsform_to_the_same_hash(tmp_path):
+    from deniable.client.xlsform import read_xlsform
+    from deniable.client.xlsform_writer import write_xlsform
+
+    survey = Survey.from_dict(SPEC)
+    write_xlsform(survey, tmp_path / "form.xlsx")
+    assert Survey.from_dict(read_xlsform(tmp_path / "form.xlsx")).hash == survey.hash
+
+
+def test_section_times_are_checked_where_they_arrive(client, store, careful):
+    body = {"spec_hash": careful.hash, "idempotency_key": "times-key-0001",
+            "reports": careful.randomize({"region": "north", "attention": "often", "dodged": "no"})}
+    for paradata, field in (({"seconds": {"intro": 15}}, "paradata.seconds.intro"),
+                            ({"seconds": {"dodged": 10}}, "paradata.seconds"), ({"seconds": {"intro": 5000}}, "paradata"),
+                            ({"seconds": {"intro": 10}, "changes": 3}, "paradata"), ([10, 20], "paradata")):
+        refused = client.post("/api/v1/surveys/care/responses", json={**body, "paradata": paradata})
+        assert refused.status_code == 422 and refused.get_json()["error"]["field"] == "paradata", paradata
+        assert field.split(".")[-1] in refused.get_json()["error"]["message"]
+    assert store.response_count("care") == 0
+    stored = client.post("/api/v1/surveys/care/responses", json={**body, "paradata": {"seconds": {"intro": 30}}})
+    assert stored.status_code == 201
+    changed = client.post("/api/v1/surveys/care/responses", json={**body, "paradata": {"seconds": {"intro": 40}}})
+    assert changed.status_code == 422 and "already used for a different response" in changed.get_json()["error"]["message"]
+    plain = Survey.from_dict({k: v for k, v in SPEC.items() if k != "quality"} | {"id": "plain"})
+    store.add_survey(plain)
+    refused = client.post("/api/v1/surveys/plain/responses", json={
+        **body, "spec_hash": plain.hash, "paradata": {"seconds": {"intro": 10}}})
+    assert refused.status_code == 422 and "records no section times" in refused.get_json()["error"]["message"]
+    batch = client.post("/api/v1/surveys/care/responses:batch", json={"items": [
+        {**body, "idempotency_key": f"batch-key-{i:04d}", "paradata": {"seconds": {"taxes": 10 * i}}} for i in range(3)]})
+    assert [item["status"] for item in batch.get_json()["results"]] == [201, 201, 201]
+    rows = {row["id"]: row["seconds"] for row in store.export("care")}
+    assert sorted(map(json.dumps, rows.values())) == sorted(
+        [json.dumps({"intro": 30}), *(json.dumps({"taxes": 10 * i}) for i in range(3))])
+
+
+def test_flagged_responses_are_left_out_only_when_asked_and_counted_exactly(db_path, runner, store, careful):
+    """60 attentive respondents answer truly (20 dodged); 15 fail the check and 15 speed through, all answering
+    yes: kept in, they bias the share up; left out, the counts are exactly the attentive ones' and the estimate
+    recovers the truth within its interval (seeded draws: the same reports every run)."""
+    for i in range(60):
+        send(store, careful, i, "yes" if i < 20 else "no")
+    for i in range(60, 75):
+        send(store, careful, i, "yes", attention="sometimes")
+    for i in range(75, 90):
+        send(store, careful, i, "yes", seconds=(20, 10))
+    send(store, careful, 90, "no", seconds=None)  # no times sent (an app's client): not flagged as speeding
+    assert store.quality_flags("care") == {"flagged": 30, "failed_check": 15, "too_fast": 15}
+    flagged = store.flagged_responses("care")
+    kept_counts: dict = {}
+    for row in store.export("care"):
+        if row["id"] not in flagged:
+            kept_counts[row["reports"]["dodged"]] = kept_counts.get(row["reports"]["dodged"], 0) + 1
+    left_out = store.counts("care", leave_out_flagged=True)
+    assert {c["report"]: c["count"] for c in left_out["counts"]["dodged"] if c["count"]} == kept_counts
+    assert left_out["responses"] == 61 and left_out["left_out"]["flagged"] == 30
+    with load(db=db_path, survey_id="care") as everyone, load(db=db_path, survey_id="care",
+                                                              leave_out_flagged=True) as attentive:
+        assert (everyone.n, attentive.n) == (91, 61) and attentive.flags == everyone.flags
+        biased, clean = estimate(everyone, "dodged"), estimate(attentive, "dodged")
+        assert clean.n == 61 and biased.n == 91
+        truth = 20 / 61
+        low, high = clean.table.loc["yes", ["ci_low", "ci_high"]]
+        assert low <= truth <= high and biased.estimate["yes"] > clean.estimate["yes"] + 0.1
+    shown = runner.invoke(main, ["estimate", "care", "--db", db_path])
+    assert "Flagged: 30 responses by the quality checks (15 answered an attention check otherwise; 15 took less " \
+           "than the spec's min_seconds in all)" in shown.output and "91 responses" in shown.output
+    left = runner.invoke(main, ["estimate", "care", "--db", db_path, "--leave-out-flagged", "--format", "csv"])
+    assert left.exit_code == 0 and "Left out: 30 responses flagged" in left.stderr
+    csv_rows = runner.invoke(main, ["export", "care", "--format", "csv", "--db", db_path]).stdout.splitlines()
+    assert csv_rows[0].startswith("id,spec_hash,received_on,seconds.intro,seconds.taxes,")
+    with pytest.raises(Exception, match="leave_out_flagged: read the database"):
+        load("care.csv", spec=careful, leave_out_flagged=True)
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_the_page_sends_section_times_in_tens_of_seconds_and_nothing_per_question(browser, live_server, careful):  # noqa: F811
+    from tests.server.test_questionnaire_pages import PHONE, no_violations
+
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    recorder = Recorder(page)
+    page.goto(f"{live_server}/s/care")
+    assert "roughly how long you spend on each part" in page.text_content(".times-note")
+    no_violations(page, "phone: section times note")
+    page.check("#q-region input[value='north']")
+    page.check("#q-attention input[value='often']")
+    page.click("#next")
+    page.check("#q-dodged input[value='no']")
+    page.click("#send")
+    page.wait_for_selector("#sent:not([hidden])")
+    [post] = recorder.posts()
+    body = json.loads(post["body"])
+    assert set(body) == {"spec_hash", "idempotency_key", "reports", "paradata"}
+    seconds = body["paradata"]["seconds"]
+    assert set(seconds) == {"intro", "taxes"} and all(value % 10 == 0 and 0 <= value <= 3600 for value in seconds.values())
+    assert not recorder.errors
+    context.close()
