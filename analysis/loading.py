@@ -104,10 +104,29 @@ def _choose(source: str, versions: list[dict], survey_id: str, current: str, spe
         raise LoadError(f"{source}: {error.message}") from None
 
 
-def _pivot(long: pd.DataFrame, question_ids) -> pd.DataFrame:
-    long = long.assign(value=long["value"].map(json.loads))
-    wide = long.pivot(index="response_id", columns="question_id", values="value")
-    return wide.reindex(columns=question_ids)
+def _wide(rows, question_ids) -> pd.DataFrame:
+    """One row per response (by id, in id order), one column per question, from (response id, question id, stored
+    text) rows as they stream. A question's reports come from a small alphabet: each text is decoded once and its
+    value shared (immutable ones only); no long table is ever built, which at 10⁵ responses held ~10× the frame."""
+    position: dict = {}
+    columns: dict = {qid: [] for qid in question_ids}
+    decoded: dict = {}
+    missing = float("nan")
+    for response_id, qid, text in rows:
+        at = position.get(response_id)
+        if at is None:
+            at = position[response_id] = len(position)
+            for column in columns.values():
+                column.append(missing)
+        value = decoded.get(text)
+        if value is None:
+            value = json.loads(text)
+            if isinstance(value, (str, int, float)):
+                decoded[text] = value
+        columns[qid][at] = value
+    wide = pd.DataFrame(columns, index=pd.Index(list(position), name="response_id"), dtype=object)
+    wide.columns.name = "question_id"
+    return wide.sort_index()
 
 
 def _from_counts(counted: Callable) -> Callable:
@@ -184,11 +203,10 @@ def _read_store(store, survey_id, owned: bool, leave_out_flagged: bool = False, 
             return by_group[by]
 
         def kept(rows):
-            return [row for row in rows if row[0] not in dropped] if dropped else rows
+            return (row for row in rows if row[0] not in dropped) if dropped else rows
 
         def framer(question_ids):
-            rows = kept(reading().report_rows(record.hash, list(question_ids)))
-            return _pivot(pd.DataFrame(rows, columns=["response_id", "question_id", "value"]), question_ids)
+            return _wide(kept(reading().report_rows(record.hash, list(question_ids))), question_ids)
 
         def frame_columns():  # the invitations' frame rows its responses carry (design variables), if any
             rows = kept(reading().frame_rows(record.hash))

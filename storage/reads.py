@@ -117,10 +117,11 @@ class Reads(Part):
             [survey_id]).fetchall()]
 
     def report_rows(self, spec_hash: str, question_ids: list[str]):
-        """(response id, question id, canonical value) of the given questions of one version."""
+        """(response id, question id, canonical value) of the given questions of one version, streamed (a million
+        responses' rows never sit in memory at once: the reader builds its frame as they come)."""
         marks = ",".join("?" * len(question_ids))
-        return self.execute(f"SELECT response_id, question_id, value FROM reports WHERE spec_hash = ? "
-                            f"AND question_id IN ({marks})", [spec_hash, *question_ids]).fetchall()
+        yield from self.engine.stream(f"SELECT response_id, question_id, value FROM reports WHERE spec_hash = ? "
+                                      f"AND question_id IN ({marks})", [spec_hash, *question_ids])
 
     def export(self, survey_id: str, spec_hash: str | None = None, version=None):
         """Yield one dict per response of a version: id, spec_hash, received_on, (a repeated survey's) wave, the

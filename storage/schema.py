@@ -3,10 +3,13 @@ fills, and how each older schema keeps the figures a reader needs (read-only ope
 
 What is kept, and nothing more: survey specs (every version, by hash), respondent tokens (hashed, with
 the date issued; whether each has answered is a bit of a bitmap row, `tokens.py`), and per response a
-random id, the survey id, the spec hash, the date received, the wave of a repeated survey, and the
+random id, the survey id, the spec hash, the date received, the wave of a repeated survey, its
+invitation's frame row, its section times in tens of seconds when the spec asks for them, and the
 randomized reports. No time of day, no address, no user agent, no link from a token to a response,
 not even in the rows' metadata. Reports also live in a long table (one row per response and question)
-so counts are a single GROUP BY where the data sits.
+so counts are a single GROUP BY where the data sits. Beside them, never joined to them: the quota counts
+(of public answers) and, for e-mail invitations, the contact list (`contacts.py`): each address with its
+own token as given (the link a reminder sends again), until `purge_contacts` erases them after fieldwork.
 """
 
 from __future__ import annotations

@@ -226,8 +226,9 @@ def test_only_reports_are_stored_and_bodies_are_not_logged(client, survey, store
     client.post("/api/v1/surveys/tax/responses", json=payload, headers={"User-Agent": "Telltale/1.0"},
                 environ_base={"REMOTE_ADDR": "203.0.113.9"})
     assert table_columns(store, "responses") == {"id", "survey_id", "spec_hash", "received_on", "idempotency_key",
-                                                 "fingerprint", "wave", "frame_cell"}
+                                                 "fingerprint", "wave", "frame_cell", "seconds", "paradata"}
     row = table_rows(store, "responses")[0]
+    assert (row["seconds"], row["paradata"]) == (None, None)  # kept only where the spec asks for section times
     assert row["wave"] is None  # a survey asked once has no waves
     assert len(row["received_on"]) == 10  # a date, no time of day
     dump = json.dumps([table_rows(store, t) for t in store.engine.table_names()])

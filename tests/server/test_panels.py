@@ -53,7 +53,7 @@ def test_each_response_records_its_wave_and_nothing_links_a_persons_waves(store,
     assert sum(r["wave"] == "2026-11" for r in rows) == 300
     # a response row holds what it held before plus its wave: no memo, no device id, no person key
     assert set(rows[0]) == {"id", "survey_id", "spec_hash", "received_on", "idempotency_key", "fingerprint", "wave",
-                            "frame_cell"}
+                            "frame_cell", "seconds", "paradata"}
     waves = store.waves("pulse")
     assert [(w["label"], w["responses"], w["closed_on"] is None) for w in waves] == \
         [("2026-10", 300, False), ("2026-11", 300, True)]
