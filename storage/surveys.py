@@ -34,6 +34,7 @@ class SurveyRecord:
     access: str  # "open" or "token"
     closed_on: str | None
     _count: object = None  # counts this version's responses on demand (not on the submit path)
+    current_hash: str | None = None  # the survey's current version when this record was read
 
     @property
     def closed(self) -> bool:
@@ -235,7 +236,8 @@ class Surveys(Part):
             return self._responses_of(spec_hash)
 
         return SurveyRecord(id=row["id"], hash=spec_hash, version=row["version"], survey=load_spec(row["spec"]),
-                            access=row["access"], closed_on=row["closed_on"], _count=count)
+                            access=row["access"], closed_on=row["closed_on"], _count=count,
+                            current_hash=row["current_hash"])
 
     def _responses_of(self, spec_hash: str) -> int:
         return int(self.execute(self.layout.responses_of_version, [spec_hash]).fetchone()[0])

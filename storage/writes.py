@@ -17,7 +17,7 @@ from .errors import Conflict, Gone, Invalid, StorageError, Unavailable
 from .part import Part
 from .quotas import count_response
 from .quotas import recount as recount_quotas
-from .schema import rebuild_counts
+from .schema import SCHEMA_VERSION, rebuild_counts
 from .tokens import SLOTS_PER_ROW, is_spent, lock_bitmaps, spend_slots
 from .tokens import lookup as token_lookup
 from .tokens import spend as spend_token
@@ -77,7 +77,78 @@ class Writes(Part):
         return self.store_one(entry)
 
     def store_one(self, entry: Prepared) -> tuple[dict, bool]:
+        if self.in_one_statement([entry]):
+            [stored] = retrying(lambda: self.store_in_one_statement([entry]))
+            if stored is not None:
+                return stored
         return retrying(lambda: self._store_response(entry))
+
+    def in_one_statement(self, entries: list[Prepared]) -> bool:
+        """Whether these responses (to one survey) can be stored by `store_in_one_statement`: on PostgreSQL, where
+        each round trip waits on the network, new responses to an open survey asked once, with no token, no quota and
+        its current version's window open. Anything else goes step by step (and a response the one statement does
+        not store, too: a retry, a survey closed meanwhile)."""
+        if self.engine.dialect != "postgresql" or self.engine.in_transaction or self.layout.schema != SCHEMA_VERSION:
+            return False
+        first = entries[0].record
+        if first.current_hash is None or any(e.record.access != "open" or e.token is not None or e.wave is not None
+                                             or e.record.survey.repeated is not None or e.survey_id != first.id
+                                             or e.record.current_hash != first.current_hash for e in entries):
+            return False
+        current = self.store.surveys.spec_of(first.current_hash)
+        return not current.quotas and current.repeated is None and current.schedule.state() == "open"
+
+    def store_in_one_statement(self, entries: list[Prepared]) -> list:
+        """Store new responses to one open survey with one statement (one round trip, its own transaction): the
+        survey read for being open at the version seen, the date setting, the responses, their reports, the running
+        totals and the version's count, each a data-modifying part of one WITH. Per entry, (acknowledgement, True)
+        or None when it was not stored (its key is taken, or the survey closed or changed version meanwhile): the
+        step-by-step path then answers it as it answers everything else."""
+        survey_id, current = entries[0].survey_id, entries[0].record.current_hash
+        ids = [secrets.token_hex(16) for _ in entries]
+        shard = secrets.randbelow(self.engine.counter_shards)
+        new = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(entries))
+        params = [survey_id, current,
+                  *[x for entry, response_id in zip(entries, ids)
+                    for x in (response_id, survey_id, entry.spec_hash, entry.key, entry.fingerprint, entry.seconds,
+                              entry.paradata)]]
+        reports = [(response_id, *value) for entry, response_id in zip(entries, ids) for value in entry.values]
+        written = ""
+        if reports:
+            written = (
+                f", rep (response_id, spec_hash, question_id, value) AS (VALUES {', '.join(['(?, ?, ?, ?)'] * len(reports))}), "
+                "r AS (INSERT INTO reports (response_id, spec_hash, question_id, value) "
+                "SELECT rep.response_id, rep.spec_hash, rep.question_id, rep.value FROM rep JOIN ins ON ins.id = "
+                "rep.response_id), "
+                "c AS (INSERT INTO report_counts (spec_hash, question_id, value, shard, count) "
+                "SELECT rep.spec_hash, rep.question_id, rep.value, ?::integer, COUNT(*) FROM rep JOIN ins ON ins.id = "
+                "rep.response_id GROUP BY rep.spec_hash, rep.question_id, rep.value ORDER BY 1, 2, 3 "
+                "ON CONFLICT (spec_hash, question_id, value, shard) DO UPDATE SET count = report_counts.count + "
+                "excluded.count)")
+            params += [x for row in reports for x in row] + [shard]
+        params.append(shard)
+        rows = self.execute(
+            "WITH s AS (SELECT 1 FROM surveys WHERE id = ? AND current_hash = ? AND closed_on IS NULL "
+            "AND access = 'open'), "
+            "day AS (SELECT to_char(CASE COALESCE((SELECT value FROM settings WHERE key = 'received_on'), 'day') "
+            "WHEN 'week' THEN date_trunc('week', now() AT TIME ZONE 'UTC') "
+            "WHEN 'month' THEN date_trunc('month', now() AT TIME ZONE 'UTC') ELSE now() AT TIME ZONE 'UTC' END, "
+            "'YYYY-MM-DD') AS received_on), "
+            f"new (id, survey_id, spec_hash, idempotency_key, fingerprint, seconds, paradata) AS (VALUES {new}), "
+            "ins AS (INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint, seconds, "
+            "paradata) SELECT new.id, new.survey_id, new.spec_hash, day.received_on, new.idempotency_key, "
+            "new.fingerprint, new.seconds::integer, new.paradata FROM new, s, day "
+            "ON CONFLICT (survey_id, idempotency_key) DO NOTHING RETURNING id, spec_hash, received_on)"
+            f"{written}, "
+            "v AS (INSERT INTO version_counts (spec_hash, shard, responses) SELECT spec_hash, ?::integer, COUNT(*) "
+            "FROM ins GROUP BY spec_hash ORDER BY 1 ON CONFLICT (spec_hash, shard) DO UPDATE SET responses = "
+            "version_counts.responses + excluded.responses) "
+            "SELECT id, received_on FROM ins", params).fetchall()
+        stored = dict(rows)
+        return [None if response_id not in stored else
+                ({"id": response_id, "survey_id": survey_id, "spec_hash": entry.spec_hash,
+                  "received_on": stored[response_id]}, True)
+                for entry, response_id in zip(entries, ids)]
 
     def _prepare(self, survey_id, spec_hash, idempotency_key, reports, token, answerable=None, wave=None,
                  paradata=None):

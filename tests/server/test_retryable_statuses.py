@@ -27,7 +27,7 @@ def test_a_write_still_busy_after_its_retries_is_a_503_with_retry_after(client, 
         tries.append(1)
         raise Busy("deadlock detected")
 
-    for method in ("_store_response", "store_batch"):  # alone, and in a group commit or a batch
+    for method in ("_store_response", "store_batch", "store_in_one_statement"):  # alone, in a group or batch, in one
         monkeypatch.setattr(Writes, method, busy)
     body = {"spec_hash": survey.hash, "idempotency_key": "k" * 16, "reports": survey.randomize(ANSWERS)}
     response = client.post("/api/v1/surveys/tax/responses", json=body)
