@@ -74,8 +74,7 @@ def _mailer(sender: str) -> Mailer:
     return Mailer(settings, sender)
 
 
-def _send(store, survey_id: str, kind: str, base_url: str, sender: str, rate: float, resend_uncertain: bool, **due):
-    mailer = _mailer(sender)
+def _send(store, survey_id: str, kind: str, base_url: str, mailer: Mailer, rate: float, resend_uncertain: bool, **due):
     record = store.get_survey(survey_id)
     if record.state != "open":
         raise click.ClickException(f"survey {survey_id!r} is {record.state}: no invitation would be answered")
@@ -114,6 +113,7 @@ def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, d
     """E-mail each contact its own single-use link (through $DENIABLE_SMTP_URL), once. Resumable: a run stopped
     by a crash sends nobody twice when run again."""
     base_url = _checked_base_url(base_url)
+    mailer = _mailer(sender)  # a server that cannot be named is said before the list is read
     contacts = None if contacts_file is None else read_contacts(contacts_file)
     with open_store(db_path) as store:
         if contacts is not None:
@@ -122,7 +122,7 @@ def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, d
             except storage.Invalid as error:
                 raise click.ClickException(f"{contacts_file}: {_line_of(error.message)}") from None
             click.echo(f"{added['added']} contacts added ({added['known']} already on the list).", err=True)
-        _send(store, survey_id, "invite", base_url, sender, rate, resend_uncertain)
+        _send(store, survey_id, "invite", base_url, mailer, rate, resend_uncertain)
 
 
 @click.command()
@@ -139,8 +139,9 @@ def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, d
 def remind(survey_id, max_reminders, wait_days, base_url, sender, rate, resend_uncertain, db_path):
     """Remind the invited contacts who have not answered (nor opted out, nor bounced), at most --max times."""
     base_url = _checked_base_url(base_url)
+    mailer = _mailer(sender)
     with open_store(db_path) as store:
-        _send(store, survey_id, "remind", base_url, sender, rate, resend_uncertain, max_reminders=max_reminders,
+        _send(store, survey_id, "remind", base_url, mailer, rate, resend_uncertain, max_reminders=max_reminders,
               wait_days=wait_days)
 
 

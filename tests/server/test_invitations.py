@@ -248,6 +248,7 @@ def test_the_smtp_url_and_the_sender_are_checked(runner, db_path, store, questio
         monkeypatch.setenv("DENIABLE_SMTP_URL", url)
         refused = invite(runner, db_path, "--contacts", contact_list(tmp_path, count=1))
         assert refused.exit_code == 1 and message in refused.output
+        assert store.contact_summary("tax")["contacts"] == 0  # said before the list is read: nothing kept
     monkeypatch.setenv("DENIABLE_SMTP_URL", "smtp+insecure://127.0.0.1:25")
     bad_sender = runner.invoke(main, ["invite", "tax", "--base-url", BASE, "--from", "research", "--db", db_path])
     assert bad_sender.exit_code == 2 and "is not an e-mail address" in bad_sender.output
