@@ -53,15 +53,10 @@ def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=
     instructed item, under ``quality.min_seconds`` in all: `deniable.client.quality`) from every count and frame;
     ``data.flags`` says how many were flagged and why either way. It needs a database (db= or store=).
     """
-    if leave_out_flagged and (db is None and store is None and (url is not None or source is None
-                                                                or isinstance(source, pd.DataFrame)
-                                                                or Path(str(source)).suffix.lower() in
-                                                                (".csv", ".jsonl", ".ndjson", ".json"))):
-        raise LoadError("leave_out_flagged: read the database (db=… or store=…); an export or a server's counts do "
-                        "not carry the quality flags", "leave_out_flagged")
     if all_versions and (spec_hash is not None or version is not None):
         raise LoadError("all_versions: give it, or one version (spec_hash= or version=), not both")
     if isinstance(source, pd.DataFrame):  # a table in memory, laid out as a CSV export (a notebook's own data)
+        _without_flags(leave_out_flagged)
         if spec is None:
             raise LoadError("a DataFrame needs its spec (spec=path or Survey)")
         survey = spec if isinstance(spec, Survey) else Survey.from_file(spec)
@@ -75,6 +70,7 @@ def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=
     if db is None and url is None and source is not None:
         path = Path(source)
         if path.suffix.lower() in (".csv", ".jsonl", ".ndjson", ".json"):
+            _without_flags(leave_out_flagged)
             return _from_file(path, spec, spec_hash)
         db = source
     chosen = {"spec_hash": spec_hash, "version": version, "all_versions": all_versions}
@@ -83,6 +79,7 @@ def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=
             raise LoadError("load(): give one of db=, store= and url=", "store")
         return _read_store(store, survey_id, owned=False, leave_out_flagged=leave_out_flagged, **chosen)
     if url is not None:
+        _without_flags(leave_out_flagged)
         return _from_server(url, survey_id, token, **chosen)
     from deniable.storage import StorageError, resolve_database
 
@@ -92,6 +89,12 @@ def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=
         raise LoadError("load() needs db=… (a SQLite file or a database URL), url=… or an export file with spec=…; "
                         "or set $DENIABLE_DATABASE_URL", "db") from None
     return _from_store(db, survey_id, leave_out_flagged=leave_out_flagged, **chosen)
+
+
+def _without_flags(leave_out_flagged: bool):
+    if leave_out_flagged:
+        raise LoadError("leave_out_flagged: read the database (db=… or store=…); an export or a server's counts do "
+                        "not carry the quality flags", "leave_out_flagged")
 
 
 def _choose(source: str, versions: list[dict], survey_id: str, current: str, spec_hash, version, all_versions) -> list[dict]:

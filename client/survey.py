@@ -34,7 +34,7 @@ from .exact import EpsilonRequest, canonical_json, check_json_text
 from .identifiers import identifier
 from .invitations import Invitations
 from .memo import Memo, MemoError
-from .order import asked_before, read_shuffled_sections
+from .order import read_shuffled_sections
 from .page_words import read_page_words
 from .panels import Repeated
 from .privacy import DEFAULT_PRIOR, WEAK_EPSILON, posterior_bound, survey_summary
@@ -49,12 +49,12 @@ from .questions import (
     _item,
     _Languages,
     _plain_text,
-    leak_message,
     localize,
     refuse_unknown_fields,
 )
 from .quotas import read_quotas
 from .randomness import default_source
+from .rules import check_skip_logic
 from .sample import read_sample
 from .schedule import Schedule
 
@@ -97,7 +97,7 @@ class Survey:
         if not self.questions:
             raise SpecError("survey.questions: must hold at least one question (notes alone collect nothing)")
         self.shuffled_sections = read_shuffled_sections(spec.get("randomize_sections"), [s.id for s in self.sections])
-        self._check_skip_logic()
+        check_skip_logic(self)
         try:
             self.repeated = Repeated.parse(spec.get("repeated"))
         except ValueError as error:
@@ -216,47 +216,6 @@ class Survey:
         """Whether some sections, questions or options are shown in an order drawn on the device (`client.order`)."""
         return bool(self.shuffled_sections) or any(s.randomize for s in self.sections) or any(
             q.randomize for q in self.questions.values())
-
-    def _check_skip_logic(self):
-        """Every expression reads only public questions asked before it in every order, with literals they can take."""
-        for section, before in asked_before(self):
-            earlier: dict[str, Question] = {qid: self.questions[qid] for qid in before}
-            if section.relevant is not None:
-                self._check_expression(section.relevant, f"section {section.id!r}.relevant", section.id, earlier)
-            for item in section.items:
-                if item.relevant is not None:
-                    self._check_expression(item.relevant, f"{item.where}.relevant", item.id, earlier)
-                if isinstance(item, Question) and not isinstance(item.required, bool):
-                    self._check_expression(item.required, f"{item.where}.required", item.id, earlier)
-                if isinstance(item, Question) and not section.randomize:
-                    earlier[item.id] = item
-
-    def _check_expression(self, tree, where: str, item_id: str, earlier: dict):
-        for leaf in skiplogic.comparisons(tree):
-            ref = leaf["question"]
-            question = earlier.get(ref)
-            if question is None:
-                if ref in self.questions or any(i.id == ref for i in self.items):
-                    order = "; in a random order, only what is asked before it in every order" \
-                        if self.has_random_order else ""
-                    raise SpecError(f"{where}: {ref!r} is not a question asked before this one "
-                                    f"(skip logic reads answers already given{order})")
-                raise SpecError(f"{where}: no question {ref!r} in this survey")
-            if question.is_private:
-                raise SpecError(leak_message(where, item_id, ref))
-            op, value = leaf["op"], leaf["value"]
-            if question.type == "number":
-                if op == "selected" or "number" not in value:
-                    raise SpecError(f"{where}: {ref!r} is a number question; compare it with a number, "
-                                    f"as in {ref} >= 18")
-                continue
-            allowed = ["yes", "no"] if question.type == "yes_no" else question.options
-            if question.type == "multi_select" and op != "selected":
-                raise SpecError(f"{where}: {ref!r} allows several answers; use selected({ref}, 'option')")
-            if op in skiplogic.ORDERINGS or "text" not in value:
-                raise SpecError(f"{where}: {ref!r} has named answers; use {ref} = 'option' or selected({ref}, 'option')")
-            if value["text"] not in allowed:
-                raise SpecError(f"{where}: {value['text']!r} is not an answer of {ref!r} (answers: {', '.join(allowed)})")
 
     # ------------------------------------------------------------------ texts
 

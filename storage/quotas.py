@@ -22,8 +22,9 @@ from .common import chunks
 from .errors import Conflict
 
 
-def cell_text(cell) -> str:
-    return canonical_json(list(cell))
+def cell_text(texts) -> str:
+    """A cell as stored: the JSON list of its answers, from their stored (canonical) texts, as a report is kept."""
+    return "[" + ",".join(texts) + "]"
 
 
 def count_response(engine, survey_id: str, quotas: tuple[Quota, ...], reports: dict[str, str]) -> None:
@@ -35,7 +36,7 @@ def count_response(engine, survey_id: str, quotas: tuple[Quota, ...], reports: d
         if any(text is None for text in texts):
             continue
         cell = tuple(json.loads(text) for text in texts)
-        found.append((quota.key, "[" + ",".join(texts) + "]", quota.limit_of(cell), quota, cell))
+        found.append((quota.key, cell_text(texts), quota.limit_of(cell), quota, cell))
     for key, text, limit, quota, cell in sorted(found, key=lambda entry: entry[:2]):
         if limit is None:
             engine.execute("INSERT INTO quota_counts (survey_id, quota, cell, count) VALUES (?, ?, ?, 1) "
@@ -63,7 +64,7 @@ def counts(engine, survey_id: str, quotas: tuple[Quota, ...]) -> list[dict]:
         cells = {tuple(json.loads(text)) for key, text in stored if key == quota.key}
         cells |= {cell for cell, _ in quota.limits}
         for cell in sorted(cells):
-            count = stored.get((quota.key, cell_text(cell)), 0)
+            count = stored.get((quota.key, cell_text(canonical_json(value) for value in cell)), 0)
             limit = quota.limit_of(cell)
             found.append({"questions": list(quota.questions), "cell": list(cell), "count": count, "limit": limit,
                           "full": limit is not None and count >= limit})
@@ -85,7 +86,7 @@ def recount(engine, survey_id: str, quotas: tuple[Quota, ...]) -> None:
         tally: dict = {}
         for given in answers.values():
             if len(given) == len(quota.questions):
-                text = "[" + ",".join(given[qid] for qid in quota.questions) + "]"
+                text = cell_text(given[qid] for qid in quota.questions)
                 tally[text] = tally.get(text, 0) + 1
         for chunk in chunks(sorted(tally.items()), 500):
             engine.execute("INSERT INTO quota_counts (survey_id, quota, cell, count) VALUES "

@@ -9,6 +9,7 @@ import pytest
 
 from deniable.analysis import estimate, load
 from deniable.client import SpecError, Survey
+from deniable.client.quality import MAX_SECTION_SECONDS, SECONDS_STEP
 from deniable.server.cli import main
 from tests.conftest import SeededSource
 from tests.server.test_browser import Recorder, browser  # noqa: F401 - the module's Chromium fixture
@@ -153,6 +154,7 @@ def test_the_page_sends_section_times_in_tens_of_seconds_and_nothing_per_questio
     body = json.loads(post["body"])
     assert set(body) == {"spec_hash", "idempotency_key", "reports", "paradata"}
     seconds = body["paradata"]["seconds"]
-    assert set(seconds) == {"intro", "taxes"} and all(value % 10 == 0 and 0 <= value <= 3600 for value in seconds.values())
+    assert set(seconds) == {"intro", "taxes"}
+    assert all(value % SECONDS_STEP == 0 and value <= MAX_SECTION_SECONDS for value in seconds.values())
     assert not recorder.errors
     context.close()
