@@ -193,6 +193,8 @@ def test_the_api_and_the_dashboard_take_a_frame(client, store, admin_headers):
     # Nothing of the frame reaches the respondent: the survey page and the spec it serves name no frame value.
     served = client.get(f"/s/tax?t={answer.get_json()['tokens'][0]}").get_data(as_text=True)
     served += client.get("/api/v1/surveys/tax").get_data(as_text=True)
+    # Random identifiers (tokens, the form's CSRF value, hashes) may contain "A0" by chance: they are blanked first.
+    served = __import__("re").sub(r"[A-Za-z0-9_-]{16,}", "", served)
     assert "area-1" not in served and "A0" not in served and "6.25" not in served
     refused = client.post("/api/v1/surveys/tax/tokens", json={"frame": [{**r, "phone_no": "1"} for r in rows]},
                           headers=admin_headers)
