@@ -73,7 +73,7 @@ def main():
         grid = np.arange(k, dtype=float)
         with threadpool_limits(1, user_api="blas"):
             pi, _ = likelihood.certified_maximum(q, counts)
-            cut = likelihood.simplex_cut(0.95)
+            cut = likelihood.likelihood_cut(0.95)
             fit = cpu(lambda: likelihood.certified_maximum(q, counts), args.repeats)
             bootstrap = cpu(lambda: spread.published_covariance(q, pi, args.n, counts=counts), args.repeats)
             rows = cpu(lambda: [likelihood.profile_interval(q, counts, pi, unit, cut) for unit in np.eye(k)], args.repeats) \
