@@ -81,15 +81,25 @@ def bootstrap(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None = No
     surveys when it moved by 2e-12, and a 0..1000 grid's mean SE went from 10.8 to 12.0), else by ``pi`` (a plan's
     assumed distribution, given exactly; to 12 decimals)."""
     q = np.asarray(q, dtype=float)
+    pi, draws = draw_surveys(q, pi, n, replicates, counts)
+    return Bootstrap(q, pi, draws, fit_surveys(q, draws, pi))
+
+
+def draw_surveys(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None = None,
+                 counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The surveys `bootstrap` fits, without fitting them: (``pi`` normalised, the draws, a row per survey)."""
     if replicates is None:
         replicates = REPLICATES if q.shape[1] <= BATCH_ANSWERS else LONG_GRID_REPLICATES
     pi = np.clip(np.asarray(pi, dtype=float), 0, None)
     pi = pi / pi.sum()
     rates = np.clip(q @ pi, 0, None)
     rng = np.random.default_rng(_seed(q, np.round(pi, 12) if counts is None else counts, n))
-    draws = stable_multinomial(rng, n, rates / rates.sum(), replicates)
-    fits = maximise_each(q, draws, _starts(q, draws, pi), fallback=pi)
-    return Bootstrap(q, pi, draws, fits)
+    return pi, stable_multinomial(rng, n, rates / rates.sum(), replicates)
+
+
+def fit_surveys(q: np.ndarray, draws: np.ndarray, pi: np.ndarray) -> np.ndarray:
+    """The fits `bootstrap` makes of surveys drawn at ``pi`` (any subset of them: each row is fitted on its own)."""
+    return maximise_each(q, draws, _starts(q, draws, pi), fallback=pi)
 
 
 def maximise_each(q: np.ndarray, counts: np.ndarray, starts: np.ndarray, fallback: np.ndarray | None = None,

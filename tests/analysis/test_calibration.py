@@ -88,12 +88,37 @@ def test_the_point_mass_law_is_a_bootstrap_at_the_vertex_and_remembered():
     """At a point mass the statistic runs far above χ²₁ (a mixture up to k − 1 degrees of freedom): its quantile is
     taken from surveys drawn there, once per channel, n and level."""
     q = channels.channel_matrix(mechanism("ordinal", 11, 3))
-    calibration._VERTEX_QUANTILES.clear()
+    calibration.VertexSurveys._KEPT.clear()
     quantile = calibration.vertex_quantile(q, 500, 5, 0.95)
     assert quantile > 2 * likelihood.likelihood_cut(0.95)  # above χ²₁'s 3.84
-    assert len(calibration._VERTEX_QUANTILES) == 1
+    assert len(calibration.VertexSurveys._KEPT) == 1
     assert calibration.vertex_quantile(q, 500, 5, 0.95) == quantile
-    assert len(calibration._VERTEX_QUANTILES) == 1
+    assert len(calibration.VertexSurveys._KEPT) == 1
+
+
+@pytest.mark.parametrize("kind, k, epsilon, n, answer", [("laplace", 31, 1, 200, 3), ("ordinal", 11, 3, 500, 5),
+                                                         ("laplace", 101, 1, 10_000, 40)])
+def test_a_point_mass_test_decides_as_the_whole_bootstrap_would(kind, k, epsilon, n, answer):
+    """The bounds EM gives each survey's statistic hold, and the test they decide is the one the quantile of every
+    survey's fitted statistic gives, at the quantile itself, a hair either side and across the law's range; most
+    surveys are never fitted."""
+    q = channels.channel_matrix(mechanism(kind, k, epsilon))
+    vertex = np.eye(k)[answer]
+    whole = spread.bootstrap(q, vertex, n)
+    at_vertex = calibration.loglikelihoods(q, whole.draws, np.broadcast_to(vertex, whole.fits.shape))
+    statistics = np.clip(2 * (calibration.loglikelihoods(q, whole.draws, whole.fits) - at_vertex), 0, None)
+    quantile = calibration._rank_quantile(statistics, 0.95)
+    tested = calibration.VertexSurveys(q, n, answer)
+    assert np.array_equal(tested.draws, whole.draws)
+    probes = [*np.quantile(statistics, [0.05, 0.5, 0.8, 0.9, 0.99]), quantile - 1e-6, quantile, quantile + 1e-6,
+              statistics.max() * 3]
+    for statistic in probes:
+        assert tested.within(statistic, 0.95) == (statistic <= quantile), statistic
+    fitted = tested.exact
+    assert fitted.sum() < len(statistics)
+    np.testing.assert_allclose(tested.low[fitted], statistics[fitted], atol=1e-9)
+    assert (tested.low <= statistics + 1e-6).all() and (tested.high >= statistics - 1e-6).all()
+    assert tested.quantile(0.95) == pytest.approx(quantile, abs=1e-9)
 
 
 @pytest.mark.slow
