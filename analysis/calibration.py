@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import distributions, likelihood, spread
+from . import channels, distributions, likelihood, spread
 from .deadline import check_time
 
 #: An estimate whose every share is more than this many standard errors from 0 is interior (the faces are out of
@@ -36,7 +36,6 @@ INTERIOR_MARGIN = 3.0
 def is_interior(q: np.ndarray, pi: np.ndarray, n: int) -> bool:
     """Is every share more than `INTERIOR_MARGIN` standard errors (inverse information, `channels.fitted_covariance`)
     from 0? A share at 0 answers at once, without the k × k inverse (a 0..1000 grid's costs a second)."""
-    from . import channels
 
     if not (np.asarray(pi) > 0).all():
         return False
@@ -53,7 +52,7 @@ def _rank_quantile(statistics: np.ndarray, level: float) -> float:
 
 def loglikelihoods(q: np.ndarray, counts: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Σ_r c_r log (Qπ)_r per row of ``counts`` and ``points`` (reports with count 0 left out)."""
-    rates = points @ q.T
+    rates = channels.rates(q, points)
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.where(counts > 0, np.log(np.clip(rates, 1e-300, None)), 0.0)
     return (counts * logs).sum(axis=1)
@@ -336,10 +335,10 @@ class VertexSurveys:
         return cls._KEPT[key]
 
     def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        rates = self.points @ self.q.T
+        rates = channels.rates(self.q, self.points)
         with np.errstate(divide="ignore", invalid="ignore"):
             weights = np.where(self.draws > 0, self.draws / rates, 0.0)
-        gap = (weights @ self.q).max(axis=1) - self.totals
+        gap = channels.pulled_back(self.q, weights).max(axis=1) - self.totals
         low = 2 * (loglikelihoods(self.q, self.draws, self.points) - self.at_vertex)
         return low, low + 2 * np.clip(gap, 0, None)
 
@@ -349,8 +348,8 @@ class VertexSurveys:
         for _ in range(self.STEPS):
             check_time()
             with np.errstate(divide="ignore", invalid="ignore"):
-                weights = np.where(draws > 0, draws / (points @ self.q.T), 0.0)
-            points = points * (weights @ self.q) / self.totals[undecided, None]
+                weights = np.where(draws > 0, draws / channels.rates(self.q, points), 0.0)
+            points = points * channels.pulled_back(self.q, weights) / self.totals[undecided, None]
         self.points[undecided] = points
         low, high = self._bounds()
         # A bound only ever tightens: each round's is valid, so keep the better of the two.

@@ -3,6 +3,9 @@ two-number form of binary channels. numpy only, so planning (`deniable survey ch
 
 from __future__ import annotations
 
+import functools
+import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,19 +36,37 @@ def channel_matrix(mechanism: Mechanism) -> np.ndarray:
     if isinstance(mechanism, LaplaceMechanism) and mechanism.alpha is None:
         return np.eye(mechanism.points + 1)  # a public number: reported as answered
     if isinstance(mechanism, LaplaceMechanism):
-        alpha = float(mechanism.alpha)
-        low, high = mechanism.report_range
-        distance = np.abs(np.subtract.outer(np.arange(low, high + 1), np.arange(mechanism.points + 1)))
-        matrix = (1 - alpha) / (1 + alpha) * alpha**distance
-        matrix[[0, -1]] = alpha ** distance[[0, -1]] / (1 + alpha)  # the folded tails
+        keep, other = 1.0, 0.0
         if isinstance(mechanism, MemoizedLaplace):  # a repeated survey's number: the layer re-randomizes the window
-            layer = mechanism.layer
-            matrix = float(layer.other) + float(layer.keep - layer.other) * matrix
-        return matrix
+            keep, other = float(mechanism.layer.keep), float(mechanism.layer.other)
+        return _number_channel(float(mechanism.alpha), mechanism.points, keep, other)
     return np.array([[float(p) for p in row] for row in mechanism.channel()])
 
 
+@functools.lru_cache(maxsize=8)
+def _number_channel(alpha: float, points: int, keep: float, other: float) -> np.ndarray:
+    """A number's channel (reports −N..2N), kept for the next estimate of the same question (a 0..1000 grid's takes
+    0.1 s to write out and 24 MB): read-only, so every holder sees the same numbers."""
+    distance = np.abs(np.subtract.outer(np.arange(-points, 2 * points + 1), np.arange(points + 1)))
+    matrix = (1 - alpha) / (1 + alpha) * alpha**distance
+    matrix[[0, -1]] = alpha ** distance[[0, -1]] / (1 + alpha)  # the folded tails
+    if (keep, other) != (1.0, 0.0):
+        matrix = other + (keep - other) * matrix
+    if points >= FoldedGeometric.FASTER_FROM and points * -math.log(alpha) <= FoldedGeometric.LARGEST_EXPONENT:
+        return _remember_structure(matrix, FoldedGeometric(alpha, points, keep, other))
+    matrix.flags.writeable = False
+    return matrix
+
+
 def left_inverse(q: np.ndarray) -> np.ndarray:
+    known = structure(q)
+    if known is not None:  # a long number grid's: two SVDs of half its size, a third of a second at 0..1000, once
+        if known not in _LEFT_INVERSES:
+            while len(_LEFT_INVERSES) >= 4:
+                _LEFT_INVERSES.pop(next(iter(_LEFT_INVERSES)))
+            _LEFT_INVERSES[known] = _mirrored_pinv(q)
+            _LEFT_INVERSES[known].flags.writeable = False
+        return _LEFT_INVERSES[known]
     if q.shape[0] == q.shape[1]:
         return np.linalg.inv(q)
     if np.array_equal(q, q[::-1, ::-1]):
@@ -208,3 +229,100 @@ def binary_channel(mechanism: Mechanism) -> BinaryChannel:
         return BinaryChannel(float(mechanism.keep_one), float(mechanism.flip_zero))
     (first, second), report = mechanism.answers, mechanism.reports[0]
     return BinaryChannel(float(mechanism.probability(report, first)), float(mechanism.probability(report, second)))
+
+
+@dataclass(frozen=True)
+class FoldedGeometric:
+    """A number's channel (`LaplaceMechanism`: answers 0..N, reports −N..2N, P(r | a) ∝ α^|r − a| with the tails
+    folded onto the two end reports; the memoized composite keep·Q + other too) applied to vectors through its
+    structure, in O(N) rather than the O(N²) of the written-out matrix: the two-sided geometric sum
+    Σ_a α^|v − a| x_a is a forward and a backward first-order recursion, here running sums of x scaled by α^∓a
+    (every term is nonnegative where it is used, probabilities and count ratios, so the sums lose nothing to
+    cancellation). A 0..1000 grid's product is 3 million multiplications written out; here about 20,000.
+    Tests compare both routes on every shape it takes."""
+    alpha: float
+    points: int
+    keep: float = 1.0
+    other: float = 0.0
+    #: α^−N = e^ε at most; the running sums scale by up to e^(ε) and e^(ε) again, so above this the matrix is used.
+    LARGEST_EXPONENT = 300.0
+    #: Below this many grid steps the written-out product is the faster (one BLAS thread, a single vector: 25 against
+    #: 6 µs at 0..100, 28 against 18 at 0..200, 29 against 51 at 0..300; 40 against 870 at 0..1000).
+    FASTER_FROM = 250
+
+    def _powers(self) -> tuple[np.ndarray, np.ndarray]:
+        exponents = np.arange(self.points + 1) * math.log(self.alpha)
+        return np.exp(exponents), np.exp(-exponents)  # α^a, α^−a
+
+    def _two_sided(self, x: np.ndarray, up: np.ndarray, down: np.ndarray) -> np.ndarray:
+        """Σ_a α^|v − a| x_a for v = 0..N along the last axis: B_v + α·F_(v−1), with F_v = Σ_(a≤v) α^(v−a) x_a and
+        B_v = Σ_(a≥v) α^(a−v) x_a (the two overlap only at a = v, counted once)."""
+        forward = up * np.cumsum(x * down, axis=-1)
+        backward = down * np.cumsum((x * up)[..., ::-1], axis=-1)[..., ::-1]
+        result = backward.copy()
+        result[..., 1:] += self.alpha * forward[..., :-1]
+        return result, forward, backward
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        """Q @ x for x over the answers (the last axis; a batch of rows in front is applied row by row)."""
+        x = np.asarray(x, dtype=float)
+        up, down = self._powers()
+        inner, forward, backward = self._two_sided(x, up, down)
+        tail = up[1:]  # α^1..α^N: how far a report beyond the grid lies from its nearer end
+        below = backward[..., :1] * tail[::-1]  # reports −N..−1: α^|v| B_0
+        above = forward[..., -1:] * tail  # reports N + 1..2N: α^(v − N) F_N
+        rates = np.concatenate([below, inner, above], axis=-1) * ((1 - self.alpha) / (1 + self.alpha))
+        rates[..., [0, -1]] *= 1 / (1 - self.alpha)  # the folded tails: α^d/(1 + α), not (1 − α)/(1 + α)·α^d
+        return self._layered(rates, x)
+
+    def rmatvec(self, w: np.ndarray) -> np.ndarray:
+        """Qᵀ @ w for w over the reports (the last axis), as `matvec`."""
+        w = np.asarray(w, dtype=float)
+        n = self.points
+        up, down = self._powers()
+        weighted = w * ((1 - self.alpha) / (1 + self.alpha))
+        weighted[..., [0, -1]] = w[..., [0, -1]] / (1 + self.alpha)
+        below, inner, above = weighted[..., :n], weighted[..., n:2 * n + 1], weighted[..., 2 * n + 1:]
+        tail = up[1:]
+        result, _, _ = self._two_sided(inner, up, down)
+        # Reports below the grid reach answer a at distance a + |v|, those above at (v − N) + (N − a).
+        result += (below @ tail[::-1])[..., None] * up + (above @ tail)[..., None] * up[::-1]
+        return self._layered(result, w)
+
+    def _layered(self, product: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        if self.keep == 1.0 and self.other == 0.0:
+            return product
+        return self.other * vector.sum(axis=-1, keepdims=True) + (self.keep - self.other) * product
+
+
+_STRUCTURES: dict = {}
+_LEFT_INVERSES: dict = {}
+
+
+def _remember_structure(matrix: np.ndarray, structure: FoldedGeometric) -> np.ndarray:
+    # Keyed by the matrix's identity for as long as it lives (the entry goes with it), and the matrix made read-only,
+    # so the structure can never describe a matrix that has since changed. Stored by columns: what is still read of
+    # it directly is a few columns at a time (the maximiser's Newton model on its face).
+    matrix = np.asfortranarray(matrix)
+    matrix.flags.writeable = False
+    _STRUCTURES[id(matrix)] = structure
+    weakref.finalize(matrix, _STRUCTURES.pop, id(matrix), None)
+    return matrix
+
+
+def rates(q: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Q·π for each row π of ``points`` (through the structure where the channel has one)."""
+    known = structure(q)
+    return points @ q.T if known is None else known.matvec(points)
+
+
+def pulled_back(q: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Qᵀ·w for each row w of ``weights`` (through the structure where the channel has one)."""
+    known = structure(q)
+    return weights @ q if known is None else known.rmatvec(weights)
+
+
+def structure(q: np.ndarray) -> FoldedGeometric | None:
+    """The structured form of a channel matrix `channel_matrix` wrote out (a number's), or None: a product through it
+    is then O(N) (`FoldedGeometric`). Slices and copies of the matrix have none."""
+    return _STRUCTURES.get(id(q))

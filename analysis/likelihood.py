@@ -84,25 +84,38 @@ class Certificate:
 
 class _Problem:
     """max f(x) = Σ_r c_r log (b + Ax)_r + tᵀx over the simplex, on the observed rows (c_r > 0) only.
-    The offset b (default 0) holds the part of the rates that a fixed share contributes (`profile_loglikelihood`)."""
+    The offset b (default 0) holds the part of the rates that a fixed share contributes (`profile_loglikelihood`).
+    A number's long grid is applied through its structure (`channels.structure`): no copy of the observed rows, and
+    O(k + R) products instead of O(k·R)."""
 
     def __init__(self, q: np.ndarray, counts: np.ndarray, tilt: np.ndarray | None = None,
                  offset: np.ndarray | None = None):
         observed = counts > 0
-        self.a = np.ascontiguousarray(q[observed], dtype=float)
+        self.q, self.observed = q, observed
+        self.structure = channels.structure(q)
         self.c = counts[observed].astype(float)
         self.n = float(self.c.sum())
         self.tilt = tilt
         self.offset = None if offset is None else np.asarray(offset, dtype=float)[observed]
-        reachable = self.a.max(axis=1, initial=0.0) + (0.0 if self.offset is None else self.offset)
-        if (reachable <= 0).any():
-            raise AnalysisError("a report was observed that no answer can produce under this channel")
+        if self.structure is None:
+            self.a = np.ascontiguousarray(q[observed], dtype=float)
+            reachable = self.a.max(axis=1, initial=0.0) + (0.0 if self.offset is None else self.offset)
+            if (reachable <= 0).any():
+                raise AnalysisError("a report was observed that no answer can produce under this channel")
+        # A structured channel's every entry is positive: every report is reachable from every answer.
+
+    def columns(self, answers: np.ndarray) -> np.ndarray:
+        """The observed rows of the channel's columns ``answers``."""
+        return self.a[:, answers] if self.structure is None else self.q[:, answers][self.observed]
 
     def rates(self, x):
         # The maximum of a long grid often sits on a few answers (4 of 1,001): multiply by those columns only, where
         # the whole matrix would cost a k × k product per line-search step.
         support = x.nonzero()[0]
-        product = self.a[:, support] @ x[support] if 4 * len(support) < len(x) else self.a @ x
+        if self.structure is not None:
+            product = self.structure.matvec(x)[self.observed]
+        else:
+            product = self.a[:, support] @ x[support] if 4 * len(support) < len(x) else self.a @ x
         return product if self.offset is None else self.offset + product
 
     def value(self, x, rates=None):
@@ -113,7 +126,12 @@ class _Problem:
         return result + float(self.tilt @ x) if self.tilt is not None else result
 
     def gradient(self, rates):
-        g = self.a.T @ (self.c / rates)
+        if self.structure is None:
+            g = self.a.T @ (self.c / rates)
+        else:
+            weights = np.zeros(len(self.observed))
+            weights[self.observed] = self.c / rates
+            g = self.structure.rmatvec(weights)
         return g + self.tilt if self.tilt is not None else g
 
     def violations(self, x, gradient) -> tuple[float, float]:
@@ -127,12 +145,12 @@ class _Problem:
         return Certificate(*self.violations(x, gradient), iterations)
 
     def start(self) -> np.ndarray:
-        k = self.a.shape[1]
+        k = self.q.shape[1]
         uniform = np.full(k, 1.0 / k)
         if k <= SPARSE_START_ABOVE:
             return uniform
         with np.errstate(divide="ignore"):
-            vertex_values = self.c @ np.log(self.a)
+            vertex_values = self.c @ np.log(self.columns(np.arange(k)))
         best = int(np.argmax(vertex_values))
         if not math.isfinite(vertex_values[best]):
             return uniform
@@ -266,7 +284,7 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
             continue
         multiplier = float(x @ gradient)
         face = _candidates(x, gradient, multiplier)
-        weighted = problem.a[:, face] * (sqrt_c / rates)[:, None]
+        weighted = problem.columns(face) * (sqrt_c / rates)[:, None]
         hessian = weighted.T @ weighted
         step = _simplex_qp(hessian, gradient[face], x[face], 20 * len(face) + 50)
         direction = np.zeros(len(x))
@@ -353,18 +371,19 @@ def certify(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, tolerance: float 
     gradient = problem.gradient(rates)
     found = problem.certificate(pi, gradient, 0)
     return Certificate(found.kkt_residual, found.optimality_gap, 0, tolerance,
-                       _unique(problem.a, gradient, pi, tolerance * problem.n))
+                       _unique(problem.columns, gradient, pi, tolerance * problem.n))
 
 
-def _unique(observed_q: np.ndarray, gradient: np.ndarray, pi: np.ndarray, slack: float) -> bool:
+def _unique(columns, gradient: np.ndarray, pi: np.ndarray, slack: float) -> bool:
     """Is π the only maximiser? Every maximiser has the same rates on the observed reports (ℓ is strictly
     concave in them) and lives on the answers whose gradient equals the multiplier. So another one
-    exists iff some d ≠ 0 on those answers has Q_obs d = 0, Σd = 0 and d ≥ 0 where π is 0."""
+    exists iff some d ≠ 0 on those answers has Q_obs d = 0, Σd = 0 and d ≥ 0 where π is 0. ``columns`` gives the
+    observed rows of the channel's columns (`_Problem.columns`)."""
     multiplier = float(pi @ gradient)
     tight = np.flatnonzero(gradient >= multiplier - slack)
     if len(tight) <= 1:
         return True
-    system = np.vstack([observed_q[:, tight], np.ones(len(tight))])
+    system = np.vstack([columns(tight), np.ones(len(tight))])
     if np.linalg.matrix_rank(system) == len(tight):
         return True
     positive = pi[tight] > 0

@@ -156,7 +156,7 @@ def _starts(q: np.ndarray, counts: np.ndarray, fallback: np.ndarray) -> np.ndarr
     ``fallback``."""
     estimates = (counts / np.clip(counts.sum(axis=1, keepdims=True), 1, None)) @ channels.left_inverse(q).T
     starts = simplex_projection(estimates)
-    impossible = ((starts @ q.T <= 0) & (counts > 0)).any(axis=1)
+    impossible = ((channels.rates(q, starts) <= 0) & (counts > 0)).any(axis=1)
     starts[impossible] = fallback
     return starts
 

@@ -273,3 +273,30 @@ def test_a_mirrored_channel_s_left_inverse_is_numpy_s_pseudo_inverse(name, matri
     expected = np.linalg.pinv(matrix)
     found = channels.left_inverse(matrix)
     assert np.abs(found - expected).max() <= 1e-15 * condition * 100 * np.abs(expected).max(), name
+
+
+@pytest.mark.parametrize("repeated", [None, {"instant_epsilon": 2}])
+@pytest.mark.parametrize("top, epsilon", [(250, 1), (400, 0.2), (1000, 3)])
+def test_a_long_number_grid_is_applied_through_its_structure(top, epsilon, repeated):
+    """Q·x and Qᵀ·w through the recursions equal the written-out matrix's, for one vector and a batch, with and
+    without a panel's instantaneous layer; the matrix is read-only (the structure describes it for as long as it
+    lives), and what is cut from it, or a short grid, has no structure."""
+    mechanism = _question("number", repeated, min=0, max=top, step=1,
+                          privacy={"design": "laplace", "epsilon": epsilon})
+    q = channels.channel_matrix(mechanism)
+    structure = channels.structure(q)
+    assert structure is not None and not q.flags.writeable
+    rng = np.random.default_rng(top)
+    answers, reports = rng.dirichlet(np.full(q.shape[1], 0.3), size=3), rng.random((3, q.shape[0]))
+    reports[:, rng.random(q.shape[0]) < 0.5] = 0.0  # unobserved reports weigh nothing in a gradient
+    np.testing.assert_allclose(structure.matvec(answers), answers @ q.T, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(structure.rmatvec(reports), reports @ q, rtol=1e-12)
+    np.testing.assert_allclose(structure.matvec(answers[0]), q @ answers[0], rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(structure.rmatvec(reports[0]), reports[0] @ q, rtol=1e-12)
+    with pytest.raises(ValueError):
+        q[0, 0] = 1.0
+    assert channels.structure(q[1:]) is None and channels.structure(q.copy()) is None
+    assert channels.channel_matrix(mechanism) is q  # remembered: the next estimate writes nothing out
+    short = channels.channel_matrix(_question("number", repeated, min=0, max=100, step=1,
+                                              privacy={"design": "laplace", "epsilon": epsilon}))
+    assert channels.structure(short) is None
