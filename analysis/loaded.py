@@ -184,6 +184,22 @@ class LoadedSurvey:
             self._cache[question_id, by] = total
         return self._cache[question_id, by]
 
+    def fingerprint(self, question_id: str, design=None) -> tuple:
+        """What an estimate of ``question_id`` (and what is shown beside it) is a function of, as a hashable key: the
+        newest spec, the versions that ask it, its report counts (both arms of a split ballot), wave by wave for a
+        repeated survey, and whether flagged responses are left out. With a sample ``design``, which reads every
+        response's own row, also the source and each version's number of responses (any new response may move the
+        weights). Two loads with the same fingerprint give the same estimate; a response that does not answer the
+        question leaves its fingerprint unchanged (without a design)."""
+        versions = self.versions_for(question_id)
+        key = [self.spec_hash, question_id, tuple((v.number, v.spec_hash) for v in versions), self.left_out,
+               _frozen(self._raw_counts(question_id, None))]
+        if self.repeated:
+            key.append(_frozen(self._raw_counts(question_id, WAVES)))
+        if design is not None:
+            key += [self.source, repr(design), tuple(v.n for v in self.versions)]
+        return tuple(key)
+
     def question_counts(self, question_id: str, by: str | None = None, level=None) -> np.ndarray:
         """Counts of each report value of a question, in the mechanism's report order (summed over
         the pooled versions). A split ballot's randomized arm only: its direct arm is `direct_counts`."""
@@ -288,3 +304,9 @@ class LoadedSurvey:
         which = ("versions " + ", ".join(v.label for v in self.versions)) if self.pooled else \
             f"version {self.versions[0].label}"
         return f"<LoadedSurvey {self.survey.id} {which} n={self.n} from {self.source}>"
+
+
+def _frozen(counts: dict) -> tuple:
+    """{group: {report: count}} as a sorted tuple (reports are strings, numbers or tuples of them)."""
+    return tuple(sorted(((repr(group), tuple(sorted((repr(report), count) for report, count in reports.items())))
+                         for group, reports in counts.items())))

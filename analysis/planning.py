@@ -365,9 +365,9 @@ class Plans(list):
         self.unplanned = list(unplanned)
 
 
-#: What `deniable survey check` and the dashboard spend on planning before they leave the rest unplanned (and say
-#: so; the dashboard finishes them in the background): checked inside bootstraps too, where a 0..1000 number's plan
-#: takes minutes and a 0..100's about 3 s of CPU.
+#: What `deniable survey check` spends on planning before it leaves the rest unplanned (and says so; the dashboard
+#: plans within what its page may spend, `server.dashboard.PAGE_SECONDS`, and finishes the rest in the background):
+#: checked inside bootstraps too, where a 0..1000 number's plan takes minutes and a 0..100's about 2 s of CPU.
 PLANNING_SECONDS = 1.0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import secrets
+import time
 
 from flask import Blueprint, abort, current_app, g, redirect, render_template, request, url_for
 
@@ -25,7 +26,7 @@ from .auth import (
     signed_in,
     signed_out,
 )
-from .background import finish_later
+from .background import finish_later, pending
 from .db import get_store
 
 blueprint = Blueprint("admin", __name__, url_prefix="/admin")
@@ -223,9 +224,9 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
     # The dashboard is the server's one use of analysis (pandas, scipy): loaded with the first estimates page, not by
     # every worker at start.
     from deniable.analysis import LoadError, SampleDesign, load
-    from deniable.analysis.planning import PLANNING_SECONDS, plan
+    from deniable.analysis.planning import plan
 
-    from .dashboard import asked_shares, day_bars, estimate_charts
+    from .dashboard import ESTIMATE_SECONDS, PAGE_SECONDS, asked_shares, day_bars, estimate_charts
 
     store = get_store()
     current = store.get_survey(survey_id)
@@ -236,21 +237,40 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
         data = load(store=store, survey_id=survey_id, version=None if pooled else record.version, all_versions=pooled)
     except LoadError as error:
         return render_template("message.html", heading="Cannot load", message=str(error), error=True), 500
-    charts = estimate_charts(data, SampleDesign.of(data.survey))
+    design = SampleDesign.of(data.survey)
+    database = current_app.config["DATABASE"]
+    # While the background thread works on this page's estimates or plans, a view spends no time on them again: it
+    # shows what is remembered (a wide grid's plan takes minutes, and each view spent its second on it anew).
+    job = ("estimates", database, survey_id, pooled, record.version)
+    started = time.thread_time()
+    charts = estimate_charts(data, design, time_limit=0.0 if pending(job) else ESTIMATE_SECONDS)
+    planning_seconds = max(PAGE_SECONDS - (time.thread_time() - started), 0.0)  # what the estimates left of the page's
+    estimating_later = False
+    if charts.pending:
+        # Worked out by this process's background thread from its own connection (the request's goes back to the pool
+        # when the page is sent); the next view finds the charts remembered.
+        which = {"version": None if pooled else record.version, "all_versions": pooled}
+
+        def estimate_the_rest():
+            with storage.Store(database, migrate=False) as own:
+                estimate_charts(load(store=own, survey_id=survey_id, **which), design)
+
+        estimating_later = finish_later(job, estimate_the_rest)
     planned = request.args.get("n", "1000")
     planned = int(planned) if planned.isdigit() and 0 < int(planned) <= 10**9 else 1000
     observed = asked_shares(data, charts)
-    plans = plan(data.survey, planned, time_limit=PLANNING_SECONDS, asked=observed)
+    job = ("plan", current.hash, planned, tuple(sorted(observed.items())))
+    plans = plan(data.survey, planned, time_limit=0.0 if pending(job) else planning_seconds, asked=observed)
     planning_later = False
     if plans.unplanned:
         # The rest is worked out by this process's background thread; the next view finds it remembered.
-        job = ("plan", current.hash, planned, tuple(sorted(observed.items())))
         planning_later = finish_later(job, lambda: plan(data.survey, planned, asked=observed))
     return render_template("estimates.html", record=record, current=current, survey=data.survey, charts=charts,
                            n=data.n, inf=math.inf, pooled=pooled, loaded=data, days=day_bars(store.responses_per_day(survey_id)),
                            waves=store.waves(survey_id) if current.survey.repeated is not None else None,
                            quotas=store.quota_counts(survey_id) if current.survey.quotas else None,
-                           plans=plans, planning_seconds=PLANNING_SECONDS, planning_later=planning_later,
+                           plans=plans, page_seconds=PAGE_SECONDS, planning_later=planning_later,
+                           estimate_seconds=ESTIMATE_SECONDS, estimating_later=estimating_later,
                            added=request.args.get("added"),
                            planned=planned, tokens=store.token_counts(survey_id), versions=store.versions(survey_id))
 

@@ -4,52 +4,115 @@ drawn, and the numbers drawn, are decided here and unit-tested as data."""
 
 from __future__ import annotations
 
+import collections
+import threading
+
+from deniable.analysis import deadline
+from deniable.analysis.deadline import OutOfTime
 from deniable.analysis.planning import UNINFORMATIVE_MARGIN
 from deniable.analysis.sweep import NoEstimate, each_estimate
+from deniable.client.errors import DeniableError
 from deniable.client.laplace import LaplaceMechanism
 
 
-def estimate_charts(data, design) -> list[dict]:
-    """One chart per question of a loaded survey, in the spec's order: its estimate's bars and whiskers, mean, fit,
-    notes, split ballot and waves, or why it has none (``error``), estimated under the sample ``design``."""
-    charts = []
-    for qid, result in each_estimate(data, data.survey.questions, design):
-        question = data.survey.questions[qid]
-        chart = {"id": qid, "text": question.text, "design": question.mechanism.design,
-                 "epsilon": question.epsilon, "rows": [], "mean": None, "error": None, "versions": None}
-        if isinstance(result, NoEstimate) and result.pooled:
-            chart.update(population=None, error=f"Not pooled: {result}")
-            charts.append(chart)
-            continue
-        chart["population"] = data.population(qid)
-        chart["versions"] = [v.label for v in data.versions_for(qid)]
-        if isinstance(result, NoEstimate):
-            chart["error"] = "no responses yet" if data.n == 0 else str(result)
-        else:
-            chart.update(n=result.n, method=result.method, simultaneous=result.simultaneous, notes=result.notes,
-                         certified=result.converged, certificate=result.certificate)
-            described = result.fit.describe()
-            chart["fit"] = {"flagged": result.fit.flagged,
-                            "text": described.removeprefix("FIT FAILED: ") if result.fit.flagged
-                            else described[0].upper() + described[1:]}
-            chart["notes"] = [note for note in result.notes if note != described]  # said once, above
-            if result.mean is not None:
-                chart["mean"] = result.mean
-            chart["rows"] = bars(result.table, question)
-            widest = float(((result.table["ci_high"] - result.table["ci_low"]) / 2).max())
-            if isinstance(question.mechanism, LaplaceMechanism) and widest > UNINFORMATIVE_MARGIN:
-                # Per-value bars would be noise (`survey check` says so before fielding): lead with the mean and
-                # ranges of values, the per-value bars one click away.
-                chart.update(bins=bars(result.binned()), widest=widest)
-            if result.split_ballot is not None:
-                from deniable.analysis.splitballot import ASSUMPTION
+class Charts(list):
+    """The charts of an estimates page in question order, and the ids of the questions whose estimate was not worked
+    out within the page's time (``pending``: their charts say so)."""
 
-                chart["split_ballot"] = {"rows": result.split_ballot.reset_index().to_dict("records"),
-                                         "assumption": ASSUMPTION}
-            if data.repeated and data.waves:
-                chart["waves"] = wave_rows(data, qid)
-        charts.append(chart)
+    def __init__(self, charts=(), pending=()):
+        super().__init__(charts)
+        self.pending = list(pending)
+
+
+#: CPU seconds one view of the estimates page spends on estimates and plans not worked out before, and of them on the
+#: estimates: the rest are left to the background (`server.background`) and the page says so. A number on a 0..1000
+#: grid takes about 2 s to estimate the first time, minutes to plan.
+PAGE_SECONDS, ESTIMATE_SECONDS = 1.0, 0.6
+#: Charts remembered in this process, by what their estimate is a function of (`LoadedSurvey.fingerprint`): the next
+#: view of the page, and the page after a response that does not answer a question, reuse them.
+CHARTS_KEPT = 512
+_charts: collections.OrderedDict = collections.OrderedDict()
+_charts_lock = threading.Lock()
+
+
+def estimate_charts(data, design, time_limit: float | None = None) -> Charts:
+    """One chart per question of a loaded survey, in the spec's order: its estimate's bars and whiskers, mean, fit,
+    notes, split ballot and waves, or why it has none (``error``), estimated under the sample ``design``.
+
+    A chart is remembered by its estimate's fingerprint, so a second view computes nothing. With a ``time_limit``
+    (seconds of this thread's CPU, checked inside the estimates too) the questions not reached in time have a
+    chart with ``pending`` set, and are listed in the result's ``pending``."""
+    charts = Charts()
+    with deadline.time_limit(time_limit):
+        for qid in data.survey.questions:
+            key = _fingerprint(data, qid, design)
+            with _charts_lock:
+                chart = _charts.get(key) if key is not None else None
+                if chart is not None:
+                    _charts.move_to_end(key)
+            if chart is None:
+                try:
+                    chart = _chart(data, qid, design)
+                except OutOfTime:
+                    charts.pending.append(qid)
+                    question = data.question(qid)
+                    chart = {"id": qid, "text": question.text, "design": question.mechanism.design,
+                             "epsilon": question.epsilon, "rows": [], "mean": None, "error": None, "versions": None,
+                             "population": data.population(qid), "pending": True}
+                    charts.append(chart)
+                    continue
+                if key is not None:
+                    with _charts_lock:
+                        _charts[key] = chart
+                        while len(_charts) > CHARTS_KEPT:
+                            _charts.popitem(last=False)
+            charts.append(chart)
     return charts
+
+
+def _fingerprint(data, qid, design):
+    try:
+        return data.fingerprint(qid, design)
+    except DeniableError:  # pooled versions that randomize it differently: its chart says why, at no cost
+        return None
+
+
+def _chart(data, qid, design) -> dict:
+    ((_, result),) = each_estimate(data, [qid], design)
+    question = data.question(qid)
+    chart = {"id": qid, "text": question.text, "design": question.mechanism.design,
+             "epsilon": question.epsilon, "rows": [], "mean": None, "error": None, "versions": None}
+    if isinstance(result, NoEstimate) and result.pooled:
+        chart.update(population=None, error=f"Not pooled: {result}")
+        return chart
+    chart["population"] = data.population(qid)
+    chart["versions"] = [v.label for v in data.versions_for(qid)]
+    if isinstance(result, NoEstimate):
+        chart["error"] = "no responses yet" if data.n == 0 else str(result)
+        return chart
+    chart.update(n=result.n, method=result.method, simultaneous=result.simultaneous, notes=result.notes,
+                 certified=result.converged, certificate=result.certificate)
+    described = result.fit.describe()
+    chart["fit"] = {"flagged": result.fit.flagged,
+                    "text": described.removeprefix("FIT FAILED: ") if result.fit.flagged
+                    else described[0].upper() + described[1:]}
+    chart["notes"] = [note for note in result.notes if note != described]  # said once, above
+    if result.mean is not None:
+        chart["mean"] = result.mean
+    chart["rows"] = bars(result.table, question)
+    widest = float(((result.table["ci_high"] - result.table["ci_low"]) / 2).max())
+    if isinstance(question.mechanism, LaplaceMechanism) and widest > UNINFORMATIVE_MARGIN:
+        # Per-value bars would be noise (`survey check` says so before fielding): lead with the mean and
+        # ranges of values, the per-value bars one click away.
+        chart.update(bins=bars(result.binned()), widest=widest)
+    if result.split_ballot is not None:
+        from deniable.analysis.splitballot import ASSUMPTION
+
+        chart["split_ballot"] = {"rows": result.split_ballot.reset_index().to_dict("records"),
+                                 "assumption": ASSUMPTION}
+    if data.repeated and data.waves:
+        chart["waves"] = wave_rows(data, qid)
+    return chart
 
 
 def asked_shares(data, charts) -> dict:

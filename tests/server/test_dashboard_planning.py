@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from deniable.analysis import load
 from deniable.client import Survey
 from deniable.server import background
 from tests.server.conftest import sign_in
@@ -18,16 +19,19 @@ SPEC = {"id": "wide", "title": "Hours", "questions": [
 @pytest.mark.slow
 def test_a_plan_out_of_time_is_finished_in_the_background_and_shown_at_the_next_view(client, store, monkeypatch):
     from deniable.analysis import planning
+    from deniable.server import dashboard
 
     survey = Survey.from_dict(SPEC)
     store.add_survey(survey)
     for i in range(40):
         store.submit("wide", survey.hash, f"key-{i:08d}", survey.randomize({"hours": i % 50, "dodged": "no"}))
     planning._PRECISION.clear()
-    monkeypatch.setattr(planning, "PLANNING_SECONDS", 0.05)
+    # The estimates worked out before (remembered): the page's whole 0.05 s goes to planning.
+    dashboard.estimate_charts(load(store=store, survey_id="wide"), None)
+    monkeypatch.setattr(dashboard, "PAGE_SECONDS", 0.05)
     sign_in(client)
     first = client.get("/admin/surveys/wide?n=777").get_data(as_text=True)
-    assert "Not planned within 0.05 s of computing: hours" in first and "being planned in the background" in first
+    assert "Not planned within this page's 0.05 s of computing: hours" in first and "being planned in the background" in first
     assert "<tr><td>dodged</td>" in first and "<tr><td>hours</td>" not in first  # the small channel went first
     job = next(iter(background._jobs()[1]), None)
     waited = time.monotonic()
@@ -40,6 +44,9 @@ def test_a_plan_out_of_time_is_finished_in_the_background_and_shown_at_the_next_
 
 
 def test_the_background_queue_is_bounded(monkeypatch):
+    waited = time.monotonic()
+    while background._jobs()[1] and time.monotonic() - waited < 300:  # another test's job: let it finish first
+        time.sleep(0.1)
     monkeypatch.setattr(background, "MAX_JOBS", 1)
     release = []
 
