@@ -55,7 +55,7 @@ def estimate_charts(data, design, time_limit: float | None = None) -> Charts:
                     chart = _chart(data, qid, design)
                 except OutOfTime:
                     charts.pending.append(qid)
-                    question = data.question(qid)
+                    question = data.survey.questions[qid]
                     chart = {"id": qid, "text": question.text, "design": question.mechanism.design,
                              "epsilon": question.epsilon, "rows": [], "mean": None, "error": None, "versions": None,
                              "population": data.population(qid), "pending": True}
@@ -79,7 +79,7 @@ def _fingerprint(data, qid, design):
 
 def _chart(data, qid, design) -> dict:
     ((_, result),) = each_estimate(data, [qid], design)
-    question = data.question(qid)
+    question = data.survey.questions[qid]
     chart = {"id": qid, "text": question.text, "design": question.mechanism.design,
              "epsilon": question.epsilon, "rows": [], "mean": None, "error": None, "versions": None}
     if isinstance(result, NoEstimate) and result.pooled:

@@ -2,14 +2,12 @@
 is finished by the process's background thread and shown at the next view, and a chart is remembered by what its
 estimate is a function of, so a second view estimates nothing and a response recomputes only the charts it changes."""
 
-import time
-
 import pytest
 
 from deniable.analysis import SampleDesign, estimate, load
 from deniable.client import Survey
-from deniable.server import background, dashboard
-from tests.server.conftest import sign_in
+from deniable.server import dashboard
+from tests.server.conftest import sign_in, wait_for_background
 
 SPEC = {"id": "wide", "title": "Hours", "questions": [
     {"id": "worked", "text": "Worked?", "type": "yes_no", "privacy": "none"},
@@ -29,12 +27,6 @@ def answered(store):
     return survey
 
 
-def _wait_for_background():
-    waited = time.monotonic()
-    while any(job[0] == "estimates" for job in list(background._jobs()[1])) and time.monotonic() - waited < 300:
-        time.sleep(0.1)
-
-
 @pytest.mark.slow
 def test_an_estimate_out_of_time_is_finished_in_the_background_and_shown_at_the_next_view(client, answered, store,
                                                                                            monkeypatch):
@@ -42,7 +34,7 @@ def test_an_estimate_out_of_time_is_finished_in_the_background_and_shown_at_the_
     sign_in(client)
     first = " ".join(client.get("/admin/surveys/wide").get_data(as_text=True).split())
     assert "Not worked out within 0 s of computing: being estimated in the background" in first
-    _wait_for_background()
+    wait_for_background()
     second = client.get("/admin/surveys/wide").get_data(as_text=True)
     assert "Not worked out within" not in second
     # The page shows the estimate `deniable estimate` prints: the same mean, to the digits drawn.

@@ -8,7 +8,7 @@ import pytest
 from deniable.analysis import load
 from deniable.client import Survey
 from deniable.server import background
-from tests.server.conftest import sign_in
+from tests.server.conftest import sign_in, wait_for_background
 
 SPEC = {"id": "wide", "title": "Hours", "questions": [
     {"id": "hours", "text": "Hours?", "type": "number", "min": 0, "max": 60, "step": 1,
@@ -44,9 +44,7 @@ def test_a_plan_out_of_time_is_finished_in_the_background_and_shown_at_the_next_
 
 
 def test_the_background_queue_is_bounded(monkeypatch):
-    waited = time.monotonic()
-    while background._jobs()[1] and time.monotonic() - waited < 300:  # another test's job: let it finish first
-        time.sleep(0.1)
+    wait_for_background()  # another test's job: let it finish first
     monkeypatch.setattr(background, "MAX_JOBS", 1)
     release = []
 
