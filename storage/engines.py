@@ -355,8 +355,8 @@ def _pool(url: str):
         except psycopg.OperationalError as error:
             reason = str(error).strip().splitlines()[0] if str(error).strip() else error.__class__.__name__
             raise StorageError(f"cannot connect to the database ({reason})", "db") from None
+        # Lent without a check (`PostgresEngine.execute` replaces a connection that turns out dead).
         _POOLS[key] = ConnectionPool(url, min_size=1, max_size=32, open=True, timeout=30,
-                                     check=ConnectionPool.check_connection,
                                      kwargs={"autocommit": True}, name="deniable")
     return _POOLS[key]
 
@@ -386,13 +386,13 @@ class PostgresEngine:
         self.cursor, self.server_cursor = RawCursor, RawServerCursor  # `$n` placeholders: `_sql`
         self.url = url
         self.memo = {}  # what the current transaction read once (Store._in_transaction)
-        # the pool checks a connection before lending it: one left stale by a restart is replaced
         self.pool, self.connection = _borrow(url)
+        self._untried = True  # no statement has gone through this connection since it was lent (`execute`)
         # A reader's connection refuses every write (a read-only store could write on PostgreSQL); the setting is the
         # session's, so `close` resets it before the pool lends the connection to a writer.
         self.read_only = read_only
         if read_only:
-            self.connection.execute("SET default_transaction_read_only = on")
+            self.execute("SET default_transaction_read_only = on")
 
     @staticmethod
     @functools.lru_cache(maxsize=512)
@@ -414,11 +414,36 @@ class PostgresEngine:
 
     def execute(self, sql: str, params=()):
         try:
-            return self.cursor(self.connection).execute(self._sql(sql), params)
+            result = self.cursor(self.connection).execute(self._sql(sql), params)
         except Exception as error:
-            if self._lost(error):  # the server went away mid-request: a 503, never a traceback
+            if self._lost(error):
+                if self._untried:
+                    return self._again_on_a_new_connection(sql, params)
+                # the server went away mid-request: a 503, never a traceback
                 raise Unavailable("the database connection was lost; send it again in a moment", "db") from None
             raise refusal(error) or error from None
+        self._untried = False
+        return result
+
+    def _again_on_a_new_connection(self, sql: str, params):
+        """The pool lends its connections unchecked: a check is a round trip on every request, a third of what a
+        submission costs with the database on another host. A connection a restart left dead fails at its first
+        statement instead, which it never delivered: the connection goes back (the pool discards it, being broken),
+        the pool checks the others it holds (a restart leaves them all dead), another is borrowed, and the statement
+        is sent again; a restart still fails no request."""
+        self.pool.putconn(self.connection)
+        try:
+            self.pool.check()
+        except Exception:  # noqa: BLE001 - the server still down: the borrow below says so (a 503)
+            pass
+        self.pool, self.connection = _borrow(self.url)
+        self._untried = False  # lost again: a 503
+        return self.execute(sql, params)
+
+    def _tried(self):
+        # What speaks to the connection without `execute` (a pipeline, a server-side cursor) finds it alive first.
+        if self._untried:
+            self.execute("SELECT 1")
 
     def executemany(self, sql: str, rows):
         try:
@@ -431,10 +456,12 @@ class PostgresEngine:
             raise refusal(error) or error from None
 
     def pipeline(self):
+        self._tried()
         return self.connection.pipeline()
 
     def stream(self, sql: str, params=()):
         # A server-side cursor: an export of millions of rows never sits in memory at once.
+        self._tried()
         with self.connection.transaction(), self.server_cursor(self.connection, f"stream_{secrets.token_hex(4)}") as cursor:
             cursor.itersize = 2000
             cursor.execute(self._sql(sql), params)
