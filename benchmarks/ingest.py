@@ -3,6 +3,7 @@
 
     python benchmarks/ingest.py [--seconds 4] [--clients 8] [--batch 500] [--workers 1,2,4]
                                 [--engines sqlite,postgresql] [--pg-url postgresql://…] [--rounds 5]
+    python benchmarks/ingest.py --latency 0,0.5,1 [--workers 2] [--clients 8] [--rounds 3] [--seconds 4]
 
 For each engine and worker count: responses/s through the single endpoint and reports/s through
 the batch endpoint. Beside them, in the same run: the same rows inserted through the same driver
@@ -19,6 +20,11 @@ the ratios of the pairs (min / median / max). Every wrk request to deniable carr
 idempotency key, so each one is a stored response (checked: the stored count covers wrk's count). Beside the rates,
 each server's CPU time per request (its processes' user and system time, from /proc): the figure that says where a
 ratio comes from on a machine whose load moves the rates.
+
+With --latency, only a third table: a database on another host costs each round trip ~0.3–1 ms, which loopback
+hides. Both deniable and the trivial app (on PostgreSQL: one insert in its own transaction) talk to a throwaway
+PostgreSQL through a proxy on loopback that delays what they send by the given milliseconds (`DelayingProxy`); the
+table gives responses/s at each latency, the round trips each response took, and the ratios of interleaved pairs.
 """
 
 from __future__ import annotations
@@ -188,25 +194,8 @@ def trivial_app(workers: int, clients: int, seconds: float) -> float:
     with tempfile.TemporaryDirectory() as folder:
         server, base = serve_trivial(folder, workers, clients)
         try:
-            url = f"{base}/r"
-            body = {"spec_hash": "x" * 64, "idempotency_key": "y" * 32, "reports": simulated_answers()}
-            lock, done = threading.Lock(), [0]
-            deadline = time.perf_counter() + seconds
-
-            def worker():
-                while time.perf_counter() < deadline:
-                    status, _ = post(url, body)
-                    assert status == 201
-                    with lock:
-                        done[0] += 1
-
-            start = time.perf_counter()
-            threads = [threading.Thread(target=worker) for _ in range(clients)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            return done[0] / (time.perf_counter() - start)
+            done, elapsed = trivial_load(base, seconds, clients)
+            return done / elapsed
         finally:
             stop(server)
 
@@ -290,6 +279,165 @@ def serve_deniable(url: str, survey: Survey, workers: int, threads: int) -> tupl
     return server, f"http://127.0.0.1:{port}"
 
 
+class DelayingProxy:
+    """A TCP proxy on loopback that holds every chunk a client sends for ``delay`` seconds before passing it on (the
+    answers come straight back): each database round trip costs ``delay`` more, as with a database on another host.
+    A chunk's delay does not hold up the ones behind it (they keep their order), so it is latency, not a throttle.
+    Counts the chunks it passes each way: with one statement or one sync per message, the round trips."""
+
+    def __init__(self, target_port: int, delay: float):
+        import asyncio
+
+        self.target_port, self.delay, self.sent = target_port, delay, 0
+        self.port = free_port()
+        self._loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(ready,), daemon=True)
+        self._thread.start()
+        ready.wait(10)
+
+    def _run(self, ready: threading.Event):
+        import asyncio
+
+        asyncio.set_event_loop(self._loop)
+        self._server = self._loop.run_until_complete(
+            asyncio.start_server(self._connection, "127.0.0.1", self.port))
+        ready.set()
+        self._loop.run_forever()
+
+    async def _connection(self, client_reader, client_writer):
+        import asyncio
+
+        server_reader, server_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        held: asyncio.Queue = asyncio.Queue()
+
+        async def receive():
+            while data := await client_reader.read(65536):
+                held.put_nowait((self._loop.time() + self.delay, data))
+            held.put_nowait((None, b""))
+
+        async def deliver():
+            while True:
+                due, data = await held.get()
+                if due is None:
+                    server_writer.close()
+                    return
+                await asyncio.sleep(max(0.0, due - self._loop.time()))
+                self.sent += 1
+                server_writer.write(data)
+                await server_writer.drain()
+
+        async def answer():
+            while data := await server_reader.read(65536):
+                client_writer.write(data)
+                await client_writer.drain()
+            client_writer.close()
+
+        try:
+            await asyncio.gather(receive(), deliver(), answer(), return_exceptions=True)
+        except asyncio.CancelledError:  # the proxy closing: the connection ends quietly
+            client_writer.close()
+            server_writer.close()
+
+    def close(self):
+        import asyncio
+
+        async def shutdown():
+            self._server.close()
+            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+
+def through(url: str, port: int) -> str:
+    """``url`` (a PostgreSQL URL on 127.0.0.1) with its port replaced."""
+    return re.sub(r"@127\.0\.0\.1:\d+/", f"@127.0.0.1:{port}/", url)
+
+
+def latency_table(cluster, survey: Survey, args):
+    """Single responses/s of deniable serve and of the trivial app, both on PostgreSQL through a `DelayingProxy`, at
+    each added latency: --rounds interleaved pairs (a fresh database each), medians, and the round trips per
+    response each needed (chunks the proxy passed to PostgreSQL, over the responses stored)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from trivial_app import prepare_postgresql
+
+    workers = int(args.workers.split(",")[0])
+    print(f"\nPostgreSQL through a proxy adding a fixed latency to each round trip; {workers} worker(s), {args.clients} "
+          f"client threads, {max(args.rounds, 1)} interleaved pairs of {args.seconds:g} s runs (medians)")
+    print(f"{'latency ms':>10}{'deniable resp/s':>17}{'trips/resp':>12}{'trivial resp/s':>16}{'trips/resp':>12}"
+          f"{'ratio min':>11}{'median':>8}")
+    for latency in [float(value) for value in args.latency.split(",")]:
+        rates, trips, ratios = {"deniable": [], "trivial": []}, {"deniable": [], "trivial": []}, []
+        for _ in range(max(args.rounds, 1)):
+            pair = {}
+            for name in ("trivial", "deniable"):
+                url = cluster.fresh_url()
+                proxy = DelayingProxy(int(re.search(r"@127\.0\.0\.1:(\d+)/", url).group(1)), latency / 1000)
+                try:
+                    if name == "deniable":
+                        server, base = serve_deniable(through(url, proxy.port), survey, workers, args.clients)
+                        target = lambda: single_endpoint(base, survey, args.seconds, args.clients)  # noqa: E731
+                    else:
+                        prepare_postgresql(url)
+                        server, base = serve_trivial_postgresql(through(url, proxy.port), workers, args.clients)
+                        target = lambda: trivial_load(base, args.seconds, args.clients)  # noqa: E731
+                    try:
+                        before = proxy.sent
+                        done, elapsed = target()
+                        trips[name].append((proxy.sent - before) / max(done, 1))
+                    finally:
+                        stop(server)
+                finally:
+                    proxy.close()
+                pair[name] = done / elapsed
+                rates[name].append(pair[name])
+            ratios.append(pair["deniable"] / pair["trivial"])
+        ratios.sort()
+        print(f"{latency:>10g}{statistics.median(rates['deniable']):>17,.0f}{statistics.median(trips['deniable']):>12.2f}"
+              f"{statistics.median(rates['trivial']):>16,.0f}{statistics.median(trips['trivial']):>12.2f}"
+              f"{ratios[0]:>11.2f}{statistics.median(ratios):>8.2f}", flush=True)
+
+
+def serve_trivial_postgresql(url: str, workers: int, threads: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+    server = subprocess.Popen([gunicorn, "-w", str(workers), "-k", "gthread", "--threads", str(threads),
+                               "-b", f"127.0.0.1:{port}", "--chdir", str(Path(__file__).parent), "trivial_app:app"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "TRIVIAL_PG_URL": url})
+    wait_until_up(f"http://127.0.0.1:{port}/")
+    return server, f"http://127.0.0.1:{port}"
+
+
+def trivial_load(base: str, seconds: float, clients: int) -> tuple[int, float]:
+    """POSTs to the trivial app's one-row endpoint from ``clients`` threads for ``seconds``: (done, elapsed)."""
+    url = f"{base}/r"
+    body = {"spec_hash": "x" * 64, "idempotency_key": "y" * 32, "reports": simulated_answers()}
+    lock, done = threading.Lock(), [0]
+    deadline = time.perf_counter() + seconds
+
+    def worker():
+        while time.perf_counter() < deadline:
+            status, _ = post(url, body)
+            assert status == 201
+            with lock:
+                done[0] += 1
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return done[0], time.perf_counter() - start
+
+
 def tree_cpu(pid: int) -> float | None:
     """CPU seconds (user and system) spent so far by a process and its descendants that are still running (a server's
     master and workers), from /proc; None where /proc does not list children."""
@@ -358,6 +506,9 @@ def main():
     parser.add_argument("--pg-url", help="An existing, empty PostgreSQL database (default: a throwaway cluster).")
     parser.add_argument("--rounds", type=int, default=5, help="Interleaved pairs of wrk runs (when wrk is installed; 0: none).")
     parser.add_argument("--only-wrk", action="store_true", help="Only the interleaved wrk table.")
+    parser.add_argument("--latency", metavar="MS[,MS…]",
+                        help="Only the latency table: PostgreSQL through a proxy adding these milliseconds to each "
+                             "round trip (e.g. 0,0.5,1), deniable beside the trivial app on PostgreSQL.")
     args = parser.parse_args()
     survey = demo_survey()
     workers = [int(w) for w in args.workers.split(",")]
@@ -369,6 +520,15 @@ def main():
         cluster = ThrowawayPostgres()
     print(f"demo survey: {len(survey.questions)} questions per response; deniable serve (gunicorn gthread, "
           f"{args.clients} threads per worker; waitress for 1 worker); {os.cpu_count()} CPUs")
+    if args.latency:
+        from tests.postgres import ThrowawayPostgres
+
+        cluster = cluster or ThrowawayPostgres()
+        try:
+            latency_table(cluster, survey, args)
+        finally:
+            cluster.stop()
+        return
     try:
         if not args.only_wrk:
             print(f"\n{args.clients} Python client threads on 127.0.0.1 (they share the CPUs with the servers)")

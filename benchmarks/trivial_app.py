@@ -2,6 +2,9 @@
 JSON, insert one row, commit with synchronous=FULL, answer 201), served by gunicorn like deniable.
 
     gunicorn -w 2 -k gthread --threads 8 --chdir benchmarks trivial_app:app   (TRIVIAL_DB=path, made by `prepare`)
+
+With TRIVIAL_PG_URL (a PostgreSQL database, made ready by `prepare_postgresql`) instead, the same on PostgreSQL
+through psycopg, as deniable speaks to it: a connection per thread, the row inserted in its own transaction.
 """
 
 import os
@@ -25,6 +28,21 @@ def prepare(path: str):
     db.close()
 
 
+def prepare_postgresql(url: str):
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("CREATE TABLE IF NOT EXISTS rows (id TEXT PRIMARY KEY, body TEXT)")
+
+
+def _postgresql():
+    if getattr(_local, "db", None) is None:
+        import psycopg
+
+        _local.db = psycopg.connect(os.environ["TRIVIAL_PG_URL"])
+    return _local.db
+
+
 def _connection():
     if getattr(_local, "db", None) is None:
         db = sqlite3.connect(os.environ["TRIVIAL_DB"], timeout=30, isolation_level=None)
@@ -37,6 +55,11 @@ def _connection():
 def insert():
     body = request.get_json()
     row_id = secrets.token_hex(16)
+    if "TRIVIAL_PG_URL" in os.environ:
+        db = _postgresql()
+        with db.transaction():
+            db.execute("INSERT INTO rows (id, body) VALUES (%s, %s)", [row_id, str(body)])
+        return {"id": row_id}, 201
     db = _connection()
     db.execute("BEGIN IMMEDIATE")
     db.execute("INSERT INTO rows (id, body) VALUES (?, ?)", [row_id, str(body)])
