@@ -97,13 +97,22 @@ def _write(store, entries: list) -> list:
     `Writes.store_in_one_statement`); the rest (or all, elsewhere) in one transaction, or, if that fails as a whole,
     one each."""
     if not store.writes.in_one_statement(entries):
-        return _step_by_step(store, entries)
-    try:
-        results = retrying(lambda: store.writes.store_in_one_statement(entries))
-    except StorageError:  # judged step by step instead, each earning its own answer
         results = [None] * len(entries)
+    else:
+        try:
+            results = retrying(lambda: store.writes.store_in_one_statement(entries))
+        except StorageError:  # judged step by step instead, each earning its own answer
+            results = [None] * len(entries)
     left = [position for position, outcome in enumerate(results) if outcome is None]
-    for position, outcome in zip(left, _step_by_step(store, [entries[p] for p in left]) if left else []):
+    # Step by step, each response is judged by its survey's record as it is now (not one remembered from before).
+    refreshed = []
+    for position in left:
+        try:
+            refreshed.append((position, store.writes.refreshed(entries[position])))
+        except StorageError as error:  # the survey is gone meanwhile: that response's answer
+            results[position] = error
+    for (position, _), outcome in zip(refreshed, _step_by_step(store, [entry for _, entry in refreshed])
+                                      if refreshed else []):
         results[position] = outcome
     return results
 

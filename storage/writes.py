@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import secrets
+import threading
 from typing import NamedTuple
 
 from deniable.client.quality import ParadataError, checked_paradata
@@ -51,6 +52,17 @@ class Prepared(NamedTuple):
     wave: str | None
     paradata: str | None = None  # its section times as stored (`client.quality`), with their sum in ``seconds``
     seconds: int | None = None
+    remembered: bool = False  # ``record`` is one read for an earlier response (`Writes._record_for`)
+
+
+#: Survey records read for submissions on PostgreSQL, by (database, survey, version hash): only of open surveys whose
+#: current version it is, with no quota and no waves, whose responses can go in one statement. That statement checks
+#: the survey is still open at that version as it writes, so a remembered record costs no round trip and cannot let
+#: a response through that the survey no longer takes: whatever the statement does not store goes step by step with
+#: the record read afresh (`Writes.refreshed`).
+_REMEMBERED: collections.OrderedDict = collections.OrderedDict()
+_REMEMBERED_KEPT = 256
+_REMEMBERED_LOCK = threading.Lock()
 
 
 class Writes(Part):
@@ -81,6 +93,7 @@ class Writes(Part):
             [stored] = retrying(lambda: self.store_in_one_statement([entry]))
             if stored is not None:
                 return stored
+        entry = self.refreshed(entry)
         return retrying(lambda: self._store_response(entry))
 
     def in_one_statement(self, entries: list[Prepared]) -> bool:
@@ -162,7 +175,7 @@ class Writes(Part):
             raise Invalid("token: must be a string", "token")
         if wave is not None and (not isinstance(wave, str) or not 1 <= len(wave) <= 64):
             raise Invalid("wave: must be the label of a wave (a string)", "wave")
-        record = self._in_transaction("record", (survey_id, spec_hash), lambda: self.store.surveys.get_survey(survey_id, spec_hash))
+        record, remembered = self._record_for(survey_id, spec_hash)
         if wave is not None and record.survey.repeated is None:
             raise Invalid(f"wave: survey {survey_id!r} is not repeated; a response to it names no wave", "wave")
         try:
@@ -175,7 +188,37 @@ class Writes(Part):
         kept = (None, None) if times is None else (canonical(times), sum(times["seconds"].values()))
         # Counter rows in one order for everyone: two transactions never wait on each other crosswise.
         values = sorted((spec_hash, qid, _canonical_report(value)) for qid, value in clean.items())
-        return record, values, fingerprint, kept
+        return record, values, fingerprint, (*kept, remembered)
+
+    def _record_for(self, survey_id: str, spec_hash: str):
+        """The survey's record at ``spec_hash``, and whether it is one remembered from an earlier response
+        (`_REMEMBERED`: on PostgreSQL, outside a transaction, for the one-statement path)."""
+        remembering = self.engine.dialect == "postgresql" and not self.engine.in_transaction
+        key = (getattr(self.engine, "url", None), survey_id, spec_hash)
+        if remembering:
+            with _REMEMBERED_LOCK:
+                record = _REMEMBERED.get(key)
+            if record is not None:
+                return record, True
+        record = self._in_transaction("record", (survey_id, spec_hash),
+                                      lambda: self.store.surveys.get_survey(survey_id, spec_hash))
+        survey = record.survey
+        if remembering and record.access == "open" and not record.closed and record.current_hash == spec_hash \
+                and survey.repeated is None and not survey.quotas:
+            with _REMEMBERED_LOCK:
+                _REMEMBERED[key] = record
+                while len(_REMEMBERED) > _REMEMBERED_KEPT:
+                    _REMEMBERED.popitem(last=False)
+        return record, False
+
+    def refreshed(self, entry: Prepared) -> Prepared:
+        """``entry`` with its survey record read now, if it was a remembered one (forgotten too: the survey may have
+        changed): what the step-by-step path judges a response by."""
+        if not entry.remembered:
+            return entry
+        with _REMEMBERED_LOCK:
+            _REMEMBERED.pop((getattr(self.engine, "url", None), entry.survey_id, entry.spec_hash), None)
+        return entry._replace(record=self.store.surveys.get_survey(entry.survey_id, entry.spec_hash), remembered=False)
 
     def submit_many(self, survey_id: str, items: list[tuple]) -> list:
         """Store a batch of responses, each judged on its own as `submit` would judge it alone:

@@ -31,12 +31,12 @@ def statements(store, work):
     return sent
 
 
-def test_a_new_response_is_one_statement_after_the_version_is_read(store, survey, engine):
-    store.submit("tax", survey.hash, "warm-up-key-0001", survey.randomize(ANSWERS))  # the version's spec, cached
+def test_a_new_response_is_one_statement_once_the_version_is_known(store, survey, engine):
+    store.submit("tax", survey.hash, "warm-up-key-0001", survey.randomize(ANSWERS))  # the version's record, remembered
     reports = survey.randomize(ANSWERS)
     sent = statements(store, lambda: store.submit("tax", survey.hash, "one-statement-01", reports))
     if engine == "postgresql":
-        assert sent == ["SELECT", "WITH"]  # the version answered, then everything in one
+        assert sent == ["WITH"]  # the survey checked open at that version inside the one statement
     else:
         assert "BEGIN" in sent and len(sent) > 2  # SQLite: in-process, step by step
     again = statements(store, lambda: store.submit("tax", survey.hash, "one-statement-01", reports))
@@ -96,3 +96,19 @@ def test_a_group_of_concurrent_submissions_goes_in_one_statement(db_path, survey
     finally:
         for store in stores:
             store.close()
+
+
+def test_a_remembered_version_lets_nothing_through_the_survey_no_longer_takes(store, survey):
+    """The record remembered for the one statement is checked by it as it writes: a survey that has since closed,
+    or now takes invitations only, refuses as it would have with the record read afresh; reopened, it takes them."""
+    store.submit("tax", survey.hash, "remembered-0001", survey.randomize(ANSWERS))
+    store.close_survey("tax")
+    with pytest.raises(storage.Gone):
+        store.submit("tax", survey.hash, "remembered-0002", survey.randomize(ANSWERS))
+    store.reopen_survey("tax")
+    assert store.submit("tax", survey.hash, "remembered-0003", survey.randomize(ANSWERS))[1]
+    (token,) = store.issue_tokens("tax", count=1)
+    with pytest.raises(storage.Invalid, match="needs the respondent token"):
+        store.submit("tax", survey.hash, "remembered-0004", survey.randomize(ANSWERS))
+    assert store.submit("tax", survey.hash, "remembered-0005", survey.randomize(ANSWERS), token=token)[1]
+    assert store.response_count("tax") == 3
