@@ -152,8 +152,9 @@ class SampleDesign:
         cluster_values = values("clusters", self.clusters)
         if cluster_values is None:
             psu = np.arange(n)
-        else:  # PSU labels may repeat across strata: a PSU is (stratum, label)
-            psu = pd.factorize(pd.Series(list(zip(strata, cluster_values.astype(str)))))[0]
+        else:  # PSU labels may repeat across strata: a PSU is (stratum, label), numbered as they first appear
+            labels = pd.factorize(cluster_values.astype(str))[0]
+            psu = pd.factorize(strata.astype(np.int64) * (int(labels.max()) + 1) + labels)[0]
         fraction = None
         fpc_values = values("fpc", self.fpc)
         if fpc_values is not None:
