@@ -46,6 +46,33 @@ def test_the_exact_two_report_p_value_is_the_binomial_tail_of_the_refitted_stati
     assert inside.statistic == pytest.approx(0, abs=1e-12) and inside.pvalue == 1.0
 
 
+@pytest.mark.parametrize("yes", [750_600, 249_000, 900_000, 10])
+def test_the_exact_two_report_p_value_at_a_million_is_the_tails_of_every_count_and_costs_no_sweep(yes):
+    """At n = 10⁶ the counts whose statistic reaches the observed one are found by bisection: the same p-value as
+    every count's statistic computed and the binomial summed over them (here with scipy.stats), in a few hundred
+    microseconds of CPU where the sweep over a million counts took a second."""
+    import time
+
+    from deniable.analysis import fit
+
+    n, (low, high) = 1_000_000, (0.25, 0.75)
+    counts = np.array([yes, n - yes], dtype=float)
+    fitted = min(max(yes / n, low), high)
+    observed = fit._g2(counts, n, np.array([fitted, 1 - fitted]))
+    every = np.arange(n + 1, dtype=float)
+    rate = np.clip(every / n, low, high)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g2 = 2 * (np.where(every > 0, every * np.log(every / (n * rate)), 0.0)
+                  + np.where(every < n, (n - every) * np.log((n - every) / (n * (1 - rate))), 0.0))
+    reaching = np.flatnonzero(g2 >= observed - 1e-9 * observed)
+    expected = stats.binom.pmf(reaching, n, fitted).sum()
+    started = time.process_time()
+    found = fit._exact_two((low, high), counts, observed)
+    spent = time.process_time() - started
+    assert found == pytest.approx(expected, rel=1e-9, abs=1e-300)
+    assert spent < 0.1
+
+
 def test_the_count_channel_of_a_multi_select_question_is_the_exact_one_summed():
     q = question("multi_select", {"design": "unary", "epsilon": 2}, options=["a", "b", "c"])
     mechanism = q.mechanism
