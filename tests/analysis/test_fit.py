@@ -46,6 +46,7 @@ def test_the_exact_two_report_p_value_is_the_binomial_tail_of_the_refitted_stati
     assert inside.statistic == pytest.approx(0, abs=1e-12) and inside.pvalue == 1.0
 
 
+@pytest.mark.serial  # it bounds the process's CPU time: run alone
 @pytest.mark.parametrize("yes", [750_600, 249_000, 900_000, 10])
 def test_the_exact_two_report_p_value_at_a_million_is_the_tails_of_every_count_and_costs_no_sweep(yes):
     """At n = 10⁶ the counts whose statistic reaches the observed one are found by bisection: the same p-value as
