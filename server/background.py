@@ -56,3 +56,19 @@ def finish_later(key, work) -> bool:
 def pending(key) -> bool:
     with _lock:
         return key in _jobs()[1]
+
+
+def wait_until_idle(timeout: float = 300.0) -> bool:
+    """Wait until this process has no job waiting or running (tests, and a process about to stop); False if some
+    remained after ``timeout`` seconds."""
+    import time
+
+    waited = time.monotonic()
+    while True:
+        with _lock:
+            busy = bool(_state.get("pid") == os.getpid() and _state["jobs"])
+        if not busy:
+            return True
+        if time.monotonic() - waited > timeout:
+            return False
+        time.sleep(0.02)

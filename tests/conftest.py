@@ -46,3 +46,17 @@ from tests.databases import db_path, demo, engine, parametrize_engines, postgres
 
 def pytest_generate_tests(metafunc):
     parametrize_engines(metafunc)
+
+
+@pytest.fixture(autouse=True)
+def _estimates_page_in_full(monkeypatch):
+    """Each test's estimates page works out every chart in the request (a test that checks the time limit sets its own)
+    and starts with none remembered, and no work left by an earlier test's page is still running: the charts are keyed
+    by the data they show, and two tests' databases can hold the same data while one patches how it is estimated."""
+    from deniable.server import background, dashboard
+
+    monkeypatch.setattr(dashboard, "PAGE_SECONDS", 600.0)
+    monkeypatch.setattr(dashboard, "ESTIMATE_SECONDS", 600.0)
+    background.wait_until_idle()
+    dashboard._charts.clear()
+    yield

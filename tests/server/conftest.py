@@ -59,13 +59,9 @@ def live_server(app):
 def wait_for_background(timeout: float = 300):
     """Until this process's background thread has finished what pages left it (estimates, plans): it holds a
     connection of its own while it works."""
-    import time
-
     from deniable.server import background
 
-    waited = time.monotonic()
-    while background._jobs()[1] and time.monotonic() - waited < timeout:
-        time.sleep(0.05)
+    assert background.wait_until_idle(timeout)
 
 
 def sign_in(client, token: str | None = ADMIN, name: str | None = None, password: str | None = None):

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.both_engines
 PARTS = {"surveys": Surveys, "writes": Writes, "reads": Reads, "accounts": Accounts, "contacts": Contacts}
 #: What parts call on one another (the write path's survey row, lock and fieldwork window, a batch's entry for group
 #: commit, an audit line only when an actor is named): storage's own, not the facade's.
-WITHIN_STORAGE = {"row", "lock", "spec_of", "store_one", "store_batch", "in_one_statement", "store_in_one_statement",
+WITHIN_STORAGE = {"row", "lock", "spec_of", "store_one", "store_batch", "in_one_statement", "store_in_one_statement", "refreshed",
                   "audit_if"}
 
 
