@@ -112,7 +112,8 @@ def test_schema_7_keys_responses_and_reports_by_version_and_keeps_every_figure(d
             before = _figures(old), _rows(old)
     with storage.Store(db_path) as new:
         assert new.schema_version() == storage.SCHEMA_VERSION
-        assert _indexes(new, engine) == {"responses": {("spec_hash", "id"), ("survey_id", "idempotency_key")},
+        assert _indexes(new, engine) == {"responses": {("spec_hash", "id"), ("survey_id", "idempotency_key"),
+                                                       ("survey_id", "received_on")},
                                          "reports": {("spec_hash", "response_id", "question_id")}}
         assert _rows(new) == before[1]
         statements = []
@@ -210,7 +211,7 @@ def test_migration_from_schema_1_backfills_the_totals(tmp_path, demo):
     old.conn.commit()
     old.close()
     with storage.Store(path) as store:
-        assert store.schema_version() == storage.SCHEMA_VERSION == 14
+        assert store.schema_version() == storage.SCHEMA_VERSION == 15
         assert store.get_survey("tax").responses == 25
         # schema 3 moved every response and report into tables clustered by the random id (schema 7: by version, then id)
         assert [row[0] for row in store.db.execute("SELECT id FROM responses WHERE spec_hash = ?", [demo.hash])] == sorted(f"r{i}" for i in range(25))
