@@ -94,13 +94,19 @@ def single_endpoint(base: str, survey: Survey, seconds: float, clients: int) -> 
             with lock:
                 done[0] += 1
 
+    elapsed = in_threads(worker, clients)
+    return done[0], elapsed
+
+
+def in_threads(worker, clients: int) -> float:
+    """Run ``worker`` in ``clients`` threads until every one returns: the seconds it took."""
     start = time.perf_counter()
     threads = [threading.Thread(target=worker) for _ in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return done[0], time.perf_counter() - start
+    return time.perf_counter() - start
 
 
 def batch_endpoint(base: str, survey: Survey, seconds: float, batch: int) -> tuple[int, float]:
@@ -256,12 +262,15 @@ def serve_trivial(folder: str, workers: int, threads: int) -> tuple[subprocess.P
     from trivial_app import prepare
 
     prepare(str(Path(folder) / "trivial.db"))
+    return _gunicorn_trivial(workers, threads, {"TRIVIAL_DB": str(Path(folder) / "trivial.db")})
+
+
+def _gunicorn_trivial(workers: int, threads: int, environment: dict) -> tuple[subprocess.Popen, str]:
     port = free_port()
     gunicorn = str(Path(sys.executable).with_name("gunicorn"))
     server = subprocess.Popen([gunicorn, "-w", str(workers), "-k", "gthread", "--threads", str(threads),
                                "-b", f"127.0.0.1:{port}", "--chdir", str(Path(__file__).parent), "trivial_app:app"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env={**os.environ, "TRIVIAL_DB": str(Path(folder) / "trivial.db")})
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **environment})
     wait_until_up(f"http://127.0.0.1:{port}/")
     return server, f"http://127.0.0.1:{port}"
 
@@ -405,14 +414,7 @@ def latency_table(cluster, survey: Survey, args):
 
 
 def serve_trivial_postgresql(url: str, workers: int, threads: int) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
-    server = subprocess.Popen([gunicorn, "-w", str(workers), "-k", "gthread", "--threads", str(threads),
-                               "-b", f"127.0.0.1:{port}", "--chdir", str(Path(__file__).parent), "trivial_app:app"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env={**os.environ, "TRIVIAL_PG_URL": url})
-    wait_until_up(f"http://127.0.0.1:{port}/")
-    return server, f"http://127.0.0.1:{port}"
+    return _gunicorn_trivial(workers, threads, {"TRIVIAL_PG_URL": url})
 
 
 def trivial_load(base: str, seconds: float, clients: int) -> tuple[int, float]:
@@ -429,13 +431,8 @@ def trivial_load(base: str, seconds: float, clients: int) -> tuple[int, float]:
             with lock:
                 done[0] += 1
 
-    start = time.perf_counter()
-    threads = [threading.Thread(target=worker) for _ in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return done[0], time.perf_counter() - start
+    elapsed = in_threads(worker, clients)
+    return done[0], elapsed
 
 
 def tree_cpu(pid: int) -> float | None:
