@@ -20,6 +20,7 @@ interior: χ²₁'s cut and the inverse information's standard errors, in closed
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,7 +37,6 @@ INTERIOR_MARGIN = 3.0
 def is_interior(q: np.ndarray, pi: np.ndarray, n: int) -> bool:
     """Is every share more than `INTERIOR_MARGIN` standard errors (inverse information, `channels.fitted_covariance`)
     from 0? A share at 0 answers at once, without the k × k inverse (a 0..1000 grid's costs a second)."""
-
     if not (np.asarray(pi) > 0).all():
         return False
     se = np.sqrt(np.clip(np.diag(channels.fitted_covariance(q, pi)), 0, None) / n)
@@ -324,6 +324,8 @@ class VertexSurveys:
         self.rounds = 0
         self.low, self.high = self._bounds()
         self.exact = np.zeros(len(self.draws), dtype=bool)
+        # One test at a time tightens the bounds (a page's request and the background thread may test the same mass).
+        self._lock = threading.Lock()
 
     @classmethod
     def at(cls, q: np.ndarray, n: int, answer: int) -> "VertexSurveys":
@@ -369,6 +371,10 @@ class VertexSurveys:
 
     def within(self, statistic: float, level: float) -> bool:
         """Is ``statistic`` at most the ``level`` quantile of the T_b (`_rank_quantile`, without computing it)?"""
+        with self._lock:
+            return self._within(statistic, level)
+
+    def _within(self, statistic: float, level: float) -> bool:
         needed = self._needed(level)
         while True:
             surely, maybe = int((self.low >= statistic).sum()), int((self.high >= statistic).sum())
@@ -387,6 +393,7 @@ class VertexSurveys:
             self._fit(undecided[order[:16]])
 
     def quantile(self, level: float) -> float:
-        if not self.exact.all():
-            self._fit(np.flatnonzero(~self.exact))
-        return _rank_quantile(np.clip(self.low, 0, None), level)
+        with self._lock:
+            if not self.exact.all():
+                self._fit(np.flatnonzero(~self.exact))
+            return _rank_quantile(np.clip(self.low, 0, None), level)

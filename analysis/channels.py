@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import weakref
 from dataclasses import dataclass
 
@@ -61,12 +62,15 @@ def _number_channel(alpha: float, points: int, keep: float, other: float) -> np.
 def left_inverse(q: np.ndarray) -> np.ndarray:
     known = structure(q)
     if known is not None:  # a long number grid's: two SVDs of half its size, a third of a second at 0..1000, once
-        if known not in _LEFT_INVERSES:
-            while len(_LEFT_INVERSES) >= 4:
-                _LEFT_INVERSES.pop(next(iter(_LEFT_INVERSES)))
-            _LEFT_INVERSES[known] = _mirrored_pinv(q)
-            _LEFT_INVERSES[known].flags.writeable = False
-        return _LEFT_INVERSES[known]
+        found = _LEFT_INVERSES.get(known)
+        if found is None:
+            found = _mirrored_pinv(q)
+            found.flags.writeable = False
+            with _LEFT_INVERSES_LOCK:  # a page's request and the background thread may both have worked it out
+                while len(_LEFT_INVERSES) >= 4:
+                    _LEFT_INVERSES.pop(next(iter(_LEFT_INVERSES)))
+                _LEFT_INVERSES[known] = found
+        return found
     if q.shape[0] == q.shape[1]:
         return np.linalg.inv(q)
     if np.array_equal(q, q[::-1, ::-1]):
@@ -297,6 +301,7 @@ class FoldedGeometric:
 
 _STRUCTURES: dict = {}
 _LEFT_INVERSES: dict = {}
+_LEFT_INVERSES_LOCK = threading.Lock()
 
 
 def _remember_structure(matrix: np.ndarray, structure: FoldedGeometric) -> np.ndarray:
