@@ -6,6 +6,7 @@ audit log.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import secrets
 import time
@@ -241,7 +242,8 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
     database = current_app.config["DATABASE"]
     # While the background thread works on this page's estimates or plans, a view spends no time on them again: it
     # shows what is remembered (a wide grid's plan takes minutes, and each view spent its second on it anew).
-    job = ("estimates", database, survey_id, pooled, record.version)
+    # Named by a digest of the database's location: a failed job's name is logged, and a PostgreSQL URL may hold a password.
+    job = ("estimates", hashlib.sha256(database.encode()).hexdigest()[:16], survey_id, pooled, record.version)
     started = time.thread_time()
     charts = estimate_charts(data, design, time_limit=0.0 if pending(job) else ESTIMATE_SECONDS)
     planning_seconds = max(PAGE_SECONDS - (time.thread_time() - started), 0.0)  # what the estimates left of the page's
