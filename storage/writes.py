@@ -4,6 +4,7 @@ running totals in the same transaction (invariant 6: nothing is acknowledged bef
 from __future__ import annotations
 
 import collections
+import dataclasses
 import secrets
 import threading
 from typing import NamedTuple
@@ -206,7 +207,8 @@ class Writes(Part):
         if remembering and record.access == "open" and not record.closed and record.current_hash == spec_hash \
                 and survey.repeated is None and not survey.quotas:
             with _REMEMBERED_LOCK:
-                _REMEMBERED[key] = record
+                # Without its response counter, which holds this store (and its connection) for as long as it is kept.
+                _REMEMBERED[key] = dataclasses.replace(record, _count=None)
                 while len(_REMEMBERED) > _REMEMBERED_KEPT:
                     _REMEMBERED.popitem(last=False)
         return record, False
