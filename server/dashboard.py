@@ -55,10 +55,7 @@ def estimate_charts(data, design, time_limit: float | None = None) -> Charts:
                     chart = _chart(data, qid, design)
                 except OutOfTime:
                     charts.pending.append(qid)
-                    question = data.survey.questions[qid]
-                    chart = {"id": qid, "text": question.text, "design": question.mechanism.design,
-                             "epsilon": question.epsilon, "rows": [], "mean": None, "error": None, "versions": None,
-                             "population": data.population(qid), "pending": True}
+                    chart = {**_empty_chart(data, qid), "population": data.population(qid), "pending": True}
                     charts.append(chart)
                     continue
                 if key is not None:
@@ -77,11 +74,17 @@ def _fingerprint(data, qid, design):
         return None
 
 
+def _empty_chart(data, qid) -> dict:
+    """A question's chart before its estimate: what the page shows of any question."""
+    question = data.survey.questions[qid]
+    return {"id": qid, "text": question.text, "design": question.mechanism.design, "epsilon": question.epsilon,
+            "rows": [], "mean": None, "error": None, "versions": None}
+
+
 def _chart(data, qid, design) -> dict:
     ((_, result),) = each_estimate(data, [qid], design)
     question = data.survey.questions[qid]
-    chart = {"id": qid, "text": question.text, "design": question.mechanism.design,
-             "epsilon": question.epsilon, "rows": [], "mean": None, "error": None, "versions": None}
+    chart = _empty_chart(data, qid)
     if isinstance(result, NoEstimate) and result.pooled:
         chart.update(population=None, error=f"Not pooled: {result}")
         return chart

@@ -195,7 +195,7 @@ class Writes(Part):
         """The survey's record at ``spec_hash``, and whether it is one remembered from an earlier response
         (`_REMEMBERED`: on PostgreSQL, outside a transaction, for the one-statement path)."""
         remembering = self.engine.dialect == "postgresql" and not self.engine.in_transaction
-        key = (getattr(self.engine, "url", None), survey_id, spec_hash)
+        key = self._remembered_key(survey_id, spec_hash)
         if remembering:
             with _REMEMBERED_LOCK:
                 record = _REMEMBERED.get(key)
@@ -213,13 +213,16 @@ class Writes(Part):
                     _REMEMBERED.popitem(last=False)
         return record, False
 
+    def _remembered_key(self, survey_id: str, spec_hash: str) -> tuple:
+        return getattr(self.engine, "url", None), survey_id, spec_hash
+
     def refreshed(self, entry: Prepared) -> Prepared:
         """``entry`` with its survey record read now, if it was a remembered one (forgotten too: the survey may have
         changed): what the step-by-step path judges a response by."""
         if not entry.remembered:
             return entry
         with _REMEMBERED_LOCK:
-            _REMEMBERED.pop((getattr(self.engine, "url", None), entry.survey_id, entry.spec_hash), None)
+            _REMEMBERED.pop(self._remembered_key(entry.survey_id, entry.spec_hash), None)
         return entry._replace(record=self.store.surveys.get_survey(entry.survey_id, entry.spec_hash), remembered=False)
 
     def submit_many(self, survey_id: str, items: list[tuple]) -> list:
