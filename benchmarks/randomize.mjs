@@ -1,6 +1,6 @@
 // JS randomization throughput per design (answers per second), single answers and whole surveys.
 //   node benchmarks/randomize.mjs [seconds]
-import { Survey } from "../client/js/deniable.js";
+import { Survey } from "../src/deniable/client/js/deniable.js";
 
 const seconds = Number(process.argv[2] ?? 1);
 const cases = [

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 
 from deniable.client.statuses import STATUS_TABLE  # noqa: E402
 
-TARGET = ROOT / "client" / "js" / "src" / "statuses.js"
+TARGET = ROOT / "src" / "deniable" / "client" / "js" / "src" / "statuses.js"
 
 
 def render() -> str:

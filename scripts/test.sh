@@ -29,4 +29,4 @@ python -m pytest -m serial "$@"
 status=$?
 [ "$status" -eq 5 ] && status=0  # "no tests collected": the arguments named none of them
 [ "$status" -eq 0 ] || exit "$status"
-node --test client/js/tests/
+node --test src/deniable/client/js/tests/

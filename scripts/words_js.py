@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 
 from deniable.client import catalogue  # noqa: E402
 
-FOLDER = ROOT / "client" / "js" / "src" / "words"
+FOLDER = ROOT / "src" / "deniable" / "client" / "js" / "src" / "words"
 
 
 def render(code: str) -> str:

@@ -2,8 +2,8 @@
 // Survey.randomize, with a seeded source offering the same fast paths as crypto.getRandomValues's pool
 // (randomness.wordSource: word, below, randomBelow), and prints the counts per answer and report as JSON.
 import { readFileSync } from "node:fs";
-import { Memo, Survey } from "../client/js/deniable.js";
-import { wordSource } from "../client/js/src/randomness.js";
+import { Memo, Survey } from "../src/deniable/client/js/deniable.js";
+import { wordSource } from "../src/deniable/client/js/src/randomness.js";
 
 const { seed, jobs } = JSON.parse(readFileSync(0, "utf8"));
 

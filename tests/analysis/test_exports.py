@@ -10,7 +10,7 @@ from tests.conftest import ROOT
 
 
 def test_every_name_the_stub_lists_is_exported_from_its_module():
-    stub = ast.parse((ROOT / "analysis/__init__.pyi").read_text(encoding="utf-8"))
+    stub = ast.parse((ROOT / "src/deniable/analysis/__init__.pyi").read_text(encoding="utf-8"))
     homes = {alias.name: node.module for node in stub.body if isinstance(node, ast.ImportFrom) for alias in node.names}
     declared = next(node.value for node in stub.body if isinstance(node, ast.Assign)
                     and node.targets[0].id == "__all__")

@@ -217,7 +217,7 @@ def test_javascript_samples_fit_the_exact_channel(survey_id, question_id, node):
     survey = SURVEYS[survey_id]
     mechanism = survey.questions[question_id].mechanism
     draws = 4000
-    result = subprocess.run([node, str(ROOT / "client/js/tests/sample.mjs"), survey.canonical_json(), question_id, str(draws)],
+    result = subprocess.run([node, str(ROOT / "src/deniable/client/js/tests/sample.mjs"), survey.canonical_json(), question_id, str(draws)],
                             capture_output=True, text=True, check=True, timeout=120)
     counts = json.loads(result.stdout)
     columns = _columns(mechanism)
@@ -249,7 +249,7 @@ def test_every_javascript_sampling_path_fits_the_exact_channel(case, mode, node)
     question = one_question(**SAMPLER_CASES[case])
     survey = Survey.from_dict({"id": "s", "title": "t", "questions": [{"id": "q", "text": "?", **SAMPLER_CASES[case]}]})
     draws = 4000
-    result = subprocess.run([node, str(ROOT / "client/js/tests/sample.mjs"), survey.canonical_json(), "q", str(draws), mode],
+    result = subprocess.run([node, str(ROOT / "src/deniable/client/js/tests/sample.mjs"), survey.canonical_json(), "q", str(draws), mode],
                             capture_output=True, text=True, check=True, timeout=120)
     counts = json.loads(result.stdout)
     for answer_key, column in _columns(question.mechanism).items():
@@ -373,7 +373,7 @@ def test_privacy_mistakes_are_named_alike_by_both_twins(privacy, message, node):
     with pytest.raises(SpecError) as python:
         Survey.from_dict(spec)
     assert message in str(python.value) and "question 'q'.privacy" in str(python.value)
-    script = ("import { Survey } from './client/js/deniable.js';"
+    script = ("import { Survey } from './src/deniable/client/js/deniable.js';"
               "try { Survey.fromSpec(JSON.parse(process.argv[1])); console.log('accepted'); }"
               "catch (error) { console.log(error.message); }")
     javascript = subprocess.run([node, "--input-type=module", "-e", script, json.dumps(spec)], cwd=ROOT,

@@ -15,7 +15,7 @@ import pytest
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "client" / "js"
+PACKAGE = ROOT / "src" / "deniable" / "client" / "js"
 TYPESCRIPT = "typescript@5"
 
 CONSUMER = """

@@ -194,5 +194,5 @@ def test_the_js_clients_word_modules_are_the_shipped_tables():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     for code in catalogue.SHIPPED:
-        written = (root / "client" / "js" / "src" / "words" / f"{code}.js").read_text(encoding="utf-8")
+        written = (root / "src" / "deniable" / "client" / "js" / "src" / "words" / f"{code}.js").read_text(encoding="utf-8")
         assert written == module.render(code), f"{code}.js is stale: run python scripts/words_js.py"

@@ -118,5 +118,5 @@ def test_the_js_clients_status_table_is_written_from_this_one():
     spec = importlib.util.spec_from_file_location("statuses_js", ROOT / "scripts" / "statuses_js.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    written = (ROOT / "client" / "js" / "src" / "statuses.js").read_text(encoding="utf-8")
+    written = (ROOT / "src" / "deniable" / "client" / "js" / "src" / "statuses.js").read_text(encoding="utf-8")
     assert written == module.render(), "statuses.js is stale: run python scripts/statuses_js.py"

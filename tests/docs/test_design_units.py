@@ -27,7 +27,7 @@ def _cases(design: str) -> list:
 
 
 def _node(script: str, node: str):
-    result = subprocess.run([node, "--input-type=module", "-e", script], cwd=ROOT / "client/js",
+    result = subprocess.run([node, "--input-type=module", "-e", script], cwd=ROOT / "src/deniable/client/js",
                             capture_output=True, text=True, timeout=60, check=True)
     return json.loads(result.stdout)
 

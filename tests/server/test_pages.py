@@ -78,7 +78,7 @@ def test_the_page_serves_the_shipped_js_client(client):
     import re
     from pathlib import Path
 
-    package = Path(__file__).resolve().parents[2] / "client/js"
+    package = Path(__file__).resolve().parents[2] / "src/deniable/client/js"
     served = client.get("/js/deniable.js").data.decode()
     assert served == (package / "deniable.js").read_text()
     # every module it imports, and every module they import, is served as shipped, and is every module there is
@@ -102,7 +102,7 @@ def test_the_page_preloads_every_client_module_and_a_return_visit_fetches_none_a
     page = client.get("/s/tax").get_data(as_text=True)
     preloaded = re.findall(r'<link rel="modulepreload" href="([^"]+)">', page)
     assert preloaded[0] == "/js/deniable.js" and "/js/src/words/en.js" in preloaded
-    modules = len(list((ROOT / "client/js/src").glob("*.js")))  # every src module, deniable.js and the words
+    modules = len(list((ROOT / "src/deniable/client/js/src").glob("*.js")))  # every src module, deniable.js and the words
     assert len(preloaded) == len(set(preloaded)) == modules + 2
     imported = set()
     for url in preloaded:

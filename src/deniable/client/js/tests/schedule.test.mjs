@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { Schedule, SpecError } from "../deniable.js";
 
-const CASES = JSON.parse(readFileSync(new URL("../../../tests/vectors/schedule.json", import.meta.url), "utf8"));
+const CASES = JSON.parse(readFileSync(new URL("../../../../../tests/vectors/schedule.json", import.meta.url), "utf8"));
 
 test("every schedule case reads as Python reads it", () => {
   for (const { opens, closes, written, error } of CASES) {

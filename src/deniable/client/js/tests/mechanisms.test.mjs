@@ -5,7 +5,7 @@ import {
   EpsilonRequest, Fraction, SpecError, Survey, integerRoot, parseFraction, posteriorBound, privacyStatement, randomBelow,
 } from "../deniable.js";
 
-const cases = JSON.parse(readFileSync(new URL("../../../tests/vectors/channels.json", import.meta.url), "utf8"));
+const cases = JSON.parse(readFileSync(new URL("../../../../../tests/vectors/channels.json", import.meta.url), "utf8"));
 
 // Every cell's count must lie within Z standard deviations of n·p. With Z = 6.5 a false
 // failure has probability below 1e-10 per cell, so below 1e-6 over this whole file.

@@ -46,7 +46,7 @@ def create_app(config: dict | None = None):
     MAX_CONTENT_LENGTH (bytes per request body), MAX_RESPONSE_BYTES (bytes per single response)."""
     from flask import Flask  # not at the top: commands that never serve start faster without it
 
-    # deniable is a namespace package: give Flask its paths rather than let it guess them.
+    # The instance folder is the working directory's (for an installed package Flask would put it under sys.prefix).
     app = Flask("deniable.server", root_path=str(HERE), instance_path=str(Path.cwd() / "instance"),
                 template_folder="templates", static_folder="static")
     app.config.update(

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { Completion, SpecError } from "../deniable.js";
 
-const CASES = JSON.parse(readFileSync(new URL("../../../tests/vectors/completion.json", import.meta.url), "utf8"));
+const CASES = JSON.parse(readFileSync(new URL("../../../../../tests/vectors/completion.json", import.meta.url), "utf8"));
 
 test("every completion case reads as Python reads it", () => {
   for (const { spec, code, link, error } of CASES) {

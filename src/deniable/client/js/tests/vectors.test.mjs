@@ -11,7 +11,7 @@ import pt from "../src/words/pt.js";
 
 const WORDS = { ar, de, es, fr, pt };
 
-const cases = JSON.parse(readFileSync(new URL("../../../tests/vectors/channels.json", import.meta.url), "utf8"));
+const cases = JSON.parse(readFileSync(new URL("../../../../../tests/vectors/channels.json", import.meta.url), "utf8"));
 const text = ([n, d]) => (d === 1n ? `${n}` : `${n}/${d}`);
 
 for (const vector of cases) {

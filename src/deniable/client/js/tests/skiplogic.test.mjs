@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { Survey, SpecError, ExpressionError, parseExpression, expressionText } from "../deniable.js";
 
-const vectors = JSON.parse(readFileSync(new URL("../../../tests/vectors/skiplogic.json", import.meta.url), "utf8"));
+const vectors = JSON.parse(readFileSync(new URL("../../../../../tests/vectors/skiplogic.json", import.meta.url), "utf8"));
 
 test("expressions parse to Python's trees and print to its canonical text", () => {
   for (const { text, tree, canonical } of vectors.expressions) {

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { SpecError, Survey, drawOrder } from "../deniable.js";
 import { wordSource } from "../src/randomness.js";
 
-const CASES = JSON.parse(readFileSync(new URL("../../../tests/vectors/order.json", import.meta.url), "utf8"));
+const CASES = JSON.parse(readFileSync(new URL("../../../../../tests/vectors/order.json", import.meta.url), "utf8"));
 
 test("every order case reads and draws as Python does", () => {
   for (const { spec, error, orders } of CASES) {
