@@ -27,7 +27,7 @@ import pandas as pd
 
 from deniable import storage
 from deniable.analysis import channels, estimate, load
-from deniable.analysis.estimation import _estimate
+from deniable.analysis.from_counts import estimate_counts
 from deniable.client import Survey
 
 
@@ -115,7 +115,7 @@ def in_memory(n: int, k: int, seed: int):
         rows.append((f"deniable estimate(), {name}", seconds, f"{peer / seconds:.1f}x faster"))
     counts = estimate(mechanism, containers["pandas categorical"]).counts
     rows.append(("deniable: the estimation alone (from counts)",
-                 best_of(3, lambda: _estimate(mechanism, counts, 0.95, None, "q")), ""))
+                 best_of(3, lambda: estimate_counts(mechanism, counts, 0.95, None, "q")), ""))
     print(f"\nIn memory: n = {n:,} reports, k = {k} options (best of 3; ratios against MI on a list of int codes)")
     print(f"{'estimator':<62} {'seconds':>9}  ratio")
     for name, seconds, ratio in rows:

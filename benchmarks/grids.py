@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from deniable.analysis import calibration, channels, likelihood, spread
-from deniable.analysis.estimation import _estimate
+from deniable.analysis.from_counts import estimate_counts
 from deniable.analysis.planning import scores
 from deniable.client import Survey
 
@@ -93,7 +93,7 @@ def main():
                 if k <= 101 else float("nan")
             mean = cpu(lambda: likelihood.profile_interval(q, counts, pi, grid, cut), args.repeats)
         def whole():
-            return _estimate(mechanism, counts, 0.95, None, "q", scores=averaged)
+            return estimate_counts(mechanism, counts, 0.95, None, "q", scores=averaged)
 
         cold = cpu(whole, args.repeats, before=forget)
         again = cpu(whole, args.repeats)

@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from deniable.analysis import channels
-from deniable.analysis.estimation import _estimate
+from deniable.analysis.from_counts import estimate_counts
 from deniable.client import Survey
 
 
@@ -134,7 +134,7 @@ def estimation(rounds, seconds, sizes=(4, 10, 100, 300, 1000), n=10_000):
         reports = (rng.random(n)[:, None] > cumulative[:, answers].T).sum(axis=1)
         counts = np.bincount(reports, minlength=k)
         start = time.process_time()
-        result = _estimate(mechanism, counts, 0.95, None, "q")
+        result = estimate_counts(mechanism, counts, 0.95, None, "q")
         cpu = time.process_time() - start
         ours_mse = float(np.mean((result.table["estimate"].to_numpy() - truth) ** 2))
         print(f"estimate k-RR k = {k:<5} n = {n:,}: {cpu * 1000:8.1f} ms CPU, MSE {ours_mse:.2e}")
@@ -144,7 +144,7 @@ def estimation(rounds, seconds, sizes=(4, 10, 100, 300, 1000), n=10_000):
             epsilon = float(np.log(3))
             theirs_mse = float(np.mean((np.asarray(GRR_Aggregator_MI(reports, k, epsilon)) - truth) ** 2))
             show(f"estimate from counts, k-RR k = {k}", "multi-freq-ldpy GRR MI (reports)",
-                 interleaved(lambda: _estimate(mechanism, counts, 0.95, None, "q"),
+                 interleaved(lambda: estimate_counts(mechanism, counts, 0.95, None, "q"),
                              lambda: GRR_Aggregator_MI(reports, k, epsilon), rounds, seconds),
                  f"   MSE {ours_mse:.2e} vs {theirs_mse:.2e}")
         except ImportError:

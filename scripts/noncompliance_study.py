@@ -18,7 +18,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from deniable.analysis.estimation import _estimate  # noqa: E402  (the estimator of counts, as estimate() runs it)
+from deniable.analysis.from_counts import estimate_counts  # noqa: E402  (the estimator of counts, as estimate() runs it)
 from deniable.client import Survey  # noqa: E402
 
 CDM = Survey.from_file(ROOT / "examples" / "respondent.yaml").questions["cheated"].mechanism
@@ -62,14 +62,14 @@ def main(surveys: int):
     for name, mechanism in (("cheating detection", CDM), ("lie detector", SLD)):
         other = "cheater" if name == "cheating detection" else "truthful"
         for label, behaviour in BEHAVIOURS.items():
-            limit = _estimate(mechanism, np.round(expected_counts(mechanism, behaviour, 1e7)).astype(np.int64), 0.95,
+            limit = estimate_counts(mechanism, np.round(expected_counts(mechanism, behaviour, 1e7)).astype(np.int64), 0.95,
                               None, "q")
             expected = expected_counts(mechanism, behaviour, 2000)
             rejects = flags = 0
             for _ in range(surveys):
                 per_group = [rng.multinomial(1000, expected[2 * g:2 * g + 2] / expected[2 * g:2 * g + 2].sum())
                              for g in range(len(mechanism.groups))]
-                result = _estimate(mechanism, np.concatenate(per_group), 0.95, None, "q")
+                result = estimate_counts(mechanism, np.concatenate(per_group), 0.95, None, "q")
                 rejects += result.compliance_test.p_value < 0.05
                 flags += result.fit.flagged
             print(f"| {name} | {label} | {limit.table.loc['yes', 'estimate']:.3f} | "

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from deniable.analysis import calibration, channels, likelihood, spread
-from deniable.analysis.estimation import _estimate, _grid
+from deniable.analysis.from_counts import _grid, estimate_counts
 from deniable.client import Survey
 from tests.support.validation import simulated_coverage
 
@@ -68,7 +68,7 @@ def test_an_interior_estimate_takes_the_information_and_chi_squared_cut():
     bootstrap) and the intervals χ²₁'s; the notes say nothing of a face."""
     scale = mechanism("ordinal", 4, 3)
     counts = np.array([5000, 5200, 4900, 5100])
-    result = _estimate(scale, counts, 0.95, None, "q")
+    result = estimate_counts(scale, counts, 0.95, None, "q")
     q = channels.channel_matrix(scale)
     pi = result.table["estimate"].to_numpy()
     assert calibration.is_interior(q, pi, 20200)
@@ -79,7 +79,7 @@ def test_an_interior_estimate_takes_the_information_and_chi_squared_cut():
 
 def test_near_a_face_the_notes_say_how_the_intervals_were_made():
     scale = mechanism("ordinal", 5, 1)
-    result = _estimate(scale, np.array([30, 40, 900, 20, 10]), 0.95, None, "q")
+    result = estimate_counts(scale, np.array([30, 40, 900, 20, 10]), 0.95, None, "q")
     (note,) = [note for note in result.notes if "face of the simplex" in note]
     assert "400 surveys drawn at the estimate and at each end" in note and "±1.1%" in note
 

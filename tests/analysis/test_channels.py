@@ -86,9 +86,9 @@ def test_k_ary_covariances_in_closed_form_equal_the_dense_route(k, epsilon):
     assert np.allclose(covariance, inverse @ (np.diag(observed) - np.outer(observed, observed)) @ inverse.T / counts.sum(),
                        atol=1e-12)
     # The estimate's own columns take the closed forms too (O(k)): each equals the dense route at its fit.
-    from deniable.analysis.estimation import _estimate
+    from deniable.analysis.from_counts import estimate_counts
 
-    result = _estimate(question.mechanism, counts, 0.95, None, "q", scores=np.arange(k, dtype=float))
+    result = estimate_counts(question.mechanism, counts, 0.95, None, "q", scores=np.arange(k, dtype=float))
     fitted = q @ result.table["estimate"].to_numpy()
     fitted_dense = inverse @ (np.diag(fitted) - np.outer(fitted, fitted)) @ inverse.T / counts.sum()
     assert np.allclose(result.covariance, fitted_dense, atol=1e-12)
@@ -133,7 +133,7 @@ def test_k_ary_estimates_are_worked_from_the_channel_s_two_numbers(k, epsilon, m
     """k-ary randomized response and public choices never write out their k × k matrix: the certificate, the fit test
     and the covariance computed from (p, o) are the dense route's on the written-out matrix, number for number."""
     from deniable.analysis import fit, likelihood
-    from deniable.analysis.estimation import _estimate
+    from deniable.analysis.from_counts import estimate_counts
 
     privacy = "none" if epsilon == "public" else {"design": "k_rr", "epsilon": epsilon}
     mechanism = _question("choice", options=[f"o{i}" for i in range(k)], privacy=privacy)
@@ -159,7 +159,7 @@ def test_k_ary_estimates_are_worked_from_the_channel_s_two_numbers(k, epsilon, m
 
     monkeypatch.setattr(channels, "channel_matrix", refuse)
     for counts in cases:
-        result = _estimate(mechanism, counts, 0.95, None, "q")
+        result = estimate_counts(mechanism, counts, 0.95, None, "q")
         assert result.certificate.converged
     n = counts.sum()
     expected = channels.fitted_covariance(q, result.table["estimate"].to_numpy()) / n
@@ -169,26 +169,26 @@ def test_k_ary_estimates_are_worked_from_the_channel_s_two_numbers(k, epsilon, m
 
 def test_a_closed_form_its_certificate_refuses_goes_to_the_dense_maximiser(monkeypatch):
     from deniable.analysis import likelihood
-    from deniable.analysis.estimation import _estimate
+    from deniable.analysis.from_counts import estimate_counts
 
     mechanism = _question("choice", options=list("abcde"), privacy={"design": "k_rr", "epsilon": 1})
     counts = np.array([40, 25, 20, 10, 5])
     right = channels.symmetric_channel(mechanism).simplex_maximum(counts)
     monkeypatch.setattr(channels.BinaryChannel, "simplex_maximum", lambda self, c: np.full(len(c), 1 / len(c)))
     assert likelihood.symmetric_maximum(channels.symmetric_channel(mechanism), counts) is None
-    result = _estimate(mechanism, counts, 0.95, None, "q")
+    result = estimate_counts(mechanism, counts, 0.95, None, "q")
     assert result.certificate.converged and result.certificate.iterations > 0
     np.testing.assert_allclose(result.table["estimate"], right, atol=1e-8)
 
 
 def test_a_note_names_a_few_answers_outside_and_counts_the_rest():
-    from deniable.analysis.estimation import NOTE_NAMES, _estimate
+    from deniable.analysis.from_counts import NOTE_NAMES, estimate_counts
 
     k = 1000
     mechanism = _question("choice", options=[f"o{i}" for i in range(k)], privacy={"design": "k_rr", "epsilon": 2})
     counts = np.zeros(k, dtype=int)
     counts[:3] = [5000, 3000, 2000]  # every answer's unbiased share is outside: above 1 for three, below 0 for the rest
-    result = _estimate(mechanism, counts, 0.95, None, "q")
+    result = estimate_counts(mechanism, counts, 0.95, None, "q")
     assert ((result.table["unbiased"] < 0) | (result.table["unbiased"] > 1)).all()
     note, = (note for note in result.notes if "lies outside" in note)
     named = ", ".join(f"o{i}" for i in range(NOTE_NAMES))
@@ -198,13 +198,13 @@ def test_a_note_names_a_few_answers_outside_and_counts_the_rest():
 def test_each_estimate_table_has_an_index_of_its_own():
     """The answers' Index is built once per question and each table gets a view of it: naming one table's index or
     columns must not rename another's."""
-    from deniable.analysis.estimation import _estimate
+    from deniable.analysis.from_counts import estimate_counts
 
     mechanism = _question("choice", options=list("abcd"), privacy={"design": "k_rr", "epsilon": 1})
-    first, second = (_estimate(mechanism, np.array(counts), 0.95, None, "q") for counts in ([5, 1, 2, 0], [1, 1, 1, 1]))
+    first, second = (estimate_counts(mechanism, np.array(counts), 0.95, None, "q") for counts in ([5, 1, 2, 0], [1, 1, 1, 1]))
     first.table.index.name, first.table.columns.name = "renamed", "renamed"
     assert (second.table.index.name, second.table.columns.name) == ("answer", None)
-    assert (_estimate(mechanism, np.array([2, 2, 0, 1]), 0.95, None, "q").table.index.name) == "answer"
+    assert (estimate_counts(mechanism, np.array([2, 2, 0, 1]), 0.95, None, "q").table.index.name) == "answer"
 
 
 def test_clopper_pearson_rates_per_distinct_count_are_scipy_s_beta_quantiles():

@@ -156,7 +156,7 @@ def test_simulated_coverage_of_profile_likelihood_intervals(cell):
 
 
 def test_vectorised_clopper_pearson_agrees_with_the_scalar_one():
-    from deniable.analysis.estimation import _clopper_pearson_shares
+    from deniable.analysis.from_counts import _clopper_pearson_shares
 
     channel, rng = channels.BinaryChannel(0.5, 1 / 6), np.random.default_rng(2)
     for n in (1, 5, 50, 1000):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from deniable.analysis import channels
-from deniable.analysis.estimation import _estimate
+from deniable.analysis.from_counts import estimate_counts
 from deniable.client import Survey
 
 FIGURES = Path(__file__).resolve().parents[1] / "fixtures" / "grid_figures.json"
@@ -61,7 +61,7 @@ def figures(name: str) -> dict:
     rng = np.random.default_rng(len(name))
     counts = rng.multinomial(n, q @ _truth(truth, q.shape[1], rng))
     scores = np.arange(q.shape[1], dtype=float) if spec["type"] == "ordinal" else None
-    result = _estimate(mechanism, counts, 0.95, None, "q", scores=scores)
+    result = estimate_counts(mechanism, counts, 0.95, None, "q", scores=scores)
     table = result.table
     return {"counts": counts.tolist(),
             **{column: table[column].tolist() for column in ("estimate", "se", "ci_low", "ci_high")},

@@ -12,7 +12,7 @@ from scipy import optimize
 
 from deniable.analysis import calibration, channels, estimate, likelihood
 from deniable.analysis import estimators as est
-from deniable.analysis.estimation import _estimate
+from deniable.analysis.from_counts import estimate_counts
 from deniable.client import Survey
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import ChannelMechanism, UnaryMechanism
@@ -66,7 +66,7 @@ def independent_binary_maximum(p_yes, q_yes, k, n):
 
 def test_the_dashboard_counts_of_the_issue_give_the_true_maximum_not_a_corner():
     mechanism = cash_question().mechanism
-    result = _estimate(mechanism, DEMO_CASH, 0.95, None, "cash")
+    result = estimate_counts(mechanism, DEMO_CASH, 0.95, None, "cash")
     assert result.estimate.to_numpy() == pytest.approx([0.682353, 0.170588, 0.147059, 0.0], abs=1e-6)
     assert result.converged and result.optimality_gap < 1e-8 and result.certificate.unique
     q = channels.channel_matrix(mechanism)
@@ -83,7 +83,7 @@ def test_the_dashboard_counts_of_the_issue_give_the_true_maximum_not_a_corner():
 def test_the_estimate_equals_the_unbiased_one_inside_the_simplex_with_the_same_se():
     mechanism = cash_question().mechanism
     counts = np.array([300, 250, 250, 200])
-    table = _estimate(mechanism, counts, 0.95, None, "cash").table
+    table = estimate_counts(mechanism, counts, 0.95, None, "cash").table
     assert table["estimate"].to_numpy() == pytest.approx(table["unbiased"].to_numpy(), abs=1e-9)
     assert table["se"].to_numpy() == pytest.approx(table["unbiased_se"].to_numpy(), rel=1e-7)
 
@@ -118,7 +118,7 @@ def test_a_share_s_interval_on_the_simplex_ends_at_its_cut(spec, counts):
     """An interior estimate's ends sit on χ²₁'s cut; near a face each finite end sits on the cut calibrated at the
     estimate or the one calibrated at that end (never below χ²₁'s), and an end at an edge of the range is either
     inside the cut or a point mass the surveys drawn there accept."""
-    result = _estimate(question(**spec).mechanism, np.array(counts), 0.95, None, "q")
+    result = estimate_counts(question(**spec).mechanism, np.array(counts), 0.95, None, "q")
     q = channels.channel_matrix(result.mechanism)
     pi = result.table["estimate"].to_numpy()
     n = int(result.counts.sum())
@@ -256,14 +256,14 @@ def test_fitted_covariance_is_the_moment_covariance_at_the_fitted_rates_for_a_sq
 def test_an_unidentifiable_channel_says_its_maximiser_is_not_unique():
     # Answers a and b send the same reports: no data can tell them apart.
     mechanism = ChannelMechanism("custom", {}, ["a", "b", "c"], ["x", "y"], [[0.75, 0.25], [0.75, 0.25], [0.25, 0.75]])
-    result = _estimate(mechanism, np.array([60, 40]), 0.95, None, "q")
+    result = estimate_counts(mechanism, np.array([60, 40]), 0.95, None, "q")
     assert result.converged and result.certificate.unique is False
     assert any("more than one maximiser" in note for note in result.notes)
     assert result.estimate["a"] + result.estimate["b"] == pytest.approx(0.7)
     # the intervals of a and b reach every split of their total
     assert result.table.loc["a", "ci_low"] == 0 and result.table.loc["a", "ci_high"] >= 0.7 - 1e-9
     # with full rank and n = 1 the corner maximiser is unique
-    assert _estimate(cash_question().mechanism, np.array([0, 0, 1, 0]), 0.95, None, "q").certificate.unique
+    assert estimate_counts(cash_question().mechanism, np.array([0, 0, 1, 0]), 0.95, None, "q").certificate.unique
 
 
 def test_an_uncertified_point_is_never_returned_silently(monkeypatch):
@@ -275,7 +275,7 @@ def test_an_uncertified_point_is_never_returned_silently(monkeypatch):
     monkeypatch.setattr(likelihood, "symmetric_maximum", lambda channel, counts: None)  # its closed form refused
     monkeypatch.setattr(likelihood, "maximise", stuck_in_a_corner)  # and the dense maximiser stuck
     with pytest.warns(likelihood.ConvergenceWarning, match="may not be the maximum"):
-        result = _estimate(mechanism, DEMO_CASH, 0.95, "wald", "cash")
+        result = estimate_counts(mechanism, DEMO_CASH, 0.95, "wald", "cash")
     assert not result.converged and result.optimality_gap > 13
     assert "NOT CERTIFIED" in result.summary().as_text() and "NOT CERTIFIED" in repr(result)
     assert result.to_frame().attrs["converged"] is False
@@ -335,7 +335,7 @@ def test_every_estimate_is_certified_as_good_as_an_independent_optimiser_and_ins
     kind, mechanism, counts = case
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        result = _estimate(mechanism, counts, 0.95, None, "q")
+        result = estimate_counts(mechanism, counts, 0.95, None, "q")
     WORST["kkt_residual"] = max(WORST["kkt_residual"], result.certificate.kkt_residual)
     WORST["examples"] += 1
     assert result.converged, result.certificate

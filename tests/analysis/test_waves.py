@@ -197,7 +197,7 @@ def test_the_pooled_estimate_of_a_panel_covers_its_pooled_truth(privacy, options
     """The default estimate of a repeated survey pools its waves. Counted as if every report were another person's,
     its interval covered 85% in simulated panels (memoized reports of one person are correlated); with the bound
     Σ (n_w/N)·SE_w and intervals widened to match, at least the nominal level (less one sampling SE)."""
-    from deniable.analysis.estimation import _estimate
+    from deniable.analysis.from_counts import estimate_counts
 
     survey = panel_survey(privacy, options)
     answer = survey.questions["q"].mechanism.answers[0]
@@ -212,7 +212,7 @@ def test_the_pooled_estimate_of_a_panel_covers_its_pooled_truth(privacy, options
         loaded = loaded_panel(survey, simulate_panel(survey, first, second, rng))
         pooled = loaded.estimate("q")
         covered += pooled.table.at[answer, "ci_low"] <= truth <= pooled.table.at[answer, "ci_high"]
-        naive = _estimate(survey.questions["q"].mechanism, loaded.question_counts("q"), 0.95, None, "q")
+        naive = estimate_counts(survey.questions["q"].mechanism, loaded.question_counts("q"), 0.95, None, "q")
         naive_covered += naive.table.at[answer, "ci_low"] <= truth <= naive.table.at[answer, "ci_high"]
     assert "pooled over 2 waves" in pooled.notes[0] and pooled.n == 2 * n
     assert covered / panels >= 0.95 - np.sqrt(0.95 * 0.05 / panels), (covered / panels, naive_covered / panels)

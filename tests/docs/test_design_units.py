@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from deniable.analysis.estimation import ESTIMATORS, shape
+from deniable.analysis.from_counts import ESTIMATORS, shape
 from deniable.client import Survey, catalogue
 from deniable.client.designs import DESIGNS, SHAPES
 from tests.conftest import ROOT

@@ -39,7 +39,7 @@ def exact_coverage(channel: channels.BinaryChannel, n: int, pi: float, level: fl
     low, high = (int(x) for x in distribution.ppf([1e-12, 1 - 1e-12]))
     ks = np.arange(max(low - 1, 0), min(high + 1, n) + 1)
     if method == "clopper-pearson":  # the default: every count's interval in one vectorised call
-        from deniable.analysis.estimation import _clopper_pearson_shares
+        from deniable.analysis.from_counts import _clopper_pearson_shares
 
         lows, highs = _clopper_pearson_shares(channel, ks, n, level)
     else:
@@ -133,7 +133,7 @@ def simulated_coverage(design: str, k: int, epsilon, n: int, truth, reps: int, s
 
     ``uncalibrated``: also the coverage of χ²₁'s cut on the same surveys, with no calibration (the statistic at the
     truth against the cut: one constrained maximisation per answer, `likelihood.profile_loglikelihood`)."""
-    from deniable.analysis.estimation import _grid
+    from deniable.analysis.from_counts import _grid
 
     mechanism = grid_question(design, k, epsilon).mechanism
     q = channels.channel_matrix(mechanism)
@@ -364,7 +364,7 @@ def se_cell(job) -> dict:
     the root mean square of the stated SE over the SD of the estimates (shares whose SD is above 0.001), with where
     the true share sits (`share_place`); the same for the mean of a numeric grid. Each SE is the one `estimate`
     publishes (`estimation.published_covariance`)."""
-    from deniable.analysis.estimation import published_covariance
+    from deniable.analysis.from_counts import published_covariance
 
     index, (design, k, epsilon, n, kind, truth), reps = job
     mechanism = grid_question(design, k, epsilon).mechanism
@@ -476,7 +476,7 @@ def planning_study(reps: int = 1000, stated: int = 100, seed: int = 20261125) ->
     uniform truth the plan assumes, the `se` that `estimate` states beside it (mean over the first ``stated``
     surveys), and the SD of the unbiased estimate, which the SE used to describe."""
     from deniable.analysis import plan
-    from deniable.analysis.estimation import _estimate
+    from deniable.analysis.from_counts import estimate_counts
     from deniable.analysis.planning import scores
 
     rows = []
@@ -493,7 +493,7 @@ def planning_study(reps: int = 1000, stated: int = 100, seed: int = 20261125) ->
             shares.append(likelihood.certified_maximum(matrix, counts)[0])
             unbiased.append(est.unbiased(matrix, counts)[0])
             if survey_number < stated:
-                stated_se.append(_estimate(q.mechanism, counts, 0.95, "wald", "q").table["se"].to_numpy())
+                stated_se.append(estimate_counts(q.mechanism, counts, 0.95, "wald", "q").table["se"].to_numpy())
         spread = np.std(shares, axis=0)
         worst = int(np.argmax(spread))
         row = {"design": label, "n": n, "planned se": planned.se, "sd of estimate": float(spread[worst]),
@@ -527,7 +527,7 @@ def simulation_study(reps: int = 2000, n: int = 2000, seed: int = 20261122, leve
     """Over ``reps`` simulated surveys of ``n`` respondents: that the unbiased estimate is unbiased with the
     variance it states, how much closer the estimate of record (maximum likelihood) comes to the truth
     (mean squared error relative to the unbiased one), and the coverage of its default intervals."""
-    from deniable.analysis.estimation import _estimate
+    from deniable.analysis.from_counts import estimate_counts
 
     rng = np.random.default_rng(seed)
     rows = []
@@ -539,7 +539,7 @@ def simulation_study(reps: int = 2000, n: int = 2000, seed: int = 20261122, leve
         means, mean_variances, mean_covered = [], [], 0
         grid_mean = None
         for counts in rng.multinomial(n, rates / rates.sum(), size=reps):
-            result = _estimate(mechanism, counts, level, None, "q")
+            result = estimate_counts(mechanism, counts, level, None, "q")
             table = result.table
             unbiased.append(table["unbiased"].to_numpy())
             variances.append(table["unbiased_se"].to_numpy() ** 2)

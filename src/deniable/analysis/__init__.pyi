@@ -4,7 +4,7 @@ or statsmodels). A name added here is public."""
 
 from .correlation import Correlation, correlation
 from .errors import AnalysisError, LoadError, PoolingError
-from .estimation import estimate, population
+from .estimation import estimate
 from .estimators import (
     BINARY_METHODS,
     DEFAULT_BINARY_METHOD,
@@ -17,7 +17,7 @@ from .groups import (
     subgroups,
 )
 from .likelihood import Certificate, ConvergenceWarning
-from .loaded import LoadedSurvey, Version
+from .loaded import LoadedSurvey, Version, population
 from .loading import load
 from .planning import (
     QuestionPlan,

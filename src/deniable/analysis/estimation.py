@@ -1,37 +1,27 @@
-"""`estimate()`: one estimator per question shape (yes/no, categorical, multi-select, numeric grids),
-each returning an `EstimateResult`. The estimate of record is the certified maximum-likelihood
-estimate; the unbiased moment estimate stays beside it; intervals always contain the estimate.
+"""`estimate()`: the published estimate of a question, from its reports, or from loaded data (with a sample's design,
+pooled over a panel's waves, beside a split ballot's direct arm), finished with what surrounds it: the control
+question's check, the assignment test, whom the question was asked of, the text in a language. The estimate from
+counts itself is `from_counts.estimate_counts`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
 
-import numpy as np
-import pandas as pd
-from threadpoolctl import ThreadpoolController
-
-from deniable.client import Question, skiplogic
+from deniable.client import Question
 from deniable.client.compliance import GroupedMechanism
-from deniable.client.laplace import LaplaceMechanism
-from deniable.client.mechanisms import Mechanism, UnaryMechanism
+from deniable.client.mechanisms import Mechanism
 
-from . import calibration, channels, compliance, distributions, fit, likelihood, splitballot, spread
-from . import estimators as est
+from . import channels, distributions, likelihood, splitballot
+from .assignment import assignment_test
 from .counting import count_reports
 from .errors import AnalysisError
+from .from_counts import estimate_counts
+from .loaded import no_randomized_reports, nothing_to_estimate
 from .planning import scores
-from .results import (
-    CATEGORICAL_METHODS,
-    COLUMNS,
-    DEFAULT_CATEGORICAL_METHOD,
-    MARGINAL_METHODS,
-    PROFILE_GRID_LIMIT,
-    EstimateResult,
-    MeanEstimate,
-)
+from .results import EstimateResult
+from .waves import pooled_over_waves
+from .weighted import design_estimate
 
 
 def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: str | None = None,
@@ -60,18 +50,14 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         if empty is not None:
             raise AnalysisError(f"{question_id}: {empty}")
         if design is not None:
-            from .weighted import design_estimate
-
             result = design_estimate(loaded, question_id, design, level, method, simultaneous)
             split = result.split_ballot
         else:
-            result = _estimate(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
+            result = estimate_counts(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
                                simultaneous, scores=scores(question))
             split = splitballot.comparison(result, loaded.direct_counts(question_id), level) \
                 if loaded.has_split_ballot(question_id) else None
             if loaded.repeated and len(loaded.waves) > 1:
-                from .waves import pooled_over_waves
-
                 result = pooled_over_waves(loaded, question_id, result, level, method, simultaneous)
         return _finished(result, question, language, split, _assignment(loaded, question_id, question),
                          population=loaded.population(question_id),
@@ -91,10 +77,10 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
     if split is not None:  # the design's estimate from the randomized arm; the direct arm beside it
         counts, direct = split.split_counts(count_reports(split, reports))
         if sum(counts) == 0 and sum(direct) > 0:
-            raise AnalysisError(f"{question_id or 'question'}: {_no_randomized_reports(int(sum(direct)))}")
+            raise AnalysisError(f"{question_id or 'question'}: {no_randomized_reports(int(sum(direct)))}")
     else:
         counts, direct = count_reports(mechanism, reports), None
-    result = _estimate(mechanism, counts, level, method, question_id, simultaneous,
+    result = estimate_counts(mechanism, counts, level, method, question_id, simultaneous,
                        scores=scores(question_or_mechanism) if isinstance(question_or_mechanism, Question) else None)
     split = None if direct is None else splitballot.comparison(result, direct, level)
     if not isinstance(question_or_mechanism, Question):
@@ -119,29 +105,9 @@ def _finished(result: EstimateResult, question: Question, language: str | None, 
                                notes=(*lead, *result.notes), text=question.text_in(language), table=table, **facts)
 
 
-def nothing_to_estimate(loaded, question_id: str, by: str | None = None, level=None) -> str | None:
-    """Why a loaded question has no estimate yet (None: it has one), overall or among the respondents with ``by`` =
-    ``level``: no reports at all, none from the people skip logic asks it of, or (a split ballot early in fieldwork)
-    none from the randomized arm. Every surface says it in these words: `estimate` and `compare` refuse with them,
-    the long table and the dashboard list the question (or the group) with them, `subgroups` leaves the group out."""
-    if loaded.question_counts(question_id, by, level).sum() > 0:
-        return None
-    direct = int(loaded.direct_counts(question_id, by, level).sum()) if loaded.has_split_ballot(question_id) else 0
-    if direct:
-        return _no_randomized_reports(direct)
-    population = loaded.population(question_id)
-    return "no reports yet" + (f" from {population}" if population else "")
-
-
-def _no_randomized_reports(direct: int) -> str:
-    return f"no reports from the randomized arm yet ({direct} from the direct arm); the design's estimate needs at least one"
-
-
 def _assignment(loaded, question_id: str, question: Question):
     """The public markers' counts tested against the design's draw (`assignment`); None where there are none, or where
     pooled versions drew a split ballot's arms with different shares."""
-    from .assignment import assignment_test
-
     mechanism = question.mechanism
     splits = {None if (split := v.survey.questions[question_id].split_ballot) is None else split.direct
               for v in loaded.versions_for(question_id)}
@@ -177,325 +143,3 @@ def _control(result: EstimateResult, question: Question) -> tuple[dict | None, s
             f"CONTROL FAILED: the known share {share:g} is outside {where}: respondents may not have "
             "followed the instructions, and the other estimates deserve the same doubt")
     return {"share": share, "recovered": recovered, "p_value": p_value}, note
-
-
-def population(survey, question_id: str) -> str | None:
-    """Whom skip logic asks ``question_id`` of ("respondents with worked = 'yes'"); None: everyone."""
-    condition = survey.condition(question_id)
-    return None if condition is None else f"respondents with {skiplogic.to_text(condition)}"
-
-
-def _estimate(mechanism, counts, level, method, question_id, simultaneous=False, warn=True, scores=None) -> EstimateResult:
-    """``scores``: what the result's mean averages (`planning.scores`); a number's grid by default.
-
-    On one BLAS thread: the matrices here are at most a few thousand wide, where a BLAS's threads spin more
-    than they compute (a k = 100 estimate took ten times the CPU with OpenBLAS's default threads). k-ary randomized
-    response and public choices are worked in O(k) vector operations, no BLAS call: they skip the limit, whose setting
-    and restoring cost 50 µs (an eighth of such an estimate)."""
-    if channels.symmetric_channel(mechanism) is not None:
-        return _estimate_on_one_thread(mechanism, counts, level, method, question_id, simultaneous, warn, scores)
-    with _blas().limit(limits=1, user_api="blas"):
-        return _estimate_on_one_thread(mechanism, counts, level, method, question_id, simultaneous, warn, scores)
-
-
-@functools.cache
-def _blas() -> ThreadpoolController:
-    """The loaded BLAS libraries, found once: `threadpool_limits` reads /proc/self/maps on every call (2.3 ms, 40% of
-    a 10-answer estimate); numpy and scipy, the libraries that matter here, are loaded before the first estimate."""
-    return ThreadpoolController()
-
-
-def _estimate_on_one_thread(mechanism, counts, level, method, question_id, simultaneous, warn, scores) -> EstimateResult:
-    counts = np.asarray(counts, dtype=np.int64)
-    if counts.sum() == 0:
-        raise AnalysisError(f"{question_id or 'question'}: no reports to estimate from")
-    result = ESTIMATORS[shape(mechanism)](mechanism, counts, level, method, question_id, simultaneous, scores)
-    tested = fit.fit_test(mechanism, counts, fit.estimates_of(result))
-    lead, trail = [], []
-    certificate = result.certificate
-    if not certificate.converged:
-        lead.append(f"NOT CERTIFIED: the maximiser stopped with KKT residual {certificate.kkt_residual:.2e} "
-                    f"(tolerance {certificate.tolerance:.0e}); the estimate may not be the maximum")
-        if warn:
-            likelihood.warn_if_uncertified(certificate, question_id or mechanism.design, stacklevel=4)
-    if tested.flagged:
-        lead.append(tested.describe())
-    if certificate.unique is False:
-        trail.append("the likelihood has more than one maximiser for these counts: other distributions fit the "
-                     "reports exactly as well, so the estimate is one of them (the intervals cover them all)")
-    averaged = None if result.mean is None else (
-        scores if scores is not None else np.array(mechanism.answers, dtype=float))
-
-    def refit(level, method, simultaneous):
-        return _estimate(mechanism, counts, level, method, question_id, simultaneous, warn=False, scores=averaged)
-
-    return dataclasses.replace(result, fit=tested, scores=averaged, refit=refit,
-                               notes=(*lead, *result.notes, *trail))
-
-
-def shape(mechanism) -> str:
-    """How a mechanism is estimated, one of `designs.SHAPES` (each design names its own: `designs.Design.shape`; any
-    design but a grouped one asked as a two-answer question is one share of a binomial count, "binary")."""
-    if isinstance(mechanism, GroupedMechanism):
-        return "grouped"
-    if isinstance(mechanism, UnaryMechanism):
-        return "unary"
-    if isinstance(mechanism, LaplaceMechanism):
-        return "numeric"
-    if channels.is_binary(mechanism):
-        return "binary"
-    return "symmetric" if channels.symmetric_channel(mechanism) is not None else "channel"
-
-
-def _compliance(mechanism, counts, level, method, question_id):
-    """Cheating detection and the stochastic lie detector: latent classes of respondents (`compliance`)."""
-    table, certificate, covariance, notes, test, classes = compliance.estimate_compliance(mechanism, counts, level,
-                                                                                          method, question_id)
-    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method or "likelihood", table,
-                          certificate, covariance, notes=notes, compliance_test=test, class_shares=classes)
-
-
-def _check_method(method, methods, design):
-    if method not in methods:
-        raise AnalysisError(f"method must be one of {', '.join(methods)} for a {design} question, got {method!r}")
-
-
-def _binary_share(channel: channels.BinaryChannel, k: int, n: int, level: float, method: str):
-    """(estimate, se, interval, unbiased, unbiased se, certificate) of the share behind k "yes" of n."""
-    mle = est.binary_mle(channel, k, n)
-    interval, _ = est.binary_interval(channel, k, n, level, method)
-    unbiased = float(channel.prevalence(k / n))
-    q = np.array([[channel.p, channel.q], [1 - channel.p, 1 - channel.q]])
-    certificate = likelihood.certify(q, np.array([k, n - k]), np.array([mle, 1 - mle]))
-    return (mle, math.sqrt(channel.unit_variance(channel.rate(mle)) / n), interval, unbiased,
-            math.sqrt(channel.unit_variance(k / n) / n), certificate)
-
-
-def _binary(mechanism, counts, level, method, question_id):
-    """Two answers (yes/no, or a choice of two): the first answer's share from its binomial report count."""
-    method = method or est.DEFAULT_BINARY_METHOD
-    _check_method(method, est.BINARY_METHODS, "two-answer")
-    channel = channels.binary_channel(mechanism)
-    first, second = mechanism.answers
-    k, n = int(counts[0]), int(counts.sum())
-    value, se, (low, high), unbiased, unbiased_se, certificate = _binary_share(channel, k, n, level, method)
-    table = pd.DataFrame({"estimate": [value, 1 - value], "se": [se, se], "ci_low": [low, 1 - high],
-                          "ci_high": [high, 1 - low], "unbiased": [unbiased, 1 - unbiased],
-                          "unbiased_se": [unbiased_se, unbiased_se]}, index=pd.Index([first, second], name="answer"))
-    notes = [] if 0 <= unbiased <= 1 else [_outside_note([first], f"the observed rate of {first!r} reports is outside "
-                                                                   "what the design can produce")]
-    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
-                          covariance_source=np.array([[se**2, -se**2], [-se**2, se**2]]), notes=notes)
-
-
-#: How many answers a note names before it counts the rest (a 1,000-option question can have hundreds outside).
-NOTE_NAMES = 8
-
-
-def _outside_note(answers, why: str, total: int | None = None) -> str:
-    """``answers``: those outside, or their first `NOTE_NAMES` when ``total`` counts them all."""
-    total = len(answers) if total is None else total
-    listed = ", ".join(map(str, answers[:NOTE_NAMES]))
-    if total > NOTE_NAMES:
-        listed += f" and {total - NOTE_NAMES} other answers"
-    return (f"the unbiased estimate of {listed} lies outside [0, 1] ({why}); the estimate is the maximum-likelihood "
-            "one on the parameter space and the interval is for it")
-
-
-def _multi_select(mechanism, counts, level, method, question_id, simultaneous):
-    method = method or est.DEFAULT_BINARY_METHOD
-    _check_method(method, est.BINARY_METHODS, "multi-select")
-    channel = channels.binary_channel(mechanism)
-    n = int(counts.sum())
-    options = mechanism.options
-    each = est.per_answer_level(level, len(options), simultaneous)
-    membership = np.array([[option in report for report in mechanism.reports] for option in options])
-    rows, certificates = [], []
-    for option, selected in zip(options, membership):
-        value, se, (low, high), unbiased, unbiased_se, certificate = _binary_share(
-            channel, int(counts[selected].sum()), n, each, method)
-        rows.append((value, se, low, high, unbiased, unbiased_se))
-        certificates.append(certificate)
-    table = pd.DataFrame(rows, columns=COLUMNS, index=pd.Index(options, name="option"))
-    notes = ["each row is the share selecting that option (options are not exclusive)"]
-    outside = [o for o, u in zip(options, table["unbiased"]) if not 0 <= u <= 1]
-    if outside:
-        notes.append(_outside_note(outside, "sampling noise at this n"))
-    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table,
-                          likelihood.Certificate.worst(certificates), simultaneous=simultaneous, notes=notes)
-
-
-def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=None):
-    """Single choice, ordinal, public choice and numeric grids: the simplex of answer shares."""
-    numeric = isinstance(mechanism, LaplaceMechanism)
-    # k-ary randomized response and public choices are worked from their two numbers, in O(k): the k × k matrix is
-    # written out only for what needs it (profile intervals, a mean, the covariance when read).
-    marginal = None if numeric else channels.symmetric_channel(mechanism)
-    written_out = []
-
-    def q():
-        if not written_out:
-            written_out.append(channels.channel_matrix(mechanism))
-        return written_out[0]
-
-    if marginal is None and not numeric:
-        marginal = channels.marginal_channel(q())
-    if marginal is not None:
-        method = method or est.DEFAULT_BINARY_METHOD
-        _check_method(method, MARGINAL_METHODS, mechanism.design)
-    else:
-        method = method or DEFAULT_CATEGORICAL_METHOD
-        _check_method(method, CATEGORICAL_METHODS, mechanism.design)
-    n = int(counts.sum())
-    calibrated = None
-    found = None if marginal is None else likelihood.symmetric_maximum(marginal, counts)
-    pi, certificate = found if found is not None else likelihood.certified_maximum(q(), counts)
-    if marginal is not None:
-        # Each share's report count is binomial through one channel, so the inverse information is the estimate's
-        # covariance and every standard error is in closed form, O(k); the k × k covariance is written out when read.
-        fitted_rates, rates = marginal.rate(pi), counts / n
-        def covariance():
-            return channels.symmetric_covariance(marginal, fitted_rates) / n
-        se = np.sqrt(marginal.unit_variance(fitted_rates) / n)
-        unbiased = marginal.prevalence(rates)
-        unbiased_se = np.sqrt(marginal.unit_variance(rates) / n)
-        unbiased_covariance = None if scores is None else channels.symmetric_covariance(marginal, rates) / n
-    else:
-        covariance, calibrated = published_covariance(mechanism, q(), counts, pi)
-        se = np.sqrt(np.clip(np.diag(covariance), 0, None))
-        unbiased, unbiased_covariance = est.unbiased(q(), counts)
-        unbiased_se = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))
-    each = est.per_answer_level(level, len(pi), simultaneous)
-    notes = []
-    if calibrated is not None:
-        notes.append(_calibration_note(calibrated, len(pi) <= spread.BATCH_ANSWERS))
-    row_method = method
-    if marginal is not None and method == "clopper-pearson":
-        low, high = _clopper_pearson_shares(marginal, counts, n, each)
-        # The interval is for the answer's own binomial count; the estimate also uses the simplex, so it can sit a
-        # hair outside: widen to reach it (a superset covers at least as often).
-        low, high = np.minimum(low, pi), np.maximum(high, pi)
-    else:
-        if numeric and method == "likelihood" and len(pi) > PROFILE_GRID_LIMIT:
-            row_method = "wald"
-            notes.append(f"the {len(pi)} grid rows have Wald intervals (profile intervals for each of more than "
-                         f"{PROFILE_GRID_LIMIT} grid points would take seconds); the mean's interval is profile likelihood")
-        low, high = _share_intervals(None if row_method == "wald" else q(), counts, pi, se, each, row_method, calibrated)
-    answers = mechanism.answers  # a fresh list on every read
-    # One new array, column by column in memory (the layout of the DataFrame's block): the table takes it as is.
-    table = pd.DataFrame(np.array([pi, se, low, high, unbiased, unbiased_se]).T, columns=_COLUMN_INDEX.view(),
-                         index=_answer_index(tuple(answers), "value" if numeric else "answer"), copy=False)
-    outside = np.flatnonzero((unbiased < -1e-12) | (unbiased > 1 + 1e-12))
-    if len(outside) and not numeric:
-        notes.append(_outside_note([answers[i] for i in outside[:NOTE_NAMES]], "sampling noise at this n", len(outside)))
-    if numeric:
-        notes.append("rows are the estimated distribution on the grid; the mean is the grid average under it")
-        scores = np.array(mechanism.answers, dtype=float) if scores is None else scores
-    elif scores is not None:
-        notes.append(f"the mean is the average position on the scale (1 = {mechanism.answers[0]}, "
-                     f"{len(scores)} = {mechanism.answers[-1]}) under the estimated shares")
-    mean = None
-    if scores is not None:
-        covariance = covariance() if callable(covariance) else covariance  # written out: the mean needs it
-        mean = _mean(q(), counts, pi, covariance, unbiased, unbiased_covariance, scores, level,
-                     "likelihood" if method == "clopper-pearson" else method, calibrated)
-    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
-                          covariance, mean=mean, simultaneous=simultaneous, notes=notes)
-
-
-#: The table's columns as an Index, built once: a DataFrame given a list spends 90 µs making one (a fifth of a small
-#: question's estimate); each table gets a view (an Index's name can be set in place, and a view's name is its own;
-#: a copy would also cost the DataFrame its cached checks: 56 µs against 19 for a 4-answer table).
-_COLUMN_INDEX = pd.Index(COLUMNS)
-
-
-@functools.lru_cache(maxsize=64)
-def _shared_answer_index(answers: tuple, name: str) -> pd.Index:
-    return pd.Index(answers, name=name)
-
-
-def _answer_index(answers: tuple, name: str) -> pd.Index:
-    """The table's index, built once per question (a thousand answers: 70 µs of a millisecond estimate), and handed
-    out as a view: an Index's name can be set in place, which must not reach another result's table."""
-    return _shared_answer_index(answers, name).view()
-
-
-def _clopper_pearson_shares(channel, counts, n, level):
-    """`estimators.binary_interval` (Clopper–Pearson) for every answer's count at once: the quantiles are
-    computed in one vectorised call; the rare count whose mapped interval misses [0, 1] takes the scalar path,
-    once per distinct count."""
-    rate_low, rate_high = est.clopper_pearson_rates(counts, n, level)
-    ends = channel.prevalence(rate_low), channel.prevalence(rate_high)  # decreasing where p < q
-    low, high = np.minimum(*ends), np.maximum(*ends)
-    missed = (high <= 0) | (low >= 1)
-    for count in np.unique(counts[missed]) if missed.any() else ():  # `binary_interval`'s own fallback, without its Clopper–Pearson again
-        rows = missed & (counts == count)
-        low[rows], high[rows] = est.likelihood_interval(channel, int(count), n, level)
-    return np.minimum(np.maximum(low, 0.0), 1.0), np.minimum(np.maximum(high, 0.0), 1.0)
-
-
-def published_covariance(mechanism, q: np.ndarray, counts: np.ndarray, pi: np.ndarray):
-    """The covariance published beside an estimate ``pi`` on the simplex of answers (not k-ary randomized response,
-    whose shares are binomial), and the calibration behind it when there is one: the inverse information where it
-    describes the spread (a public number, or an estimate whose shares are all several standard errors inside the
-    simplex); for an ordinal scale or a numeric grid near a face, the parametric bootstrap of the fit at the estimate
-    (`analysis.spread`), whose surveys also calibrate the intervals' cut (`analysis.calibration`)."""
-    n = int(np.sum(counts))
-    if spread.needs_bootstrap(mechanism) and not calibration.is_interior(q, pi, n):
-        calibrated = calibration.at_estimate(q, counts, pi)
-        return calibrated.surveys.covariance, calibrated
-    return channels.fitted_covariance(q, pi) / n, None
-
-
-def _calibration_note(calibrated: calibration.Calibration, short: bool) -> str:
-    """What the near-face route did; ``short``: a grid whose surveys are fitted together (`spread.BATCH_ANSWERS`)."""
-    if short:
-        return (f"the estimate is near a face of the simplex (a share within {calibration.INTERIOR_MARGIN:g} standard "
-                f"errors of 0): standard errors by parametric bootstrap, and each interval's likelihood cut calibrated "
-                f"on {calibrated.replicates} surveys drawn at the estimate and at each end (coverage's Monte Carlo "
-                f"error ±{calibrated.monte_carlo_error:.1%}); an end stops short of a point mass only if surveys drawn "
-                "at that point mass reject it; a share at or near 0 has estimates piled at 0, which one standard error "
-                "does not describe (the bootstrap's mostly states more): read its interval")
-    return (f"the estimate is near a face of the simplex (a share within {calibration.INTERIOR_MARGIN:g} standard errors "
-            f"of 0): standard errors by parametric bootstrap ({len(calibrated.surveys.draws)} surveys); on a grid this "
-            "long the intervals keep χ²₁'s cut, and an end stops short of a point mass only if surveys drawn at that "
-            "point mass reject it")
-
-
-def _share_intervals(q, counts, pi, se, level, method, calibrated=None):
-    if method == "wald":
-        z = distributions.norm_isf((1 - level) / 2)
-        return np.clip(pi - z * se, 0, None), np.clip(pi + z * se, None, 1)
-    ends = [calibration.interval(q, counts, pi, unit, level, calibrated) for unit in np.eye(len(pi))]
-    low, high = np.array(ends).T
-    return np.clip(low, 0, 1), np.clip(high, 0, 1)
-
-
-def _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, grid, level, method,
-          calibrated=None) -> MeanEstimate:
-    value = float(grid @ pi)
-    se = math.sqrt(max(float(grid @ covariance @ grid), 0.0))
-    if method == "wald":
-        z = distributions.norm_isf((1 - level) / 2)
-        low, high = max(value - z * se, grid[0]), min(value + z * se, grid[-1])
-    else:
-        low, high = calibration.interval(q, counts, pi, grid, level, calibrated)
-    unbiased_se = math.sqrt(max(float(grid @ unbiased_covariance @ grid), 0.0))
-    return MeanEstimate(value, se, est.ConfidenceInterval(float(low), float(high)), level, method,
-                        float(grid @ unbiased), unbiased_se)
-
-
-#: The estimator of each shape (`shape`), called as (mechanism, counts, level, method, question id, simultaneous,
-#: scores): a binomial share, the simplex of answers (through k-ary randomized response's two numbers where it has
-#: them, `_grid`), independent options, a numeric grid, a design with groups.
-ESTIMATORS = {
-    "binary": lambda mechanism, counts, level, method, question_id, simultaneous, scores:
-        _binary(mechanism, counts, level, method, question_id),
-    "symmetric": _grid,
-    "channel": _grid,
-    "unary": lambda mechanism, counts, level, method, question_id, simultaneous, scores:
-        _multi_select(mechanism, counts, level, method, question_id, simultaneous),
-    "numeric": _grid,
-    "grouped": lambda mechanism, counts, level, method, question_id, simultaneous, scores:
-        _compliance(mechanism, counts, level, method, question_id),
-}

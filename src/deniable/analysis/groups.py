@@ -15,10 +15,12 @@ from deniable.client.reports import WAVES
 from . import distributions
 from . import estimators as est
 from .errors import AnalysisError
-from .estimation import _estimate, nothing_to_estimate
+from .from_counts import estimate_counts
+from .loaded import nothing_to_estimate
 from .planning import scores
 from .results import EstimateResult
 from .splitballot import comparison
+from .weighted import design_subgroups, domain_difference_se
 
 
 def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: str | None = None,
@@ -30,11 +32,9 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     ``design``: a `SampleDesign`: each group is a domain of the whole sample, estimated with its design-based
     standard error (every PSU kept, the domain's reports alone counted), not as a sample of its own."""
     if design is not None:
-        from .weighted import design_subgroups
-
         return design_subgroups(loaded, question_id, by, design, level, method, simultaneous)
     question = loaded.question(question_id)
-    results = {value: _estimate(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
+    results = {value: estimate_counts(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
                                 question_id, simultaneous, scores=scores(question))
                for value in loaded.levels(by) if nothing_to_estimate(loaded, question_id, by, value) is None}
     counted = {v.spec_hash for v in loaded.versions_grouped_by(by)}
@@ -123,8 +123,6 @@ def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float =
         bound = 1.0
     df, note = None, None
     if design is not None:
-        from .weighted import domain_difference_se
-
         if answer == "mean":
             functional = first.scores
         else:

@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from deniable.client import ReportError, Survey, grouping_question
+from deniable.client import ReportError, Survey, grouping_question, skiplogic
 from deniable.client.reports import WAVES
 from deniable.client.versions import channel_difference
 from deniable.client.versions import label as version_label
@@ -133,8 +133,6 @@ class LoadedSurvey:
         return self.versions_for(question_id)[-1].survey.questions[question_id]
 
     def population(self, question_id: str) -> str | None:
-        from .estimation import population
-
         return population(self.versions_for(question_id)[-1].survey, question_id)
 
     @property
@@ -292,7 +290,7 @@ class LoadedSurvey:
 
     def estimate_all(self, level: float = 0.95, simultaneous: bool = False, language: str | None = None) -> dict:
         """Every question with something to estimate (each on its own n: skip logic asks some of some respondents
-        only; `estimation.nothing_to_estimate` says why the others have no estimate)."""
+        only; `nothing_to_estimate` says why the others have no estimate)."""
         from .results import EstimateResult
         from .sweep import each_estimate  # sweep reads LoadedSurvey: imported when called
 
@@ -304,6 +302,30 @@ class LoadedSurvey:
         which = ("versions " + ", ".join(v.label for v in self.versions)) if self.pooled else \
             f"version {self.versions[0].label}"
         return f"<LoadedSurvey {self.survey.id} {which} n={self.n} from {self.source}>"
+
+
+def nothing_to_estimate(loaded, question_id: str, by: str | None = None, level=None) -> str | None:
+    """Why a loaded question has no estimate yet (None: it has one), overall or among the respondents with ``by`` =
+    ``level``: no reports at all, none from the people skip logic asks it of, or (a split ballot early in fieldwork)
+    none from the randomized arm. Every surface says it in these words: `estimate` and `compare` refuse with them,
+    the long table and the dashboard list the question (or the group) with them, `subgroups` leaves the group out."""
+    if loaded.question_counts(question_id, by, level).sum() > 0:
+        return None
+    direct = int(loaded.direct_counts(question_id, by, level).sum()) if loaded.has_split_ballot(question_id) else 0
+    if direct:
+        return no_randomized_reports(direct)
+    population = loaded.population(question_id)
+    return "no reports yet" + (f" from {population}" if population else "")
+
+
+def no_randomized_reports(direct: int) -> str:
+    return f"no reports from the randomized arm yet ({direct} from the direct arm); the design's estimate needs at least one"
+
+
+def population(survey, question_id: str) -> str | None:
+    """Whom skip logic asks ``question_id`` of ("respondents with worked = 'yes'"); None: everyone."""
+    condition = survey.condition(question_id)
+    return None if condition is None else f"respondents with {skiplogic.to_text(condition)}"
 
 
 def _frozen(counts: dict) -> tuple:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import patsy
 from scipy.special import expit, log_expit
 from statsmodels.base.model import GenericLikelihoodModel, LikelihoodResultsWrapper
 from statsmodels.tools.numdiff import approx_fprime
@@ -30,7 +31,7 @@ from deniable.client.compliance import GroupedMechanism
 
 from . import channels
 from .errors import AnalysisError
-from .regression import _all_questions, _fit, _names, _randomized_arm, formula_frame
+from .formulas import all_questions, fit_from_starts, formula_frame, formula_names, randomized_arm
 
 FAMILIES = ("linear", "logistic")
 #: A fit is taken for a maximum when its largest score is this small against the information's scale.
@@ -175,8 +176,6 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
                          **fit_kwargs):
     """``linear``/``logistic`` of a public outcome on public terms and at most one randomized yes/no answer (module
     docstring). Returns statsmodels results (params, bse, conf_int(), summary()) with ``optimality`` and ``sample``."""
-    import patsy
-
     if family not in FAMILIES:
         raise AnalysisError(f"family: one of {', '.join(FAMILIES)}", "family")
     if formula.count("~") != 1:
@@ -190,8 +189,8 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
     if question.type not in wanted:
         raise AnalysisError(f"{outcome}: {family}() needs a {' or '.join(wanted)} outcome, got a {question.type} "
                             "question")
-    known = set(_all_questions(data))
-    used = list(dict.fromkeys(qid for qid in _names(terms) if qid in known and qid != outcome))
+    known = set(all_questions(data))
+    used = list(dict.fromkeys(qid for qid in formula_names(terms) if qid in known and qid != outcome))
     randomized = [qid for qid in used if data.question(qid).is_private]
     if len(randomized) > 1:
         raise AnalysisError(f"formula: {', '.join(randomized)} are randomized; a model takes one randomized answer "
@@ -210,7 +209,7 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
         channel = channels.binary_channel(mechanism)
         reports = frame[latent_id]
         if latent_question.split_ballot is not None:
-            reports = reports.map(lambda r: _randomized_arm(latent_question.split_ballot, r))
+            reports = reports.map(lambda r: randomized_arm(latent_question.split_ballot, r))
         present = reports.map(lambda r: isinstance(r, str))
         first = (reports == mechanism.reports[0]).astype(float)
         # The unbiased transform stands in for z in the design matrix (so patsy drops the responses without a
@@ -229,7 +228,7 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
         raise AnalysisError(f"formula {formula!r}: {len(exog)} complete responses for {exog.shape[1]} terms")
     latent = latent_exog = None
     if latent_id is not None:
-        depends = [column for column in exog.columns if latent_id in _names(column)]
+        depends = [column for column in exog.columns if latent_id in formula_names(column)]
         if depends != [latent_id]:
             raise AnalysisError(f"formula {formula!r}: the randomized {latent_id!r} enters as a main effect only "
                                 f"(its true yes as 0/1), not as {', '.join(depends)}")
@@ -252,7 +251,7 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
                                  1.0 if channel is None else channel.p, 0.0 if channel is None else channel.q,
                                  latent_name=latent_id or "z", case_weights=weights)
     starts = model.starts()
-    fitted = _fit(model, starts, fit_kwargs, method="bfgs")
+    fitted = fit_from_starts(model, starts, fit_kwargs, method="bfgs")
     params = np.asarray(fitted.params)
     information = -model.hessian(params)
     scale = np.sqrt(np.abs(np.diag(information))) + 1e-300

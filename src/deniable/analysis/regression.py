@@ -22,10 +22,10 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import patsy
 from scipy.special import expit
 from statsmodels.base.model import GenericLikelihoodModel, LikelihoodResultsWrapper
-from statsmodels.tools.numdiff import approx_fprime
-from statsmodels.tools.sm_exceptions import ConvergenceWarning, HessianInversionWarning
+from statsmodels.tools.numdiff import approx_fprime, approx_hess3
 
 from deniable.client import Question
 from deniable.client.compliance import GroupedMechanism
@@ -34,6 +34,9 @@ from deniable.client.mechanisms import Mechanism
 
 from . import channels, distributions
 from .errors import AnalysisError
+from .formulas import all_questions, boundary_terms, fit_from_starts, formula_frame, formula_names, missing_report, randomized_arm
+from .predictor import fit_latent_predictor
+from .sampling import SampleDesign
 
 
 class RandomizedLogit(GenericLikelihoodModel):
@@ -103,26 +106,11 @@ class FirthRandomizedLogit(RandomizedLogit):
         return approx_fprime(params, self.loglike, centered=True)
 
     def hessian(self, params):
-        from statsmodels.tools.numdiff import approx_hess3
-
         return approx_hess3(params, self.loglike)
 
 
 class SeparationWarning(DeniableWarning):
     """A coefficient at the boundary (quasi-separation): its estimate and standard error mean nothing."""
-
-
-#: A coefficient this large on the logit scale (odds × 20,000), or a standard error this large, is taken for a
-#: fit that ran off to the boundary: some group's reports are fitted best by a share of exactly 0 or 1.
-BOUNDARY_COEFFICIENT = 10.0
-BOUNDARY_SE = 100.0
-
-
-def boundary_terms(result) -> list[str]:
-    """The terms whose coefficient ran off to the boundary (`BOUNDARY_COEFFICIENT`, `BOUNDARY_SE`)."""
-    params, bse = pd.Series(result.params), pd.Series(result.bse)
-    return [str(term) for term in params.index
-            if abs(params[term]) >= BOUNDARY_COEFFICIENT or not bse[term] < BOUNDARY_SE]
 
 
 def _judge_boundary(result, firth: bool):
@@ -207,44 +195,6 @@ def _class_share(result, name: str, level: float = 0.95) -> pd.DataFrame:
                         index=pd.Index([name], name="class"))
 
 
-def _fit(model, starts, fit_kwargs, method="newton"):
-    """The best of fits from several starting points (a latent-class likelihood may have more than one peak, and
-    may be flat far from it): a start that fails is skipped; AnalysisError when every start fails."""
-    fit_kwargs = {"method": method, "maxiter": 500 if method == "bfgs" else 200, "disp": False, **fit_kwargs}
-    best, failures, diverged = None, [], None
-    for start in starts:
-        try:
-            fitted = _quietly(model, start, fit_kwargs)
-            if fit_kwargs["method"] == "bfgs":  # Newton's steps from BFGS's answer: the gradient to round-off
-                polished = _quietly(model, fitted.params, {**fit_kwargs, "method": "newton", "maxiter": 50})
-                if polished.mle_retvals.get("converged") and polished.llf >= fitted.llf - 1e-9:
-                    fitted = polished
-        except (np.linalg.LinAlgError, ValueError) as error:
-            failures.append(str(error))
-            continue
-        if not fitted.mle_retvals.get("converged", True) or not np.isfinite(fitted.bse).all():
-            failures.append("did not converge" if np.isfinite(fitted.bse).all() else "a singular information matrix")
-            if np.isfinite(fitted.llf) and boundary_terms(fitted) and (diverged is None or fitted.llf > diverged.llf):
-                diverged = fitted  # still climbing toward a coefficient of ±∞: separation, said by the caller
-            continue
-        if best is None or fitted.llf > best.llf + 1e-9:
-            best = fitted
-    if best is None and diverged is not None:
-        return diverged
-    if best is None:
-        raise AnalysisError(f"the maximum-likelihood fit did not converge from any start ({'; '.join(failures)})")
-    return best
-
-
-def _quietly(model, start, fit_kwargs):
-    """One fit; its warnings (no convergence, a singular Hessian) are judged by `_fit`, not shown."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", HessianInversionWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return model.fit(start_params=np.asarray(start, dtype=float), **fit_kwargs)
-
-
 def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = None, *, intercept: bool = True,
              firth: bool = False, design=None, predictor_terms: str | None = None, **fit_kwargs):
     """Fit the design-adjusted logistic regression; returns statsmodels results with ``params``,
@@ -274,8 +224,6 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = N
         if covariates is not None:
             raise TypeError("logistic(formula, data): the covariates come from the formula")
         if _public_outcome(question_or_mechanism, reports) or predictor_terms is not None:
-            from .predictor import fit_latent_predictor
-
             return fit_latent_predictor(question_or_mechanism, reports, "logistic", design, predictor_terms,
                                         **fit_kwargs)
         if design is not None:
@@ -295,12 +243,12 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = N
     if len(y) != len(covariates):
         raise AnalysisError(f"reports ({len(y)}) and covariates ({len(covariates)}) differ in length")
     if isinstance(question_or_mechanism, Question) and question_or_mechanism.split_ballot is not None:
-        y = y.map(lambda report: _randomized_arm(question_or_mechanism.split_ballot, report))
+        y = y.map(lambda report: randomized_arm(question_or_mechanism.split_ballot, report))
     design = covariates.astype(float)
     if intercept:
         design = design.copy()
         design.insert(0, "Intercept", 1.0)
-    present = y.map(lambda report: not _missing(report)).to_numpy(dtype=bool)
+    present = y.map(lambda report: not missing_report(report)).to_numpy(dtype=bool)
     keep = present & design.notna().all(axis=1).to_numpy()
     exog = design[keep]
     if isinstance(mechanism, GroupedMechanism):
@@ -315,9 +263,9 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = N
     endog = pd.Series((y[keep] == first).astype(float).to_numpy(), index=exog.index, name="report_yes")
     if firth:
         model = FirthRandomizedLogit(endog, exog, channel.p, channel.q)
-        fitted = _fit(model, [np.zeros(exog.shape[1])], fit_kwargs, method="bfgs")
+        fitted = fit_from_starts(model, [np.zeros(exog.shape[1])], fit_kwargs, method="bfgs")
     else:
-        fitted = _fit(RandomizedLogit(endog, exog, channel.p, channel.q), [np.zeros(exog.shape[1])], fit_kwargs)
+        fitted = fit_from_starts(RandomizedLogit(endog, exog, channel.p, channel.q), [np.zeros(exog.shape[1])], fit_kwargs)
     # The wrapper gives pandas-labelled params, bse and conf_int, as statsmodels' own models do.
     return _judge_boundary(LikelihoodResultsWrapper(fitted), firth)
 
@@ -326,24 +274,9 @@ def _public_outcome(formula: str, data) -> bool:
     """Whether a formula's outcome is a public question of the loaded data (then a randomized answer may be among
     the covariates: `predictor`)."""
     outcome = formula.split("~", 1)[0].strip()
-    if not hasattr(data, "survey") or outcome not in set(_all_questions(data)):
+    if not hasattr(data, "survey") or outcome not in set(all_questions(data)):
         return False
     return not data.question(outcome).is_private
-
-
-def _missing(report) -> bool:
-    return report is None or (isinstance(report, float) and np.isnan(report))
-
-
-def _randomized_arm(split, report):
-    """A split ballot's report as the design's own, or None in the direct arm (left out of the model)."""
-    if _missing(report):
-        return None
-    try:
-        arm, inner = split.unwrap(split.validate_report(report))
-    except ValueError as error:
-        raise AnalysisError(f"reports: {error}") from None
-    return inner if arm == "randomized" else None
 
 
 def _grouped_logistic(mechanism: GroupedMechanism, y: pd.Series, exog: pd.DataFrame, fit_kwargs: dict):
@@ -359,22 +292,20 @@ def _grouped_logistic(mechanism: GroupedMechanism, y: pd.Series, exog: pd.DataFr
     model = LatentClassLogit(endog, exog, groups, _yes_given(mechanism), mechanism.design)
     width = exog.shape[1]
     starts = [np.r_[np.zeros(width), theta] for theta in (-2.0, 0.0, 2.0)]
-    result = LikelihoodResultsWrapper(_fit(model, starts, fit_kwargs, method="bfgs"))
+    result = LikelihoodResultsWrapper(fit_from_starts(model, starts, fit_kwargs, method="bfgs"))
     result._results.class_share = _class_share(result, model.constant_class)
     return result
 
 
 def _from_formula(formula: str, data, fit_kwargs: dict):
     """``outcome ~ terms`` over a loaded survey: the outcome a yes/no question, the terms public questions."""
-    import patsy
-
     if not hasattr(data, "frame") or not hasattr(data, "question"):
         raise TypeError("logistic(formula, data) needs data from deniable.analysis.load()")
     if formula.count("~") != 1:
         raise AnalysisError(f"formula {formula!r}: write it as 'outcome ~ covariates', e.g. 'drugs ~ C(region) + age'")
     outcome, terms = (part.strip() for part in formula.split("~"))
     question = data.question(outcome)  # names an unknown question
-    used = [qid for qid in _names(terms) if qid in set(_all_questions(data))]
+    used = [qid for qid in formula_names(terms) if qid in set(all_questions(data))]
     randomized = [qid for qid in used if data.question(qid).is_private]
     if randomized:
         raise AnalysisError(f"formula: {', '.join(randomized)} {'is' if len(randomized) == 1 else 'are'} randomized; "
@@ -388,52 +319,8 @@ def _from_formula(formula: str, data, fit_kwargs: dict):
     return logistic(question, reports, design, intercept=False, **fit_kwargs)
 
 
-def formula_frame(data, outcome: str, used: list, terms: str, design=None, latent: str | None = None):
-    """One row per response: the outcome, the public questions ``used`` typed for patsy (numbers numeric; a choice, an
-    ordinal or a yes/no categorical in the question's order, so its first option is the reference), the columns of the
-    data that are no question's which ``terms`` names (a frame's or an export's covariates: numbers when every value
-    is one), and the design's columns. ``latent``: a randomized covariate left as reports (`predictor`)."""
-    extra = []
-    if hasattr(data, "auxiliary"):
-        columns = data.auxiliary().columns
-        extra = [name for name in _names(terms) if name in columns and name not in used and name != outcome]
-    names = [*used, *extra, *(design.column_names() if design is not None else [])]
-    frame = data.design_frame(outcome, list(dict.fromkeys(names)))
-    for qid in used:
-        if qid == latent:
-            continue
-        covariate = data.question(qid)
-        if covariate.type == "number":  # reports arrive as JSON values: make numbers numeric for patsy
-            frame[qid] = pd.to_numeric(frame[qid])
-        elif covariate.type in ("choice", "ordinal", "yes_no"):
-            levels = ["no", "yes"] if covariate.type == "yes_no" else covariate.options
-            frame[qid] = pd.Categorical(frame[qid], categories=levels)
-    for name in extra:
-        numbers = pd.to_numeric(frame[name], errors="coerce")
-        if numbers.notna().sum() == frame[name].map(lambda v: not _missing(v) and v != "").sum():
-            frame[name] = numbers
-    return frame
-
-
-def _names(terms: str) -> list[str]:
-    """The identifiers a formula's right-hand side mentions (question ids may hold '.' or '-', which patsy
-    reads as Q('a-b'))."""
-    import re
-
-    quoted = re.findall(r"""Q\(\s*["']([^"']+)["']\s*\)""", terms)
-    return quoted + re.findall(r"[A-Za-z_][A-Za-z0-9_]*", terms)
-
-
-def _all_questions(data) -> list[str]:
-    return [qid for version in data.versions for qid in version.survey.questions]
-
-
 def _design_logistic(formula: str, data, design, firth: bool, fit_kwargs: dict):
     """`logistic` with a sample design: weights in the likelihood, the design-based sandwich for the covariance."""
-    import patsy
-
-    from .sampling import SampleDesign
-
     if not isinstance(design, SampleDesign):
         raise AnalysisError(f"design: expected a SampleDesign, got {type(design).__name__}", "design")
     if firth:
@@ -448,7 +335,7 @@ def _design_logistic(formula: str, data, design, firth: bool, fit_kwargs: dict):
     grouped = isinstance(mechanism, GroupedMechanism)
     if not grouped and mechanism.answers != ["yes", "no"]:
         raise AnalysisError(f"{outcome}: a design-based logistic regression needs a yes/no question", "design")
-    used = [qid for qid in _names(terms) if qid in set(_all_questions(data))]
+    used = [qid for qid in formula_names(terms) if qid in set(all_questions(data))]
     randomized = [qid for qid in used if data.question(qid).is_private]
     if randomized:
         raise AnalysisError(f"formula: {', '.join(randomized)} {'is' if len(randomized) == 1 else 'are'} randomized; "
@@ -456,8 +343,8 @@ def _design_logistic(formula: str, data, design, firth: bool, fit_kwargs: dict):
     frame = formula_frame(data, outcome, used, terms, design)
     sample = design.resolve(frame)  # every response keeps its PSU, also one the model leaves out
     if question.split_ballot is not None:
-        frame[outcome] = frame[outcome].map(lambda report: _randomized_arm(question.split_ballot, report))
-    frame = frame.assign(**{outcome: frame[outcome].where(frame[outcome].map(lambda r: not _missing(r)))})
+        frame[outcome] = frame[outcome].map(lambda report: randomized_arm(question.split_ballot, report))
+    frame = frame.assign(**{outcome: frame[outcome].where(frame[outcome].map(lambda r: not missing_report(r)))})
     try:
         exog = patsy.dmatrix(terms, frame, return_type="dataframe", NA_action="drop")
     except patsy.PatsyError as error:
@@ -474,13 +361,13 @@ def _design_logistic(formula: str, data, design, firth: bool, fit_kwargs: dict):
         endog = pd.Series([float(r["report"] == "yes") for r in checked], index=exog.index, name="report_yes")
         model = LatentClassLogit(endog, exog, groups, _yes_given(mechanism), mechanism.design, case_weights=weights)
         starts = [np.r_[np.zeros(exog.shape[1]), theta] for theta in (-2.0, 0.0, 2.0)]
-        fitted = _fit(model, starts, fit_kwargs, method="bfgs")
+        fitted = fit_from_starts(model, starts, fit_kwargs, method="bfgs")
     else:
         channel = channels.binary_channel(mechanism)
         endog = pd.Series((frame[outcome].iloc[rows] == mechanism.reports[0]).astype(float).to_numpy(),
                           index=exog.index, name="report_yes")
         model = RandomizedLogit(endog, exog, channel.p, channel.q, case_weights=weights)
-        fitted = _fit(model, [np.zeros(exog.shape[1])], fit_kwargs)
+        fitted = fit_from_starts(model, [np.zeros(exog.shape[1])], fit_kwargs)
     params = np.asarray(fitted.params)
     scores = np.zeros((len(frame), len(params)))
     scores[rows] = model.score_obs(params)  # weighted; zero for the responses the model leaves out

@@ -39,7 +39,7 @@ LONG_GRID_REPLICATES = 200
 
 def needs_bootstrap(mechanism) -> bool:
     """Is the standard error of this design's estimate the bootstrap, not the inverse information? For the designs
-    estimated on the simplex of answers (`estimation._grid`: ordinal scales, numeric grids, other channels) whose
+    estimated on the simplex of answers (`from_counts._grid`: ordinal scales, numeric grids, other channels) whose
     channel is not k-ary randomized response. Yes/no designs, multi-select and compliance designs: no."""
     if isinstance(mechanism, (GroupedMechanism, UnaryMechanism)):
         return False

@@ -12,15 +12,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from .errors import DesignNotSupported, PoolingError
-from .estimation import nothing_to_estimate
-from .loaded import LoadedSurvey
+from .loaded import LoadedSurvey, nothing_to_estimate
 from .results import EstimateResult
 
 
 @dataclass(frozen=True)
 class NoEstimate:
     """Why a question has no estimate: ``pooled`` when the pooled versions randomize it differently (the
-    `PoolingError`'s words), else it has nothing to estimate from yet (`estimation.nothing_to_estimate`'s)."""
+    `PoolingError`'s words), else it has nothing to estimate from yet (`loaded.nothing_to_estimate`'s)."""
 
     question_id: str
     reason: str

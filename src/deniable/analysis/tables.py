@@ -11,17 +11,17 @@ import pandas as pd
 from deniable.client.exact import csv_row
 from deniable.client.reports import WAVES
 
-from .estimation import nothing_to_estimate
 from .groups import subgroup_frame, subgroups
-from .loaded import LoadedSurvey
+from .loaded import LoadedSurvey, nothing_to_estimate
 from .sweep import each_question, estimate_with_design
+from .waves import compare_waves
 
 
 @dataclass
 class EstimateTable:
     """``frame``: one row per question and answer (per group with ``by``); ``texts``: each question's
     summary as text; ``refused``: why a question could not be pooled (the others still are); ``empty``: the questions
-    with nothing to estimate yet, each with why (`estimation.nothing_to_estimate`)."""
+    with nothing to estimate yet, each with why (`loaded.nothing_to_estimate`)."""
 
     frame: pd.DataFrame
     texts: list = field(default_factory=list)
@@ -58,8 +58,6 @@ def _csv_cell(cell):
 def _wave_change(data: LoadedSurvey, question_id: str, level: float, waves: list, design=None) -> str:
     """The change between the last two of ``waves`` (those with something to estimate), in words
     (`waves.compare_waves`)."""
-    from .waves import compare_waves
-
     before, after = waves[-2:]
     change = compare_waves(data, question_id, before, after, level=level, design=design)
     what = "mean" if change.answer == "mean" else f"share of {change.answer!r}"

@@ -19,8 +19,10 @@ import numpy as np
 from deniable.client.reports import WAVES
 
 from .errors import AnalysisError
+from .from_counts import estimate_counts
 from .groups import Comparison, compare, subgroups
 from .results import MeanEstimate
+from .weighted import rounded_counts
 
 CONSERVATIVE = ("the standard error treats the waves as independent samples; when the same people answer both, "
                 "memoization makes their reports positively correlated, so the true error is smaller and this "
@@ -63,9 +65,6 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     correlation between the waves is at most Σ_w (n_w/N)·SE_w (Cauchy-Schwarz; the reports link no one's waves, so the
     correlation cannot be estimated): that bound is the SE shown, and the intervals are the usual ones at the
     effective n that widens them by the same factor."""
-    from .estimation import _estimate
-    from .weighted import rounded_counts
-
     waves = by_wave(loaded, question_id, level, method)
     if len(waves) < 2:
         return pooled
@@ -77,7 +76,7 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     factor = max(float(ratios.max()) if len(ratios) else 1.0, 1.0)
     counts = np.asarray(pooled.counts)
     effective = rounded_counts(counts / counts.sum(), counts.sum() / factor**2)
-    wide = _estimate(pooled.mechanism, effective, level, method, question_id, simultaneous, scores=pooled.scores)
+    wide = estimate_counts(pooled.mechanism, effective, level, method, question_id, simultaneous, scores=pooled.scores)
     table = pooled.table.copy()
     table["se"], table["unbiased_se"] = bound["se"], bound["unbiased_se"]
     table["ci_low"] = np.minimum(wide.table["ci_low"].to_numpy(), table["estimate"].to_numpy())

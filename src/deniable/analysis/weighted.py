@@ -21,19 +21,20 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.mechanisms import UnaryMechanism
 
 from . import channels, compliance, distributions, likelihood
+from . import estimators as est
 from .counting import key, report_positions
 from .errors import AnalysisError, DesignNotSupported
+from .from_counts import binary_share, estimate_counts
+from .planning import scores
 from .results import MeanEstimate
 from .sampling import SampleDesign, design_effect, fit_jacobian
+from .splitballot import ASSUMPTION
 
 
 def design_estimate(loaded, question_id: str, design: SampleDesign, level: float = 0.95, method: str | None = None,
                     simultaneous: bool = False, by: str | None = None, group=None):
     """``question_id``'s design-based estimate (among the respondents with ``by`` = ``group``: a domain, whose
     standard error is the domain's, every PSU kept)."""
-    from .estimation import _estimate
-    from .planning import scores
-
     if isinstance(loaded.question(question_id).mechanism, UnaryMechanism):
         return _design_multi_select(loaded, question_id, design, level, method, simultaneous, by, group)
     question, mechanism, frame, sample, positions = _prepared(loaded, question_id, design, by)
@@ -48,7 +49,7 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     effective_n = max(n / deff * (z / t) ** 2, 1.0)
     question_scores = scores(question)
     counts = rounded_counts(lam, effective_n)
-    spread = _estimate(mechanism, counts, level, method, question_id, simultaneous, scores=question_scores)
+    spread = estimate_counts(mechanism, counts, level, method, question_id, simultaneous, scores=question_scores)
 
     grouped = isinstance(mechanism, GroupedMechanism)
     q = compliance.class_matrix(mechanism) if grouped else channels.channel_matrix(mechanism)
@@ -123,8 +124,6 @@ def _design_split_ballot(question, values, sample, positions, domain, lam, along
     """A split ballot's comparison (`splitballot.comparison`'s rows) with the design: the direct arm's weighted share
     of "yes", the randomized arm's design-based "yes" (its influence ``along`` the fit's derivative, per report), and
     their difference, whose variance is that of the difference of the two arms' influences summed within PSUs."""
-    from .splitballot import ASSUMPTION
-
     split = question.split_ballot
     arms = [None if _missing(v) else split.unwrap(v) for v in values]
     direct = np.array([a is not None and a[0] == "direct" for a in arms]) & (domain if domain is not None else True)
@@ -169,9 +168,6 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
     """A multi-select question's design-based estimate: each option is a yes/no question of its own (whether the
     randomized report holds it), through the option's bit channel; its share the certified maximum of the weighted
     pseudo-likelihood, its SE the linearization, its interval the usual one at the option's effective n."""
-    from . import estimators as est
-    from .estimation import _binary_share, _estimate
-
     question = loaded.question(question_id)
     mechanism = question.mechanism
     if question.split_ballot is not None:
@@ -198,8 +194,8 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
         deff = design_effect(lam, lam_covariance, n)
         effective = max(n / deff * ratio, 1.0)
         k, rest = rounded_counts(lam, effective)
-        _, spread_se, (low, high), _, _, _ = _binary_share(channel, int(k), int(k + rest), each,
-                                                           method or est.DEFAULT_BINARY_METHOD)
+        _, spread_se, (low, high), _, _, _ = binary_share(channel, int(k), int(k + rest), each,
+                                                          method or est.DEFAULT_BINARY_METHOD)
         se = float(np.sqrt(max((jacobian @ lam_covariance @ jacobian.T)[0, 0], 0.0)))
         if theta[0] <= 1e-12 or theta[0] >= 1 - 1e-12:  # on the boundary the linearization is zero
             se = spread_se
@@ -216,8 +212,8 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
         raw = np.zeros(0, dtype=np.int64)
     deff = float(np.mean(effects))
     # The fit test and the other checks of the plain estimate, at the effective n (Rao and Scott's first order).
-    plain = _estimate(mechanism, rounded_counts(raw / raw.sum(), raw.sum() / deff), level, method, question_id,
-                      simultaneous) if len(raw) and raw.sum() else None
+    plain = estimate_counts(mechanism, rounded_counts(raw / raw.sum(), raw.sum() / deff), level, method, question_id,
+                            simultaneous) if len(raw) and raw.sum() else None
     table = pd.DataFrame(rows, columns=["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"],
                          index=pd.Index(mechanism.options, name="option"))
     notes = ["each row is the share selecting that option (options are not exclusive)",
