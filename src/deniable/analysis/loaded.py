@@ -18,6 +18,7 @@ from deniable.client.versions import label as version_label
 
 from .counting import key as _key
 from .errors import LoadError, PoolingError
+from .results import EstimateResult
 
 #: How a split ballot's direct-arm counts are keyed among a question's counts: (DIRECT, answer).
 DIRECT = "direct"
@@ -269,7 +270,7 @@ class LoadedSurvey:
 
     def estimate(self, question_id: str, level: float = 0.95, method: str | None = None, simultaneous: bool = False,
                  language: str | None = None, design=None):
-        from .estimation import estimate
+        from .estimation import estimate  # a front door: estimation reads LoadedSurvey
 
         return estimate(self, question_id, level=level, method=method, simultaneous=simultaneous, language=language,
                         design=design)
@@ -277,21 +278,20 @@ class LoadedSurvey:
     def by_wave(self, question_id: str, level: float = 0.95, method: str | None = None, design=None) -> dict:
         """{wave label: EstimateResult} of a repeated survey's question, wave by wave (`analysis.waves`); with a
         ``design``, each wave a domain of the sample."""
-        from .waves import by_wave
+        from .waves import by_wave  # a front door: waves reads LoadedSurvey
 
         return by_wave(self, question_id, level, method, design)
 
     def compare_waves(self, question_id: str, first: str, second: str, answer=None, level: float = 0.95,
                       design=None):
         """The change of an answer's share (or a mean) from wave ``first`` to wave ``second`` (`analysis.waves`)."""
-        from .waves import compare_waves
+        from .waves import compare_waves  # a front door: waves reads LoadedSurvey
 
         return compare_waves(self, question_id, first, second, answer, level, design)
 
     def estimate_all(self, level: float = 0.95, simultaneous: bool = False, language: str | None = None) -> dict:
         """Every question with something to estimate (each on its own n: skip logic asks some of some respondents
         only; `nothing_to_estimate` says why the others have no estimate)."""
-        from .results import EstimateResult
         from .sweep import each_estimate  # sweep reads LoadedSurvey: imported when called
 
         return {qid: result for qid, result in each_estimate(self, self.survey.questions, level=level,

@@ -18,12 +18,14 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from deniable import storage
 from deniable.client import Survey
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.exact import canonical_json, from_spreadsheet
 from deniable.client.reports import WAVE_COLUMN, WAVES, arm_column, direct_column, group_column, option_column
 from deniable.client.splitballot import SplitBallot
 from deniable.client.versions import VersionError, resolve_version
+from deniable.storage import StorageError, resolve_database
 
 from .counting import count_reports
 from .counting import key as _key
@@ -81,7 +83,6 @@ def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=
     if url is not None:
         _without_flags(leave_out_flagged)
         return _from_server(url, survey_id, token, **chosen)
-    from deniable.storage import StorageError, resolve_database
 
     try:
         db = resolve_database(db, default=None)
@@ -151,7 +152,6 @@ def _from_store(url: str, survey_id, leave_out_flagged: bool = False, **chosen) 
     reports table for per-response frames. Nothing is migrated or written."""
     if survey_id is None:
         raise LoadError("survey_id: required with db=", "survey_id")
-    from deniable import storage
 
     try:
         store = storage.Store(url, read_only=True)
@@ -162,16 +162,12 @@ def _from_store(url: str, survey_id, leave_out_flagged: bool = False, **chosen) 
 
 
 def _where(store, url: str | None = None) -> str:
-    from deniable import storage
-
     url = store.url if store is not None else url
     return storage.describe_database(url) if storage.is_postgres(url) else storage.sqlite_path(url)
 
 
 def _read_store(store, survey_id, owned: bool, leave_out_flagged: bool = False, **chosen) -> LoadedSurvey:
     """The versions asked for, read through an open store; ``owned``: the loaded survey closes it (`close`)."""
-    from deniable import storage
-
     if survey_id is None:
         raise LoadError("survey_id: required with db= or store=", "survey_id")
     where = _where(store)

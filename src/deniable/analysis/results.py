@@ -16,10 +16,12 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism
 
+from . import calibration, channels, likelihood, spread
 from . import estimators as est
-from . import likelihood
+from .splitballot import comparison_lines
 
 #: Columns of every estimate table, in order.
 COLUMNS = ["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"]
@@ -169,10 +171,6 @@ class EstimateResult:
         range's share with its SE (from ``covariance``) and its profile-likelihood interval at ``level``, the
         interval of the sum of those values' shares. Where one value's share is uninformative, a range of them
         may not be. Indexed by the range ("0–5"); numbers only."""
-        from deniable.client.laplace import LaplaceMechanism
-
-        from . import channels
-
         if not isinstance(self.mechanism, LaplaceMechanism):
             raise ValueError("binned(): only number questions have a grid of values to bin")
         if not (isinstance(bins, int) and bins >= 1):
@@ -180,7 +178,6 @@ class EstimateResult:
         values = np.array(self.mechanism.answers, dtype=float)
         pi = self.table["estimate"].to_numpy()
         q = channels.channel_matrix(self.mechanism)
-        from . import calibration, spread
 
         calibrated = None
         if spread.needs_bootstrap(self.mechanism) and not calibration.is_interior(q, pi, self.n):
@@ -218,7 +215,7 @@ class EstimateResult:
     def plot(self, ax=None):
         """Estimates with interval bars (matplotlib, imported only here). Returns the axes."""
         try:
-            import matplotlib.pyplot as plt
+            import matplotlib.pyplot as plt  # 0.4 s, for a plot only
         except ImportError:  # pragma: no cover
             raise ImportError("plot() needs matplotlib: pip install matplotlib") from None
         if ax is None:
@@ -277,8 +274,6 @@ class Summary:
             lines.append(r.fit.describe()[0].upper() + r.fit.describe()[1:])
         lines += [f"Note: {note}" for note in r.notes]
         if r.split_ballot is not None:
-            from .splitballot import comparison_lines
-
             lines += comparison_lines(r.split_ballot, r.design)
         return lines
 

@@ -89,7 +89,7 @@ def load_yaml(text: str):
     PyYAML's YAML 1.1 rules would turn ``{yes: 1/4, no: 1/4}`` into boolean keys.
     """
     try:
-        from ruamel.yaml import YAML
+        from ruamel.yaml import YAML  # an optional extra: the client needs only the standard library
         from ruamel.yaml.error import YAMLError
     except ImportError:  # the client itself needs only the standard library
         raise SpecError("reading YAML specs needs ruamel.yaml: pip install 'deniable[yaml]' (or use JSON)") from None
@@ -121,7 +121,7 @@ def _check_expansion(events):
     """Count what the document holds with every alias expanded, from the parser's events, before anything is built:
     an alias bomb ("billion laughs": a 562-byte spec took 31 s and 377 MB, and grew a server's worker past 590 MiB)
     is refused at its first alias past the limit."""
-    from ruamel.yaml import events as kinds
+    from ruamel.yaml import events as kinds  # loaded with the YAML parser that called this
 
     sizes: dict = {}  # anchor -> values under it
     open_collections: list = []  # [anchor, values so far] of each collection being read

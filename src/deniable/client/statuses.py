@@ -8,6 +8,9 @@ judged by its class: 5xx retry later, any other 4xx refused for good.
 
 from __future__ import annotations
 
+import email.utils
+import time
+
 #: status, the error body's field (None: any), the kind a client tells apart, whether to send again later, meaning
 STATUS_TABLE = (
     (200, None, "stored", False, "stored before: a retry of a response the server already has (created false)"),
@@ -62,8 +65,6 @@ def retry_after_seconds(value) -> float | None:
     text = str(value).strip()
     if text.isdigit():
         return float(text)
-    import email.utils
-    import time
 
     try:
         when = email.utils.parsedate_to_datetime(text)

@@ -348,7 +348,7 @@ class Survey:
     @classmethod
     def from_xlsform(cls, path) -> "Survey":
         """Read an XLSForm (.xlsx), through openpyxl (the xlsform extra), imported only here."""
-        from .xlsform import read_xlsform
+        from .xlsform_reader import read_xlsform  # it builds a Survey to check the form: a circle at the top
 
         return cls(read_xlsform(path))
 

@@ -7,6 +7,7 @@ a read: a response names the full hash it was randomized under, never a prefix.
 
 from __future__ import annotations
 
+from . import skiplogic
 from .errors import DeniableError
 
 #: The shortest hash prefix accepted (shorter ones would match by accident).
@@ -101,8 +102,6 @@ def channel_difference(first, second, question_id: str) -> str | None:
         return f"the randomization probabilities changed ({_params(m)} to {_params(n)})"
     before, after = first.condition(question_id), second.condition(question_id)
     if before != after:
-        from . import skiplogic
-
         def whom(condition):
             return "everyone" if condition is None else f"respondents with {skiplogic.to_text(condition)}"
 

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 from . import skiplogic
+from .catalogue import messages
+from .errors import SpecError
 from .exact import canonical_json
 from .survey import Survey
+from .xlsform_reader import read_xlsform
 
 #: Question fields that are mappings, written as JSON text in a column of their own (read back by `read_xlsform`).
 STRUCTURED_COLUMNS = ("split_ballot", "control")
@@ -12,7 +19,7 @@ STRUCTURED_COLUMNS = ("split_ballot", "control")
 
 def write_xlsform(survey: Survey, path) -> None:
     """Write `survey` as an XLSForm that `read_xlsform` reads back to the same spec hash."""
-    from openpyxl import Workbook
+    from openpyxl import Workbook  # the xlsform extra's, and 150 ms: imported when a form is written
 
     codes = survey.languages.codes if survey.languages.declared else []
     suffixes = [f"::{code}" for code in codes] or [""]
@@ -97,8 +104,6 @@ def write_xlsform(survey: Survey, path) -> None:
                 elif qtype == "yes_no":
                     row["type"] = "select_one yes_no"
                     if not yes_no_written:
-                        from .catalogue import messages
-
                         for value in ("yes", "no"):
                             labels = [messages(code)[value] for code in codes] or [messages(None)[value]]
                             choices.append(("yes_no", value, *labels))
@@ -159,10 +164,6 @@ def write_xlsform(survey: Survey, path) -> None:
     settings_sheet = book.create_sheet("settings")
     settings_sheet.append(list(settings))
     settings_sheet.append(list(settings.values()))
-    import os
-    import shutil
-    import tempfile
-
     with tempfile.TemporaryDirectory() as folder:
         draft = os.path.join(folder, "form.xlsx")
         book.save(draft)
@@ -173,9 +174,6 @@ def write_xlsform(survey: Survey, path) -> None:
 def _check_round_trip(survey: Survey, path) -> None:
     """Read the form back: a survey it would carry changed (a field no column holds) is refused, before anything is
     written where it was asked, with the first difference named; never a form that silently drops part of a design."""
-    from .errors import SpecError
-    from .xlsform import read_xlsform
-
     try:
         back = read_xlsform(path)
         back = back if isinstance(back, Survey) else Survey.from_dict(back)

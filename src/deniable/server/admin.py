@@ -14,8 +14,11 @@ import time
 from flask import Blueprint, abort, current_app, g, redirect, render_template, request, url_for
 
 from deniable import storage
+from deniable.client import SpecError, Survey
 from deniable.client.errors import DeniableError
+from deniable.client.specfile import MAX_SPEC_BYTES
 
+from .api import export_response
 from .auth import (
     LOGIN_COOKIE,
     SESSION_COOKIE,
@@ -29,6 +32,7 @@ from .auth import (
 )
 from .background import finish_later, pending
 from .db import get_store
+from .exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord
 
 blueprint = Blueprint("admin", __name__, url_prefix="/admin")
 
@@ -122,8 +126,6 @@ def _dashboard(problem: str | None = None, spec: str = "", confirm: tuple[str, .
 def add_survey():
     """A new survey, or a new version of one, from a spec pasted or uploaded (YAML or JSON)."""
     session = current_session()
-    from deniable.client import SpecError, Survey
-    from deniable.client.specfile import MAX_SPEC_BYTES
 
     upload = request.files.get("spec_file")
     text = request.form.get("spec", "")
@@ -184,8 +186,6 @@ def export_download(survey_id, fmt, number=None):
     """One version's reports (CSV, JSON lines, SPSS, Stata) or its codebook, or every version's in one file
     (no number), as the API serves them."""
     session = current_session()
-    from .api import export_response
-    from .exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord
 
     if fmt not in EXPORT_FORMATS:
         abort(404)
@@ -202,6 +202,7 @@ def export_download(survey_id, fmt, number=None):
 @signed_in
 def estimates_download(survey_id, fmt, number=None):
     """The estimates on the page as the CLI prints them (`deniable estimate --format csv|json`)."""
+    # pandas and scipy (0.5 s) load on the first estimate, not when a worker starts
     from deniable.analysis import SampleDesign, estimate_table, load
 
     if fmt not in ("csv", "json"):

@@ -10,6 +10,7 @@ import logging
 import os
 import queue
 import threading
+import time
 
 #: Jobs waiting or running at once in a process; more are not queued (the page says so and asks again later).
 MAX_JOBS = 4
@@ -61,8 +62,6 @@ def pending(key) -> bool:
 def wait_until_idle(timeout: float = 300.0) -> bool:
     """Wait until this process has no job waiting or running (tests, and a process about to stop); False if some
     remained after ``timeout`` seconds."""
-    import time
-
     waited = time.monotonic()
     while True:
         with _lock:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import collections
 import threading
 
-from deniable.analysis import deadline
+from deniable.analysis import AnalysisError, deadline
 from deniable.analysis.deadline import OutOfTime
+from deniable.analysis.groups import default_answer
 from deniable.analysis.planning import UNINFORMATIVE_MARGIN
+from deniable.analysis.splitballot import ASSUMPTION
 from deniable.analysis.sweep import NoEstimate, each_estimate
 from deniable.client.errors import DeniableError
 from deniable.client.laplace import LaplaceMechanism
@@ -109,8 +111,6 @@ def _chart(data, qid, design) -> dict:
         # ranges of values, the per-value bars one click away.
         chart.update(bins=bars(result.binned()), widest=widest)
     if result.split_ballot is not None:
-        from deniable.analysis.splitballot import ASSUMPTION
-
         chart["split_ballot"] = {"rows": result.split_ballot.reset_index().to_dict("records"),
                                  "assumption": ASSUMPTION}
     if data.repeated and data.waves:
@@ -140,9 +140,6 @@ PLOT_LEFT, PLOT_WIDTH, ROW_HEIGHT = 6, 328, 44
 def wave_rows(data, question_id: str) -> dict:
     """One question wave by wave (the share of "yes", of the first answer, or the mean) and the change
     between the last two waves: the figures `LoadedSurvey.by_wave` and `compare_waves` give."""
-    from deniable.analysis import AnalysisError
-    from deniable.analysis.groups import default_answer
-
     try:
         results = data.by_wave(question_id)
     except AnalysisError as error:

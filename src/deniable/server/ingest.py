@@ -19,12 +19,15 @@ import re
 import time
 from urllib.parse import parse_qsl
 
+from limits import parse
+from limits.storage import MemoryStorage
+from limits.strategies import FixedWindowRateLimiter
 from werkzeug.exceptions import BadRequest, HTTPException, InternalServerError, MethodNotAllowed
 from werkzeug.http import HTTP_STATUS_CODES
 
 from deniable.client.errors import DeniableError
 
-from . import api
+from . import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, api
 
 #: The endpoint's name in `RATE_LIMITS` (the Flask route it replaced was ``api.post_response``).
 ENDPOINT = "api.post_response"
@@ -37,18 +40,12 @@ class SingleResponses:
     """The WSGI layer: ``app.wsgi_app = SingleResponses(app, app.wsgi_app)``."""
 
     def __init__(self, app, flask_wsgi):
-        from . import CONTENT_SECURITY_POLICY, SECURITY_HEADERS
-
         self.app = app
         self.flask_wsgi = flask_wsgi
         self.limit_bytes = app.config["MAX_RESPONSE_BYTES"]
         self.headers = [("Content-Security-Policy", CONTENT_SECURITY_POLICY), *SECURITY_HEADERS, ("Cache-Control", "no-store")]
         self.rate = None
         if app.config["RATELIMIT_ENABLED"] and ENDPOINT in app.config["RATE_LIMITS"]:
-            from limits import parse
-            from limits.storage import MemoryStorage
-            from limits.strategies import FixedWindowRateLimiter
-
             # Flask-Limiter's defaults: a fixed window, in memory, per address (never written anywhere else).
             self.rate = parse(app.config["RATE_LIMITS"][ENDPOINT])
             self.limiter = FixedWindowRateLimiter(MemoryStorage())

@@ -17,7 +17,7 @@ def main():
     for variable in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(variable, "1")
     try:
-        from deniable.server.cli import main as command
+        from deniable.server.cli import main as command  # after the BLAS setting above; a missing extra said in words
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] == "deniable":
             raise

@@ -52,7 +52,7 @@ class Accounts(Part):
 
     def add_admin(self, name: str, password: str):
         """A named admin account; the password is kept only as a salted scrypt hash (werkzeug)."""
-        from werkzeug.security import generate_password_hash
+        from werkzeug.security import generate_password_hash  # 70 ms off the commands that never touch a password
 
         if not isinstance(name, str) or not ADMIN_NAME.fullmatch(name):
             raise Invalid("name: 1 to 64 letters, digits or _ . @ -", "name")
@@ -76,7 +76,7 @@ class Accounts(Part):
         `SIGN_IN_FAILURES` in a row are ever checked; the last of them, if wrong, locks the account for
         `SIGN_IN_LOCK` (in the database, so for every server process). Every name costs one password hash,
         known or unknown, locked or not, so the time of an answer says nothing about which names exist."""
-        from werkzeug.security import check_password_hash
+        from werkzeug.security import check_password_hash  # 70 ms off the commands that never touch a password
 
         now = utc_now()
         # fetchall: the statement must finish (and SQLite's write lock go) before the slow hash below

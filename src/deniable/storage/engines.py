@@ -21,6 +21,8 @@ try:
 except ImportError:  # Windows: SQLite's own busy wait alone
     fcntl = None
 
+import time
+
 from .errors import DiskFull, NotFound, StorageError, Unavailable
 
 
@@ -47,8 +49,6 @@ LAST_FAILURE: dict = {}
 def refusal(error) -> StorageError | None:
     """What a failure of the database itself (not of the request) means for whoever sent the request:
     a full disk (507) or a read-only database (503), each saying nothing was stored. None otherwise."""
-    import time
-
     text, name = str(error).lower(), error.__class__.__name__
     if "disk is full" in text or "no space left" in text or name == "DiskFull":
         refused = DiskFull("the server's disk is full: nothing was stored; send it again later", "db")
@@ -292,9 +292,7 @@ _DOWN: dict = {}  # url -> monotonic time until which it is taken as down
 
 def _server_answers(url: str) -> bool:
     """Whether the server accepts a connection now (at most a second to find out), remembered briefly when not."""
-    import time
-
-    import psycopg
+    import psycopg  # the postgresql extra: only for a PostgreSQL URL
 
     if _DOWN.get(url, 0) > time.monotonic():
         return False
@@ -342,13 +340,13 @@ def _renew_pool(url: str, old):
 
 def _pool(url: str):
     """One pool per database URL and per process (a pool made before a fork is not reused)."""
-    from psycopg_pool import ConnectionPool
+    from psycopg_pool import ConnectionPool  # the postgresql extra: only for a PostgreSQL URL
 
     key = (url, os.getpid())
     if key not in _POOLS:
         # One direct connection first: an unreachable or misnamed database fails at once with
         # PostgreSQL's own message, where the pool would retry quietly until its timeout.
-        import psycopg
+        import psycopg  # the postgresql extra: only for a PostgreSQL URL
 
         try:
             psycopg.connect(url, connect_timeout=10).close()
@@ -380,7 +378,7 @@ class PostgresEngine:
 
     def __init__(self, url: str, read_only: bool = False):
         try:
-            from psycopg import RawCursor, RawServerCursor
+            from psycopg import RawCursor, RawServerCursor  # the postgresql extra: only for a PostgreSQL URL
         except ImportError:
             raise StorageError("PostgreSQL needs psycopg: pip install 'deniable[postgresql]'") from None
         self.cursor, self.server_cursor = RawCursor, RawServerCursor  # `$n` placeholders: `_sql`
@@ -469,7 +467,7 @@ class PostgresEngine:
 
     @property
     def in_transaction(self) -> bool:
-        from psycopg.pq import TransactionStatus
+        from psycopg.pq import TransactionStatus  # the postgresql extra: only for a PostgreSQL URL
 
         return self.connection.info.transaction_status != TransactionStatus.IDLE
 
@@ -581,7 +579,7 @@ RETRIES = 4
 def _transient() -> tuple:
     """PostgreSQL's deadlock and serialization failures (psycopg is imported only when needed)."""
     try:
-        from psycopg import errors
+        from psycopg import errors  # the postgresql extra: only for a PostgreSQL URL
     except ImportError:
         return ()
     return errors.DeadlockDetected, errors.SerializationFailure

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .tokens import SLOTS_PER_ROW, with_spent
+
 SCHEMA_VERSION = 15
 
 
@@ -154,8 +156,6 @@ def migrate_to_8(engine):
     that update shared its transaction id (``xmin``) with the response it stored, and so joined the two. The tokens
     table is written anew (one slot per token, in token-hash order, which is random), so no row keeps the ``xmin``
     or the place that its use gave it; the old table's file is removed when the migration commits."""
-    from .tokens import SLOTS_PER_ROW, with_spent
-
     tail = engine.without_rowid()
     engine.execute(f"CREATE TABLE tokens_by_slot (token_hash TEXT PRIMARY KEY, survey_id TEXT, issued_on TEXT, "
                    f"slot INTEGER NOT NULL){tail}")

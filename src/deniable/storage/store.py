@@ -6,6 +6,7 @@ the engine, brings the schema up to date, and runs transactions."""
 from __future__ import annotations
 
 import functools
+import time
 
 from .accounts import Accounts
 from .contacts import Contacts
@@ -121,8 +122,6 @@ class Store:
     def healthy(self) -> dict:
         """For load balancers: the engine answers, the schema is the one this code expects, and no write
         failed on a full disk or a read-only database in the last minute (in this process)."""
-        import time
-
         version = self.schema_version()
         health = {"database": self.engine.dialect, "schema_version": version, "expected_schema_version": SCHEMA_VERSION,
                   "ok": version == SCHEMA_VERSION}

@@ -5,6 +5,7 @@ log names (`cli_actor`). Files are `files`'."""
 from __future__ import annotations
 
 import getpass
+import os
 
 import click
 
@@ -45,8 +46,6 @@ def open_store(db_path: str, read_only: bool = False, must_exist: bool = True) -
     """The database of a command. Commands that only read open it read-only; every command but
     those that set a deployment up (init-db, survey add, serve, demo, admin add) needs it to exist,
     so a mistyped --db never leaves an empty database behind."""
-    import os
-
     if must_exist and not storage.is_postgres(db_path) and not os.path.isfile(storage.sqlite_path(db_path)):
         raise click.ClickException(f"{db_path}: no such database file (create one with `deniable init-db --db {db_path}` "
                                    "or `deniable survey add`)")

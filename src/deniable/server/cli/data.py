@@ -9,7 +9,9 @@ from pathlib import Path
 import click
 
 from deniable import storage
+from deniable.client.reports import WAVES
 
+from ..exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord, describe_version, export_rows
 from .common import cli_actor, db_option, open_store
 from .files import atomic_write, read_frame, write_chunks
 
@@ -67,8 +69,6 @@ def tokens(survey_id, count, frame_file, min_cell, db_path, base_url):
 def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
     """Export the stored reports of a survey version (or of all of them). Private columns hold randomized
     reports: analyse them with `deniable estimate`, not by tabulating them."""
-    from ..exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord, describe_version, export_rows
-
     export = EXPORT_FORMATS[fmt]
     if export.binary and not output:
         raise click.UsageError(f"--format {fmt} writes a binary file: give --output FILE.{fmt}")
@@ -98,8 +98,6 @@ def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
 def _audit_export(db_path, record, fmt: str):
     """The export's line in the audit log, as the dashboard and the API write theirs. The export itself only
     reads; a database that cannot take the line (read-only, a replica) is said, not fatal."""
-    from ..exports import describe_version
-
     try:
         with open_store(db_path) as store:
             store.audit(cli_actor(), "responses exported", record.id, f"{describe_version(record)}, {fmt}")
@@ -148,22 +146,20 @@ def flagged_note(data) -> str | None:
 def estimate_command(survey_id, db_path, url, token, by, by_wave, questions, level, simultaneous, fmt, language, version,
                      spec_hash, all_versions, design_choice, leave_out_flagged):
     """Debiased estimates with standard errors and confidence intervals for every question."""
-    from deniable.analysis import estimate_table, load
+    from deniable.analysis import estimate_table, load  # pandas and scipy (0.5 s): only the commands that estimate
 
     if sum(map(bool, (version, spec_hash, all_versions))) > 1:
         raise click.UsageError("give one of --version, --spec-hash and --all-versions")
     if by and by_wave:
         raise click.UsageError("give --by QUESTION or --by-wave, not both")
     if by_wave:
-        from deniable.client.reports import WAVES
-
         by = WAVES
     if leave_out_flagged and url:
         raise click.UsageError("--leave-out-flagged reads the database (--db): a server's counts do not carry the flags")
     chosen = {"version": version, "spec_hash": spec_hash, "all_versions": all_versions}
     data = load(url=url, survey_id=survey_id, token=token, **chosen) if url else \
         load(db=db_path, survey_id=survey_id, leave_out_flagged=leave_out_flagged, **chosen)
-    from deniable.analysis import SampleDesign
+    from deniable.analysis import SampleDesign  # pandas and scipy (0.5 s): only the commands that estimate
 
     design = SampleDesign.of(data.survey) if design_choice == "spec" else None
     table = estimate_table(data, questions, by, level, simultaneous, language, design=design)

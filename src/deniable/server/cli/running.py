@@ -3,17 +3,22 @@ the database's schema."""
 
 from __future__ import annotations
 
+import errno
+import os
+import socket
+
 import click
 
 from deniable import storage
 
+from .. import create_app
+from ..demo import demo_survey
+from ..demo import simulate as simulate_respondents
 from .common import db_option, open_store
 
 
 def _announce_admin(store: storage.Store, base_url: str, rotate: bool = False):
-    import os
-
-    from ..auth import ensure_admin_token, rotate_admin_token
+    from ..auth import ensure_admin_token, rotate_admin_token  # Flask (0.2 s): only the commands that serve
 
     # The sign-in page, never a link carrying the token: URLs end up in histories and proxy logs.
     click.echo(f"Admin sign-in: {base_url}/admin/login (an account from `deniable admin add NAME`, or the admin token)")
@@ -29,9 +34,6 @@ def _announce_admin(store: storage.Store, base_url: str, rotate: bool = False):
 
 def _check_port(host: str, port: int):
     """One line and a non-zero exit when the address is taken, before anything says "Serving"."""
-    import errno
-    import socket
-
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
         # As the servers do: connections of an earlier run in TIME_WAIT do not make the port busy.
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -53,11 +55,9 @@ def _address(host: str, port: int) -> str:
 def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1, config: dict | None = None):
     """waitress for one process; gunicorn (gthread workers, each building its own app and its
     own database pool after the fork) for several. No access log: it would hold addresses."""
-    from .. import create_app
-
     if workers > 1:
         try:
-            from gunicorn.app.base import BaseApplication
+            from gunicorn.app.base import BaseApplication  # the server that runs, only
         except ImportError:  # Windows, or gunicorn not installed: one process with more threads
             click.echo(f"gunicorn is not available: serving {workers * threads} threads in one process instead", err=True)
             threads, workers = workers * threads, 1
@@ -75,7 +75,7 @@ def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1, c
 
             _Gunicorn().run()
             return
-    import waitress
+    import waitress  # the server that runs, only
 
     app = create_app({"DATABASE": db_path, **(config or {})})
     waitress.serve(app, host=host, port=port, threads=threads, ident="deniable", clear_untrusted_proxy_headers=True)
@@ -114,9 +114,6 @@ def serve(db_path, host, port, threads, workers, rate_limits, proxy_hops):
 @click.option("--no-serve", is_flag=True, help="Set up (and simulate) only; do not start the server.")
 def demo(db_path, host, port, simulate, no_serve):
     """Start the server with the demo survey (the seed's tax-dodging coin flip and one question of each type)."""
-    from ..demo import demo_survey
-    from ..demo import simulate as simulate_respondents
-
     if not no_serve:
         _check_port(host, port)
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import click
 
-from deniable.client import Survey
+from deniable.client import Survey, catalogue
 from deniable.client.errors import DeniableError
 from deniable.client.privacy import DEFAULT_PRIOR
+from deniable.client.questions import _LANGUAGE
+from deniable.client.xlsform import read_xlsform, write_xlsform
 
 from .common import cli_actor, db_option, load_spec_file, open_store
 from .files import atomic_write
@@ -88,9 +91,6 @@ def check(spec_file, prior, as_json, planned, planning, asked, compare, plan_sec
 def words(language):
     """Print the respondent pages' words in LANGUAGE (default: en) as a page_words block to paste into a spec and
     translate or adjust; a word LANGUAGE has no shipped text for is given in English and marked."""
-    from deniable.client import catalogue
-    from deniable.client.questions import _LANGUAGE
-
     if not _LANGUAGE.fullmatch(language):
         raise click.BadParameter(f"{language!r} is not a language code such as fr or pt-BR", param_hint="LANGUAGE")
     table, english = catalogue.messages(language), set(catalogue.fallbacks(language))
@@ -123,7 +123,7 @@ def _plans(survey: Survey, planned: int, asked: dict | None = None, seconds: flo
     """Planning figures per private question, within ``seconds`` (default `PLANNING_SECONDS`; None without the
     analysis extra, which has numpy)."""
     try:
-        from deniable.analysis.errors import AnalysisError
+        from deniable.analysis.errors import AnalysisError  # numpy: `survey check --no-plan` validates without it
         from deniable.analysis.planning import PLANNING_SECONDS, plan
     except ImportError:
         return None
@@ -135,7 +135,7 @@ def _plans(survey: Survey, planned: int, asked: dict | None = None, seconds: flo
 
 def _echo_comparison(survey: Survey, planned: int):
     try:
-        from deniable.analysis.planning import compare_yes_no_designs
+        from deniable.analysis.planning import compare_yes_no_designs  # numpy: only when asked
     except ImportError:
         click.echo("\n(Comparing designs needs the analysis extra: pip install 'deniable[analysis]')")
         return
@@ -150,7 +150,7 @@ def _echo_plans(plans):
     if plans is None:
         click.echo("\n(Precision at a planned sample size needs the analysis extra: pip install 'deniable[analysis]')")
         return
-    from deniable.analysis.planning import describe_plan
+    from deniable.analysis.planning import describe_plan  # numpy: only when asked
 
     click.echo("\n" + describe_plan(plans))
 
@@ -165,8 +165,6 @@ def _json_float(value):
               help="Write the spec here (.yaml or .json); default: YAML on standard output.")
 def survey_import(form, output):
     """Read an XLSForm (.xlsx) and write the deniable spec it describes; every problem of the form is listed at once."""
-    from deniable.client.xlsform import read_xlsform
-
     spec = read_xlsform(form)
     parsed = Survey(spec)
     _write_spec(parsed.to_dict(), output)
@@ -180,9 +178,7 @@ def _write_spec(spec: dict, output: str | None, as_json: bool = False):
     if as_json or (output and output.lower().endswith(".json")):
         text = json.dumps(spec, indent=2, ensure_ascii=False) + "\n"
     else:
-        import io
-
-        from ruamel.yaml import YAML
+        from ruamel.yaml import YAML  # YAML out only (25 ms off every other command)
 
         yaml = YAML(typ="safe", pure=True)
         yaml.default_flow_style = False
@@ -210,7 +206,6 @@ def survey_export(survey_id, db_path, fmt, output):
     if fmt == "xlsform":
         if not output:
             raise click.ClickException("--output FILE.xlsx is required for --format xlsform")
-        from deniable.client.xlsform import write_xlsform
 
         atomic_write(Path(output), lambda path: write_xlsform(record.survey, path))
         click.echo(f"Wrote {output} (survey {record.id!r}, hash {record.hash[:12]}).", err=True)
