@@ -153,3 +153,11 @@ def test_a_bad_order_setting_names_its_field(spec, field):
 if __name__ == "__main__":  # python -m tests.client.test_order: rewrite the shared cases
     CASES_FILE.write_text(json.dumps([_case(spec) for spec in SPECS], indent=1, ensure_ascii=False) + "\n",
                           encoding="utf-8")
+
+
+def test_the_randomness_source_is_named_rng_as_every_randomize_names_it():
+    survey = Survey.from_dict(BASE)
+    by_name = draw_order(survey, rng=Listed(words(7)))
+    assert by_name == draw_order(survey, Listed(words(7)))
+    with pytest.warns(DeprecationWarning, match="rng="):
+        assert draw_order(survey, source=Listed(words(7))) == by_name

@@ -18,6 +18,8 @@ random words (tests/vectors/order.json)."""
 
 from __future__ import annotations
 
+import warnings
+
 from .errors import SpecError
 from .randomness import default_source
 
@@ -89,11 +91,18 @@ def _shuffle(values: list, source) -> list:
     return values
 
 
-def draw_order(survey, source=None) -> dict:
+def draw_order(survey, rng=None, *, source=None) -> dict:
     """The order one respondent is asked in: ``sections`` (every section id, in the order shown), ``items`` (per
     randomized section, its item ids in order) and ``options`` (per shuffled question, its option values in order).
-    Drawn in that order, sections then each randomized section then each shuffled question, in spec order."""
-    source = source or default_source()
+    Drawn in that order, sections then each randomized section then each shuffled question, in spec order.
+
+    ``rng``: a randomness source (``randbelow``), as every ``randomize`` takes; the operating system's by default.
+    ``source=`` is its former name, still taken with a DeprecationWarning."""
+    if source is not None:
+        warnings.warn("draw_order(source=...) is now draw_order(rng=...), as every randomize() names it",
+                      DeprecationWarning, stacklevel=2)
+        rng = source if rng is None else rng
+    source = rng or default_source()
     ids = [section.id for section in survey.sections]
     places = [i for i, section_id in enumerate(ids) if section_id in survey.shuffled_sections]
     for place, section_id in zip(places, _shuffle([ids[i] for i in places], source)):

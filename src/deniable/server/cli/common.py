@@ -19,7 +19,7 @@ def _database(_ctx, _param, value):
 
 
 # Every command names its database the same way: storage.resolve_database decides.
-db_option = click.option("--db", "db_path", default=None, callback=_database, type=click.Path(dir_okay=False),
+db_option = click.option("--db", "db", default=None, callback=_database, type=click.Path(dir_okay=False),
                          help="A SQLite file or a database URL (sqlite:///file.db, postgresql://user@host/db); "
                               "default: $DENIABLE_DATABASE_URL, else $DENIABLE_DB, else deniable.db.")
 
@@ -42,20 +42,20 @@ def load_spec_file(path: str) -> Survey:
         raise click.ClickException(message if message.startswith(f"{path}:") else f"{path}: {message}") from None
 
 
-def open_store(db_path: str, read_only: bool = False, must_exist: bool = True) -> storage.Store:
+def open_store(db: str, read_only: bool = False, must_exist: bool = True) -> storage.Store:
     """The database of a command. Commands that only read open it read-only; every command but
     those that set a deployment up (init-db, survey add, serve, demo, admin add) needs it to exist,
     so a mistyped --db never leaves an empty database behind."""
-    if must_exist and not storage.is_postgres(db_path) and not os.path.isfile(storage.sqlite_path(db_path)):
-        raise click.ClickException(f"{db_path}: no such database file (create one with `deniable init-db --db {db_path}` "
+    if must_exist and not storage.is_postgres(db) and not os.path.isfile(storage.sqlite_path(db)):
+        raise click.ClickException(f"{db}: no such database file (create one with `deniable init-db --db {db}` "
                                    "or `deniable survey add`)")
     try:
-        return storage.Store(db_path, read_only=read_only)
+        return storage.Store(db, read_only=read_only)
     except DeniableError as error:
-        where = storage.describe_database(db_path)
+        where = storage.describe_database(db)
         raise click.ClickException(error.message if error.message.startswith(where) else f"{where}: {error.message}") from None
     except Exception as error:  # sqlite3.DatabaseError, psycopg's OperationalError: not a database, unreachable…
-        raise click.ClickException(f"{storage.describe_database(db_path)}: cannot open the database ({error})") from None
+        raise click.ClickException(f"{storage.describe_database(db)}: cannot open the database ({error})") from None
 
 
 def cli_actor() -> str:

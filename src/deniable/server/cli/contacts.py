@@ -109,13 +109,13 @@ def _send(store, survey_id: str, kind: str, base_url: str, mailer: Mailer, rate:
 @rate_option
 @uncertain_option
 @db_option
-def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, db_path):
+def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, db):
     """E-mail each contact its own single-use link (through $DENIABLE_SMTP_URL), once. Resumable: a run stopped
     by a crash sends nobody twice when run again."""
     base_url = _checked_base_url(base_url)
     mailer = _mailer(sender)  # a server that cannot be named is said before the list is read
     contacts = None if contacts_file is None else read_contacts(contacts_file)
-    with open_store(db_path) as store:
+    with open_store(db) as store:
         if contacts is not None:
             try:
                 added = store.add_contacts(survey_id, contacts, actor=cli_actor())
@@ -136,11 +136,11 @@ def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, d
 @rate_option
 @uncertain_option
 @db_option
-def remind(survey_id, max_reminders, wait_days, base_url, sender, rate, resend_uncertain, db_path):
+def remind(survey_id, max_reminders, wait_days, base_url, sender, rate, resend_uncertain, db):
     """Remind the invited contacts who have not answered (nor opted out, nor bounced), at most --max times."""
     base_url = _checked_base_url(base_url)
     mailer = _mailer(sender)
-    with open_store(db_path) as store:
+    with open_store(db) as store:
         _send(store, survey_id, "remind", base_url, mailer, rate, resend_uncertain, max_reminders=max_reminders,
               wait_days=wait_days)
 
@@ -154,9 +154,9 @@ def contacts():
 @click.argument("survey_id")
 @click.option("--json", "as_json", is_flag=True, help="As JSON.")
 @db_option
-def contacts_status(survey_id, as_json, db_path):
+def contacts_status(survey_id, as_json, db):
     """How many contacts, invited, reminded, answered, bounced, opted out, uncertain."""
-    with open_store(db_path, read_only=True) as store:
+    with open_store(db, read_only=True) as store:
         summary = store.contact_summary(survey_id)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
@@ -169,9 +169,9 @@ def contacts_status(survey_id, as_json, db_path):
 @click.argument("survey_id")
 @click.argument("addresses", nargs=-1, required=True)
 @db_option
-def contacts_bounced(survey_id, addresses, db_path):
+def contacts_bounced(survey_id, addresses, db):
     """Record addresses whose e-mail bounced after the SMTP server took it (from a delivery report)."""
-    with open_store(db_path) as store:
+    with open_store(db) as store:
         count = store.mark_bounced(survey_id, list(addresses), actor=cli_actor())
     click.echo(f"{count} of {len(addresses)} addresses recorded as bounced (the others are not on the list, or were).")
 
@@ -180,11 +180,11 @@ def contacts_bounced(survey_id, addresses, db_path):
 @click.argument("survey_id")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @db_option
-def contacts_purge(survey_id, yes, db_path):
+def contacts_purge(survey_id, yes, db):
     """Erase the survey's contact list after fieldwork: the addresses and the tokens kept to write to them. Responses
     stay as they are, and a link already sent still answers once."""
     if not yes:
         click.confirm(f"Erase every address of survey {survey_id!r}? No reminder can be sent after", abort=True)
-    with open_store(db_path) as store:
+    with open_store(db) as store:
         count = store.purge_contacts(survey_id, actor=cli_actor())
     click.echo(f"{count} addresses erased; responses untouched.")

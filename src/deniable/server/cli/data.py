@@ -28,7 +28,7 @@ from .files import atomic_write, read_frame, write_chunks
 @click.option("--base-url", envvar="DENIABLE_BASE_URL",
               help="Where respondents reach the server, e.g. https://survey.example.org (default: $DENIABLE_BASE_URL). "
                    "Without it the tokens are printed alone: a guessed address would send invitations nowhere.")
-def tokens(survey_id, count, frame_file, min_cell, db_path, base_url):
+def tokens(survey_id, count, frame_file, min_cell, db, base_url):
     """Create single-use respondent tokens and print them as invitation links (the survey then needs one); with
     --frame, one per row of the sample, printed in the frame's row order."""
     if base_url is not None and not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", base_url):
@@ -39,7 +39,7 @@ def tokens(survey_id, count, frame_file, min_cell, db_path, base_url):
     if min_cell is not None and frame_file is None:
         raise click.UsageError("--min-cell goes with --frame")
     frame = None if frame_file is None else read_frame(frame_file)
-    with open_store(db_path) as store:
+    with open_store(db) as store:
         was_open = store.get_survey(survey_id).access == "open"
         issued = store.issue_tokens(survey_id, count, actor=cli_actor(), frame=frame,
                                     **({} if min_cell is None else {"min_cell": min_cell}))
@@ -66,7 +66,7 @@ def tokens(survey_id, count, frame_file, min_cell, db_path, base_url):
 @click.option("--all-versions", is_flag=True,
               help="Export every version in one file: a version column, columns of every version, a codebook per version.")
 @db_option
-def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
+def export(survey_id, fmt, output, spec_hash, version, all_versions, db):
     """Export the stored reports of a survey version (or of all of them). Private columns hold randomized
     reports: analyse them with `deniable estimate`, not by tabulating them."""
     export = EXPORT_FORMATS[fmt]
@@ -74,14 +74,14 @@ def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
         raise click.UsageError(f"--format {fmt} writes a binary file: give --output FILE.{fmt}")
     if all_versions and (spec_hash or version):
         raise click.UsageError("--all-versions exports every version: leave out --spec-hash and --version")
-    with open_store(db_path, read_only=True) as store:
+    with open_store(db, read_only=True) as store:
         record = PooledRecord.of(store, survey_id) if all_versions else store.find_version(survey_id, spec_hash, version)
         chunks = export.write(record, export_rows(store, record))
         try:
             if not output:
                 for chunk in chunks:
                     click.echo(chunk, nl=False)
-                _audit_export(db_path, record, fmt)
+                _audit_export(db, record, fmt)
                 return
             target = Path(output)
             atomic_write(target, lambda path: write_chunks(path, chunks, export.binary))
@@ -91,15 +91,15 @@ def export(survey_id, fmt, output, spec_hash, version, all_versions, db_path):
         except ExportUnavailable as error:
             raise click.ClickException(str(error)) from None
         described = "the codebook" if fmt == "codebook" else f"{record.responses} responses of {describe_version(record)}"
-    _audit_export(db_path, record, fmt)
+    _audit_export(db, record, fmt)
     click.echo(f"Wrote {described} to {output}" + ("" if fmt == "codebook" else f" (codebook: {beside})"), err=True)
 
 
-def _audit_export(db_path, record, fmt: str):
+def _audit_export(db, record, fmt: str):
     """The export's line in the audit log, as the dashboard and the API write theirs. The export itself only
     reads; a database that cannot take the line (read-only, a replica) is said, not fatal."""
     try:
-        with open_store(db_path) as store:
+        with open_store(db) as store:
             store.audit(cli_actor(), "responses exported", record.id, f"{describe_version(record)}, {fmt}")
     except storage.StorageError as error:
         click.echo(f"NOTE: the export was not written to the audit log ({error.message})", err=True)
@@ -143,7 +143,7 @@ def flagged_note(data) -> str | None:
 @click.option("--leave-out-flagged", is_flag=True,
               help="Leave out the responses the spec's quality checks flag (an attention check answered otherwise, "
                    "faster than quality.min_seconds); says how many either way.")
-def estimate_command(survey_id, db_path, url, token, by, by_wave, questions, level, simultaneous, fmt, language, version,
+def estimate_command(survey_id, db, url, token, by, by_wave, questions, level, simultaneous, fmt, language, version,
                      spec_hash, all_versions, design_choice, leave_out_flagged):
     """Debiased estimates with standard errors and confidence intervals for every question."""
     from deniable.analysis import estimate_table, load  # pandas and scipy (0.5 s): only the commands that estimate
@@ -158,7 +158,7 @@ def estimate_command(survey_id, db_path, url, token, by, by_wave, questions, lev
         raise click.UsageError("--leave-out-flagged reads the database (--db): a server's counts do not carry the flags")
     chosen = {"version": version, "spec_hash": spec_hash, "all_versions": all_versions}
     data = load(url=url, survey_id=survey_id, token=token, **chosen) if url else \
-        load(db=db_path, survey_id=survey_id, leave_out_flagged=leave_out_flagged, **chosen)
+        load(db=db, survey_id=survey_id, leave_out_flagged=leave_out_flagged, **chosen)
     from deniable.analysis import SampleDesign  # pandas and scipy (0.5 s): only the commands that estimate
 
     design = SampleDesign.of(data.survey) if design_choice == "spec" else None

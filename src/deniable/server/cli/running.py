@@ -52,7 +52,7 @@ def _address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
-def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1, config: dict | None = None):
+def _serve(db: str, host: str, port: int, threads: int, workers: int = 1, config: dict | None = None):
     """waitress for one process; gunicorn (gthread workers, each building its own app and its
     own database pool after the fork) for several. No access log: it would hold addresses."""
     if workers > 1:
@@ -71,13 +71,13 @@ def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1, c
                         self.cfg.set(key, value)
 
                 def load(self):
-                    return create_app({"DATABASE": db_path, **(config or {})})
+                    return create_app({"DATABASE": db, **(config or {})})
 
             _Gunicorn().run()
             return
     import waitress  # the server that runs, only
 
-    app = create_app({"DATABASE": db_path, **(config or {})})
+    app = create_app({"DATABASE": db, **(config or {})})
     waitress.serve(app, host=host, port=port, threads=threads, ident="deniable", clear_untrusted_proxy_headers=True)
 
 
@@ -93,16 +93,16 @@ def _serve(db_path: str, host: str, port: int, threads: int, workers: int = 1, c
               help="Limit requests per client address on public endpoints (counted in memory only).")
 @click.option("--proxy-hops", envvar="DENIABLE_PROXY_HOPS", default=0, show_default=True, type=click.IntRange(0, 5),
               help="Reverse proxies in front that set X-Forwarded-For (for counting rate limits per client).")
-def serve(db_path, host, port, threads, workers, rate_limits, proxy_hops):
+def serve(db, host, port, threads, workers, rate_limits, proxy_hops):
     """Serve surveys and the API (waitress for one process, gunicorn for several)."""
     base_url = f"http://{_address(host, port)}"
     _check_port(host, port)
-    with open_store(db_path, must_exist=False) as store:
+    with open_store(db, must_exist=False) as store:
         _announce_admin(store, base_url)
         for record in store.list_surveys():
             click.echo(f"Survey {record.id!r}: {base_url}/s/{record.id}")
-    click.echo(f"Serving {storage.describe_database(db_path)} on {base_url} with {workers} worker(s) (Ctrl-C to stop)", err=True)
-    _serve(db_path, host, port, threads, workers, {"RATELIMIT_ENABLED": rate_limits, "PROXY_HOPS": proxy_hops})
+    click.echo(f"Serving {storage.describe_database(db)} on {base_url} with {workers} worker(s) (Ctrl-C to stop)", err=True)
+    _serve(db, host, port, threads, workers, {"RATELIMIT_ENABLED": rate_limits, "PROXY_HOPS": proxy_hops})
 
 
 @click.command()
@@ -112,14 +112,14 @@ def serve(db_path, host, port, threads, workers, rate_limits, proxy_hops):
 @click.option("--simulate", default=0, show_default=True, type=click.IntRange(0, 1_000_000),
               help="Add this many simulated respondents (known truth) so there is data to analyse.")
 @click.option("--no-serve", is_flag=True, help="Set up (and simulate) only; do not start the server.")
-def demo(db_path, host, port, simulate, no_serve):
+def demo(db, host, port, simulate, no_serve):
     """Start the server with the demo survey (the seed's tax-dodging coin flip and one question of each type)."""
     if not no_serve:
         _check_port(host, port)
 
     base_url = f"http://{_address(host, port)}"
     survey_spec = demo_survey()
-    with open_store(db_path, must_exist=False) as store:
+    with open_store(db, must_exist=False) as store:
         record, outcome = store.add_survey(survey_spec)
         click.echo(f"Demo survey {record.id!r} ({outcome}, version {record.version}, total ε {record.survey.epsilon:.3f}).")
         if simulate:
@@ -128,8 +128,8 @@ def demo(db_path, host, port, simulate, no_serve):
         _announce_admin(store, base_url, rotate=True)
     click.echo(f"Survey link: {base_url}/s/{record.id}")
     if not no_serve:
-        click.echo(f"Serving {db_path} on {base_url} (Ctrl-C to stop)", err=True)
-        _serve(db_path, host, port, threads=8)
+        click.echo(f"Serving {db} on {base_url} (Ctrl-C to stop)", err=True)
+        _serve(db, host, port, threads=8)
 
 
 @click.command("init-db")
@@ -137,10 +137,10 @@ def demo(db_path, host, port, simulate, no_serve):
 @click.option("--received-on", "granularity", type=click.Choice(storage.GRANULARITIES), default=None,
               help="Keep the date each response arrived to the day (the default), the week (its Monday) "
                    "or the month (its first day). Applies to responses received from now on.")
-def init_db(db_path, granularity):
+def init_db(db, granularity):
     """Create or migrate the database schema (and set how finely arrival dates are kept)."""
-    with open_store(db_path, must_exist=False) as store:
+    with open_store(db, must_exist=False) as store:
         if granularity:
             store.set_received_on_granularity(granularity)
-        click.echo(f"{db_path}: schema version {store.schema_version()}; "
+        click.echo(f"{db}: schema version {store.schema_version()}; "
                    f"arrival dates kept to the {store.received_on_granularity()}")

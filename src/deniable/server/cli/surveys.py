@@ -199,9 +199,9 @@ def _write_spec(spec: dict, output: str | None, as_json: bool = False):
 @click.option("--format", "fmt", type=click.Choice(["yaml", "json", "xlsform"]), default="yaml", show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
               help="Write here (required for xlsform); default: standard output.")
-def survey_export(survey_id, db_path, fmt, output):
+def survey_export(survey_id, db, fmt, output):
     """Write a stored survey's current version as a spec or an XLSForm that reads back to the same hash."""
-    with open_store(db_path, read_only=True) as store:
+    with open_store(db, read_only=True) as store:
         record = store.get_survey(survey_id)
     if fmt == "xlsform":
         if not output:
@@ -223,10 +223,10 @@ def survey_export(survey_id, db_path, fmt, output):
 @click.option("--confirm-redesign", is_flag=True,
               help="Publish a version that randomizes or asks an answered question differently (its reports so far and "
                    "those to come are then estimated apart).")
-def survey_add(spec_file, db_path, access, confirm_lower_privacy, confirm_redesign):
+def survey_add(spec_file, db, access, confirm_lower_privacy, confirm_redesign):
     """Add the survey in SPEC_FILE; a changed spec under an existing id becomes a new version."""
     parsed = load_spec_file(spec_file)
-    with open_store(db_path, must_exist=False) as store:
+    with open_store(db, must_exist=False) as store:
         previous = store.versions(parsed.id) if parsed.id in {r.id for r in store.list_surveys()} else []
         record, outcome = store.add_survey(parsed, access, actor=cli_actor(),
                                            confirm_lower_privacy=confirm_lower_privacy,
@@ -244,9 +244,9 @@ def survey_add(spec_file, db_path, access, confirm_lower_privacy, confirm_redesi
 
 @survey.command("list")
 @db_option
-def survey_list(db_path):
+def survey_list(db):
     """List surveys with version, responses and total ε."""
-    with open_store(db_path, read_only=True) as store:
+    with open_store(db, read_only=True) as store:
         records = store.list_surveys()
         if not records:
             click.echo("No surveys. Add one with: deniable survey add FILE")
@@ -265,10 +265,10 @@ def survey_list(db_path):
 @click.option("--prior", type=click.FloatRange(0, 1), default=DEFAULT_PRIOR, show_default=True)
 @click.option("--n", "planned", type=click.IntRange(1, 10**9), default=1000, show_default=True,
               help="Planned number of respondents, for the precision each question will give.")
-def survey_show(survey_id, db_path, prior, planned):
+def survey_show(survey_id, db, prior, planned):
     """The privacy summary of a stored survey: ε per question and in total, planning figures,
     versions, responses."""
-    with open_store(db_path, read_only=True) as store:
+    with open_store(db, read_only=True) as store:
         record = store.get_survey(survey_id)
         click.echo(record.survey.privacy_summary(prior))
         for warning in record.survey.warnings:
@@ -312,9 +312,9 @@ def _echo_quotas(cells: list[dict]):
 @click.argument("survey_id")
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="As JSON: [{questions, cell, count, limit, full}].")
-def survey_quotas(survey_id, db_path, as_json):
+def survey_quotas(survey_id, db, as_json):
     """The quota cells of a survey (its spec's quotas): responses stored in each, its limit, whether it is full."""
-    with open_store(db_path, read_only=True) as store:
+    with open_store(db, read_only=True) as store:
         record = store.get_survey(survey_id)
         if not record.survey.quotas:
             raise click.ClickException(f"survey {survey_id!r} has no quotas (give them in its spec: quotas)")
@@ -338,9 +338,9 @@ def _echo_waves(survey_id: str, waves: list[dict]):
 @survey.command("close")
 @click.argument("survey_id")
 @db_option
-def survey_close(survey_id, db_path):
+def survey_close(survey_id, db):
     """Stop accepting responses."""
-    with open_store(db_path) as store:
+    with open_store(db) as store:
         record = store.close_survey(survey_id, actor=cli_actor())
     click.echo(f"Survey {survey_id!r} is closed (since {record.closed_on}).")
 
@@ -351,12 +351,12 @@ def survey_close(survey_id, db_path):
 @click.option("--open", "label", default=None, metavar="LABEL",
               help="Open a new wave with this label (e.g. 2026-12), closing the open one.")
 @click.option("--close", "close", is_flag=True, help="Close the open wave (responses wait for the next).")
-def survey_wave(survey_id, db_path, label, close):
+def survey_wave(survey_id, db, label, close):
     """The waves of a repeated survey: list them, open the next one, or close the open one. Each response
     records the wave open when it arrived; nothing links one person's waves."""
     if label is not None and close:
         raise click.UsageError("give --open LABEL or --close, not both")
-    with open_store(db_path, read_only=label is None and not close) as store:
+    with open_store(db, read_only=label is None and not close) as store:
         if label is not None:
             wave = store.open_wave(survey_id, label, actor=cli_actor())
             click.echo(f"Wave {wave['label']!r} of survey {survey_id!r} is open (since {wave['opened_on']}).")
@@ -371,8 +371,8 @@ def survey_wave(survey_id, db_path, label, close):
 @survey.command("reopen")
 @click.argument("survey_id")
 @db_option
-def survey_reopen(survey_id, db_path):
+def survey_reopen(survey_id, db):
     """Accept responses again (closed by mistake, or a second wave)."""
-    with open_store(db_path) as store:
+    with open_store(db) as store:
         store.reopen_survey(survey_id, actor=cli_actor())
     click.echo(f"Survey {survey_id!r} accepts responses again.")
