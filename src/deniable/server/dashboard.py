@@ -7,8 +7,9 @@ from __future__ import annotations
 import collections
 import threading
 
-from deniable.analysis import AnalysisError, deadline
+from deniable.analysis import deadline
 from deniable.analysis.deadline import OutOfTime
+from deniable.analysis.errors import AnalysisError
 from deniable.analysis.groups import default_answer
 from deniable.analysis.planning import UNINFORMATIVE_MARGIN
 from deniable.analysis.splitballot import ASSUMPTION

@@ -146,7 +146,10 @@ def flagged_note(data) -> str | None:
 def estimate_command(survey_id, db, url, token, by, by_wave, questions, level, simultaneous, fmt, language, version,
                      spec_hash, all_versions, design_choice, leave_out_flagged):
     """Debiased estimates with standard errors and confidence intervals for every question."""
-    from deniable.analysis import estimate_table, load  # pandas and scipy (0.5 s): only the commands that estimate
+    # pandas and scipy (0.5 s): only the commands that estimate
+    from deniable.analysis.loading import load
+    from deniable.analysis.sampling import SampleDesign
+    from deniable.analysis.tables import estimate_table
 
     if sum(map(bool, (version, spec_hash, all_versions))) > 1:
         raise click.UsageError("give one of --version, --spec-hash and --all-versions")
@@ -159,8 +162,6 @@ def estimate_command(survey_id, db, url, token, by, by_wave, questions, level, s
     chosen = {"version": version, "spec_hash": spec_hash, "all_versions": all_versions}
     data = load(url=url, survey_id=survey_id, token=token, **chosen) if url else \
         load(db=db, survey_id=survey_id, leave_out_flagged=leave_out_flagged, **chosen)
-    from deniable.analysis import SampleDesign  # pandas and scipy (0.5 s): only the commands that estimate
-
     design = SampleDesign.of(data.survey) if design_choice == "spec" else None
     table = estimate_table(data, questions, by, level, simultaneous, language, design=design)
     if fmt == "table":
