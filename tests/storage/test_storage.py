@@ -254,3 +254,30 @@ def test_the_spec_cache_keeps_the_most_recently_used_and_no_more(monkeypatch):
         surveys.load_spec(text)
     assert len(surveys._SPEC_CACHE) == 3 and texts[0] not in surveys._SPEC_CACHE
     assert surveys.load_spec(texts[0]) is not first and surveys.load_spec(texts[0]).hash == first.hash
+
+
+def test_counts_by_a_public_question_are_the_reports_of_each_group(store, survey, monkeypatch):
+    """Grouped by level columns (a few levels) or by a sort (many): the same counts, which are each group's own
+    reports counted one by one; a level nobody chose is no group, and skipped questions count nowhere."""
+    import random
+
+    from deniable.storage import reads
+
+    record = store.get_survey("tax")
+    draw = random.Random(7)
+    expected: dict = {}
+    for i in range(60):
+        answers = {**ANSWERS, "region": draw.choice(["North", "South", "East"]), "hours": draw.randrange(0, 40)}
+        reports = survey.randomize(answers)
+        store.submit("tax", record.hash, f"key{i:013d}", reports)
+        for qid, report in reports.items():
+            group = expected.setdefault(reports["region"], {}).setdefault(qid, {})
+            group[repr(report)] = group.get(repr(report), 0) + 1
+    by_columns = store.counts("tax", by="region")
+    monkeypatch.setattr(reads, "MAX_LEVEL_COLUMNS", 0)
+    assert store.counts("tax", by="region") == by_columns
+    found = {group["value"]: {qid: {repr(item["report"]): item["count"] for item in items if item["count"]}
+                              for qid, items in group["counts"].items()}
+             for group in by_columns["groups"]}
+    assert found == {level: {qid: counts for qid, counts in questions.items()} for level, questions in expected.items()}
+    assert [group["value"] for group in by_columns["groups"]] == ["North", "South", "East"]
