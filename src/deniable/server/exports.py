@@ -19,7 +19,7 @@ from typing import Callable, Iterable
 from deniable.client import Question, skiplogic
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.errors import DeniableError
-from deniable.client.exact import csv_row, json_number
+from deniable.client.exact import CsvLines, json_number
 from deniable.client.quality import section_keys
 from deniable.client.reports import WAVE_COLUMN, arm_column, direct_column, group_column, option_column
 from deniable.client.sample import NUMERIC_ROLES, frame_roles
@@ -131,41 +131,60 @@ def export_jsonl(record, rows):
         yield json.dumps(row, ensure_ascii=False) + "\n"
 
 
-def _csv_cells(survey, row) -> dict:
-    cells = {"id": row["id"], "spec_hash": row["spec_hash"], "received_on": row["received_on"]}
-    if VERSION_COLUMN in row:
-        cells[VERSION_COLUMN] = row[VERSION_COLUMN]
-    if survey.repeated is not None:
-        cells[WAVE_COLUMN] = row.get("wave") or ""
-    for column in survey.sample.get("frame", []):
-        cells[column] = row.get(column, "")
-    for key in timed_sections(survey):
-        cells[seconds_column(key)] = row.get("seconds", {}).get(key, "")
-    for qid, question in survey.questions.items():
-        arm, value, direct = _arms(question, row["reports"].get(qid))
-        if question.split_ballot is not None:
-            cells[arm_column(qid)] = arm or ""
-        if question.type == "multi_select":
-            for option in question.options:
-                cells[option_column(qid, option)] = "" if value is None else int(option in value)
-        elif _grouped(question):
-            cells[group_column(qid)], cells[qid] = ("", "") if value is None else (value["group"], value["report"])
-        else:
-            cells[qid] = "" if value is None else value
-        if question.split_ballot is not None:
-            cells[direct_column(qid)] = direct or ""
-    return cells
+class _CsvCells:
+    """A version's cells of one row, by column name, with what the version's spec decides worked out once (an export
+    of a million rows asked the spec the same questions a million times)."""
+
+    def __init__(self, survey):
+        self.repeated = survey.repeated is not None
+        self.frame = survey.sample.get("frame", [])
+        self.timed = [(key, seconds_column(key)) for key in timed_sections(survey)]
+        self.questions = [(qid, question, question.split_ballot is not None,
+                           "options" if question.type == "multi_select" else "grouped" if _grouped(question) else "value",
+                           [(option, option_column(qid, option)) for option in question.options]
+                           if question.type == "multi_select" else None)
+                          for qid, question in survey.questions.items()]
+
+    def __call__(self, row) -> dict:
+        cells = {"id": row["id"], "spec_hash": row["spec_hash"], "received_on": row["received_on"]}
+        if VERSION_COLUMN in row:
+            cells[VERSION_COLUMN] = row[VERSION_COLUMN]
+        if self.repeated:
+            cells[WAVE_COLUMN] = row.get("wave") or ""
+        for column in self.frame:
+            cells[column] = row.get(column, "")
+        if self.timed:
+            seconds = row.get("seconds", {})
+            for key, column in self.timed:
+                cells[column] = seconds.get(key, "")
+        reports = row["reports"]
+        for qid, question, split, kind, options in self.questions:
+            value, direct = reports.get(qid), None
+            if split:
+                arm, value, direct = _arms(question, value)
+                cells[arm_column(qid)] = arm or ""
+            if kind == "options":
+                for option, column in options:
+                    cells[column] = "" if value is None else int(option in value)
+            elif kind == "grouped":
+                cells[group_column(qid)], cells[qid] = ("", "") if value is None else (value["group"], value["report"])
+            else:
+                cells[qid] = "" if value is None else value
+            if split:
+                cells[direct_column(qid)] = direct or ""
+        return cells
 
 
 def export_csv(record, rows):
     """One column per question, and one 0/1 column per option of a multi-select question (empty when the
     question was not answered, or, pooled, not asked in the row's version)."""
     columns = _columns(record)
-    surveys = {version.hash: version.survey for version in _versions(record)}
-    yield csv_row(columns)  # the header on its own: a version with no responses yet still has its columns
+    cells_of = {version.hash: _CsvCells(version.survey) for version in _versions(record)}
+    lines = CsvLines()
+    yield lines.line(columns)  # the header on its own: a version with no responses yet still has its columns
     for row in rows:
-        cells = _csv_cells(surveys[row["spec_hash"]], row)
-        yield csv_row(cells.get(column, "") for column in columns)
+        cells = cells_of[row["spec_hash"]](row)
+        yield lines.line([cells.get(column, "") for column in columns])
 
 
 # --- labelled files (SPSS, Stata) -------------------------------------------------------------------

@@ -13,6 +13,9 @@ from .common import canonical
 from .errors import Invalid
 from .part import Part
 
+#: Report texts an export remembers decoded (a number on a wide grid has a few thousand).
+MAX_DECODED = 100_000
+
 
 class Reads(Part):
     """The part of `Store` that reads reports."""
@@ -143,6 +146,7 @@ class Reads(Part):
 
         current = None
         timed = record.survey.quality is not None and record.survey.quality.section_times
+        decoded: dict = {}  # a question's reports take few values: each text decoded once (strings and numbers only)
         for response_id, received_on, wave_label, frame_row, paradata, qid, value in rows:
             if current is None or current["id"] != response_id:
                 if current is not None:
@@ -156,7 +160,12 @@ class Reads(Part):
                     current["seconds"] = json.loads(paradata)["seconds"] if paradata else {}
                 current["reports"] = {}
             if qid is not None:
-                current["reports"][qid] = json.loads(value)
+                report = decoded.get(value)
+                if report is None:
+                    report = json.loads(value)
+                    if isinstance(report, (str, int, float)) and len(decoded) < MAX_DECODED:  # immutable: shared
+                        decoded[value] = report
+                current["reports"][qid] = report
         if current is not None:
             yield ordered(current)
 
