@@ -363,7 +363,7 @@ def se_cell(job) -> dict:
     """One random cell's published standard errors against the real spread over ``reps`` seeded surveys: per share,
     the root mean square of the stated SE over the SD of the estimates (shares whose SD is above 0.001), with where
     the true share sits (`share_place`); the same for the mean of a numeric grid. Each SE is the one `estimate`
-    publishes (`estimation.published_covariance`)."""
+    publishes (`from_counts.published_covariance`)."""
     from deniable.analysis.from_counts import published_covariance
 
     index, (design, k, epsilon, n, kind, truth), reps = job

@@ -222,7 +222,7 @@ def public(question_type: str, options=None, grid=None):
     return LaplaceMechanism("none", params, *grid, alpha=None)
 
 
-#: How analysis estimates a design's mechanism (`analysis.estimation.SHAPES` names an estimator for each): a yes/no
+#: How analysis estimates a design's mechanism (`analysis.from_counts.ESTIMATORS` names an estimator for each): a yes/no
 #: channel of two numbers; the symmetric channel of k-ary randomized response; a channel matrix on the simplex of
 #: answers (ordinal scales); independent bits per option (multi-select); a numeric grid; a design with groups.
 SHAPES = ("binary", "symmetric", "channel", "unary", "numeric", "grouped")
