@@ -26,6 +26,7 @@ from deniable.client.reports import WAVE_COLUMN, WAVES, arm_column, direct_colum
 from deniable.client.splitballot import SplitBallot
 from deniable.client.versions import VersionError, resolve_version
 from deniable.storage import StorageError, resolve_database
+from deniable.storage.common import decoded_report
 
 from .counting import count_reports
 from .counting import key as _key
@@ -110,8 +111,8 @@ def _choose(source: str, versions: list[dict], survey_id: str, current: str, spe
 
 def _wide(rows, question_ids) -> pd.DataFrame:
     """One row per response (by id, in id order), one column per question, from (response id, question id, stored
-    text) rows as they stream. A question's reports come from a small alphabet: each text is decoded once and its
-    value shared (immutable ones only); no long table is ever built, which at 10⁵ responses held ~10× the frame."""
+    text) rows as they stream, each text decoded once (`storage.decoded_report`); no long table is ever built, which
+    at 10⁵ responses held ~10× the frame."""
     position: dict = {}
     columns: dict = {qid: [] for qid in question_ids}
     decoded: dict = {}
@@ -123,11 +124,7 @@ def _wide(rows, question_ids) -> pd.DataFrame:
             for column in columns.values():
                 column.append(missing)
         value = decoded.get(text)
-        if value is None:
-            value = json.loads(text)
-            if isinstance(value, (str, int, float)):
-                decoded[text] = value
-        columns[qid][at] = value
+        columns[qid][at] = value if value is not None else decoded_report(decoded, text)
     wide = pd.DataFrame(columns, index=pd.Index(list(position), name="response_id"), dtype=object)
     wide.columns.name = "question_id"
     return wide.sort_index()

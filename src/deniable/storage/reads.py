@@ -9,12 +9,9 @@ import json
 from deniable.client import Survey
 from deniable.client.reports import WAVES, ReportError, grouping_question
 
-from .common import canonical
+from .common import canonical, decoded_report
 from .errors import Invalid
 from .part import Part
-
-#: Report texts an export remembers decoded (a number on a wide grid has a few thousand).
-MAX_DECODED = 100_000
 
 
 class Reads(Part):
@@ -146,7 +143,7 @@ class Reads(Part):
 
         current = None
         timed = record.survey.quality is not None and record.survey.quality.section_times
-        decoded: dict = {}  # a question's reports take few values: each text decoded once (strings and numbers only)
+        decoded: dict = {}  # `decoded_report`
         for response_id, received_on, wave_label, frame_row, paradata, qid, value in rows:
             if current is None or current["id"] != response_id:
                 if current is not None:
@@ -161,11 +158,7 @@ class Reads(Part):
                 current["reports"] = {}
             if qid is not None:
                 report = decoded.get(value)
-                if report is None:
-                    report = json.loads(value)
-                    if isinstance(report, (str, int, float)) and len(decoded) < MAX_DECODED:  # immutable: shared
-                        decoded[value] = report
-                current["reports"][qid] = report
+                current["reports"][qid] = report if report is not None else decoded_report(decoded, value)
         if current is not None:
             yield ordered(current)
 
