@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from deniable.client.exact import csv_row
+from deniable.client.exact import CsvLines
 from deniable.client.reports import WAVES
 
 from .groups import subgroup_frame, subgroups
@@ -40,8 +40,9 @@ class EstimateTable:
     def to_csv(self) -> str:
         """The table as CSV; a cell a spreadsheet would run as a formula is kept as text (an apostrophe first)."""
         table = self.frame.astype(object).where(self.frame.notna(), None)
-        return "".join([csv_row(table.columns), *(csv_row(_csv_cell(cell) for cell in row)
-                                                  for row in table.itertuples(index=False))])
+        lines = CsvLines()
+        return "".join([lines.line(table.columns), *(lines.line([_csv_cell(cell) for cell in row])
+                                                     for row in table.itertuples(index=False))])
 
 
 def _csv_cell(cell):
