@@ -28,7 +28,6 @@ linear functional aᵀπ (one share, a grid mean): `profile_interval`.
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -222,19 +221,13 @@ def _simplex_qp(h_matrix: np.ndarray, gradient: np.ndarray, x: np.ndarray, max_i
 
 
 def _solve(matrix: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """matrix⁻¹·right by LU with partial pivoting (LAPACK dgesv, as numpy.linalg.solve); where the matrix is
-    singular, the least-squares solution (an SVD, 15× the cost)."""
-    _, _, solution, info = _dgesv()(matrix, right)
-    return solution if info == 0 else np.linalg.lstsq(matrix, right, rcond=None)[0]
-
-
-@functools.cache
-def _dgesv():
-    # Found at the first fit, not at import: scipy.linalg takes 0.27 s to import, and `deniable survey check` imports
-    # this module to plan without fitting one survey alone.
-    from scipy.linalg import lapack
-
-    return lapack.dgesv
+    """matrix⁻¹·right by LU with partial pivoting (LAPACK dgesv, through numpy: scipy.linalg's own took 40 ms to
+    import in every process that fits); where the matrix is singular, the least-squares solution (an SVD, 15× the
+    cost)."""
+    try:
+        return np.linalg.solve(matrix, right)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(matrix, right, rcond=None)[0]
 
 
 def _candidates(x, gradient, multiplier) -> np.ndarray:
