@@ -14,7 +14,7 @@ from deniable import storage
 from deniable.analysis import SampleDesign, estimate, load
 from deniable.client import Survey
 from deniable.server.cli import main
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, SeededSource
 from tests.server.conftest import ADMIN, ANSWERS, sign_in, table_rows
 
 pytestmark = pytest.mark.both_engines
@@ -44,12 +44,13 @@ def _frame_csv(rows) -> str:
 
 def _answer(store, survey, tokens, rows, seed=3):
     """90 of the 120 invitations answer; a stratum's yes share differs. Returns {response id: its frame row}."""
-    rng = random.Random(seed)
+    rng, coins = random.Random(seed), SeededSource(seed)  # seeded coins too: the figures compared are the same each run
     shares = {"A": 0.2, "B": 0.5, "C": 0.8}
     sent = {}
     for i in rng.sample(range(len(tokens)), 90):
         answers = {**ANSWERS, "dodged": "yes" if rng.random() < shares[rows[i]["stratum"]] else "no"}
-        acknowledgement, _ = store.submit("tax", survey.hash, f"key-{i:04d}", survey.randomize(answers), tokens[i])
+        acknowledgement, _ = store.submit("tax", survey.hash, f"key-{i:04d}", survey.randomize(answers, rng=coins),
+                                          tokens[i])
         sent[acknowledgement["id"]] = rows[i]
     return sent
 
