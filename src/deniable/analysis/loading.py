@@ -25,8 +25,7 @@ from deniable.client.exact import canonical_json, from_spreadsheet
 from deniable.client.reports import WAVE_COLUMN, WAVES, arm_column, direct_column, group_column, option_column
 from deniable.client.splitballot import SplitBallot
 from deniable.client.versions import VersionError, resolve_version
-from deniable.storage import StorageError, resolve_database
-from deniable.storage.common import decoded_report
+from deniable.storage import StorageError, decoded_report, resolve_database
 
 from .counting import count_reports
 from .counting import key as _key

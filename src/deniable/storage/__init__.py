@@ -14,7 +14,7 @@ which reads any schema from 1 on without migrating it.
 """
 
 from .accounts import MIN_PASSWORD_LENGTH, SCOPES, SESSION_LIFETIME, SIGN_IN_FAILURES, SIGN_IN_LOCK, checked_scopes
-from .common import GRANULARITIES, canonical
+from .common import GRANULARITIES, canonical, decoded_report
 from .contacts import checked_address
 from .engines import describe_database, is_postgres, sqlite_path
 from .errors import Conflict, Gone, Invalid, NotFound, StorageError, Unavailable, Unconfirmed
@@ -31,6 +31,6 @@ __all__ = [
     "Conflict", "DEFAULT_DATABASE", "GRANULARITIES", "Gone", "GroupCommit", "Invalid", "KEYS", "MIN_CELL",
     "MIN_PASSWORD_LENGTH", "NotFound", "SCHEMA_VERSION", "SCOPES", "checked_scopes", "SESSION_LIFETIME", "SIGN_IN_FAILURES", "SIGN_IN_LOCK",
     "StorageError", "Store", "SurveyRecord", "TABLES", "Unavailable", "Unconfirmed", "backup_sqlite", "canonical", "checked_address",
-    "copy_database",
+    "copy_database", "decoded_report",
     "describe_database", "frame_rows_from_csv", "is_postgres", "rebuild_counts", "resolve_database", "sqlite_path",
 ]
