@@ -20,6 +20,7 @@ from aiosmtpd.controller import Controller
 
 from deniable.server.cli import main
 from deniable.server.demo import demo_survey
+from deniable.server.mailer import PREVIEW_TOKEN
 from tests.server.conftest import free_port
 from tests.server.test_browser import browser  # noqa: F401 - the module's Chromium fixture
 
@@ -198,6 +199,56 @@ def test_reminders_go_only_to_those_who_have_not_answered_opted_out_or_bounced(r
     assert store.token_status("tax", token["person11@example.net"]) == "unused"  # a link sent still answers once
 
 
+def test_a_dry_run_says_what_a_run_would_send_shows_each_language_and_sends_and_changes_nothing(
+        runner, db_path, store, questionnaire, smtp, tmp_path, monkeypatch):
+    """The dry run counts what the run then sends, per language (no language: the survey's default), needs no SMTP
+    server, writes nothing; its e-mails are the run's but for the example token."""
+    first = tmp_path / "first.csv"
+    first.write_text("email,language\nperson00@example.net,en\nperson01@example.net,es\n", encoding="utf-8")
+    assert invite(runner, db_path, "--contacts", str(first)).exit_code == 0 and len(smtp.messages) == 2
+    monkeypatch.delenv("DENIABLE_SMTP_URL")  # a dry run needs no SMTP server
+    everyone = tmp_path / "everyone.csv"
+    everyone.write_text("email,language\n" + "".join(f"person{i:02d}@example.net,{['en', 'es', 'fr', ''][i % 4]}\n"
+                                                     for i in range(12)), encoding="utf-8")
+    dry = invite(runner, db_path, "--contacts", str(everyone), "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert "10 contacts would be added (2 already on the list)" in dry.output
+    assert "a run now would send 10 invitations (en 5, es 2, fr 3); nothing was sent" in dry.output  # '' is en
+    assert dry.output.count("--- the e-mail in ") == 3
+    assert f"Subject: Invitation: {questionnaire.title_in('en')}" in dry.output
+    assert f"Subject: Invitación: {questionnaire.title_in('es')}" in dry.output
+    assert f"{BASE}/s/tax?t={PREVIEW_TOKEN}&lang=fr" in dry.output
+    assert f"List-Unsubscribe: <{BASE}/s/tax/opt-out?t={PREVIEW_TOKEN}>" in dry.output
+    assert len(smtp.messages) == 2 and store.contact_summary("tax")["contacts"] == 2
+    assert store.token_counts("tax")["issued"] == 2  # no token issued for the list either
+
+    monkeypatch.setenv("DENIABLE_SMTP_URL", smtp.url)
+    sent = invite(runner, db_path, "--contacts", str(everyone))
+    assert "10 invitations sent" in sent.output and len(smtp.messages) == 12
+    _, preview_body = dry.output.split("--- the e-mail in fr", 1)
+    [message] = smtp.to("person02@example.net")
+    sent_text = message.get_content().replace("\r\n", "\n").strip()  # as it travelled: CRLF line ends
+    assert sent_text.replace(token_of(message), PREVIEW_TOKEN) in preview_body
+
+    token = {f"person{i:02d}@example.net": token_of(smtp.to(f"person{i:02d}@example.net")[0]) for i in range(12)}
+    for i in range(3):  # three answer
+        store.submit("tax", questionnaire.hash, f"answer-key-{i:04d}", questionnaire.randomize(ANSWERS),
+                     token[f"person{i:02d}@example.net"])
+    monkeypatch.delenv("DENIABLE_SMTP_URL")
+    reminders = ["remind", "tax", "--wait", "0", "--max", "1", "--base-url", BASE, "--from", SENDER, "--db", db_path]
+    dry = runner.invoke(main, [*reminders, "--dry-run"])
+    assert dry.exit_code == 0 and "a run now would send 9 reminders (en 5, es 2, fr 2)" in dry.output, dry.output
+    assert "Subject: Rappel" in dry.output and "Subject: Recordatorio" in dry.output
+    monkeypatch.setenv("DENIABLE_SMTP_URL", smtp.url)
+    assert "9 reminders sent" in runner.invoke(main, [*reminders, "--rate", "6000"]).output
+    monkeypatch.delenv("DENIABLE_SMTP_URL")
+    dry = runner.invoke(main, [*reminders, "--dry-run"])
+    assert "a run now would send 0 reminders; nothing was sent" in dry.output and "--- the e-mail" not in dry.output
+    store.close_survey("tax")
+    closed = runner.invoke(main, [*reminders, "--dry-run"])
+    assert closed.exit_code != 0 and "survey 'tax' is closed: no invitation would be answered" in closed.output
+
+
 def test_refusals_an_unreachable_server_and_a_timeout_mark_nothing_sent(runner, db_path, store, questionnaire, smtp,
                                                                        tmp_path, monkeypatch):
     smtp.refuse = {"person00@example.net": "550 no such user", "person01@example.net": "451 mailbox busy"}
@@ -231,12 +282,13 @@ def test_refusals_an_unreachable_server_and_a_timeout_mark_nothing_sent(runner, 
     ([["email"], ['"Ana" <ana@example.org>']], "is not an e-mail address"),
     ([["email"]], "no rows under the header line"),
 ])
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]], ids=["run", "dry run"])
 def test_a_bad_contact_list_is_refused_naming_the_line_and_nothing_is_sent(runner, db_path, store, questionnaire, smtp,
-                                                                          tmp_path, rows, message):
+                                                                          tmp_path, rows, message, dry_run):
     path = tmp_path / "bad.csv"
     with open(path, "w", newline="", encoding="utf-8") as handle:
         csv.writer(handle).writerows(rows)
-    refused = invite(runner, db_path, "--contacts", str(path))
+    refused = invite(runner, db_path, "--contacts", str(path), *dry_run)
     assert refused.exit_code != 0 and message in refused.output and "Traceback" not in refused.output
     assert smtp.messages == [] and store.contact_summary("tax")["contacts"] == 0
 

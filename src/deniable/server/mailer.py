@@ -171,6 +171,21 @@ def build_message(survey, kind: str, contact: dict, sender: str, base_url: str) 
     return message
 
 
+#: The token a preview's links carry where each contact's e-mail carries the contact's own: it answers nothing.
+PREVIEW_TOKEN = "EACH-CONTACT-S-OWN-TOKEN"
+
+
+def preview(survey, kind: str, language: str | None, sender: str, base_url: str) -> str:
+    """The e-mail ``kind`` sends to a contact in ``language`` (None: the survey's default), as a researcher reads it
+    before sending: its sender, subject and opt-out header, then its text; `PREVIEW_TOKEN` in place of the contact's
+    own token, and no recipient."""
+    message = build_message(survey, kind, {"language": language, "token": PREVIEW_TOKEN,
+                                           "address": "each.contact@example.invalid"}, sender, base_url)
+    headers = [f"{name}: {message[name]}" for name in ("From", "Subject", "Content-Language", "List-Unsubscribe")
+               if message[name] is not None]
+    return "\n".join(headers) + "\n\n" + message.get_content().replace("\r\n", "\n").rstrip("\n")
+
+
 @dataclass
 class Run:
     """What one run sent: per outcome, how many; and why it stopped early, if it did."""

@@ -54,6 +54,38 @@ class Contacts(Part):
         as it is (an import run again adds only what is new); the same address twice in one list, or an address
         whose language is not the survey's, is refused before anything is written. Returns {added, known}."""
         self._kept()
+        rows = self._checked_rows(survey_id, contacts)
+        with self.transaction():
+            known = self._known(survey_id, rows)
+            new = [row for row in rows if row[0].lower() not in known]
+            if new:
+                tokens = self.store.surveys.issue_tokens(survey_id, len(new), frame=_frames(new))
+                added_on = today()
+                for chunk in chunks(list(zip(new, tokens)), 500):
+                    self.execute("INSERT INTO contacts (survey_id, id, address, language, token, added_on) VALUES "
+                                 + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk)),
+                                 [x for (address, language, _), token in chunk
+                                  for x in (survey_id, secrets.token_hex(8), address, language, token, added_on)])
+            self.store.accounts.audit_if(actor, "contacts added", survey_id, f"{len(new)} new, {len(known)} known")
+        return {"added": len(new), "known": len(rows) - len(new)}
+
+    def check_contacts(self, survey_id: str, contacts: list[dict]) -> dict:
+        """What `add_contacts` would do with ``contacts``, writing nothing (a dry run; a read-only store will do):
+        the same refusals, and {added, known, languages}: how many it would add, how many are on the list already,
+        and the added ones per language (None: the survey's default)."""
+        self._kept()
+        rows = self._checked_rows(survey_id, contacts)
+        known = self._known(survey_id, rows)
+        new = [row for row in rows if row[0].lower() not in known]
+        if new:
+            self.store.surveys.check_tokens(survey_id, len(new), frame=_frames(new))
+        languages: dict = {}
+        for _, language, _ in new:
+            languages[language] = languages.get(language, 0) + 1
+        return {"added": len(new), "known": len(known), "languages": languages}
+
+    def _checked_rows(self, survey_id: str, contacts: list[dict]) -> list[tuple]:
+        """(address as kept, language, frame) per contact, or `Invalid` naming the first that cannot be added."""
         record = self.store.surveys.get_survey(survey_id)
         if not 1 <= len(contacts) <= MAX_CONTACTS:
             raise Invalid(f"contacts: between 1 and {MAX_CONTACTS} per list, got {len(contacts)}", "contacts")
@@ -72,56 +104,68 @@ class Contacts(Part):
                 raise Invalid(f"{where}.language: {language!r} is not a language of this survey "
                               f"({', '.join(sorted(languages))})", "language")
             rows.append((address, language, contact.get("frame")))
-        with self.transaction():
-            known = set()
-            for chunk in chunks([address.lower() for address, _, _ in rows], 500):
-                known.update(row[0] for row in self.execute(
-                    f"SELECT LOWER(address) FROM contacts WHERE survey_id = ? AND LOWER(address) IN "
-                    f"({', '.join('?' * len(chunk))})", [survey_id, *chunk]).fetchall())
-            new = [row for row in rows if row[0].lower() not in known]
-            if new:
-                frames = [frame for _, _, frame in new]
-                tokens = self.store.surveys.issue_tokens(
-                    survey_id, len(new), frame=frames if any(f is not None for f in frames) else None)
-                added_on = today()
-                for chunk in chunks(list(zip(new, tokens)), 500):
-                    self.execute("INSERT INTO contacts (survey_id, id, address, language, token, added_on) VALUES "
-                                 + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk)),
-                                 [x for (address, language, _), token in chunk
-                                  for x in (survey_id, secrets.token_hex(8), address, language, token, added_on)])
-            self.store.accounts.audit_if(actor, "contacts added", survey_id, f"{len(new)} new, {len(known)} known")
-        return {"added": len(new), "known": len(rows) - len(new)}
+        return rows
+
+    def _known(self, survey_id: str, rows: list[tuple]) -> set[str]:
+        """The addresses among ``rows`` already on the survey's list (in lower case, as they are compared)."""
+        known = set()
+        for chunk in chunks([address.lower() for address, _, _ in rows], 500):
+            known.update(row[0] for row in self.execute(
+                f"SELECT LOWER(address) FROM contacts WHERE survey_id = ? AND LOWER(address) IN "
+                f"({', '.join('?' * len(chunk))})", [survey_id, *chunk]).fetchall())
+        return known
 
     def claim_contact(self, survey_id: str, kind: str, max_reminders: int = 0, wait_days: int = 0,
                       after: str = "") -> dict | None:
         """Claim the next contact (by id, after ``after``: a run goes through the list once) to send ``kind``
         ("invite" or "remind") to, committed before the message goes: {id, address, language, token, reminders};
-        None when there is nobody left. A reminder goes only to a contact invited at least ``wait_days`` ago and
-        reminded fewer than ``max_reminders`` times, whose invitation has not answered, who has not opted out and
-        whose address has not bounced."""
+        None when there is nobody left. Who is due is `_due`'s rule."""
         self._kept()
+        while True:
+            with self.transaction():
+                due, after = self._due(survey_id, kind, max_reminders, wait_days, after)
+                if after is None:
+                    return None
+                for contact in due:
+                    taken = self.execute("UPDATE contacts SET claim = ? WHERE survey_id = ? AND id = ? AND claim IS NULL",
+                                         [kind, survey_id, contact["id"]]).rowcount
+                    if taken:
+                        return contact
+
+    def due_contacts(self, survey_id: str, kind: str, max_reminders: int = 0, wait_days: int = 0) -> dict:
+        """How many contacts a run would send ``kind`` to now, per language (None: the survey's default), claiming
+        nobody (a dry run; a read-only store will do)."""
+        self._kept()
+        self.store.surveys.get_survey(survey_id)
+        languages: dict = {}
+        after = ""
+        while True:
+            due, after = self._due(survey_id, kind, max_reminders, wait_days, after)
+            if after is None:
+                return languages
+            for contact in due:
+                languages[contact["language"]] = languages.get(contact["language"], 0) + 1
+
+    def _due(self, survey_id: str, kind: str, max_reminders: int, wait_days: int, after: str) -> tuple[list, str | None]:
+        """The next page of contacts (by id, after ``after``) due ``kind``, and the id to go on after (None: the list
+        is done). An invitation goes to a contact not yet invited; a reminder only to a contact invited at least
+        ``wait_days`` ago and reminded fewer than ``max_reminders`` times, whose invitation has not answered; neither
+        to a contact claimed by a run, who has opted out or whose address has bounced."""
         if kind not in KINDS:
             raise Invalid(f"kind: one of {', '.join(KINDS)}", "kind")
         due = ("invited_on IS NULL" if kind == "invite" else
                "invited_on IS NOT NULL AND last_sent_on <= ? AND reminders < ?")
-        while True:
-            with self.transaction():
-                candidates = self.execute(
-                    "SELECT id, address, language, token, reminders FROM contacts WHERE survey_id = ? AND id > ? AND "
-                    f"claim IS NULL AND bounced_on IS NULL AND opted_out_on IS NULL AND {due} ORDER BY id LIMIT 200",
-                    [survey_id, after, *([] if kind == "invite" else [_days_ago(wait_days), max_reminders])]).fetchall()
-                if not candidates:
-                    return None
-                answered = set() if kind == "invite" else self._answered(survey_id, [row[3] for row in candidates])
-                for contact_id, address, language, token, reminders in candidates:
-                    if token in answered:
-                        continue
-                    taken = self.execute("UPDATE contacts SET claim = ? WHERE survey_id = ? AND id = ? AND claim IS NULL",
-                                         [kind, survey_id, contact_id]).rowcount
-                    if taken:
-                        return {"id": contact_id, "address": address, "language": language, "token": token,
-                                "reminders": int(reminders)}
-                after = candidates[-1][0]
+        candidates = self.execute(
+            "SELECT id, address, language, token, reminders FROM contacts WHERE survey_id = ? AND id > ? AND "
+            f"claim IS NULL AND bounced_on IS NULL AND opted_out_on IS NULL AND {due} ORDER BY id LIMIT 200",
+            [survey_id, after, *([] if kind == "invite" else [_days_ago(wait_days), max_reminders])]).fetchall()
+        if not candidates:
+            return [], None
+        answered = set() if kind == "invite" else self._answered(survey_id, [row[3] for row in candidates])
+        return [{"id": contact_id, "address": address, "language": language, "token": token,
+                 "reminders": int(reminders)}
+                for contact_id, address, language, token, reminders in candidates if token not in answered], \
+            candidates[-1][0]
 
     def _answered(self, survey_id: str, tokens: list[str]) -> set[str]:
         """The tokens among ``tokens`` whose invitation has answered."""
@@ -215,6 +259,12 @@ class Contacts(Part):
             count = self.execute("DELETE FROM contacts WHERE survey_id = ?", [survey_id]).rowcount
             self.store.accounts.audit_if(actor, "contacts purged", survey_id, f"{count} addresses erased")
         return count
+
+
+def _frames(rows: list[tuple]) -> list | None:
+    """The frame rows of contacts' invitations (None when no contact has one)."""
+    frames = [frame for _, _, frame in rows]
+    return frames if any(frame is not None for frame in frames) else None
 
 
 def _days_ago(days: int) -> str:

@@ -147,6 +147,7 @@ class Store:
     close_wave = _forward("surveys", Surveys.close_wave)
     open_wave_label = _forward("surveys", Surveys.open_wave_label)
     waves = _forward("surveys", Surveys.waves)
+    check_tokens = _forward("surveys", Surveys.check_tokens)
     issue_tokens = _forward("surveys", Surveys.issue_tokens)
     frame_summary = _forward("surveys", Surveys.frame_summary)
     token_status = _forward("surveys", Surveys.token_status)
@@ -154,7 +155,9 @@ class Store:
     quota_counts = _forward("surveys", Surveys.quota_counts)
 
     add_contacts = _forward("contacts", Contacts.add_contacts)
+    check_contacts = _forward("contacts", Contacts.check_contacts)
     claim_contact = _forward("contacts", Contacts.claim_contact)
+    due_contacts = _forward("contacts", Contacts.due_contacts)
     confirm_sent = _forward("contacts", Contacts.confirm_sent)
     release_claim = _forward("contacts", Contacts.release_claim)
     release_uncertain = _forward("contacts", Contacts.release_uncertain)

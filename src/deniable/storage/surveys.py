@@ -352,6 +352,25 @@ class Surveys(Part):
 
     # --- tokens -------------------------------------------------------------------------------
 
+    def check_tokens(self, survey_id: str, count: int | None = None, frame=None,
+                     min_cell: int = MIN_CELL) -> tuple[list, list | None]:
+        """`issue_tokens`'s refusals, writing nothing (a dry run's): the tokens supplied per invitation (None: one to
+        draw) and each invitation's frame row as stored text (None without a frame)."""
+        record = self.get_survey(survey_id)
+        if record.closed:
+            raise Gone(f"survey {survey_id!r} is closed: reopen it first (deniable survey reopen {survey_id})", "survey_id")
+        if frame is not None:
+            if count is not None and count != len(frame):
+                raise Invalid(f"count: {count}, but the frame has {len(frame)} rows (one token per row)", "count")
+            return checked_rows(record.survey, frame, min_cell)
+        if frame_roles(record.survey.sample):
+            raise Invalid(f"frame: survey {survey_id!r} declares a frame (sample.frame: "
+                          f"{', '.join(frame_roles(record.survey.sample))}); issue its invitations with one row each, "
+                          "so every response carries its design variables", "frame")
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 100_000:
+            raise Invalid("count must be between 1 and 100000", "count")
+        return [None] * count, None
+
     def issue_tokens(self, survey_id: str, count: int | None = None, actor: str | None = None, frame=None,
                      min_cell: int = MIN_CELL) -> list[str]:
         """New single-use respondent tokens; only their hashes are stored. Turns token access on.
@@ -360,23 +379,8 @@ class Surveys(Part):
         and optionally the ``token`` to issue); each row's token carries it, and so does the response that token
         sends (`frames.py`). Returned in the frame's row order. Every distinct row must be shared by ``min_cell``
         rows at least. A survey that declares a frame issues its invitations with one."""
-        record = self.get_survey(survey_id)
-        if record.closed:
-            raise Gone(f"survey {survey_id!r} is closed: reopen it first (deniable survey reopen {survey_id})", "survey_id")
-        texts = None
-        if frame is not None:
-            if count is not None and count != len(frame):
-                raise Invalid(f"count: {count}, but the frame has {len(frame)} rows (one token per row)", "count")
-            supplied, texts = checked_rows(record.survey, frame, min_cell)
-            count = len(supplied)
-        elif frame_roles(record.survey.sample):
-            raise Invalid(f"frame: survey {survey_id!r} declares a frame (sample.frame: "
-                          f"{', '.join(frame_roles(record.survey.sample))}); issue its invitations with one row each, "
-                          "so every response carries its design variables", "frame")
-        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 100_000:
-            raise Invalid("count must be between 1 and 100000", "count")
-        if texts is None:
-            supplied = [None] * count
+        supplied, texts = self.check_tokens(survey_id, count, frame, min_cell)
+        count = len(supplied)
         tokens = [token or secrets.token_urlsafe(16) for token in supplied]
         with self.transaction():
             # First: its row lock keeps a concurrent issue of the same survey from taking the same slots.

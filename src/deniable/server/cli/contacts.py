@@ -11,7 +11,7 @@ import click
 
 from deniable import storage
 
-from ..mailer import Mailer, MailError, SmtpSettings, send_all
+from ..mailer import PREVIEW_TOKEN, Mailer, MailError, SmtpSettings, preview, send_all
 from .common import cli_actor, db_option, open_store
 from .files import read_frame
 
@@ -26,6 +26,10 @@ sender_option = click.option("--from", "sender", envvar="DENIABLE_SMTP_FROM", re
                              help="The sender's address (default: $DENIABLE_SMTP_FROM).")
 rate_option = click.option("--rate", type=click.FloatRange(0.1, 6000), default=60, show_default=True,
                            help="At most this many e-mails a minute (your provider's limit).")
+dry_run_option = click.option(
+    "--dry-run", is_flag=True,
+    help="Send nothing and change nothing (no SMTP server needed): say how many e-mails a run would send now, in "
+         "which languages, and show the e-mail of each language.")
 uncertain_option = click.option(
     "--resend-uncertain", is_flag=True,
     help="Send again the e-mails an interrupted run may or may not have sent (each is reported; by default none is "
@@ -62,22 +66,40 @@ def _line_of(message: str) -> str:
     return re.sub(r"contacts\[(\d+)\]", lambda m: f"line {int(m.group(1)) + 2}", message)
 
 
+def _checked_sender(sender: str) -> str:
+    try:
+        storage.checked_address(sender, "--from")
+    except storage.StorageError as error:
+        raise click.BadParameter(error.message.removeprefix("--from: "), param_hint="--from") from None
+    return sender
+
+
 def _mailer(sender: str) -> Mailer:
     try:
         settings = SmtpSettings.from_url(os.environ.get("DENIABLE_SMTP_URL"))
     except MailError as error:
         raise click.ClickException(str(error)) from None
-    try:
-        storage.checked_address(sender, "--from")
-    except storage.StorageError as error:
-        raise click.BadParameter(error.message, param_hint="--from") from None
-    return Mailer(settings, sender)
+    return Mailer(settings, _checked_sender(sender))
 
 
-def _send(store, survey_id: str, kind: str, base_url: str, mailer: Mailer, rate: float, resend_uncertain: bool, **due):
+def _mailer_unless(dry_run: bool, sender: str) -> Mailer | None:
+    """The mailer of a run, checked before the contact list is read (a server that cannot be named is said first); a
+    dry run needs none, only a sender an e-mail could carry."""
+    if dry_run:
+        _checked_sender(sender)
+        return None
+    return _mailer(sender)
+
+
+def _open_survey(store, survey_id: str):
     record = store.get_survey(survey_id)
     if record.state != "open":
         raise click.ClickException(f"survey {survey_id!r} is {record.state}: no invitation would be answered")
+    return record
+
+
+def _send(store, survey_id: str, kind: str, base_url: str, mailer: Mailer, rate: float, resend_uncertain: bool, **due):
+    record = _open_survey(store, survey_id)
     if resend_uncertain:
         released = store.release_uncertain(survey_id, actor=cli_actor())
         click.echo(f"{released} uncertain e-mails released: sent again in this run.", err=True)
@@ -99,6 +121,34 @@ def _send(store, survey_id: str, kind: str, base_url: str, mailer: Mailer, rate:
                                    "again unless --resend-uncertain; run again to send the rest")
 
 
+def _dry_run(store, survey_id: str, kind: str, base_url: str, sender: str, added: dict | None = None, **due):
+    """What a run would send now (the contacts due, and those a list would add), per language, and each language's
+    e-mail; nothing is sent, claimed or written."""
+    record = _open_survey(store, survey_id)
+    survey = record.survey
+    languages = store.due_contacts(survey_id, kind, **due)
+    for language, count in (added or {}).items():
+        languages[language] = languages.get(language, 0) + count
+    by_language: dict = {}  # a contact without a language gets the survey's default, as its e-mail does
+    for language, count in languages.items():
+        shown = language or survey.default_language
+        by_language[shown] = by_language.get(shown, 0) + count
+    order = sorted(by_language, key=lambda language: str(language or ""))
+    what = "invitations" if kind == "invite" else "reminders"
+    total = sum(by_language.values())
+    split = ", ".join(f"{language or 'the default language'} {by_language[language]}" for language in order)
+    click.echo(f"Dry run: a run now would send {total} {what}" + (f" ({split})" if total else "")
+               + "; nothing was sent and nothing changed.")
+    held = store.contact_summary(survey_id)["uncertain"]
+    if held:
+        click.echo(f"{held} e-mails of an interrupted run may or may not have gone: not counted (a run sends them "
+                   "again only with --resend-uncertain).")
+    for language in order:
+        click.echo(f"\n--- the e-mail in {language or 'the default language'} ({by_language[language]}; each contact's "
+                   f"own link where this shows {PREVIEW_TOKEN}) ---")
+        click.echo(preview(survey, kind, language, sender, base_url))
+
+
 @click.command()
 @click.argument("survey_id")
 @click.option("--contacts", "contacts_file", type=click.Path(dir_okay=False),
@@ -108,21 +158,28 @@ def _send(store, survey_id: str, kind: str, base_url: str, mailer: Mailer, rate:
 @sender_option
 @rate_option
 @uncertain_option
+@dry_run_option
 @db_option
-def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, db):
+def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, dry_run, db):
     """E-mail each contact its own single-use link (through $DENIABLE_SMTP_URL), once. Resumable: a run stopped
     by a crash sends nobody twice when run again."""
     base_url = _checked_base_url(base_url)
-    mailer = _mailer(sender)  # a server that cannot be named is said before the list is read
+    mailer = _mailer_unless(dry_run, sender)
     contacts = None if contacts_file is None else read_contacts(contacts_file)
-    with open_store(db) as store:
+    with open_store(db, read_only=dry_run) as store:
         if contacts is not None:
             try:
-                added = store.add_contacts(survey_id, contacts, actor=cli_actor())
+                added = store.check_contacts(survey_id, contacts) if dry_run else \
+                    store.add_contacts(survey_id, contacts, actor=cli_actor())
             except storage.Invalid as error:
                 raise click.ClickException(f"{contacts_file}: {_line_of(error.message)}") from None
-            click.echo(f"{added['added']} contacts added ({added['known']} already on the list).", err=True)
-        _send(store, survey_id, "invite", base_url, mailer, rate, resend_uncertain)
+            click.echo(f"{added['added']} contacts {'would be ' if dry_run else ''}added ({added['known']} already on "
+                       "the list).", err=True)
+        if dry_run:
+            _dry_run(store, survey_id, "invite", base_url, sender,
+                     added=None if contacts is None else added["languages"])
+        else:
+            _send(store, survey_id, "invite", base_url, mailer, rate, resend_uncertain)
 
 
 @click.command()
@@ -135,14 +192,18 @@ def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, d
 @sender_option
 @rate_option
 @uncertain_option
+@dry_run_option
 @db_option
-def remind(survey_id, max_reminders, wait_days, base_url, sender, rate, resend_uncertain, db):
+def remind(survey_id, max_reminders, wait_days, base_url, sender, rate, resend_uncertain, dry_run, db):
     """Remind the invited contacts who have not answered (nor opted out, nor bounced), at most --max times."""
     base_url = _checked_base_url(base_url)
-    mailer = _mailer(sender)
-    with open_store(db) as store:
-        _send(store, survey_id, "remind", base_url, mailer, rate, resend_uncertain, max_reminders=max_reminders,
-              wait_days=wait_days)
+    mailer = _mailer_unless(dry_run, sender)
+    with open_store(db, read_only=dry_run) as store:
+        if dry_run:
+            _dry_run(store, survey_id, "remind", base_url, sender, max_reminders=max_reminders, wait_days=wait_days)
+        else:
+            _send(store, survey_id, "remind", base_url, mailer, rate, resend_uncertain, max_reminders=max_reminders,
+                  wait_days=wait_days)
 
 
 @click.group()
