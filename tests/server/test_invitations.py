@@ -202,7 +202,8 @@ def test_reminders_go_only_to_those_who_have_not_answered_opted_out_or_bounced(r
 def test_a_dry_run_says_what_a_run_would_send_shows_each_language_and_sends_and_changes_nothing(
         runner, db_path, store, questionnaire, smtp, tmp_path, monkeypatch):
     """The dry run counts what the run then sends, per language (no language: the survey's default), needs no SMTP
-    server, writes nothing; its e-mails are the run's but for the example token."""
+    server, writes nothing; its e-mails are the run's but for the example token, and --test-to sends them to the
+    researcher."""
     first = tmp_path / "first.csv"
     first.write_text("email,language\nperson00@example.net,en\nperson01@example.net,es\n", encoding="utf-8")
     assert invite(runner, db_path, "--contacts", str(first)).exit_code == 0 and len(smtp.messages) == 2
@@ -223,8 +224,17 @@ def test_a_dry_run_says_what_a_run_would_send_shows_each_language_and_sends_and_
     assert store.token_counts("tax")["issued"] == 2  # no token issued for the list either
 
     monkeypatch.setenv("DENIABLE_SMTP_URL", smtp.url)
+    tested = invite(runner, db_path, "--contacts", str(everyone), "--test-to", "me@example.org")
+    assert tested.exit_code == 0 and "Test e-mail in fr sent to me@example.org." in tested.output, tested.output
+    tests = smtp.to("me@example.org")
+    assert sorted(message["Content-Language"] for message in tests) == ["en", "es", "fr"]
+    assert all(message["Subject"].startswith("[test] Invit") and token_of(message) == PREVIEW_TOKEN for message in tests)
+    assert len(smtp.messages) == 5 and store.contact_summary("tax")["contacts"] == 2  # to no contact; nothing kept
+    refused = invite(runner, db_path, "--test-to", "not an address")
+    assert refused.exit_code == 2 and "Invalid value for --test-to: 'not an address' is not an e-mail" in refused.output
+
     sent = invite(runner, db_path, "--contacts", str(everyone))
-    assert "10 invitations sent" in sent.output and len(smtp.messages) == 12
+    assert "10 invitations sent" in sent.output and len(smtp.messages) == 15
     _, preview_body = dry.output.split("--- the e-mail in fr", 1)
     [message] = smtp.to("person02@example.net")
     sent_text = message.get_content().replace("\r\n", "\n").strip()  # as it travelled: CRLF line ends

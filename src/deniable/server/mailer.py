@@ -175,12 +175,18 @@ def build_message(survey, kind: str, contact: dict, sender: str, base_url: str) 
 PREVIEW_TOKEN = "EACH-CONTACT-S-OWN-TOKEN"
 
 
+def example_message(survey, kind: str, language: str | None, sender: str, base_url: str,
+                    recipient: str = "each.contact@example.invalid") -> EmailMessage:
+    """The e-mail ``kind`` sends to a contact in ``language`` (None: the survey's default), with `PREVIEW_TOKEN` in
+    place of the contact's own token: what a dry run shows and a test e-mail (to ``recipient``) carries."""
+    return build_message(survey, kind, {"language": language, "token": PREVIEW_TOKEN, "address": recipient}, sender,
+                         base_url)
+
+
 def preview(survey, kind: str, language: str | None, sender: str, base_url: str) -> str:
-    """The e-mail ``kind`` sends to a contact in ``language`` (None: the survey's default), as a researcher reads it
-    before sending: its sender, subject and opt-out header, then its text; `PREVIEW_TOKEN` in place of the contact's
-    own token, and no recipient."""
-    message = build_message(survey, kind, {"language": language, "token": PREVIEW_TOKEN,
-                                           "address": "each.contact@example.invalid"}, sender, base_url)
+    """`example_message` as a researcher reads it before sending: its sender, subject and opt-out header, then its
+    text."""
+    message = example_message(survey, kind, language, sender, base_url)
     headers = [f"{name}: {message[name]}" for name in ("From", "Subject", "Content-Language", "List-Unsubscribe")
                if message[name] is not None]
     return "\n".join(headers) + "\n\n" + message.get_content().replace("\r\n", "\n").rstrip("\n")

@@ -11,7 +11,7 @@ import click
 
 from deniable import storage
 
-from ..mailer import PREVIEW_TOKEN, Mailer, MailError, SmtpSettings, preview, send_all
+from ..mailer import PREVIEW_TOKEN, Mailer, MailError, SmtpSettings, example_message, preview, send_all
 from .common import cli_actor, db_option, open_store
 from .files import read_frame
 
@@ -30,6 +30,10 @@ dry_run_option = click.option(
     "--dry-run", is_flag=True,
     help="Send nothing and change nothing (no SMTP server needed): say how many e-mails a run would send now, in "
          "which languages, and show the e-mail of each language.")
+test_to_option = click.option(
+    "--test-to", metavar="ADDRESS",
+    help="A dry run that also e-mails ADDRESS (yours) each language's e-mail through $DENIABLE_SMTP_URL, its subject "
+         "marked [test] and its link the example's: how it looks in a mail client, before anyone is written to.")
 uncertain_option = click.option(
     "--resend-uncertain", is_flag=True,
     help="Send again the e-mails an interrupted run may or may not have sent (each is reported; by default none is "
@@ -82,10 +86,15 @@ def _mailer(sender: str) -> Mailer:
     return Mailer(settings, _checked_sender(sender))
 
 
-def _mailer_unless(dry_run: bool, sender: str) -> Mailer | None:
-    """The mailer of a run, checked before the contact list is read (a server that cannot be named is said first); a
-    dry run needs none, only a sender an e-mail could carry."""
-    if dry_run:
+def _mailer_unless(dry_run: bool, sender: str, test_to: str | None) -> Mailer | None:
+    """The mailer of a run or a test, checked before the contact list is read (a server that cannot be named is said
+    first); a dry run needs none, only a sender an e-mail could carry."""
+    if test_to is not None:
+        try:
+            storage.checked_address(test_to, "--test-to")
+        except storage.StorageError as error:
+            raise click.BadParameter(error.message.removeprefix("--test-to: "), param_hint="--test-to") from None
+    elif dry_run:
         _checked_sender(sender)
         return None
     return _mailer(sender)
@@ -121,9 +130,11 @@ def _send(store, survey_id: str, kind: str, base_url: str, mailer: Mailer, rate:
                                    "again unless --resend-uncertain; run again to send the rest")
 
 
-def _dry_run(store, survey_id: str, kind: str, base_url: str, sender: str, added: dict | None = None, **due):
+def _dry_run(store, survey_id: str, kind: str, base_url: str, sender: str, added: dict | None = None,
+             test_to: str | None = None, mailer: Mailer | None = None, **due):
     """What a run would send now (the contacts due, and those a list would add), per language, and each language's
-    e-mail; nothing is sent, claimed or written."""
+    e-mail; nothing is sent to a contact, claimed or written. ``test_to``: each of those e-mails (the default
+    language's when nobody is due) goes there too, through ``mailer``."""
     record = _open_survey(store, survey_id)
     survey = record.survey
     languages = store.due_contacts(survey_id, kind, **due)
@@ -147,6 +158,26 @@ def _dry_run(store, survey_id: str, kind: str, base_url: str, sender: str, added
         click.echo(f"\n--- the e-mail in {language or 'the default language'} ({by_language[language]}; each contact's "
                    f"own link where this shows {PREVIEW_TOKEN}) ---")
         click.echo(preview(survey, kind, language, sender, base_url))
+    if test_to is not None:
+        _send_tests(survey, kind, order or [survey.default_language], sender, base_url, test_to, mailer)
+
+
+def _send_tests(survey, kind: str, languages: list, sender: str, base_url: str, test_to: str, mailer: Mailer):
+    """Each language's example e-mail to the researcher's ``test_to``, its subject marked [test]; nothing recorded."""
+    try:
+        for language in languages:
+            message = example_message(survey, kind, language, sender, base_url, recipient=test_to)
+            message.replace_header("Subject", f"[test] {message['Subject']}")
+            outcome, said = mailer.send(message, test_to)
+            named = language or "the default language"
+            if outcome != "sent":
+                raise click.ClickException(f"the test e-mail in {named} to {test_to}: {outcome}"
+                                           + (f" ({said})" if said else ""))
+            click.echo(f"Test e-mail in {named} sent to {test_to}.")
+    except MailError as error:
+        raise click.ClickException(str(error)) from None
+    finally:
+        mailer.close()
 
 
 @click.command()
@@ -159,12 +190,14 @@ def _dry_run(store, survey_id: str, kind: str, base_url: str, sender: str, added
 @rate_option
 @uncertain_option
 @dry_run_option
+@test_to_option
 @db_option
-def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, dry_run, db):
+def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, dry_run, test_to, db):
     """E-mail each contact its own single-use link (through $DENIABLE_SMTP_URL), once. Resumable: a run stopped
     by a crash sends nobody twice when run again."""
     base_url = _checked_base_url(base_url)
-    mailer = _mailer_unless(dry_run, sender)
+    dry_run = dry_run or test_to is not None
+    mailer = _mailer_unless(dry_run, sender, test_to)
     contacts = None if contacts_file is None else read_contacts(contacts_file)
     with open_store(db, read_only=dry_run) as store:
         if contacts is not None:
@@ -177,7 +210,7 @@ def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, d
                        "the list).", err=True)
         if dry_run:
             _dry_run(store, survey_id, "invite", base_url, sender,
-                     added=None if contacts is None else added["languages"])
+                     added=None if contacts is None else added["languages"], test_to=test_to, mailer=mailer)
         else:
             _send(store, survey_id, "invite", base_url, mailer, rate, resend_uncertain)
 
@@ -193,14 +226,17 @@ def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, d
 @rate_option
 @uncertain_option
 @dry_run_option
+@test_to_option
 @db_option
-def remind(survey_id, max_reminders, wait_days, base_url, sender, rate, resend_uncertain, dry_run, db):
+def remind(survey_id, max_reminders, wait_days, base_url, sender, rate, resend_uncertain, dry_run, test_to, db):
     """Remind the invited contacts who have not answered (nor opted out, nor bounced), at most --max times."""
     base_url = _checked_base_url(base_url)
-    mailer = _mailer_unless(dry_run, sender)
+    dry_run = dry_run or test_to is not None
+    mailer = _mailer_unless(dry_run, sender, test_to)
     with open_store(db, read_only=dry_run) as store:
         if dry_run:
-            _dry_run(store, survey_id, "remind", base_url, sender, max_reminders=max_reminders, wait_days=wait_days)
+            _dry_run(store, survey_id, "remind", base_url, sender, test_to=test_to, mailer=mailer,
+                     max_reminders=max_reminders, wait_days=wait_days)
         else:
             _send(store, survey_id, "remind", base_url, mailer, rate, resend_uncertain, max_reminders=max_reminders,
                   wait_days=wait_days)
