@@ -36,6 +36,26 @@ def test_survey_check_json_matches_the_library():
     assert Survey.from_dict(payload["spec"]).hash == survey.hash
 
 
+def test_survey_check_plans_a_wide_number_s_mean_at_once_and_says_its_shares_were_not_planned(tmp_path):
+    """A 0..1000 number's shares take minutes of bootstrap; its mean is in closed form: planned within the second."""
+    from deniable.analysis import planning
+
+    spec = {"id": "wide", "title": "t", "questions": [{"id": "income", "text": "?", "type": "number", "min": 0,
+                                                        "max": 1000, "step": 1, "privacy": {"design": "laplace",
+                                                                                            "epsilon": 1}}]}
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(spec))
+    planning._PRECISION.clear()
+    payload = json.loads(run("survey", "check", "--json", str(path), "--plan-seconds", "0.5").output)
+    figures = payload["questions"]["income"]["planning"]
+    expected = (planning.mean_unit_variance(Survey.from_dict(spec).questions["income"]) / 1000) ** 0.5
+    assert figures["mean_se"] == expected and figures["se"] is None and figures["n_for_margin"] is None
+    assert payload["unplanned"] == [] and payload["shares_unplanned"] == ["income"]
+    text = run("survey", "check", str(path), "--plan-seconds", "0.5").output
+    assert f"income               each value's share not planned in time; mean ±{1.959964 * expected:.3g} on 0–1000" in text
+    assert "Shares value by value not planned within the time limit: income" in text
+
+
 def test_survey_check_reports_mistakes_without_a_traceback(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("id: s\ntitle: t\nquestions:\n  - {id: q, type: yes_no, text: '?', privacy: {design: warner, p: 1/2}}\n")

@@ -269,7 +269,7 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
     job = ("plan", current.hash, planned, tuple(sorted(observed.items())))
     plans = plan(data.survey, planned, time_limit=0.0 if pending(job) else planning_seconds, asked=observed)
     planning_later = False
-    if plans.unplanned:
+    if not plans.complete:
         # The rest is worked out by this process's background thread; the next view finds it remembered.
         planning_later = finish_later(job, lambda: plan(data.survey, planned, asked=observed))
     return render_template("estimates.html", record=record, current=current, survey=data.survey, charts=charts,

@@ -40,7 +40,7 @@ def survey():
               help="Also print the yes/no designs side by side at --n: this survey's and the usual alternatives.")
 @click.option("--plan-seconds", "plan_seconds", type=click.FloatRange(0, 3600, min_open=True), default=None,
               help="How long planning may compute (CPU seconds) before the remaining questions are listed as not planned "
-                   "[default: 1; a wide number grid's plan can take minutes].")
+                   "[default: 1; a wide number grid's shares can take minutes, its mean is planned at once].")
 def check(spec_file, prior, as_json, planned, planning, asked, compare, plan_seconds):
     """Validate SPEC_FILE (YAML or JSON) and print its privacy summary (ε per question and in total)
     and what each question will give at the planned sample size."""
@@ -73,6 +73,7 @@ def check(spec_file, prior, as_json, planned, planning, asked, compare, plan_sec
             **({"epsilon_per_wave": parsed.epsilon_per_wave} if parsed.repeated is not None else {}),
             "warnings": parsed.warnings,
             "unplanned": getattr(plans, "unplanned", []),
+            "shares_unplanned": [] if plans is None else plans.shares_unplanned,
             "spec": parsed.to_dict(),
         }
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=_json_float))
