@@ -579,12 +579,11 @@ def _closed_form(question: Question, n: int, target: float, level: float) -> tup
     """A channel's figures in closed form: all of them where the published estimate's shares are asymptotically
     normal (the inverse information over n: `unit_variance`), a wide number's mean (`CLOSED_FORM_MEAN_ABOVE`), else
     `_NOTHING_YET`. The figures `plan` reports are the published estimate's precision."""
-    values = scores(question)
     if not spread.needs_bootstrap(question.mechanism):
         mean_variance = mean_unit_variance(question)
         worst = float(np.max(unit_variance(question)))
         return worst, None, _n_for(worst, target, level), None if mean_variance is None else math.sqrt(mean_variance / n)
-    if isinstance(question.mechanism, LaplaceMechanism) and len(values) > CLOSED_FORM_MEAN_ABOVE:
+    if _mean_in_closed_form(question):
         return None, None, None, math.sqrt(mean_unit_variance(question) / n)
     return _NOTHING_YET
 
@@ -595,9 +594,14 @@ def _bootstrapped(question: Question, n: int, target: float, level: float) -> tu
     values = scores(question)
     covariance = published_covariance(question, n)
     se = float(np.sqrt(np.max(np.diag(covariance))))
-    closed = isinstance(question.mechanism, LaplaceMechanism) and len(values) > CLOSED_FORM_MEAN_ABOVE
-    mean_se = None if values is None or closed else math.sqrt(max(float(values @ covariance @ values), 0.0))
+    mean_se = None if values is None or _mean_in_closed_form(question) else math.sqrt(
+        max(float(values @ covariance @ values), 0.0))
     return None, se, sample_size(question, target, level), mean_se
+
+
+def _mean_in_closed_form(question: Question) -> bool:
+    """A bootstrap channel whose mean is planned in closed form: a number wider than `CLOSED_FORM_MEAN_ABOVE`."""
+    return isinstance(question.mechanism, LaplaceMechanism) and len(question.mechanism.answers) > CLOSED_FORM_MEAN_ABOVE
 
 
 def _combined(closed: tuple, bootstrapped: tuple) -> tuple:
