@@ -15,13 +15,12 @@ import math
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import ThreadpoolController
 
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import UnaryMechanism
 
-from . import calibration, channels, compliance, distributions, fit, likelihood, spread
+from . import blas, calibration, channels, compliance, distributions, fit, likelihood, spread
 from . import estimators as est
 from .errors import AnalysisError
 from .results import (
@@ -44,15 +43,8 @@ def estimate_counts(mechanism, counts, level, method, question_id, simultaneous=
     and restoring cost 50 µs (an eighth of such an estimate)."""
     if channels.symmetric_channel(mechanism) is not None:
         return _estimate_on_one_thread(mechanism, counts, level, method, question_id, simultaneous, warn, scores)
-    with _blas().limit(limits=1, user_api="blas"):
+    with blas.one_thread():
         return _estimate_on_one_thread(mechanism, counts, level, method, question_id, simultaneous, warn, scores)
-
-
-@functools.cache
-def _blas() -> ThreadpoolController:
-    """The loaded BLAS libraries, found once: `threadpool_limits` reads /proc/self/maps on every call (2.3 ms, 40% of
-    a 10-answer estimate); numpy and scipy, the libraries that matter here, are loaded before the first estimate."""
-    return ThreadpoolController()
 
 
 def _estimate_on_one_thread(mechanism, counts, level, method, question_id, simultaneous, warn, scores) -> EstimateResult:

@@ -26,7 +26,7 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
-from . import channels, spread
+from . import blas, channels, spread
 from .deadline import time_limit
 from .errors import AnalysisError, OutOfTime
 
@@ -426,21 +426,22 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
     # Every closed form first (cheap), then the bootstraps; each pass the small channels first (the cost grows with
     # the answers): one wide grid that runs out the time leaves the rest planned, not the other way round.
     by_size = sorted(survey.private_questions, key=lambda q: key_of(q)[0][1])
-    for question in by_size:
-        key = key_of(question)
-        if key not in known:
-            try:
-                known[key] = _remembered_precision(key, "closed form", question, remaining())
-            except OutOfTime:
-                known[key] = None
-    for question in by_size:
-        key = key_of(question)
-        if known[key] is not None and known[key][2] is None:  # a bootstrap channel whose shares are still to plan
-            try:
-                bootstrapped = _remembered_precision(key, "bootstrap", question, remaining())
-            except OutOfTime:
-                continue
-            known[key] = _combined(known[key], bootstrapped)
+    with blas.one_thread():
+        for question in by_size:
+            key = key_of(question)
+            if key not in known:
+                try:
+                    known[key] = _remembered_precision(key, "closed form", question, remaining())
+                except OutOfTime:
+                    known[key] = None
+        for question in by_size:
+            key = key_of(question)
+            if known[key] is not None and known[key][2] is None:  # a bootstrap channel whose shares are still to plan
+                try:
+                    bootstrapped = _remembered_precision(key, "bootstrap", question, remaining())
+                except OutOfTime:
+                    continue
+                known[key] = _combined(known[key], bootstrapped)
     for question in survey.private_questions:
         share, source = shares.get(question.id, (1.0, None))
         key = key_of(question)
