@@ -143,7 +143,7 @@ def test_planned_standard_errors_match_simulated_surveys(spec, n):
 
 def test_plan_leaves_questions_unplanned_past_its_time_limit_and_says_so():
     from deniable.analysis import plan
-    from deniable.analysis.planning import describe_plan
+    from deniable.analysis.advice import describe_plan
 
     survey = Survey.from_dict({"id": "s", "title": "t", "questions": [
         {"id": f"q{i}", "text": "?", "type": "yes_no", "privacy": {"design": "warner", "p": 0.7 + i / 100}} for i in range(3)]})
@@ -162,7 +162,7 @@ def test_a_time_limit_holds_inside_a_wide_grid_s_bootstrap_and_the_small_channel
     import time
 
     from deniable.analysis import plan
-    from deniable.analysis.planning import _PRECISION
+    from deniable.analysis.advice import _PRECISION
 
     wide = {"id": "wide", "text": "?", "type": "number", "min": 0, "max": 1000, "step": 1,
             "privacy": {"design": "laplace", "epsilon": 0.9}}
@@ -244,7 +244,7 @@ SKIPPING = {"id": "s", "title": "t", "questions": [
 
 def test_the_share_asked_comes_from_the_skip_logic_or_from_the_researcher():
     from deniable.analysis import AnalysisError, plan
-    from deniable.analysis.planning import asked_shares
+    from deniable.analysis.advice import asked_shares
 
     survey = Survey.from_dict(SKIPPING)
     shares = asked_shares(survey)
@@ -298,7 +298,8 @@ def test_a_wide_number_s_mean_is_planned_in_closed_form_as_its_estimates_spread(
     as it says (within 12%, the Monte Carlo error of 300 surveys being 4%), and so must the bootstrap that plans its
     shares (the figure the plan used to give)."""
     from deniable.analysis import blas, channels, likelihood, plan
-    from deniable.analysis.planning import CLOSED_FORM_MEAN_ABOVE, mean_unit_variance, published_covariance
+    from deniable.analysis.advice import CLOSED_FORM_MEAN_ABOVE
+    from deniable.analysis.planning import mean_unit_variance, published_covariance
 
     q = question(type="number", min=0, max=top, step=1, privacy={"design": "laplace", "epsilon": epsilon})
     assert top + 1 > CLOSED_FORM_MEAN_ABOVE

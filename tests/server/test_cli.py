@@ -38,14 +38,14 @@ def test_survey_check_json_matches_the_library():
 
 def test_survey_check_plans_a_wide_number_s_mean_at_once_and_says_its_shares_were_not_planned(tmp_path):
     """A 0..1000 number's shares take minutes of bootstrap; its mean is in closed form: planned within the second."""
-    from deniable.analysis import blas, planning
+    from deniable.analysis import advice, blas, planning
 
     spec = {"id": "wide", "title": "t", "questions": [{"id": "income", "text": "?", "type": "number", "min": 0,
                                                         "max": 1000, "step": 1, "privacy": {"design": "laplace",
                                                                                             "epsilon": 1}}]}
     path = tmp_path / "wide.json"
     path.write_text(json.dumps(spec))
-    planning._PRECISION.clear()
+    advice._PRECISION.clear()
     payload = json.loads(run("survey", "check", "--json", str(path), "--plan-seconds", "0.5").output)
     figures = payload["questions"]["income"]["planning"]
     with blas.one_thread():  # as plan works it out: the 1001² inverse moves in its 6th digit with BLAS's threads

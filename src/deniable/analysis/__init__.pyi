@@ -2,6 +2,7 @@
 which imports each module on the first use of one of its names (a command that only plans never loads scipy, pandas
 or statsmodels). A name added here is public."""
 
+from .advice import QuestionPlan, describe_plan, plan
 from .correlation import Correlation, correlation
 from .errors import AnalysisError, LoadError, PoolingError
 from .estimation import estimate
@@ -20,11 +21,8 @@ from .likelihood import Certificate, ConvergenceWarning
 from .loaded import LoadedSurvey, Version, population
 from .loading import load
 from .planning import (
-    QuestionPlan,
     compare_designs,
-    describe_plan,
     margin_of_error,
-    plan,
     power,
     sample_size,
     unit_variance,

@@ -227,9 +227,9 @@ def estimates_download(survey_id, fmt, number=None):
 def _estimates_page(survey_id, version: int | None = None, pooled: bool = False):
     # The dashboard is the server's one use of analysis (pandas, scipy): loaded with the first estimates page, not by
     # every worker at start.
+    from deniable.analysis.advice import plan
     from deniable.analysis.errors import LoadError
     from deniable.analysis.loading import load
-    from deniable.analysis.planning import plan
     from deniable.analysis.sampling import SampleDesign
 
     from .dashboard import ESTIMATE_SECONDS, PAGE_SECONDS, asked_shares, day_bars, estimate_charts

@@ -124,8 +124,9 @@ def _plans(survey: Survey, planned: int, asked: dict | None = None, seconds: flo
     """Planning figures per private question, within ``seconds`` (default `PLANNING_SECONDS`; None without the
     analysis extra, which has numpy)."""
     try:
-        from deniable.analysis.errors import AnalysisError  # numpy: `survey check --no-plan` validates without it
-        from deniable.analysis.planning import PLANNING_SECONDS, plan
+        # numpy: `survey check --no-plan` validates without it
+        from deniable.analysis.advice import PLANNING_SECONDS, plan
+        from deniable.analysis.errors import AnalysisError
     except ImportError:
         return None
     try:
@@ -151,7 +152,7 @@ def _echo_plans(plans):
     if plans is None:
         click.echo("\n(Precision at a planned sample size needs the analysis extra: pip install 'deniable[analysis]')")
         return
-    from deniable.analysis.planning import describe_plan  # numpy: only when asked
+    from deniable.analysis.advice import describe_plan  # numpy: only when asked
 
     click.echo("\n" + describe_plan(plans))
 
