@@ -18,6 +18,8 @@ from .files import read_frame
 #: The column of a contact list that holds the address, and the one that holds its language.
 ADDRESS_COLUMNS = ("email", "address")
 LANGUAGE_COLUMN = "language"
+#: What a run of each kind sends, as its report names them.
+SENT_AS = {"invite": "invitations", "remind": "reminders"}
 
 base_url_option = click.option(
     "--base-url", envvar="DENIABLE_BASE_URL", required=True,
@@ -70,12 +72,13 @@ def _line_of(message: str) -> str:
     return re.sub(r"contacts\[(\d+)\]", lambda m: f"line {int(m.group(1)) + 2}", message)
 
 
-def _checked_sender(sender: str) -> str:
+def _checked_address(value: str, option: str) -> str:
+    """An address given as an option (``--from``, ``--test-to``), or click's refusal naming the option."""
     try:
-        storage.checked_address(sender, "--from")
+        storage.checked_address(value, option)
     except storage.StorageError as error:
-        raise click.BadParameter(error.message.removeprefix("--from: "), param_hint="--from") from None
-    return sender
+        raise click.BadParameter(error.message.removeprefix(f"{option}: "), param_hint=option) from None
+    return value
 
 
 def _mailer(sender: str) -> Mailer:
@@ -83,19 +86,16 @@ def _mailer(sender: str) -> Mailer:
         settings = SmtpSettings.from_url(os.environ.get("DENIABLE_SMTP_URL"))
     except MailError as error:
         raise click.ClickException(str(error)) from None
-    return Mailer(settings, _checked_sender(sender))
+    return Mailer(settings, _checked_address(sender, "--from"))
 
 
 def _mailer_unless(dry_run: bool, sender: str, test_to: str | None) -> Mailer | None:
     """The mailer of a run or a test, checked before the contact list is read (a server that cannot be named is said
     first); a dry run needs none, only a sender an e-mail could carry."""
     if test_to is not None:
-        try:
-            storage.checked_address(test_to, "--test-to")
-        except storage.StorageError as error:
-            raise click.BadParameter(error.message.removeprefix("--test-to: "), param_hint="--test-to") from None
+        _checked_address(test_to, "--test-to")
     elif dry_run:
-        _checked_sender(sender)
+        _checked_address(sender, "--from")
         return None
     return _mailer(sender)
 
@@ -122,7 +122,7 @@ def _send(store, survey_id: str, kind: str, base_url: str, mailer: Mailer, rate:
         run = send_all(store, record.survey, kind, mailer, base_url, rate, **due)
     except MailError as error:
         raise click.ClickException(f"{error}; nothing more was sent (the e-mails sent before are recorded)") from None
-    what = "invitations" if kind == "invite" else "reminders"
+    what = SENT_AS[kind]
     click.echo(f"{run.sent} {what} sent, {run.refused} refused for now (tried again next run), {run.bounced} bounced "
                f"(written to no more), {run.uncertain} uncertain.")
     if run.stopped:
@@ -145,7 +145,7 @@ def _dry_run(store, survey_id: str, kind: str, base_url: str, sender: str, added
         shown = language or survey.default_language
         by_language[shown] = by_language.get(shown, 0) + count
     order = sorted(by_language, key=lambda language: str(language or ""))
-    what = "invitations" if kind == "invite" else "reminders"
+    what = SENT_AS[kind]
     total = sum(by_language.values())
     split = ", ".join(f"{language or 'the default language'} {by_language[language]}" for language in order)
     click.echo(f"Dry run: a run now would send {total} {what}" + (f" ({split})" if total else "")
