@@ -178,51 +178,59 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
     steps (the equality-constrained step on each row's free answers, cut by the ratio test and Armijo's rule),
     answers leaving at zero and re-entering where the gradient asks; each pass works on the rows not yet
     converged. Returns (fits, certified per row), the certificate being the one `likelihood.maximise` meets:
-    relative KKT residual within its tolerance."""
+    relative KKT residual within its tolerance.
+
+    Its cost is numpy's per-call overhead on small arrays (200 surveys × 9 answers: a few µs a call, against about
+    1 µs a row for the solves), so each pass makes as few calls as it can: the rates at the iterate serve both its
+    gradient and its log-likelihood, the residual is one reduction, and the rows are re-selected only when some
+    have converged."""
     rows, k = counts.shape[0], q.shape[1]
     totals = counts.sum(axis=1)
     x = np.where(start > 0, start, 0.0) * np.ones((rows, 1))  # one start for all rows, or one per row
     x /= x.sum(axis=1, keepdims=True)
     tolerance = likelihood.KKT_TOLERANCE
-    eye = np.eye(k)
     outer = (q[:, :, None] * q[:, None, :]).reshape(q.shape[0], k * k)  # each report's q_r q_rᵀ, flattened
+    diagonal = np.s_[:, ::k + 1]  # the diagonal of each row's k × k block, flattened
 
-    def rates_and_weights(points, c):
-        lam = points @ q.T
+    def weights_at(lam, c, observed):
         with np.errstate(divide="ignore", invalid="ignore"):
-            return lam, np.where(c > 0, c / np.clip(lam, 1e-300, None), 0.0)
+            return np.where(observed, c / np.maximum(lam, 1e-300), 0.0)
 
-    def value(points, c, t):
-        lam = points @ q.T
+    def value(lam, points, c, observed, t):
         with np.errstate(divide="ignore", invalid="ignore"):
-            logs = np.where(c > 0, np.log(np.clip(lam, 1e-300, None)), 0.0)
+            logs = np.where(observed, np.log(np.maximum(lam, 1e-300)), 0.0)
         tilted = (c * logs).sum(axis=1) + (0.0 if t is None else (t * points).sum(axis=1))
-        return np.where(((lam <= 0) & (c > 0)).any(axis=1), -np.inf, tilted)
+        return np.where(((lam <= 0) & observed).any(axis=1), -np.inf, tilted)
 
     def residual(points, gradient, n):
-        # Relative to the multiplier xᵀg, which is n without a tilt (Σ_r c_r (Qx)_r/(Qx)_r).
+        # Relative to the multiplier xᵀg, which is n without a tilt (Σ_r c_r (Qx)_r/(Qx)_r): on the support the
+        # stationarity gap either way, off it only a gradient above the multiplier (one reduction gives both, as
+        # every point has a support).
         multiplier = (points * gradient).sum(axis=1)
         relative = (gradient - multiplier[:, None]) / n[:, None]
-        on = np.where(points > 0, np.abs(relative), 0.0).max(axis=1)
-        return np.maximum(on, np.clip(relative, 0, None).max(axis=1))
+        return np.where(points > 0, np.abs(relative), relative).max(axis=1), multiplier
 
     moving = np.arange(rows)
+    c, n, xm, t = counts, totals, x, tilt
+    observed = c > 0
     for _ in range(iterations):
         check_time()
-        c, n, xm = counts[moving], totals[moving], x[moving]
-        t = None if tilt is None else tilt[moving]
-        lam, weights = rates_and_weights(xm, c)
+        lam = xm @ q.T
+        weights = weights_at(lam, c, observed)
         gradient = weights @ q if t is None else weights @ q + t
-        going = residual(xm, gradient, n) > tolerance * 0.01
-        moving, c, n, xm, lam, weights, gradient = (
-            moving[going], c[going], n[going], xm[going], lam[going], weights[going], gradient[going])
-        t = None if t is None else t[going]
-        if not len(moving):
-            break
-        multiplier = (xm * gradient).sum(axis=1)
+        gaps, multiplier = residual(xm, gradient, n)
+        going = gaps > tolerance * 0.01
+        if not going.all():
+            moving, c, n, observed, xm, lam, weights, gradient, multiplier = (
+                moving[going], c[going], n[going], observed[going], xm[going], lam[going], weights[going],
+                gradient[going], multiplier[going])
+            t = None if t is None else t[going]
+            if not len(moving):
+                break
         free = (xm > 0) | (gradient > multiplier[:, None] + n[:, None] * tolerance)
-        curvature = ((weights / np.clip(lam, 1e-300, None)) @ outer).reshape(-1, k, k)  # Σ_r w_r q_r q_rᵀ, one GEMM
-        curvature += 1e-12 * np.trace(curvature, axis1=1, axis2=2)[:, None, None] * eye
+        curvature = (weights / np.maximum(lam, 1e-300)) @ outer  # Σ_r w_r q_r q_rᵀ, one GEMM (flattened)
+        curvature[diagonal] += 1e-12 * curvature[diagonal].sum(axis=1)[:, None]
+        curvature = curvature.reshape(-1, k, k)
         direction = _newton_on_face(curvature, gradient, free)
         if direction is None:
             break  # a singular row: the rows left uncertified are solved one by one
@@ -240,12 +248,16 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
         with np.errstate(divide="ignore", invalid="ignore"):
             limits = np.where(direction < 0, xm / -direction, np.inf).min(axis=1)
         step = np.minimum(1.0, limits)
-        current = value(xm, c, t)
+        current = value(lam, xm, c, observed, t)
         slope = (gradient * direction).sum(axis=1)
         accepted = np.zeros(len(moving), dtype=bool)
         for _ in range(30):
-            candidate = np.clip(xm + step[:, None] * direction, 0, None)
-            better = value(candidate, c, t) >= current + 1e-4 * step * slope - 8 * np.finfo(float).eps * np.abs(current)
+            candidate = np.maximum(xm + step[:, None] * direction, 0)
+            better = value(candidate @ q.T, candidate, c, observed, t) >= \
+                current + 1e-4 * step * slope - 8 * np.finfo(float).eps * np.abs(current)
+            if better.all() and not accepted.any():
+                xm = candidate / candidate.sum(axis=1, keepdims=True)
+                break
             newly = better & ~accepted
             xm[newly] = candidate[newly] / candidate[newly].sum(axis=1, keepdims=True)
             accepted |= better
@@ -253,9 +265,11 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
                 break
             step = np.where(accepted, step, step / 2)
         xm[xm < 1e-15] = 0.0
-        x[moving] = xm / xm.sum(axis=1, keepdims=True)
-    _, weights = rates_and_weights(x, counts)
-    return x, residual(x, weights @ q if tilt is None else weights @ q + tilt, totals) <= tolerance
+        xm /= xm.sum(axis=1, keepdims=True)
+        x[moving] = xm
+    lam = x @ q.T
+    weights = weights_at(lam, counts, counts > 0)
+    return x, residual(x, weights @ q if tilt is None else weights @ q + tilt, totals)[0] <= tolerance
 
 
 def _newton_on_face(curvature: np.ndarray, gradient: np.ndarray, free: np.ndarray) -> np.ndarray | None:
@@ -264,13 +278,13 @@ def _newton_on_face(curvature: np.ndarray, gradient: np.ndarray, free: np.ndarra
     rows, k = gradient.shape
     system = np.zeros((rows, k + 1, k + 1))
     np.copyto(system[:, :k, :k], curvature, where=free[:, :, None] & free[:, None, :])
-    diagonal = np.arange(k)
-    system[:, diagonal, diagonal] += ~free  # an answer off the face: its row says d_j = 0
+    system.reshape(rows, -1)[:, :k * (k + 2):k + 2] += ~free  # an answer off the face: its row says d_j = 0
     system[:, :k, k] = free
     system[:, k, :k] = free
-    right = np.concatenate([np.where(free, gradient, 0.0), np.zeros((rows, 1))], axis=1)
+    right = np.zeros((rows, k + 1, 1))
+    np.copyto(right[:, :k, 0], gradient, where=free)
     try:
-        return np.linalg.solve(system, right[..., None])[..., 0][:, :k]
+        return np.linalg.solve(system, right)[:, :k, 0]
     except np.linalg.LinAlgError:
         return None
 
