@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.abc
 import os
 import re
 import secrets
 import sqlite3
+import sys
+import threading
 import urllib.parse
 from typing import Protocol, runtime_checkable
 
@@ -24,6 +27,37 @@ except ImportError:  # Windows: SQLite's own busy wait alone
 import time
 
 from .errors import DiskFull, NotFound, StorageError, Unavailable
+
+
+class _WithoutDataFrames(importlib.abc.MetaPathFinder):
+    """Refuses pandas and numpy to the thread that imports sqlite-utils, for that import only (`_import_sqlite_utils`):
+    any other thread imports them as usual meanwhile."""
+
+    REFUSED = ("pandas", "numpy")
+
+    def __init__(self):
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name, path=None, target=None):
+        if threading.get_ident() == self.thread and name.partition(".")[0] in self.REFUSED:
+            raise ImportError(f"{name}: not loaded for sqlite-utils", name=name)
+        return None
+
+
+def _import_sqlite_utils():
+    """sqlite-utils, without the pandas and numpy it imports when they are installed (to store their values; the store
+    never gives it either): 0.3 s of CPU and 50 MB in every process that opens a SQLite database, most of which never
+    estimate (the server's respondent pages, `deniable survey list`, tokens, export). Where a program has them loaded
+    already (a notebook), sqlite-utils finds them as before. Here, not at the top: `deniable --help` opens nothing."""
+    if "sqlite_utils" in sys.modules:
+        return sys.modules["sqlite_utils"]
+    finder = _WithoutDataFrames()
+    sys.meta_path.insert(0, finder)
+    try:
+        import sqlite_utils  # the refused imports fail inside it, which it takes as "not installed"
+    finally:
+        sys.meta_path.remove(finder)
+    return sqlite_utils
 
 
 def is_postgres(url: str) -> bool:
@@ -137,7 +171,7 @@ class SQLiteEngine:
         else:
             connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         try:
-            import sqlite_utils  # here, not at the top: it imports pandas when installed (0.9 s for `deniable --help`)
+            sqlite_utils = _import_sqlite_utils()
         except ImportError:
             connection.close()
             raise StorageError("SQLite databases need sqlite-utils: pip install 'deniable[analysis]' (or "
