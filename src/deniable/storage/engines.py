@@ -46,7 +46,7 @@ class _WithoutDataFrames(importlib.abc.MetaPathFinder):
 
 def _import_sqlite_utils():
     """sqlite-utils, without the pandas and numpy it imports when they are installed (to store their values; the store
-    never gives it either): 0.3 s of CPU and 50 MB in every process that opens a SQLite database, most of which never
+    never gives it either): 0.3 s of CPU and 45 MB in every process that opens a SQLite database, most of which never
     estimate (the server's respondent pages, `deniable survey list`, tokens, export). Where a program has them loaded
     already (a notebook), sqlite-utils finds them as before. Here, not at the top: `deniable --help` opens nothing."""
     if "sqlite_utils" in sys.modules:
