@@ -240,7 +240,10 @@ def _candidates(x, gradient, multiplier) -> np.ndarray:
     return ((x > 0) | rising).nonzero()[0]
 
 
-_EPSILON = float(np.finfo(float).eps)
+#: The share of |ℓ| that Armijo's rule forgives (its last few ulps): near the optimum the gain of a Newton step is below
+#: ℓ's round-off, and refusing it would stall the iteration short of its certificate. This maximiser's and the batched
+#: one's (`spread`).
+FORGIVEN_ROUNDOFF = 8 * float(np.finfo(float).eps)
 
 #: Newton steps after which a fit still short of its certificate takes `EM_STEPS` EM steps (see `maximise`).
 NEWTON_BEFORE_EM = 60
@@ -289,9 +292,7 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
             direction[int(np.argmax(gradient))] += 1.0
             slope = float(gradient @ direction)
         current = problem.value(x, rates)
-        # Armijo's rule, with the last few ulps of ℓ forgiven: near the optimum the gain of a Newton step
-        # is below ℓ's round-off, and refusing it would stall the iteration short of its certificate.
-        forgiven = 8 * _EPSILON * abs(current)
+        forgiven = FORGIVEN_ROUNDOFF * abs(current)  # Armijo's rule, with the last few ulps of ℓ forgiven
         length = 1.0
         while length > 1e-12:
             candidate = x + length * direction

@@ -258,7 +258,7 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
             for _ in range(30):
                 candidate = np.maximum(xm + step[:, None] * direction, 0)
                 better = value(candidate @ q.T, candidate, c, observed, t) >= \
-                    current + 1e-4 * step * slope - _FORGIVEN * np.abs(current)
+                    current + 1e-4 * step * slope - likelihood.FORGIVEN_ROUNDOFF * np.abs(current)
                 if better.all() and not accepted.any():
                     xm = candidate / candidate.sum(axis=1, keepdims=True)
                     break
@@ -274,10 +274,6 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
         lam = x @ q.T
         weights = weights_at(lam, counts, counts > 0)
         return x, residual(x, weights @ q if tilt is None else weights @ q + tilt, totals)[0] <= tolerance
-
-
-#: The last few ulps of a log-likelihood that Armijo's rule forgives (as `likelihood.maximise` does).
-_FORGIVEN = 8 * float(np.finfo(float).eps)
 
 
 def _newton_on_face(curvature: np.ndarray, gradient: np.ndarray, free: np.ndarray) -> np.ndarray | None:
