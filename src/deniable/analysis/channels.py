@@ -118,15 +118,22 @@ def _mirror_join(even: np.ndarray | None, odd: np.ndarray | None, length: int, a
     (None: zero)."""
     half = length // 2
     given = even if even is not None else odd
-    # Each entry written once, in the layout of the result (through a view along ``axis``): a 0..1000 grid's left
-    # inverse, 1,001 × 3,001, took 0.16 s of a cold estimate zeroed first and then added to across its rows.
+    # Written in the layout of the result (through a view along ``axis``), with one temporary of half its size: a
+    # 0..1000 grid's left inverse, 1,001 × 3,001, took 0.16 s of a cold estimate zeroed first and then added to across
+    # its rows.
     result = np.empty((*given.shape[:axis], length, *given.shape[axis + 1:]))
     joined = np.moveaxis(result, axis, 0)
-    even = None if even is None else np.moveaxis(even, axis, 0)
-    even_half = 0.0 if even is None else even[:half] * _HALF_ROOT
-    odd_half = 0.0 if odd is None else np.moveaxis(odd, axis, 0) * _HALF_ROOT
-    np.add(even_half, odd_half, out=joined[:half])
-    np.subtract(even_half, odd_half, out=joined[::-1][:half])
+    top, bottom = joined[:half], joined[::-1][:half]
+    if even is None:
+        top[...] = 0.0
+    else:
+        even = np.moveaxis(even, axis, 0)
+        np.multiply(even[:half], _HALF_ROOT, out=top)
+    bottom[...] = top
+    if odd is not None:
+        odd = np.moveaxis(odd, axis, 0) * _HALF_ROOT
+        top += odd
+        bottom -= odd
     if length % 2:
         joined[half] = 0.0 if even is None else even[half]
     return result
