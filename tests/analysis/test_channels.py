@@ -81,10 +81,12 @@ def test_k_ary_covariances_in_closed_form_equal_the_dense_route(k, epsilon):
     assert channels.marginal_channel(q) is not None
     assert np.allclose(channels.fitted_covariance(q, pi), dense, atol=1e-12)
     observed = counts / counts.sum()
-    estimate, covariance = est.unbiased(q, counts)
+    estimate, spread = est.unbiased(q, counts)
+    covariance = spread.matrix()
     assert np.allclose(estimate, inverse @ observed, atol=1e-10)
     assert np.allclose(covariance, inverse @ (np.diag(observed) - np.outer(observed, observed)) @ inverse.T / counts.sum(),
                        atol=1e-12)
+    assert np.allclose(spread.variances(), np.diag(covariance), atol=1e-12)
     # The estimate's own columns take the closed forms too (O(k)): each equals the dense route at its fit.
     from deniable.analysis.from_counts import estimate_counts
 
@@ -242,11 +244,33 @@ def test_the_unbiased_covariance_is_the_sandwich_written_out(spec):
     mechanism = _question(spec.pop("type"), **spec)
     q = channels.channel_matrix(mechanism)
     counts = np.random.default_rng(2).multinomial(700, q @ np.random.default_rng(3).dirichlet(np.ones(q.shape[1])))
-    estimate, covariance = est.unbiased(q, counts)
+    estimate, spread = est.unbiased(q, counts)
     inverse, rates = channels.left_inverse(q), counts / counts.sum()
     assert estimate == pytest.approx(inverse @ rates, rel=1e-12, abs=1e-12)
     written_out = inverse @ ((np.diag(rates) - np.outer(rates, rates)) / counts.sum()) @ inverse.T
-    assert covariance == pytest.approx(written_out, rel=1e-9, abs=1e-12 * np.abs(written_out).max())
+    assert spread.matrix() == pytest.approx(written_out, rel=1e-9, abs=1e-12 * np.abs(written_out).max())
+    # What the estimates read of it, each share's variance and a functional's, without the matrix.
+    assert spread.variances() == pytest.approx(np.diag(written_out), rel=1e-9, abs=1e-12 * np.abs(written_out).max())
+    functional = np.arange(q.shape[1], dtype=float)
+    assert spread.variance(functional) == pytest.approx(functional @ written_out @ functional, rel=1e-9)
+
+
+def test_a_long_grid_s_unbiased_mean_variance_is_exact_to_round_off():
+    """The unbiased mean's variance of a 0..1000 grid, Σ_r (Q⁺ᵀg)_r² λ_r − (gᵀπ̂)² over n, read without the k × k
+    covariance: within 1e-12 of the same sum in extended precision, where the quadratic form of the written-out matrix
+    (Q⁺'s entries reach thousands, of both signs) was 1.4e-6 off."""
+    from deniable.analysis import estimators as est
+
+    mechanism = _question("number", min=0, max=1000, step=1, privacy={"design": "laplace", "epsilon": 1})
+    q = channels.channel_matrix(mechanism)
+    rng = np.random.default_rng(8)
+    counts = rng.multinomial(10_000, q @ rng.dirichlet(np.full(q.shape[1], 0.3)))
+    _, spread = est.unbiased(q, counts)
+    grid = np.arange(q.shape[1], dtype=float)
+    pulled = grid.astype(np.longdouble) @ channels.left_inverse(q).astype(np.longdouble)
+    rates = (counts / counts.sum()).astype(np.longdouble)
+    extended = float(((pulled * pulled) @ rates - (pulled @ rates) ** 2) / counts.sum())
+    assert spread.variance(grid) == pytest.approx(extended, rel=1e-12)
 
 
 def _mirrored_cases():

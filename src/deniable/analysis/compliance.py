@@ -76,7 +76,7 @@ def estimate_compliance(mechanism, counts: np.ndarray, level: float, method: str
     n = int(counts.sum())
     theta, certificate = likelihood.certified_maximum(q, counts)
     theta_covariance = channels.fitted_covariance(q, theta) / n
-    unbiased_theta, unbiased_covariance = est.unbiased(q, counts)
+    unbiased_theta, unbiased_spread = est.unbiased(q, counts)
     z = distributions.norm_isf((1 - level) / 2)
     peak = likelihood.loglikelihood(q, counts, theta)
     rows, notes = [], []
@@ -89,10 +89,10 @@ def estimate_compliance(mechanism, counts: np.ndarray, level: float, method: str
         else:
             low, high = estimate - z * se, estimate + z * se
         rows.append((label, estimate, se, low, high, float(functional @ unbiased_theta),
-                     float(np.sqrt(max(functional @ unbiased_covariance @ functional, 0.0)))))
+                     float(np.sqrt(max(unbiased_spread.variance(functional), 0.0)))))
     if mechanism.design == "stochastic_lie_detector":
         rows.append(("truthful", *_truthful_row(q, counts, theta, theta_covariance, unbiased_theta,
-                                               unbiased_covariance, peak, cut, z, method, notes)))
+                                               unbiased_spread, peak, cut, z, method, notes)))
     labels = [row[0] for row in rows]
     table = pd.DataFrame([row[1:] for row in rows], index=pd.Index(labels, name="answer"),
                          columns=["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"])
@@ -149,7 +149,7 @@ def _linear_rows(mechanism) -> list[tuple[str, np.ndarray]]:
     return [("yes", np.array([1.0, 1.0, 0.0])), ("no", np.array([0.0, 0.0, 1.0]))]
 
 
-def _truthful_row(q, counts, theta, covariance, unbiased, unbiased_covariance, peak, cut, z, method, notes):
+def _truthful_row(q, counts, theta, covariance, unbiased, unbiased_spread, peak, cut, z, method, notes):
     """t = θ₀ / (θ₀ + θ₁), the share of carriers who answered truthfully: delta-method SE, and a
     profile-likelihood interval over t (for each t the model is a two-class mixture: carriers answering
     with t, and non-carriers)."""
@@ -165,7 +165,7 @@ def _truthful_row(q, counts, theta, covariance, unbiased, unbiased_covariance, p
     unbiased_t = float(unbiased[0] / unbiased_carriers) if abs(unbiased_carriers) > 1e-12 else np.nan
     unbiased_gradient = np.array([unbiased[1], -unbiased[0], 0.0]) / unbiased_carriers**2 \
         if abs(unbiased_carriers) > 1e-12 else np.full(3, np.nan)
-    unbiased_se = float(np.sqrt(max(unbiased_gradient @ unbiased_covariance @ unbiased_gradient, 0.0)))
+    unbiased_se = float(np.sqrt(max(unbiased_spread.variance(unbiased_gradient), 0.0)))
     if method == "wald":
         return t, se, t - z * se, t + z * se, unbiased_t, unbiased_se
 

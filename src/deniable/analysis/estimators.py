@@ -35,21 +35,52 @@ class ConfidenceInterval(NamedTuple):
     high: float
 
 
-def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """π̂ = Q⁺λ̂ and its estimated covariance."""
+def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, "UnbiasedSpread"]:
+    """π̂ = Q⁺λ̂ and its estimated covariance (`UnbiasedSpread`: read as each share's variance or a functional's)."""
     n = counts.sum()
     if n == 0:
         raise AnalysisError("no reports to estimate from")
     rates = counts / n
     marginal = marginal_channel(q)
     if marginal is not None:  # k-ary randomized response: Q⁻¹ in closed form (`channels.symmetric_covariance`)
-        return marginal.prevalence(rates), symmetric_covariance(marginal, rates) / n
+        return marginal.prevalence(rates), UnbiasedSpread(None, rates, n, marginal)
     inverse = left_inverse(q)
-    estimate = inverse @ rates
-    # Q⁺(diag λ − λλᵀ)Q⁺ᵀ = (Q⁺·λ)Q⁺ᵀ − π̂π̂ᵀ: no reports × reports matrix (a 0..1000 number has 3,001 reports:
-    # two 72 MB temporaries and 0.6 s of CPU for the product written out)
-    covariance = ((inverse * rates) @ inverse.T - np.outer(estimate, estimate)) / n
-    return estimate, covariance
+    return inverse @ rates, UnbiasedSpread(inverse, rates, n)
+
+
+class UnbiasedSpread:
+    """The covariance of the unbiased estimate π̂ = Lλ̂ of n reports (L a left inverse of the channel), L(diag λ̂ −
+    λ̂λ̂ᵀ)Lᵀ/n, read as what the estimates publish (each share's variance, a functional's) without its k × k matrix:
+    gᵀL(diag λ̂ − λ̂λ̂ᵀ)Lᵀg = Σ_r (Lᵀg)_r² λ̂_r − (gᵀπ̂)², O(k·R) (a 0..1000 grid's matrix was a 3-GFlop product and
+    8 MB, for its diagonal and one quadratic form). ``marginal``: k-ary randomized response's channel, whose inverse
+    is (I − o11ᵀ)/(p − o) (`channels.symmetric_covariance`); then ``inverse`` is None."""
+
+    def __init__(self, inverse: np.ndarray | None, rates: np.ndarray, n: float, marginal: BinaryChannel | None = None):
+        self.inverse, self.rates, self.n, self.marginal = inverse, rates, float(n), marginal
+
+    def variances(self) -> np.ndarray:
+        """Each share's variance: the covariance's diagonal."""
+        if self.marginal is not None:
+            return self.marginal.unit_variance(self.rates) / self.n
+        inverse = self.inverse
+        return (np.einsum("ir,ir,r->i", inverse, inverse, self.rates) - (inverse @ self.rates) ** 2) / self.n
+
+    def variance(self, functional: np.ndarray) -> float:
+        """gᵀ Cov g for the functional g over the answers."""
+        functional = np.asarray(functional, dtype=float)
+        # k-ary randomized response's Lᵀg is (g − o·Σg)/(p − o): a shift, which the centring takes away, and a scale.
+        pulled = functional if self.marginal is not None else functional @ self.inverse
+        centred = pulled @ self.rates
+        scale = 1.0 if self.marginal is None else (self.marginal.p - self.marginal.q) ** -2
+        return float(((pulled * pulled) @ self.rates - centred * centred) * scale / self.n)
+
+    def matrix(self) -> np.ndarray:
+        """The covariance written out (k × k)."""
+        if self.marginal is not None:
+            return symmetric_covariance(self.marginal, self.rates) / self.n
+        estimate = self.inverse @ self.rates
+        # Q⁺(diag λ − λλᵀ)Q⁺ᵀ = (Q⁺·λ)Q⁺ᵀ − π̂π̂ᵀ: no reports × reports matrix
+        return ((self.inverse * self.rates) @ self.inverse.T - np.outer(estimate, estimate)) / self.n
 
 
 # --- binary designs --------------------------------------------------------------------------------

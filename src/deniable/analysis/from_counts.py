@@ -201,12 +201,12 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         se = np.sqrt(marginal.unit_variance(fitted_rates) / n)
         unbiased = marginal.prevalence(rates)
         unbiased_se = np.sqrt(marginal.unit_variance(rates) / n)
-        unbiased_covariance = None if scores is None else channels.symmetric_covariance(marginal, rates) / n
+        unbiased_spread = est.UnbiasedSpread(None, rates, n, marginal)
     else:
         covariance, calibrated = published_covariance(mechanism, q(), counts, pi)
         se = np.sqrt(np.clip(np.diag(covariance), 0, None))
-        unbiased, unbiased_covariance = est.unbiased(q(), counts)
-        unbiased_se = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))
+        unbiased, unbiased_spread = est.unbiased(q(), counts)
+        unbiased_se = np.sqrt(np.clip(unbiased_spread.variances(), 0, None))
     each = est.per_answer_level(level, len(pi), simultaneous)
     notes = []
     if calibrated is not None:
@@ -239,7 +239,7 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
     mean = None
     if scores is not None:
         covariance = covariance() if callable(covariance) else covariance  # written out: the mean needs it
-        mean = _mean(q(), counts, pi, covariance, unbiased, unbiased_covariance, scores, level,
+        mean = _mean(q(), counts, pi, covariance, unbiased, unbiased_spread, scores, level,
                      "likelihood" if method == "clopper-pearson" else method, calibrated)
     return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
                           covariance, mean=mean, simultaneous=simultaneous, notes=notes)
@@ -313,7 +313,7 @@ def _share_intervals(q, counts, pi, se, level, method, calibrated=None):
     return np.clip(low, 0, 1), np.clip(high, 0, 1)
 
 
-def _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, grid, level, method,
+def _mean(q, counts, pi, covariance, unbiased, unbiased_spread, grid, level, method,
           calibrated=None) -> MeanEstimate:
     value = float(grid @ pi)
     se = math.sqrt(max(float(grid @ covariance @ grid), 0.0))
@@ -322,7 +322,7 @@ def _mean(q, counts, pi, covariance, unbiased, unbiased_covariance, grid, level,
         low, high = max(value - z * se, grid[0]), min(value + z * se, grid[-1])
     else:
         low, high = calibration.interval(q, counts, pi, grid, level, calibrated)
-    unbiased_se = math.sqrt(max(float(grid @ unbiased_covariance @ grid), 0.0))
+    unbiased_se = math.sqrt(max(unbiased_spread.variance(grid), 0.0))
     return MeanEstimate(value, se, est.ConfidenceInterval(float(low), float(high)), level, method,
                         float(grid @ unbiased), unbiased_se)
 
