@@ -317,6 +317,12 @@ def test_a_long_number_grid_is_applied_through_its_structure(top, epsilon, repea
     np.testing.assert_allclose(structure.rmatvec(reports), reports @ q, rtol=1e-12)
     np.testing.assert_allclose(structure.matvec(answers[0]), q @ answers[0], rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(structure.rmatvec(reports[0]), reports[0] @ q, rtol=1e-12)
+    counts = rng.multinomial(3000, q @ answers[0]).astype(float)
+    vertices = structure.vertex_loglikelihoods(counts)  # every point mass's log-likelihood, from running sums
+    if repeated is None:
+        np.testing.assert_allclose(vertices, counts @ np.log(q), rtol=1e-13)
+    else:
+        assert vertices is None  # a layered channel's entries are sums: the matrix's logarithms are read instead
     with pytest.raises(ValueError):
         q[0, 0] = 1.0
     assert channels.structure(q[1:]) is None and channels.structure(q.copy()) is None

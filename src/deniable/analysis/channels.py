@@ -300,6 +300,27 @@ class FoldedGeometric:
         result += (below @ tail[::-1])[..., None] * up + (above @ tail)[..., None] * up[::-1]
         return self._layered(result, w)
 
+    def vertex_loglikelihoods(self, counts: np.ndarray) -> np.ndarray | None:
+        """Σ_r c_r log Q_ra for every answer a (the log-likelihood of each point mass), in O(N) rather than the
+        written-out matrix's O(N²) logarithms: log Q_ra is a report's constant plus |v − a|·log α, and Σ_r c_r |v_r − a|
+        for every a is two running sums of the counts and of the counts times v (integers: exact). None under a
+        panel's layer, whose entries are sums (other + (keep − other)·α^d) with no such form."""
+        if self.keep != 1.0 or self.other != 0.0:
+            return None
+        n, log_alpha = self.points, math.log(self.alpha)
+        counts = np.asarray(counts, dtype=float)
+        reports = np.arange(-n, 2 * n + 1, dtype=float)
+        answers = np.arange(n + 1)
+        # Σ_(v<a) c_v (a − v) + Σ_(v>a) c_v (v − a), from prefix sums over the reports up to each answer's own.
+        below_count = np.concatenate([[0.0], np.cumsum(counts)])[answers + n]
+        below_moment = np.concatenate([[0.0], np.cumsum(counts * reports)])[answers + n]
+        total_count, total_moment = float(counts.sum()), float(counts @ reports)
+        distances = (answers * below_count - below_moment) + (total_moment - below_moment) - answers * (
+            total_count - below_count)
+        ends = counts[0] + counts[-1]
+        constants = (total_count - ends) * math.log((1 - self.alpha) / (1 + self.alpha)) - ends * math.log1p(self.alpha)
+        return constants + log_alpha * distances
+
     def _layered(self, product: np.ndarray, vector: np.ndarray) -> np.ndarray:
         if self.keep == 1.0 and self.other == 0.0:
             return product

@@ -148,8 +148,14 @@ class _Problem:
         uniform = np.full(k, 1.0 / k)
         if k <= SPARSE_START_ABOVE:
             return uniform
-        with np.errstate(divide="ignore"):
-            vertex_values = self.c @ np.log(self.columns(np.arange(k)))
+        vertex_values = None
+        if self.structure is not None:
+            weights = np.zeros(len(self.observed))
+            weights[self.observed] = self.c
+            vertex_values = self.structure.vertex_loglikelihoods(weights)  # O(k + R), not the matrix's logarithms
+        if vertex_values is None:
+            with np.errstate(divide="ignore"):
+                vertex_values = self.c @ np.log(self.columns(np.arange(k)))
         best = int(np.argmax(vertex_values))
         if not math.isfinite(vertex_values[best]):
             return uniform
