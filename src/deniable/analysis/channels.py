@@ -48,13 +48,10 @@ def channel_matrix(mechanism: Mechanism) -> np.ndarray:
 def _number_channel(alpha: float, points: int, keep: float, other: float) -> np.ndarray:
     """A number's channel (reports −N..2N), kept for the next estimate of the same question (a 0..1000 grid's takes
     0.1 s to write out and 24 MB): read-only, so every holder sees the same numbers."""
-    distance = np.abs(np.subtract.outer(np.arange(-points, 2 * points + 1), np.arange(points + 1)))
-    matrix = (1 - alpha) / (1 + alpha) * alpha**distance
-    matrix[[0, -1]] = alpha ** distance[[0, -1]] / (1 + alpha)  # the folded tails
-    if (keep, other) != (1.0, 0.0):
-        matrix = other + (keep - other) * matrix
+    structure = FoldedGeometric(alpha, points, keep, other)
+    matrix = structure.columns(np.arange(points + 1))
     if points >= FoldedGeometric.FASTER_FROM and points * -math.log(alpha) <= FoldedGeometric.LARGEST_EXPONENT:
-        return _remember_structure(matrix, FoldedGeometric(alpha, points, keep, other))
+        return _remember_structure(matrix, structure)
     matrix.flags.writeable = False
     return matrix
 
@@ -223,7 +220,7 @@ def marginal_channel(q: np.ndarray) -> BinaryChannel | None:
     """For a square channel with one value on the diagonal and one off it (k-ary randomized response, a
     public question), the count of report j is Binomial(n, o + (p − o)π_j): each answer's share has a
     two-answer channel of its own, (p, o). None for any other channel."""
-    if q.shape[0] != q.shape[1] or q.shape[0] < 2:
+    if isinstance(q, FoldedGeometric) or q.shape[0] != q.shape[1] or q.shape[0] < 2:
         return None
     k = q.shape[0]
     diagonal = np.diagonal(q)
@@ -260,6 +257,22 @@ class FoldedGeometric:
     #: Below this many grid steps the written-out product is the faster (one BLAS thread, a single vector: 25 against
     #: 6 µs at 0..100, 28 against 18 at 0..200, 29 against 51 at 0..300; 40 against 870 at 0..1000).
     FASTER_FROM = 250
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(reports, answers), as the written-out matrix's."""
+        return 3 * self.points + 1, self.points + 1
+
+    def columns(self, answers) -> np.ndarray:
+        """The written-out matrix's columns ``answers`` (all reports), entry for entry as `channel_matrix` writes them:
+        α^|v − a|·(1 − α)/(1 + α), the two folded tails α^d/(1 + α), under a panel's layer other + (keep − other)·Q."""
+        alpha = self.alpha
+        distance = np.abs(np.subtract.outer(np.arange(-self.points, 2 * self.points + 1), np.asarray(answers)))
+        matrix = (1 - alpha) / (1 + alpha) * alpha**distance
+        matrix[[0, -1]] = alpha ** distance[[0, -1]] / (1 + alpha)  # the folded tails
+        if (self.keep, self.other) != (1.0, 0.0):
+            matrix = self.other + (self.keep - self.other) * matrix
+        return matrix
 
     @functools.cached_property
     def _powers(self) -> tuple[np.ndarray, np.ndarray]:
@@ -361,7 +374,20 @@ def pulled_back(q: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return weights @ q if known is None else known.rmatvec(weights)
 
 
-def structure(q: np.ndarray) -> FoldedGeometric | None:
-    """The structured form of a channel matrix `channel_matrix` wrote out (a number's), or None: a product through it
-    is then O(N) (`FoldedGeometric`). Slices and copies of the matrix have none."""
+def structure(q) -> FoldedGeometric | None:
+    """The structured form of a channel (a number's), or None: a product through it is then O(N) (`FoldedGeometric`).
+    ``q`` is the structure itself, or a matrix `channel_matrix` wrote out; slices and copies of the matrix have none."""
+    if isinstance(q, FoldedGeometric):
+        return q
     return _STRUCTURES.get(id(q))
+
+
+def as_channel(q):
+    """A channel as the estimators take it: a structure as it is (never written out), anything else as a float
+    matrix."""
+    return q if isinstance(q, FoldedGeometric) else np.asarray(q, dtype=float)
+
+
+def columns(q, answers) -> np.ndarray:
+    """The channel's columns ``answers`` as a matrix (reports × len(answers)), from the structure when ``q`` is one."""
+    return q.columns(answers) if isinstance(q, FoldedGeometric) else q[:, answers]

@@ -105,7 +105,7 @@ class _Problem:
 
     def columns(self, answers: np.ndarray) -> np.ndarray:
         """The observed rows of the channel's columns ``answers``."""
-        return self.a[:, answers] if self.structure is None else self.q[:, answers][self.observed]
+        return self.a[:, answers] if self.structure is None else channels.columns(self.q, answers)[self.observed]
 
     def rates(self, x):
         # The maximum of a long grid often sits on a few answers (4 of 1,001): multiply by those columns only, where
@@ -266,7 +266,7 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
     counts = np.asarray(counts, dtype=float)
     if counts.sum() <= 0:
         raise AnalysisError("no reports to estimate from")
-    problem = _Problem(np.asarray(q, dtype=float), counts, tilt, offset)
+    problem = _Problem(channels.as_channel(q), counts, tilt, offset)
     x = problem.start() if start is None else np.asarray(start, dtype=float).copy()
     if not math.isfinite(problem.value(x)):
         x = np.full(len(x), 1.0 / len(x))
@@ -358,12 +358,12 @@ def symmetric_maximum(channel: channels.BinaryChannel, counts: np.ndarray,
 
 def loglikelihood(q: np.ndarray, counts: np.ndarray, pi: np.ndarray) -> float:
     """Σ_r c_r log (Qπ)_r over the observed reports (−inf when an observed report has rate 0)."""
-    return _Problem(np.asarray(q, dtype=float), np.asarray(counts, dtype=float)).value(np.asarray(pi, dtype=float))
+    return _Problem(channels.as_channel(q), np.asarray(counts, dtype=float)).value(np.asarray(pi, dtype=float))
 
 
 def certify(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, tolerance: float = KKT_TOLERANCE) -> Certificate:
     """The KKT certificate of ``pi`` (however it was found), with the uniqueness check."""
-    q, counts, pi = np.asarray(q, dtype=float), np.asarray(counts, dtype=float), np.asarray(pi, dtype=float)
+    q, counts, pi = channels.as_channel(q), np.asarray(counts, dtype=float), np.asarray(pi, dtype=float)
     problem = _Problem(q, counts)
     rates = problem.rates(pi)
     if (rates <= 0).any():  # an observed report made impossible: infinitely far from the maximum
@@ -430,7 +430,7 @@ def profile_interval(q: np.ndarray, counts: np.ndarray, mle: np.ndarray, functio
     the path π(τ) = argmax ℓ(π) + τ·aᵀπ crosses the cut (ℓ falls and aᵀπ rises with τ > 0; both
     reverse for τ < 0); when even the extreme face of the simplex stays above the cut, the endpoint is
     that extreme (the interval reaches the edge of the parameter space)."""
-    q, counts = np.asarray(q, dtype=float), np.asarray(counts, dtype=float)
+    q, counts = channels.as_channel(q), np.asarray(counts, dtype=float)
     functional = np.asarray(functional, dtype=float)
     peak = loglikelihood(q, counts, mle)
     centre = float(functional @ mle)
@@ -448,27 +448,27 @@ def _profile_end(q, counts, mle, functional, side, threshold, centre, peak, xtol
     if side * centre >= extreme - 1e-15 * max(abs(extreme), 1.0):
         return centre
     face = np.flatnonzero(oriented >= extreme - 1e-12 * max(abs(extreme), 1.0))
+    face_columns = channels.columns(q, face)
     # The best the likelihood can do at the edge of the parameter space in this direction (none at all
     # when the answers of that edge cannot produce a report that was observed: a public question's).
-    if (counts[q[:, face].sum(axis=1) <= 0] > 0).any():
+    if (counts[face_columns.sum(axis=1) <= 0] > 0).any():
         best_on_face = -math.inf
     elif len(face) == 1:
         best_on_face = loglikelihood(q, counts, np.eye(len(mle))[face[0]])
     else:
-        sub, _ = maximise(q[:, face], counts)
-        best_on_face = loglikelihood(q[:, face], counts, sub)
+        sub, _ = maximise(face_columns, counts)
+        best_on_face = loglikelihood(face_columns, counts, sub)
     if best_on_face >= threshold:
         return side * extreme
     # Along π(τ) the log-likelihood falls like peak − ½·m'(0)·τ² near τ = 0, so Newton's method runs in
     # u = τ² (exact for a quadratic profile), with dℓ/du = −m'(τ)/2 where m'(τ) = aᵀdπ/dτ comes from
     # differentiating the tilted KKT conditions on the support. A bracket keeps it safe where the support
     # changes along the path.
-    observed = counts > 0
-    q_obs, c_obs = q[observed], counts[observed]
+    problem = _Problem(q, counts)  # the observed reports' rows, or a number's structure
     pi, value = mle, peak
     # Where the functional's answers are all at 0 in π̂, nothing moves until τ lifts one of them to the
     # multiplier: the path starts at that τ.
-    gradient = q_obs.T @ (c_obs / (q_obs @ mle))
+    gradient = problem.gradient(problem.rates(mle))
     multiplier, level = float(mle @ gradient), float(oriented @ mle)
     rising = oriented > level
     u = float(np.min((multiplier - gradient[rising]) / (oriented[rising] - level))) ** 2 if rising.any() else 0.0
@@ -479,7 +479,7 @@ def _profile_end(q, counts, mle, functional, side, threshold, centre, peak, xtol
     # crossing lies far back (an ordinal share of 0.996 at n = 3,000 once got the interval [0, 1], not [0.77, 1]).
     inside, outside = centre, math.nan
     for _ in range(200):
-        slope = _path_slope(q_obs, c_obs, pi, oriented, math.sqrt(u))
+        slope = _path_slope(problem, pi, oriented, math.sqrt(u))
         if value >= threshold:
             if u >= u_low:
                 u_low, inside = u, float(functional @ pi)
@@ -503,13 +503,13 @@ def _profile_end(q, counts, mle, functional, side, threshold, centre, peak, xtol
     return float(functional @ pi)
 
 
-def _path_slope(q_obs, c_obs, pi, oriented, tau) -> float:
+def _path_slope(problem: _Problem, pi, oriented, tau) -> float:
     """m'(τ) = aᵀdπ/dτ on the tilted path, from [H 1; 1ᵀ 0][dπ; dν] = [a; 0] on the answers whose tilted
     gradient meets the multiplier (the support, and any answer about to enter it)."""
-    rates = q_obs @ pi
-    tilted = q_obs.T @ (c_obs / rates) + tau * oriented
+    rates = problem.rates(pi)
+    tilted = problem.gradient(rates) + tau * oriented
     support = np.flatnonzero((pi > 0) | (tilted >= float(pi @ tilted) * (1 - 1e-9)))
-    weighted = q_obs[:, support] * (np.sqrt(c_obs) / rates)[:, None]
+    weighted = problem.columns(support) * (np.sqrt(problem.c) / rates)[:, None]
     m = len(support)
     kkt = np.zeros((m + 1, m + 1))
     kkt[:m, :m] = weighted.T @ weighted
