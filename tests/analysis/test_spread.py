@@ -135,3 +135,21 @@ def test_the_bootstrap_s_draws_are_multinomial_and_unmoved_by_round_off(rates):
     moved = rates * (1 + 1e-13 * np.cos(np.arange(len(rates))))
     again = spread.stable_multinomial(np.random.default_rng(11), n, moved / moved.sum(), size)
     assert np.array_equal(draws, again)
+
+
+def test_a_channel_s_hash_is_kept_only_while_its_entries_cannot_change():
+    """Seeds start from the hash of the channel's entries, kept for a read-only matrix that owns them (what
+    `channel_matrix` returns: a 0..1000 grid's 24 MB hashed once, not twice an estimate). A writable matrix is hashed
+    afresh, so a change to it draws other surveys; a read-only view of a writable one is not kept either."""
+    q = channels.channel_matrix(question(**DESIGNS[3]).mechanism)
+    key = np.arange(q.shape[0], dtype=float)
+    seed = spread._seed(q, key, 50)
+    assert spread._seed(q, key, 50) == seed == spread._seed(np.array(q), key, 50)  # the kept hash is the same hash
+    writable = np.array(q)
+    writable[0, 0] += 1e-9
+    assert spread._seed(writable, key, 50) != seed
+    view = writable.view()
+    view.flags.writeable = False
+    assert spread._seed(view, key, 50) == spread._seed(writable, key, 50)
+    writable[0, 0] += 1e-9  # changed through its owner: the read-only view's seed follows
+    assert spread._seed(view, key, 50) == spread._seed(writable, key, 50) != seed
