@@ -52,6 +52,7 @@ def _number_channel(alpha: float, points: int, keep: float, other: float) -> np.
     matrix = structure.columns(np.arange(points + 1))
     if points >= FoldedGeometric.FASTER_FROM and points * -math.log(alpha) <= FoldedGeometric.LARGEST_EXPONENT:
         return _remember_structure(matrix, structure)
+    matrix = np.ascontiguousarray(matrix)  # a short grid's is read by rows (products with the matrix written out)
     matrix.flags.writeable = False
     return matrix
 
@@ -267,12 +268,16 @@ class FoldedGeometric:
         """The written-out matrix's columns ``answers`` (all reports), entry for entry as `channel_matrix` writes them:
         α^|v − a|·(1 − α)/(1 + α), the two folded tails α^d/(1 + α), under a panel's layer other + (keep − other)·Q."""
         alpha = self.alpha
-        distance = np.abs(np.subtract.outer(np.arange(-self.points, 2 * self.points + 1), np.asarray(answers)))
-        matrix = (1 - alpha) / (1 + alpha) * alpha**distance
-        matrix[[0, -1]] = alpha ** distance[[0, -1]] / (1 + alpha)  # the folded tails
+        # Written answer by answer (the transpose's rows are the matrix's columns, so it comes out laid out by columns,
+        # as the estimators read it), each α^d looked up among the 2N + 1 distances rather than raised again: a 0..1000
+        # grid's 3 million powers took 60 ms, and its copy into columns 24 MB more.
+        distance = np.abs(np.subtract.outer(np.asarray(answers), np.arange(-self.points, 2 * self.points + 1)))
+        powers = alpha ** np.arange(2 * self.points + 1)
+        transposed = (1 - alpha) / (1 + alpha) * powers[distance]
+        transposed[:, [0, -1]] = powers[distance[:, [0, -1]]] / (1 + alpha)  # the folded tails
         if (self.keep, self.other) != (1.0, 0.0):
-            matrix = self.other + (self.keep - self.other) * matrix
-        return matrix
+            transposed = self.other + (self.keep - self.other) * transposed
+        return transposed.T
 
     @functools.cached_property
     def _powers(self) -> tuple[np.ndarray, np.ndarray]:
