@@ -117,7 +117,7 @@ class Calibration:
 def at_estimate(q: np.ndarray, counts: np.ndarray, pi: np.ndarray) -> Calibration:
     """The calibration at an estimate from ``counts``: its seeded surveys (`spread.bootstrap`), remembered for the
     last few estimates (a refit at another level, a binning, the simultaneous intervals read the same ones)."""
-    q, counts = np.asarray(q, dtype=float), np.asarray(counts)
+    q, counts = channels.as_channel(q), np.asarray(counts)
     key = (spread._seed(q, counts, int(counts.sum())), q.shape)
     found = _RECENT.pop(key, None)
     if found is None or not np.array_equal(found.surveys.pi, _normalised(pi)):
@@ -296,12 +296,19 @@ def reaches_vertex(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, answer: in
     statistic lies between the estimate's cut and χ²ₖ₋₁'s quantile, above which no mixture of fewer degrees reaches."""
 
     n = int(np.sum(counts))
-    statistic = 2 * (likelihood.loglikelihood(q, counts, pi) - likelihood.loglikelihood(q, counts, np.eye(len(pi))[answer]))
+    statistic = 2 * (likelihood.loglikelihood(q, counts, pi) - likelihood.loglikelihood(q, counts, _point_mass(len(pi), answer)))
     if statistic <= 2 * cut:
         return True
     if statistic > distributions.chi2_ppf(level, max(len(pi) - 1, 1)):
         return False
     return VertexSurveys.at(q, n, answer).within(statistic, level)
+
+
+def _point_mass(k: int, answer: int) -> np.ndarray:
+    """e_answer among ``k`` answers (not a row of a k × k identity: a long grid's would be 800 MB)."""
+    mass = np.zeros(k)
+    mass[answer] = 1.0
+    return mass
 
 
 def vertex_quantile(q: np.ndarray, n: int, answer: int, level: float) -> float:
@@ -330,7 +337,7 @@ class VertexSurveys:
 
     def __init__(self, q: np.ndarray, n: int, answer: int):
         k = q.shape[1]
-        self.q, self.vertex = q, np.eye(k)[answer]
+        self.q, self.vertex = q, _point_mass(k, answer)
         _, self.draws = spread.draw_surveys(q, self.vertex, n)
         self.totals = self.draws.sum(axis=1)
         self.at_vertex = loglikelihoods(q, self.draws, np.broadcast_to(self.vertex, (len(self.draws), k)))
@@ -343,11 +350,11 @@ class VertexSurveys:
 
     @classmethod
     def at(cls, q: np.ndarray, n: int, answer: int) -> "VertexSurveys":
-        key = (spread._seed(q, np.eye(q.shape[1])[answer], n), q.shape)
+        key = (spread._seed(q, _point_mass(q.shape[1], answer), n), q.shape)
         if key not in cls._KEPT:
             if sum(kept.points.nbytes for kept in cls._KEPT.values()) > cls.KEPT_BYTES or len(cls._KEPT) > 4096:
                 cls._KEPT.clear()
-            cls._KEPT[key] = cls(np.asarray(q, dtype=float), n, answer)
+            cls._KEPT[key] = cls(channels.as_channel(q), n, answer)
         return cls._KEPT[key]
 
     def _bounds(self) -> tuple[np.ndarray, np.ndarray]:

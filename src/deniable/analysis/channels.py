@@ -149,7 +149,10 @@ def fitted_covariance(q: np.ndarray, pi: np.ndarray) -> np.ndarray:
     the inverse Fisher information Qᵀdiag(1/λ)Q, restricted to the simplex (Σπ = 1). For a square
     channel it equals the moment estimator's covariance Q⁻¹(diag λ − λλᵀ)Q⁻ᵀ evaluated at λ = Qπ, so
     wherever the two estimates agree their standard errors agree; for a tall channel (numeric grids)
-    it is the smaller, efficient one. A k-ary randomized-response channel takes the closed form."""
+    it is the smaller, efficient one. A k-ary randomized-response channel takes the closed form; a number's structure
+    is written out (the information is k × k whatever the channel)."""
+    if isinstance(q, FoldedGeometric):
+        q = q.columns(np.arange(q.shape[1]))
     marginal = marginal_channel(q)
     if marginal is not None:
         return symmetric_covariance(marginal, q @ pi)
@@ -279,6 +282,18 @@ class FoldedGeometric:
             transposed = self.other + (self.keep - self.other) * transposed
         return transposed.T
 
+    def row(self, report: int) -> np.ndarray:
+        """The written-out matrix's row ``report`` (0..3N, for the reports −N..2N), entry for entry as `columns` writes
+        it, in O(N)."""
+        alpha, reports = self.alpha, 3 * self.points + 1
+        report = report % reports
+        distance = np.abs(np.arange(self.points + 1) - (report - self.points))
+        powers = alpha ** distance
+        row = powers / (1 + alpha) if report in (0, reports - 1) else (1 - alpha) / (1 + alpha) * powers
+        if (self.keep, self.other) != (1.0, 0.0):
+            row = self.other + (self.keep - self.other) * row
+        return row
+
     @functools.cached_property
     def _powers(self) -> tuple[np.ndarray, np.ndarray]:
         """α^a and α^−a for a = 0..N, worked out once per channel (every product reads them: a bootstrap's fits of a
@@ -396,3 +411,14 @@ def as_channel(q):
 def columns(q, answers) -> np.ndarray:
     """The channel's columns ``answers`` as a matrix (reports × len(answers)), from the structure when ``q`` is one."""
     return q.columns(answers) if isinstance(q, FoldedGeometric) else q[:, answers]
+
+
+def row(q, report: int) -> np.ndarray:
+    """The channel's row ``report``: every answer's rate of that report."""
+    return q.row(report) if isinstance(q, FoldedGeometric) else q[report]
+
+
+def apply(q, pi: np.ndarray) -> np.ndarray:
+    """Q·π for one distribution ``pi``: a written-out matrix's own product (its bits, which seeded draws read), a
+    structure's recursions for a bare one."""
+    return q.matvec(pi) if isinstance(q, FoldedGeometric) else q @ pi

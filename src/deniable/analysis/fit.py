@@ -81,9 +81,10 @@ def saturated_test(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, fixed_marg
     ``fixed_margins``: constraints the model meets by construction (a compliance design's group sizes, conditioned
     on: G − 1), each a degree of freedom fewer."""
     kept = pi > 1e-9
-    rank = int(kept.sum()) if q.shape[1] > _RANK_LIMIT else int(np.linalg.matrix_rank(q[:, kept]))
-    return _test(np.asarray(counts, dtype=float), q @ np.clip(pi, 0, None), rank + fixed_margins,
-                 (float(q[0].min()), float(q[0].max())))
+    rank = int(kept.sum()) if q.shape[1] > _RANK_LIMIT else int(np.linalg.matrix_rank(channels.columns(q, np.flatnonzero(kept))))
+    first = channels.row(q, 0)
+    return _test(np.asarray(counts, dtype=float), channels.apply(q, np.clip(pi, 0, None)), rank + fixed_margins,
+                 (float(first.min()), float(first.max())))
 
 
 def symmetric_test(channel: channels.BinaryChannel, counts: np.ndarray, pi: np.ndarray) -> FitTest:

@@ -62,7 +62,10 @@ _DIGESTS: dict = {}
 def _channel_digest(q: np.ndarray):
     """The hash of a channel's entries, as the start of every seed drawn through it. A matrix that owns its entries and
     is read-only (what `channels.channel_matrix` returns) cannot change, so its hash is kept for as long as it lives:
-    a 0..1000 grid's 24 MB took 40 ms to hash, twice in every estimate."""
+    a 0..1000 grid's 24 MB took 40 ms to hash, twice in every estimate. A number's channel given as its structure
+    alone (a grid too long to write out) is hashed by its four numbers."""
+    if isinstance(q, channels.FoldedGeometric):
+        return hashlib.sha256(b"folded geometric" + np.array([q.alpha, q.points, q.keep, q.other]).tobytes())
     q = np.asarray(q)
     kept = q.base is None and not q.flags.writeable
     if kept and id(q) in _DIGESTS:
@@ -99,7 +102,7 @@ def bootstrap(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None = No
     fitted ``pi`` is a function of them, but only to its certified precision; seeding by ``pi`` itself drew new
     surveys when it moved by 2e-12, and a 0..1000 grid's mean SE went from 10.8 to 12.0), else by ``pi`` (a plan's
     assumed distribution, given exactly; to 12 decimals)."""
-    q = np.asarray(q, dtype=float)
+    q = channels.as_channel(q)
     pi, draws = draw_surveys(q, pi, n, replicates, counts)
     return Bootstrap(q, pi, draws, fit_surveys(q, draws, pi))
 
@@ -111,7 +114,7 @@ def draw_surveys(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None =
         replicates = REPLICATES if q.shape[1] <= BATCH_ANSWERS else LONG_GRID_REPLICATES
     pi = np.clip(np.asarray(pi, dtype=float), 0, None)
     pi = pi / pi.sum()
-    rates = np.clip(q @ pi, 0, None)
+    rates = np.clip(channels.apply(q, pi), 0, None)
     rng = np.random.default_rng(_seed(q, np.round(pi, 12) if counts is None else counts, n))
     return pi, stable_multinomial(rng, n, rates / rates.sum(), replicates)
 
