@@ -363,8 +363,8 @@ def se_cell(job) -> dict:
     """One random cell's published standard errors against the real spread over ``reps`` seeded surveys: per share,
     the root mean square of the stated SE over the SD of the estimates (shares whose SD is above 0.001), with where
     the true share sits (`share_place`); the same for the mean of a numeric grid. Each SE is the one `estimate`
-    publishes (`from_counts.published_covariance`)."""
-    from deniable.analysis.from_counts import published_covariance
+    publishes (`from_counts.published_spread`)."""
+    from deniable.analysis.from_counts import published_spread
 
     index, (design, k, epsilon, n, kind, truth), reps = job
     mechanism = grid_question(design, k, epsilon).mechanism
@@ -375,7 +375,7 @@ def se_cell(job) -> dict:
     estimates, ses, mean_ses = [], [], []
     for counts in rng.multinomial(n, rates / rates.sum(), size=reps):
         pi = likelihood.certified_maximum(q, counts)[0]
-        covariance = published_covariance(mechanism, q, counts, pi)[0]
+        covariance = published_spread(mechanism, q, counts, pi)[0].matrix()
         estimates.append(pi)
         ses.append(np.sqrt(np.clip(np.diag(covariance), 0, None)))
         if grid is not None:

@@ -35,25 +35,27 @@ class ConfidenceInterval(NamedTuple):
     high: float
 
 
-def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, "UnbiasedSpread"]:
-    """π̂ = Q⁺λ̂ and its estimated covariance (`UnbiasedSpread`: read as each share's variance or a functional's)."""
+def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, "LinearSpread"]:
+    """π̂ = Q⁺λ̂ and its estimated covariance (`LinearSpread`: read as each share's variance or a functional's)."""
     n = counts.sum()
     if n == 0:
         raise AnalysisError("no reports to estimate from")
     rates = counts / n
     marginal = marginal_channel(q)
     if marginal is not None:  # k-ary randomized response: Q⁻¹ in closed form (`channels.symmetric_covariance`)
-        return marginal.prevalence(rates), UnbiasedSpread(None, rates, n, marginal)
+        return marginal.prevalence(rates), LinearSpread(None, rates, n, marginal)
     inverse = left_inverse(q)
-    return inverse @ rates, UnbiasedSpread(inverse, rates, n)
+    return inverse @ rates, LinearSpread(inverse, rates, n)
 
 
-class UnbiasedSpread:
-    """The covariance of the unbiased estimate π̂ = Lλ̂ of n reports (L a left inverse of the channel), L(diag λ̂ −
-    λ̂λ̂ᵀ)Lᵀ/n, read as what the estimates publish (each share's variance, a functional's) without its k × k matrix:
-    gᵀL(diag λ̂ − λ̂λ̂ᵀ)Lᵀg = Σ_r (Lᵀg)_r² λ̂_r − (gᵀπ̂)², O(k·R) (a 0..1000 grid's matrix was a 3-GFlop product and
+class LinearSpread:
+    """The covariance of shares L·λ (L a left inverse of the channel, λ the report shares of n reports: the unbiased
+    estimate at the observed shares; k-ary randomized response's inverse information at its fitted ones), L(diag λ −
+    λλᵀ)Lᵀ/n, read as what the estimates publish (each share's variance, a functional's) without its k × k matrix:
+    gᵀL(diag λ − λλᵀ)Lᵀg = Σ_r (Lᵀg)_r² λ_r − (gᵀLλ)², O(k·R) (a 0..1000 grid's matrix was a 3-GFlop product and
     8 MB, for its diagonal and one quadratic form). ``marginal``: k-ary randomized response's channel, whose inverse
-    is (I − o11ᵀ)/(p − o) (`channels.symmetric_covariance`); then ``inverse`` is None."""
+    is (I − o11ᵀ)/(p − o) (`channels.symmetric_covariance`); then ``inverse`` is None. One of the three readings of a
+    covariance (with `CovarianceMatrix` and `spread.Bootstrap`): ``variances``, ``variance`` and ``matrix``."""
 
     def __init__(self, inverse: np.ndarray | None, rates: np.ndarray, n: float, marginal: BinaryChannel | None = None):
         self.inverse, self.rates, self.n, self.marginal = inverse, rates, float(n), marginal
@@ -81,6 +83,22 @@ class UnbiasedSpread:
         estimate = self.inverse @ self.rates
         # Q⁺(diag λ − λλᵀ)Q⁺ᵀ = (Q⁺·λ)Q⁺ᵀ − π̂π̂ᵀ: no reports × reports matrix
         return ((self.inverse * self.rates) @ self.inverse.T - np.outer(estimate, estimate)) / self.n
+
+
+class CovarianceMatrix:
+    """A covariance already written out, read as `LinearSpread` and `spread.Bootstrap` are."""
+
+    def __init__(self, matrix: np.ndarray):
+        self._matrix = matrix
+
+    def variances(self) -> np.ndarray:
+        return np.diag(self._matrix)
+
+    def variance(self, functional: np.ndarray) -> float:
+        return float(functional @ self._matrix @ functional)
+
+    def matrix(self) -> np.ndarray:
+        return self._matrix
 
 
 # --- binary designs --------------------------------------------------------------------------------

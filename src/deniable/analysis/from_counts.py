@@ -196,15 +196,14 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         # Each share's report count is binomial through one channel, so the inverse information is the estimate's
         # covariance and every standard error is in closed form, O(k); the k × k covariance is written out when read.
         fitted_rates, rates = marginal.rate(pi), counts / n
-        def covariance():
-            return channels.symmetric_covariance(marginal, fitted_rates) / n
+        fitted = est.LinearSpread(None, fitted_rates, n, marginal)
         se = np.sqrt(marginal.unit_variance(fitted_rates) / n)
         unbiased = marginal.prevalence(rates)
         unbiased_se = np.sqrt(marginal.unit_variance(rates) / n)
-        unbiased_spread = est.UnbiasedSpread(None, rates, n, marginal)
+        unbiased_spread = est.LinearSpread(None, rates, n, marginal)
     else:
-        covariance, calibrated = published_covariance(mechanism, q(), counts, pi)
-        se = np.sqrt(np.clip(np.diag(covariance), 0, None))
+        fitted, calibrated = published_spread(mechanism, q(), counts, pi)
+        se = np.sqrt(np.clip(fitted.variances(), 0, None))
         unbiased, unbiased_spread = est.unbiased(q(), counts)
         unbiased_se = np.sqrt(np.clip(unbiased_spread.variances(), 0, None))
     each = est.per_answer_level(level, len(pi), simultaneous)
@@ -238,11 +237,11 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
                      f"{len(scores)} = {mechanism.answers[-1]}) under the estimated shares")
     mean = None
     if scores is not None:
-        covariance = covariance() if callable(covariance) else covariance  # written out: the mean needs it
-        mean = _mean(q(), counts, pi, covariance, unbiased, unbiased_spread, scores, level,
+        mean = _mean(q(), counts, pi, fitted, unbiased, unbiased_spread, scores, level,
                      "likelihood" if method == "clopper-pearson" else method, calibrated)
+    # The k × k covariance is written out when read (`EstimateResult.covariance`): what is published reads it as `fitted`.
     return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
-                          covariance, mean=mean, simultaneous=simultaneous, notes=notes)
+                          fitted.matrix, mean=mean, simultaneous=simultaneous, notes=notes)
 
 
 #: The table's columns as an Index, built once: a DataFrame given a list spends 90 µs making one (a fifth of a small
@@ -276,17 +275,18 @@ def _clopper_pearson_shares(channel, counts, n, level):
     return np.minimum(np.maximum(low, 0.0), 1.0), np.minimum(np.maximum(high, 0.0), 1.0)
 
 
-def published_covariance(mechanism, q: np.ndarray, counts: np.ndarray, pi: np.ndarray):
+def published_spread(mechanism, q: np.ndarray, counts: np.ndarray, pi: np.ndarray):
     """The covariance published beside an estimate ``pi`` on the simplex of answers (not k-ary randomized response,
     whose shares are binomial), and the calibration behind it when there is one: the inverse information where it
     describes the spread (a public number, or an estimate whose shares are all several standard errors inside the
     simplex); for an ordinal scale or a numeric grid near a face, the parametric bootstrap of the fit at the estimate
-    (`analysis.spread`), whose surveys also calibrate the intervals' cut (`analysis.calibration`)."""
+    (`analysis.spread`), whose surveys also calibrate the intervals' cut (`analysis.calibration`). The covariance is
+    read as `estimators.LinearSpread` is: ``variances()``, ``variance(functional)``, ``matrix()``."""
     n = int(np.sum(counts))
     if spread.needs_bootstrap(mechanism) and not calibration.is_interior(q, pi, n):
         calibrated = calibration.at_estimate(q, counts, pi)
-        return calibrated.surveys.covariance, calibrated
-    return channels.fitted_covariance(q, pi) / n, None
+        return calibrated.surveys, calibrated
+    return est.CovarianceMatrix(channels.fitted_covariance(q, pi) / n), None
 
 
 def _calibration_note(calibrated: calibration.Calibration, short: bool) -> str:
@@ -313,10 +313,10 @@ def _share_intervals(q, counts, pi, se, level, method, calibrated=None):
     return np.clip(low, 0, 1), np.clip(high, 0, 1)
 
 
-def _mean(q, counts, pi, covariance, unbiased, unbiased_spread, grid, level, method,
+def _mean(q, counts, pi, fitted, unbiased, unbiased_spread, grid, level, method,
           calibrated=None) -> MeanEstimate:
     value = float(grid @ pi)
-    se = math.sqrt(max(float(grid @ covariance @ grid), 0.0))
+    se = math.sqrt(max(fitted.variance(grid), 0.0))
     if method == "wald":
         z = distributions.norm_isf((1 - level) / 2)
         low, high = max(value - z * se, grid[0]), min(value + z * se, grid[-1])

@@ -17,6 +17,7 @@ change of summation order, another BLAS) moves its standard error by as little, 
 from __future__ import annotations
 
 import hashlib
+import math
 import weakref
 from dataclasses import dataclass
 
@@ -90,6 +91,18 @@ class Bootstrap:
     @property
     def covariance(self) -> np.ndarray:
         return np.atleast_2d(np.cov(self.fits, rowvar=False))
+
+    # Read as `estimators.LinearSpread` is: from the fits, without the k × k matrix (a 0..10,000 grid's is 800 MB).
+    def variances(self) -> np.ndarray:
+        """Each share's variance over the surveys."""
+        return np.var(self.fits, axis=0, ddof=1) if len(self.fits) > 1 else np.full(self.fits.shape[1], np.nan)
+
+    def variance(self, functional: np.ndarray) -> float:
+        """The variance of ``functional``ᵀπ over the surveys."""
+        return float(np.var(self.fits @ functional, ddof=1)) if len(self.fits) > 1 else math.nan
+
+    def matrix(self) -> np.ndarray:
+        return self.covariance
 
 
 def bootstrap(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None = None,
