@@ -296,19 +296,13 @@ def reaches_vertex(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, answer: in
     statistic lies between the estimate's cut and χ²ₖ₋₁'s quantile, above which no mixture of fewer degrees reaches."""
 
     n = int(np.sum(counts))
-    statistic = 2 * (likelihood.loglikelihood(q, counts, pi) - likelihood.loglikelihood(q, counts, _point_mass(len(pi), answer)))
+    at_mass = likelihood.loglikelihood(q, counts, likelihood.point_mass(len(pi), answer))
+    statistic = 2 * (likelihood.loglikelihood(q, counts, pi) - at_mass)
     if statistic <= 2 * cut:
         return True
     if statistic > distributions.chi2_ppf(level, max(len(pi) - 1, 1)):
         return False
     return VertexSurveys.at(q, n, answer).within(statistic, level)
-
-
-def _point_mass(k: int, answer: int) -> np.ndarray:
-    """e_answer among ``k`` answers (not a row of a k × k identity: a long grid's would be 800 MB)."""
-    mass = np.zeros(k)
-    mass[answer] = 1.0
-    return mass
 
 
 def vertex_quantile(q: np.ndarray, n: int, answer: int, level: float) -> float:
@@ -337,7 +331,7 @@ class VertexSurveys:
 
     def __init__(self, q: np.ndarray, n: int, answer: int):
         k = q.shape[1]
-        self.q, self.vertex = q, _point_mass(k, answer)
+        self.q, self.vertex = q, likelihood.point_mass(k, answer)
         _, self.draws = spread.draw_surveys(q, self.vertex, n)
         self.totals = self.draws.sum(axis=1)
         self.at_vertex = loglikelihoods(q, self.draws, np.broadcast_to(self.vertex, (len(self.draws), k)))
@@ -350,7 +344,7 @@ class VertexSurveys:
 
     @classmethod
     def at(cls, q: np.ndarray, n: int, answer: int) -> "VertexSurveys":
-        key = (spread._seed(q, _point_mass(q.shape[1], answer), n), q.shape)
+        key = (spread._seed(q, likelihood.point_mass(q.shape[1], answer), n), q.shape)
         if key not in cls._KEPT:
             if sum(kept.points.nbytes for kept in cls._KEPT.values()) > cls.KEPT_BYTES or len(cls._KEPT) > 4096:
                 cls._KEPT.clear()

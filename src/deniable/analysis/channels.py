@@ -278,9 +278,7 @@ class FoldedGeometric:
         powers = alpha ** np.arange(2 * self.points + 1)
         transposed = (1 - alpha) / (1 + alpha) * powers[distance]
         transposed[:, [0, -1]] = powers[distance[:, [0, -1]]] / (1 + alpha)  # the folded tails
-        if (self.keep, self.other) != (1.0, 0.0):
-            transposed = self.other + (self.keep - self.other) * transposed
-        return transposed.T
+        return self._layer(transposed).T
 
     def row(self, report: int) -> np.ndarray:
         """The written-out matrix's row ``report`` (0..3N, for the reports −N..2N), entry for entry as `columns` writes
@@ -289,10 +287,11 @@ class FoldedGeometric:
         report = report % reports
         distance = np.abs(np.arange(self.points + 1) - (report - self.points))
         powers = alpha ** distance
-        row = powers / (1 + alpha) if report in (0, reports - 1) else (1 - alpha) / (1 + alpha) * powers
-        if (self.keep, self.other) != (1.0, 0.0):
-            row = self.other + (self.keep - self.other) * row
-        return row
+        return self._layer(powers / (1 + alpha) if report in (0, reports - 1) else (1 - alpha) / (1 + alpha) * powers)
+
+    def _layer(self, entries: np.ndarray) -> np.ndarray:
+        """Entries of the number's own channel as the channel's: under a panel's layer, other + (keep − other)·Q."""
+        return entries if (self.keep, self.other) == (1.0, 0.0) else self.other + (self.keep - self.other) * entries
 
     @functools.cached_property
     def _powers(self) -> tuple[np.ndarray, np.ndarray]:

@@ -406,13 +406,20 @@ def profile_loglikelihood(q: np.ndarray, counts: np.ndarray, answer: int, share:
     for e_j is exactly {share : this ≥ ℓ(π̂) − cut}; tests and the coverage study use this to check it."""
     q, counts = np.asarray(q, dtype=float), np.asarray(counts, dtype=float)
     if share >= 1:
-        return loglikelihood(q, counts, np.eye(q.shape[1])[answer])
+        return loglikelihood(q, counts, point_mass(q.shape[1], answer))
     others = np.delete(np.arange(q.shape[1]), answer)
     rho, _ = maximise((1 - share) * q[:, others], counts, offset=share * q[:, answer], start=start)
     pi = np.zeros(q.shape[1])
     pi[others] = (1 - share) * rho
     pi[answer] = share
     return loglikelihood(q, counts, pi)
+
+
+def point_mass(k: int, answer: int) -> np.ndarray:
+    """e_answer among ``k`` answers (not a row of a k × k identity: a long grid's would be 800 MB)."""
+    mass = np.zeros(k)
+    mass[answer] = 1.0
+    return mass
 
 
 def likelihood_cut(level: float) -> float:
@@ -454,7 +461,7 @@ def _profile_end(q, counts, mle, functional, side, threshold, centre, peak, xtol
     if (counts[face_columns.sum(axis=1) <= 0] > 0).any():
         best_on_face = -math.inf
     elif len(face) == 1:
-        best_on_face = loglikelihood(q, counts, np.eye(len(mle))[face[0]])
+        best_on_face = loglikelihood(q, counts, point_mass(len(mle), face[0]))
     else:
         sub, _ = maximise(face_columns, counts)
         best_on_face = loglikelihood(face_columns, counts, sub)
