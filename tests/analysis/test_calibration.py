@@ -187,26 +187,3 @@ def test_a_number_s_structure_alone_is_bootstrapped_tested_and_its_mean_s_interv
     assert calibration.interval(bare, counts, pi, grid, 0.95, calibration.at_estimate(bare, counts, pi)) == \
         calibration.interval(q, counts, pi, grid, 0.95, calibration.at_estimate(q, counts, pi))
 
-
-def test_a_ten_thousand_point_grid_is_estimated_through_its_structure():
-    """0..10,000 at ε = 1, n = 10⁴, whose channel written out would be 30,001 × 10,001 (2.4 GB): through its structure
-    the certified fit, a bootstrap's surveys, the mean's calibrated interval (which covers the truth's mean and agrees
-    with the bootstrap's spread) and the fit test (which does not flag honest reports) take seconds. The spec still
-    stops at 1,001 grid points: the rest of an estimate (the unbiased column, the table) is still written out."""
-    from deniable.analysis.fit import saturated_test
-
-    points = 10_000
-    bare = channels.FoldedGeometric(float(np.exp(-1 / points)), points)
-    rng = np.random.default_rng(1)
-    truth = rng.dirichlet(np.full(points + 1, 0.5))
-    counts = rng.multinomial(10_000, bare.matvec(truth))
-    pi, certificate = likelihood.certified_maximum(bare, counts)
-    assert certificate.converged and certificate.unique
-    surveys = spread.bootstrap(bare, pi, 10_000, replicates=8, counts=counts)
-    assert surveys.fits.shape == (8, points + 1) and np.allclose(surveys.fits.sum(axis=1), 1)
-    grid = np.arange(points + 1, dtype=float)
-    low, high = calibration.interval(bare, counts, pi, grid, 0.95, calibration.Calibration(surveys))
-    assert low < grid @ pi < high and low < grid @ truth < high
-    spread_of_mean = float(np.std(surveys.fits @ grid, ddof=1))
-    assert 0.5 < (high - low) / (2 * 1.96 * spread_of_mean) < 2  # eight surveys: the same order, not the same figure
-    assert not saturated_test(bare, counts, pi).flagged

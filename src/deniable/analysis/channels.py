@@ -16,13 +16,19 @@ from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, OrdinalMechanism, SymmetricMechanism, UnaryMechanism
 from deniable.client.panels import MemoizedLaplace
 
+#: The longest number grid whose channel is written out as a matrix (3,001 × 1,001: 24 MB); a longer grid's channel is
+#: its structure alone (`FoldedGeometric`: 0..10,000 written out would be 2.4 GB), which the fit, its certificate, the
+#: bootstrap, the fit test, the unbiased estimate and the mean's interval read as it is.
+WRITTEN_OUT_POINTS = 1001
+
 
 def channel_matrix(mechanism: Mechanism) -> np.ndarray:
     """Q[r, a] as floats (reports × answers). The shapes with a formula are built from it with numpy
     (a 1000-option k-ary channel, a 1001-point number grid: milliseconds, where converting a million
     exact fractions takes seconds); any other channel is converted entry by entry from its exact form.
     Tests compare both routes entry by entry. A design that measures compliance is analysed over its
-    latent classes of respondents (cheaters, lying carriers as classes of their own): its columns are those."""
+    latent classes of respondents (cheaters, lying carriers as classes of their own): its columns are those.
+    A number's grid longer than `WRITTEN_OUT_POINTS` is given as its structure, not a matrix."""
     if isinstance(mechanism, GroupedMechanism):
         return np.array([[float(p) for p in column] for _, column in mechanism.latent_classes]).T
     if isinstance(mechanism, SymmetricMechanism):
@@ -49,8 +55,11 @@ def _number_channel(alpha: float, points: int, keep: float, other: float) -> np.
     """A number's channel (reports −N..2N), kept for the next estimate of the same question (a 0..1000 grid's takes
     0.1 s to write out and 24 MB): read-only, so every holder sees the same numbers."""
     structure = FoldedGeometric(alpha, points, keep, other)
+    structured = points >= FoldedGeometric.FASTER_FROM and points * -math.log(alpha) <= FoldedGeometric.LARGEST_EXPONENT
+    if structured and points + 1 > WRITTEN_OUT_POINTS:
+        return structure
     matrix = structure.columns(np.arange(points + 1))
-    if points >= FoldedGeometric.FASTER_FROM and points * -math.log(alpha) <= FoldedGeometric.LARGEST_EXPONENT:
+    if structured:
         return _remember_structure(matrix, structure)
     matrix = np.ascontiguousarray(matrix)  # a short grid's is read by rows (products with the matrix written out)
     matrix.flags.writeable = False
@@ -337,6 +346,58 @@ class FoldedGeometric:
         # Reports below the grid reach answer a at distance a + |v|, those above at (v − N) + (N − a).
         result += (below @ tail[::-1])[..., None] * up + (above @ tail)[..., None] * up[::-1]
         return self._layered(result, w)
+
+    # --- the unbiased estimate through the structure ---------------------------------------------------------
+    # Below the grid every report's row is a multiple of report 0's (Q_va = α^|v|·Q_0a for −N < v < 0, and the folded
+    # −N's is α^N/(1 − α) of it), and above it of report N's: their rates sum to (Tπ)_0/(1 − α) and (Tπ)_N/(1 − α),
+    # with T = (1 − α)/(1 + α)·[α^|i − j|] the block of the reports 0..N. So π̂ = T⁻¹μ, μ the report shares with those
+    # outside merged into the two ends (times 1 − α), is unbiased, uses every report, and T⁻¹ is tridiagonal (T is a
+    # Kac–Murdock–Szegő matrix): O(N), where the pseudo-inverse of a written-out matrix is two SVDs. Under a panel's
+    # layer each rate is other + (keep − other)·(Qπ)_v, undone report by report first.
+
+    def _interior_inverse(self, x: np.ndarray, squared: bool = False) -> np.ndarray:
+        """T⁻¹x along the last axis (``squared``: the entrywise square of T⁻¹ applied instead)."""
+        alpha = self.alpha
+        scale = 1 / ((1 - alpha) / (1 + alpha) * (1 - alpha * alpha))
+        middle, side, corner = (1 + alpha * alpha) * scale, -alpha * scale, scale
+        if squared:
+            middle, side, corner = middle * middle, side * side, corner * corner
+        result = middle * x
+        result[..., [0, -1]] = corner * x[..., [0, -1]]
+        result[..., 1:] += side * x[..., :-1]
+        result[..., :-1] += side * x[..., 1:]
+        return result
+
+    def _merged(self, rates: np.ndarray, weight: float) -> np.ndarray:
+        """The shares of the reports 0..N, those below (above) the grid added to report 0 (N), times ``weight``."""
+        n = self.points
+        merged = np.array(rates[..., n:2 * n + 1], dtype=float)
+        merged[..., 0] = weight * rates[..., :n + 1].sum(axis=-1)
+        merged[..., -1] = weight * rates[..., 2 * n:].sum(axis=-1)
+        return merged
+
+    def unbiased(self, rates: np.ndarray) -> np.ndarray:
+        """The unbiased estimate of the answer shares from the report shares ``rates`` (see above)."""
+        undone = (np.asarray(rates, dtype=float) - self.other) / (self.keep - self.other)
+        return self._interior_inverse(self._merged(undone, 1 - self.alpha))
+
+    def unbiased_weights(self, functional: np.ndarray) -> np.ndarray:
+        """w over the reports with wᵀλ = gᵀ(the unbiased estimate) up to a constant, g = ``functional``: its variance is
+        Σ w_v²λ_v − (wᵀλ)² over n."""
+        n, pulled = self.points, self._interior_inverse(np.asarray(functional, dtype=float))
+        weights = np.empty(3 * n + 1)
+        weights[n:2 * n + 1] = pulled
+        weights[:n + 1] = (1 - self.alpha) * pulled[0]
+        weights[2 * n:] = (1 - self.alpha) * pulled[-1]
+        return weights / (self.keep - self.other)
+
+    def unbiased_variances(self, rates: np.ndarray, n: float) -> np.ndarray:
+        """Each share's variance in the unbiased estimate from n reports at shares ``rates``, in O(N): row a of T⁻¹ has
+        three entries, so Σ_v w_v²λ_v is the squared inverse applied to the merged shares (weighted (1 − α)²)."""
+        rates = np.asarray(rates, dtype=float)
+        second = self._interior_inverse(self._merged(rates, (1 - self.alpha) ** 2), squared=True)
+        first = self._interior_inverse(self._merged(rates, 1 - self.alpha))
+        return (second - first * first) / ((self.keep - self.other) ** 2 * n)
 
     def vertex_loglikelihoods(self, counts: np.ndarray) -> np.ndarray | None:
         """Σ_r c_r log Q_ra for every answer a (the log-likelihood of each point mass), in O(N) rather than the

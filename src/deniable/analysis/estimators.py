@@ -21,7 +21,7 @@ import numpy as np
 from scipy import special
 
 from . import distributions
-from .channels import BinaryChannel, left_inverse, marginal_channel, symmetric_covariance
+from .channels import BinaryChannel, FoldedGeometric, left_inverse, marginal_channel, symmetric_covariance
 from .errors import AnalysisError
 
 BINARY_METHODS = ("likelihood", "clopper-pearson", "wilson", "wald")
@@ -44,6 +44,8 @@ def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, "LinearSpre
     marginal = marginal_channel(q)
     if marginal is not None:  # k-ary randomized response: Q⁻¹ in closed form (`channels.symmetric_covariance`)
         return marginal.prevalence(rates), LinearSpread(None, rates, n, marginal)
+    if isinstance(q, FoldedGeometric):  # a grid too long to write out: its own left inverse, in O(k + R)
+        return q.unbiased(rates), LinearSpread(q, rates, n)
     inverse = left_inverse(q)
     return inverse @ rates, LinearSpread(inverse, rates, n)
 
@@ -54,16 +56,20 @@ class LinearSpread:
     λλᵀ)Lᵀ/n, read as what the estimates publish (each share's variance, a functional's) without its k × k matrix:
     gᵀL(diag λ − λλᵀ)Lᵀg = Σ_r (Lᵀg)_r² λ_r − (gᵀLλ)², O(k·R) (a 0..1000 grid's matrix was a 3-GFlop product and
     8 MB, for its diagonal and one quadratic form). ``marginal``: k-ary randomized response's channel, whose inverse
-    is (I − o11ᵀ)/(p − o) (`channels.symmetric_covariance`); then ``inverse`` is None. One of the three readings of a
-    covariance (with `CovarianceMatrix` and `spread.Bootstrap`): ``variances``, ``variance`` and ``matrix``."""
+    is (I − o11ᵀ)/(p − o) (`channels.symmetric_covariance`); then ``inverse`` is None. ``inverse`` may also be a
+    number's structure (`channels.FoldedGeometric.unbiased`: its left inverse, never written out). One of the three
+    readings of a covariance (with `CovarianceMatrix` and `spread.Bootstrap`): ``variances``, ``variance`` and
+    ``matrix``."""
 
-    def __init__(self, inverse: np.ndarray | None, rates: np.ndarray, n: float, marginal: BinaryChannel | None = None):
+    def __init__(self, inverse, rates: np.ndarray, n: float, marginal: BinaryChannel | None = None):
         self.inverse, self.rates, self.n, self.marginal = inverse, rates, float(n), marginal
 
     def variances(self) -> np.ndarray:
         """Each share's variance: the covariance's diagonal."""
         if self.marginal is not None:
             return self.marginal.unit_variance(self.rates) / self.n
+        if isinstance(self.inverse, FoldedGeometric):
+            return self.inverse.unbiased_variances(self.rates, self.n)
         inverse = self.inverse
         return (np.einsum("ir,ir,r->i", inverse, inverse, self.rates) - (inverse @ self.rates) ** 2) / self.n
 
@@ -71,18 +77,27 @@ class LinearSpread:
         """gᵀ Cov g for the functional g over the answers."""
         functional = np.asarray(functional, dtype=float)
         # k-ary randomized response's Lᵀg is (g − o·Σg)/(p − o): a shift, which the centring takes away, and a scale.
-        pulled = functional if self.marginal is not None else functional @ self.inverse
+        pulled = functional if self.marginal is not None else self._pulled(functional)
         centred = pulled @ self.rates
         scale = 1.0 if self.marginal is None else (self.marginal.p - self.marginal.q) ** -2
         return float(((pulled * pulled) @ self.rates - centred * centred) * scale / self.n)
 
+    def _pulled(self, functional: np.ndarray) -> np.ndarray:
+        """Lᵀg."""
+        if isinstance(self.inverse, FoldedGeometric):
+            return self.inverse.unbiased_weights(functional)
+        return functional @ self.inverse
+
     def matrix(self) -> np.ndarray:
-        """The covariance written out (k × k)."""
+        """The covariance written out (k × k; a structure's left inverse is written out for it, O(k·R))."""
         if self.marginal is not None:
             return symmetric_covariance(self.marginal, self.rates) / self.n
-        estimate = self.inverse @ self.rates
-        # Q⁺(diag λ − λλᵀ)Q⁺ᵀ = (Q⁺·λ)Q⁺ᵀ − π̂π̂ᵀ: no reports × reports matrix
-        return ((self.inverse * self.rates) @ self.inverse.T - np.outer(estimate, estimate)) / self.n
+        inverse = self.inverse
+        if isinstance(inverse, FoldedGeometric):
+            inverse = np.array([self._pulled(unit) for unit in np.eye(inverse.shape[1])])
+        # L(diag λ − λλᵀ)Lᵀ = (L·λ)Lᵀ − (Lλ)(Lλ)ᵀ: no reports × reports matrix
+        centred = inverse @ self.rates
+        return ((inverse * self.rates) @ inverse.T - np.outer(centred, centred)) / self.n
 
 
 class CovarianceMatrix:
