@@ -443,3 +443,19 @@ def test_a_number_s_structure_alone_is_estimated_as_its_matrix(top, epsilon):
     assert (low, high) == likelihood.profile_interval(q, counts, pi, grid, cut)
     assert low < grid @ pi < high
 
+
+
+def test_a_panel_s_layered_structure_alone_is_fitted_as_its_matrix():
+    """A repeated survey's number re-randomized by a panel's layer (other + (keep − other)·Q) has no running-sum form
+    for its point masses' log-likelihoods: its sparse start reads its columns a block at a time, never all written out,
+    and its certified fit is the written-out matrix's."""
+    points, keep = 600, 0.8
+    bare = channels.FoldedGeometric(math.exp(-1 / points), points, keep, (1 - keep) / (3 * points))
+    written_out = np.ascontiguousarray(bare.columns(np.arange(points + 1)))  # a plain matrix: no structure behind it
+    rng = np.random.default_rng(6)
+    counts = rng.multinomial(8_000, written_out @ rng.dirichlet(np.full(points + 1, 0.3)))
+    pi, certificate = likelihood.certified_maximum(bare, counts)
+    expected, _ = likelihood.certified_maximum(written_out, counts)
+    assert certificate.converged
+    assert likelihood.loglikelihood(written_out, counts, pi) == pytest.approx(
+        likelihood.loglikelihood(written_out, counts, expected), abs=1e-8)

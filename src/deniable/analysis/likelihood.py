@@ -153,7 +153,12 @@ class _Problem:
             weights = np.zeros(len(self.observed))
             weights[self.observed] = self.c
             vertex_values = self.structure.vertex_loglikelihoods(weights)  # O(k + R), not the matrix's logarithms
-        if vertex_values is None:
+        if vertex_values is None and self.structure is not None:
+            # A layered structure (a panel's) has no such form: its columns a block at a time, never all written out.
+            blocks = np.array_split(np.arange(k), max(1, k // 256))
+            with np.errstate(divide="ignore"):
+                vertex_values = np.concatenate([self.c @ np.log(self.columns(block)) for block in blocks])
+        elif vertex_values is None:
             with np.errstate(divide="ignore"):
                 vertex_values = self.c @ np.log(self.columns(np.arange(k)))
         best = int(np.argmax(vertex_values))
