@@ -22,7 +22,7 @@ from deniable.client.panels import MemoizedLaplace
 WRITTEN_OUT_POINTS = 1001
 
 
-def channel_matrix(mechanism: Mechanism) -> np.ndarray:
+def channel_matrix(mechanism: Mechanism) -> np.ndarray | FoldedGeometric:
     """Q[r, a] as floats (reports × answers). The shapes with a formula are built from it with numpy
     (a 1000-option k-ary channel, a 1001-point number grid: milliseconds, where converting a million
     exact fractions takes seconds); any other channel is converted entry by entry from its exact form.
@@ -51,9 +51,10 @@ def channel_matrix(mechanism: Mechanism) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=8)
-def _number_channel(alpha: float, points: int, keep: float, other: float) -> np.ndarray:
+def _number_channel(alpha: float, points: int, keep: float, other: float) -> np.ndarray | FoldedGeometric:
     """A number's channel (reports −N..2N), kept for the next estimate of the same question (a 0..1000 grid's takes
-    0.1 s to write out and 24 MB): read-only, so every holder sees the same numbers."""
+    0.1 s to write out and 24 MB): read-only, so every holder sees the same numbers. Past `WRITTEN_OUT_POINTS`, its
+    structure alone."""
     structure = FoldedGeometric(alpha, points, keep, other)
     structured = points >= FoldedGeometric.FASTER_FROM and points * -math.log(alpha) <= FoldedGeometric.LARGEST_EXPONENT
     if structured and points + 1 > WRITTEN_OUT_POINTS:
