@@ -96,8 +96,8 @@ def test_a_ten_thousand_point_number_is_estimated_through_its_structure(monkeypa
     """0..10,000 at ε = 1, n = 10⁴ (the spec's own limit of 1,001 points raised here), whose channel written out would
     be 30,001 × 10,001 (2.4 GB): the whole estimate reads it as its structure (`channels.WRITTEN_OUT_POINTS`): the
     certified fit, the bootstrap's standard errors, Wald rows, the unbiased column through the structure's own left
-    inverse, the mean's calibrated interval (which covers the truth's mean and agrees with the bootstrap's spread) and
-    the fit test (which does not flag honest reports)."""
+    inverse, the mean's calibrated interval (which covers the truth's mean and agrees with the bootstrap's spread), the
+    fit test (which does not flag honest reports) and the binned ranges with their intervals."""
     monkeypatch.setattr(mechanisms, "MAX_GRID_POINTS", 10_001)
     spec = {"type": "number", "min": 0, "max": 10_000, "step": 1, "privacy": {"design": "laplace", "epsilon": 1}}
     mechanism = Survey.from_dict({"id": "s", "title": "s", "questions": [{"id": "q", "text": "?", **spec}]}
@@ -115,3 +115,9 @@ def test_a_ten_thousand_point_number_is_estimated_through_its_structure(monkeypa
     assert abs(mean.unbiased - grid @ truth) < 3 * mean.unbiased_se
     assert (result.table["ci_low"] <= result.table["estimate"]).all()
     assert (result.table["estimate"] <= result.table["ci_high"]).all()
+    # The dashboard leads with ranges of values on a grid this wide: each range's interval maximises over the faces
+    # "inside it" and "outside it" through the structure, and covers the truth's share of the range.
+    binned = result.binned()
+    truths = [truth[members].sum() for members in np.array_split(np.arange(10_001), len(binned))]
+    assert len(binned) == 5 and ((binned["ci_low"] <= binned["estimate"]) & (binned["estimate"] <= binned["ci_high"])).all()
+    assert ((binned["ci_low"] <= truths) & (np.array(truths) <= binned["ci_high"])).all()

@@ -459,3 +459,23 @@ def test_a_panel_s_layered_structure_alone_is_fitted_as_its_matrix():
     assert certificate.converged
     assert likelihood.loglikelihood(written_out, counts, pi) == pytest.approx(
         likelihood.loglikelihood(written_out, counts, expected), abs=1e-8)
+
+
+def test_the_best_point_of_a_face_through_a_structure_is_the_face_s_own_fit():
+    """`maximise(face=...)` holds the answers off a face at 0, through a number's structure, whose columns of the face
+    are never written out (a long grid's binned interval maximises over thousands of them): the same log-likelihood as
+    the fit of the face's columns written out, certified on the face."""
+    points = 400
+    bare = channels.FoldedGeometric(math.exp(-1 / points), points)
+    q = bare.columns(np.arange(points + 1))
+    rng = np.random.default_rng(9)
+    counts = rng.multinomial(6_000, q @ rng.dirichlet(np.full(points + 1, 0.4)))
+    for low, high in [(0, 80), (81, points), (130, 270)]:
+        face = np.zeros(points + 1, dtype=bool)
+        face[low:high + 1] = True
+        found, certificate = likelihood.maximise(bare, counts, face=face)
+        written_out = np.ascontiguousarray(q[:, face])
+        expected, _ = likelihood.maximise(written_out, counts)
+        assert (found[~face] == 0).all() and certificate.converged
+        assert likelihood.loglikelihood(bare, counts, found) == pytest.approx(
+            likelihood.loglikelihood(written_out, counts, expected), abs=1e-8)

@@ -241,7 +241,7 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
                      "likelihood" if method == "clopper-pearson" else method, calibrated)
     # The k × k covariance is written out when read (`EstimateResult.covariance`): what is published reads it as `fitted`.
     return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
-                          fitted.matrix, mean=mean, simultaneous=simultaneous, notes=notes)
+                          fitted, mean=mean, simultaneous=simultaneous, notes=notes)
 
 
 #: The table's columns as an Index, built once: a DataFrame given a list spends 90 µs making one (a fifth of a small

@@ -85,11 +85,13 @@ class _Problem:
     """max f(x) = Σ_r c_r log (b + Ax)_r + tᵀx over the simplex, on the observed rows (c_r > 0) only.
     The offset b (default 0) holds the part of the rates that a fixed share contributes (`profile_loglikelihood`).
     A number's long grid is applied through its structure (`channels.structure`): no copy of the observed rows, and
-    O(k + R) products instead of O(k·R)."""
+    O(k + R) products instead of O(k·R). ``face``: the answers x may hold (a mask; None: all), for the best point of a
+    face of the simplex through a structure, whose columns of the face are not written out."""
 
     def __init__(self, q: np.ndarray, counts: np.ndarray, tilt: np.ndarray | None = None,
-                 offset: np.ndarray | None = None):
+                 offset: np.ndarray | None = None, face: np.ndarray | None = None):
         observed = counts > 0
+        self.face = face
         self.q, self.observed = q, observed
         self.structure = channels.structure(q)
         self.c = counts[observed].astype(float)
@@ -133,10 +135,18 @@ class _Problem:
             g = self.structure.rmatvec(weights)
         return g + self.tilt if self.tilt is not None else g
 
+    def on_face(self, gradient: np.ndarray) -> np.ndarray:
+        """The gradient where x may move, −inf off the face: what the search and the certificate look at."""
+        return gradient if self.face is None else np.where(self.face, gradient, -np.inf)
+
+    def uniform(self) -> np.ndarray:
+        k = self.q.shape[1]
+        return np.full(k, 1.0 / k) if self.face is None else self.face / np.count_nonzero(self.face)
+
     def violations(self, x, gradient) -> tuple[float, float]:
         """(relative KKT residual, optimality gap): the certificate's two figures."""
         multiplier = float(x @ gradient)
-        off = max(float((gradient - multiplier).max()), 0.0)
+        off = max(float((self.on_face(gradient) - multiplier).max()), 0.0)
         on = float(np.abs(gradient[x > 0] - multiplier).max())
         return max(off, on) / self.n, off
 
@@ -145,7 +155,7 @@ class _Problem:
 
     def start(self) -> np.ndarray:
         k = self.q.shape[1]
-        uniform = np.full(k, 1.0 / k)
+        uniform = self.uniform()
         if k <= SPARSE_START_ABOVE:
             return uniform
         vertex_values = None
@@ -161,7 +171,7 @@ class _Problem:
         elif vertex_values is None:
             with np.errstate(divide="ignore"):
                 vertex_values = self.c @ np.log(self.columns(np.arange(k)))
-        best = int(np.argmax(vertex_values))
+        best = int(np.argmax(self.on_face(vertex_values)))
         if not math.isfinite(vertex_values[best]):
             return uniform
         x = np.zeros(k)
@@ -263,7 +273,7 @@ EM_STEPS = 200
 
 def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = None, offset: np.ndarray | None = None,
              start: np.ndarray | None = None, tolerance: float = KKT_TOLERANCE,
-             max_iterations: int = 1000) -> tuple[np.ndarray, Certificate]:
+             max_iterations: int = 1000, face: np.ndarray | None = None) -> tuple[np.ndarray, Certificate]:
     """The maximiser of Σ_r c_r log (offset + Qπ)_r (+ tiltᵀπ) over the simplex, and its certificate.
 
     ``q`` is reports × answers, ``counts`` one count per report. Raises nothing on slow convergence:
@@ -271,10 +281,10 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
     counts = np.asarray(counts, dtype=float)
     if counts.sum() <= 0:
         raise AnalysisError("no reports to estimate from")
-    problem = _Problem(channels.as_channel(q), counts, tilt, offset)
+    problem = _Problem(channels.as_channel(q), counts, tilt, offset, face)
     x = problem.start() if start is None else np.asarray(start, dtype=float).copy()
     if not math.isfinite(problem.value(x)):
-        x = np.full(len(x), 1.0 / len(x))
+        x = problem.uniform()
     sqrt_c = np.sqrt(problem.c)
     for iteration in range(max_iterations + 1):
         rates = problem.rates(x)
@@ -290,7 +300,7 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
                 gradient = problem.gradient(problem.rates(x))
             continue
         multiplier = float(x @ gradient)
-        face = _candidates(x, gradient, multiplier)
+        face = _candidates(x, problem.on_face(gradient), multiplier)
         weighted = problem.columns(face) * (sqrt_c / rates)[:, None]
         hessian = weighted.T @ weighted
         step = _simplex_qp(hessian, gradient[face], x[face], 20 * len(face) + 50)
@@ -300,7 +310,7 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
         if not slope > 0:
             # The model offers nothing (round-off): move toward the most violated vertex instead.
             direction = -x.copy()
-            direction[int(np.argmax(gradient))] += 1.0
+            direction[int(np.argmax(problem.on_face(gradient)))] += 1.0
             slope = float(gradient @ direction)
         current = problem.value(x, rates)
         forgiven = FORGIVEN_ROUNDOFF * abs(current)  # Armijo's rule, with the last few ulps of ℓ forgiven
@@ -460,16 +470,19 @@ def _profile_end(q, counts, mle, functional, side, threshold, centre, peak, xtol
     if side * centre >= extreme - 1e-15 * max(abs(extreme), 1.0):
         return centre
     face = np.flatnonzero(oriented >= extreme - 1e-12 * max(abs(extreme), 1.0))
-    face_columns = channels.columns(q, face)
     # The best the likelihood can do at the edge of the parameter space in this direction (none at all
     # when the answers of that edge cannot produce a report that was observed: a public question's).
-    if (counts[face_columns.sum(axis=1) <= 0] > 0).any():
-        best_on_face = -math.inf
-    elif len(face) == 1:
+    if len(face) == 1:
         best_on_face = loglikelihood(q, counts, point_mass(len(mle), face[0]))
+    elif isinstance(q, channels.FoldedGeometric):  # every report reachable; the face's columns never written out
+        best_on_face = loglikelihood(q, counts, maximise(q, counts, face=oriented >= oriented[face[0]])[0])
     else:
-        sub, _ = maximise(face_columns, counts)
-        best_on_face = loglikelihood(face_columns, counts, sub)
+        face_columns = q[:, face]
+        if (counts[face_columns.sum(axis=1) <= 0] > 0).any():
+            best_on_face = -math.inf
+        else:
+            sub, _ = maximise(face_columns, counts)
+            best_on_face = loglikelihood(face_columns, counts, sub)
     if best_on_face >= threshold:
         return side * extreme
     # Along π(τ) the log-likelihood falls like peak − ½·m'(0)·τ² near τ = 0, so Newton's method runs in

@@ -76,8 +76,10 @@ class EstimateResult:
     method: str
     table: pd.DataFrame = field(repr=False)
     certificate: likelihood.Certificate = field(repr=False)
-    #: The estimate's covariance (answers × answers), or how to write it out (`covariance` reads it).
-    covariance_source: np.ndarray | Callable[[], np.ndarray] | None = field(repr=False, default=None, compare=False)
+    #: The estimate's covariance (answers × answers), or how to write it out (`covariance` reads it): a matrix, a
+    #: function, or a reading of it with ``matrix()`` and ``variance(functional)`` (`estimators.LinearSpread`,
+    #: `spread.Bootstrap`), which a functional's variance reads without the matrix.
+    covariance_source: object | None = field(repr=False, default=None, compare=False)
     mean: MeanEstimate | None = None
     simultaneous: bool = False
     notes: tuple = ()
@@ -131,7 +133,17 @@ class EstimateResult:
         """The estimate's covariance matrix, written out when first read: for k-ary randomized response every
         standard error is a closed form in O(k), and this k × k matrix is the only O(k²) part of the estimate."""
         source = self.covariance_source
+        if hasattr(source, "matrix"):
+            return source.matrix()
         return source() if callable(source) else source
+
+    def _variance(self, functional: np.ndarray) -> float:
+        """``functional``ᵀ covariance ``functional``, through the covariance's reading where it has one (a long grid's
+        matrix is never written out for it)."""
+        source = self.covariance_source
+        if hasattr(source, "variance"):
+            return source.variance(functional)
+        return math.nan if self.covariance is None else float(functional @ self.covariance @ functional)
 
     @property
     def estimate(self) -> pd.Series:
@@ -187,7 +199,7 @@ class EstimateResult:
             indicator = np.zeros(len(values))
             indicator[members] = 1.0
             share = float(indicator @ pi)
-            se = math.sqrt(max(float(indicator @ self.covariance @ indicator), 0.0)) if self.covariance is not None else math.nan
+            se = math.sqrt(max(self._variance(indicator), 0.0))
             low, high = calibration.interval(q, self.counts, pi, indicator, self.level, calibrated)
             low, high = min(max(low, 0.0), share), max(min(high, 1.0), share)
             first, last = (f"{v:g}" for v in (values[members[0]], values[members[-1]]))
