@@ -469,13 +469,14 @@ def _profile_end(q, counts, mle, functional, side, threshold, centre, peak, xtol
     extreme = float(oriented.max())
     if side * centre >= extreme - 1e-15 * max(abs(extreme), 1.0):
         return centre
-    face = np.flatnonzero(oriented >= extreme - 1e-12 * max(abs(extreme), 1.0))
+    on_edge = oriented >= extreme - 1e-12 * max(abs(extreme), 1.0)
+    face = np.flatnonzero(on_edge)
     # The best the likelihood can do at the edge of the parameter space in this direction (none at all
     # when the answers of that edge cannot produce a report that was observed: a public question's).
     if len(face) == 1:
         best_on_face = loglikelihood(q, counts, point_mass(len(mle), face[0]))
     elif isinstance(q, channels.FoldedGeometric):  # every report reachable; the face's columns never written out
-        best_on_face = loglikelihood(q, counts, maximise(q, counts, face=oriented >= oriented[face[0]])[0])
+        best_on_face = loglikelihood(q, counts, maximise(q, counts, face=on_edge)[0])
     else:
         face_columns = q[:, face]
         if (counts[face_columns.sum(axis=1) <= 0] > 0).any():
