@@ -153,3 +153,18 @@ def test_a_channel_s_hash_is_kept_only_while_its_entries_cannot_change():
     assert spread._seed(view, key, 50) == spread._seed(writable, key, 50)
     writable[0, 0] += 1e-9  # changed through its owner: the read-only view's seed follows
     assert spread._seed(view, key, 50) == spread._seed(writable, key, 50) != seed
+
+
+def test_a_long_grid_s_surveys_drawn_at_wide_shares_are_fitted_from_the_sparse_start():
+    """A plan's bootstrap draws a long grid's surveys at uniform shares. Started there, each Newton step of a fit worked
+    on every answer (a 0..1000 grid's fit took 13 s, a 0..10,000 grid's would write out its whole channel); started
+    where the solver's own sparse start puts it (0..300 here: 6 ms against 0.95 s for three), the fits are the same
+    maxima (unique: the channel has full column rank) to their certified tolerance."""
+    q = channels.channel_matrix(question(type="number", min=0, max=300, step=1,
+                                         privacy={"design": "laplace", "epsilon": 1}).mechanism)
+    uniform = np.full(301, 1 / 301)
+    _, draws = spread.draw_surveys(q, uniform, 1000, 3)
+    fits = spread.fit_surveys(q, draws, uniform)
+    from_uniform = np.array([likelihood.maximise(q, survey, start=uniform)[0] for survey in draws])
+    np.testing.assert_allclose(fits, from_uniform, atol=1e-7)
+    assert all(np.count_nonzero(fit) < 20 for fit in fits)  # the maxima sit on a few answers

@@ -29,7 +29,7 @@ from .planning import (
     mean_unit_variance,
     n_for,
     n_to_detect_cheaters,
-    published_covariance,
+    published_spread,
     sample_size,
     scores,
     split_ballot_plan,
@@ -312,10 +312,10 @@ def _bootstrapped(question: Question, n: int, target: float, level: float) -> tu
     """A bootstrap channel's figures (`spread.needs_bootstrap`): the worst share's SE at n and the n for ±target by
     parametric bootstrap, and the mean's SE from the same surveys (None where it has a closed form)."""
     values = scores(question)
-    covariance = published_covariance(question, n)
-    se = float(np.sqrt(np.max(np.diag(covariance))))
+    bootstrapped = published_spread(question, n)
+    se = float(np.sqrt(np.max(bootstrapped.variances())))
     mean_se = None if values is None or _mean_in_closed_form(question) else math.sqrt(
-        max(float(values @ covariance @ values), 0.0))
+        max(bootstrapped.variance(values), 0.0))
     return None, se, sample_size(question, target, level), mean_se
 
 

@@ -160,9 +160,10 @@ def fitted_covariance(q: np.ndarray, pi: np.ndarray) -> np.ndarray:
     channel it equals the moment estimator's covariance Q⁻¹(diag λ − λλᵀ)Q⁻ᵀ evaluated at λ = Qπ, so
     wherever the two estimates agree their standard errors agree; for a tall channel (numeric grids)
     it is the smaller, efficient one. A k-ary randomized-response channel takes the closed form; a number's structure
-    is written out (the information is k × k whatever the channel)."""
+    its own (`FoldedGeometric.fitted_covariance`: what it publishes is read in O(k) by `fitted_variances` and
+    `fitted_variance`)."""
     if isinstance(q, FoldedGeometric):
-        q = q.columns(np.arange(q.shape[1]))
+        return q.fitted_covariance(pi)
     marginal = marginal_channel(q)
     if marginal is not None:
         return symmetric_covariance(marginal, q @ pi)
@@ -178,6 +179,25 @@ def fitted_covariance(q: np.ndarray, pi: np.ndarray) -> np.ndarray:
         inverse = np.linalg.pinv(information, hermitian=True)  # public channels: unreached answers have no variance
     direction = inverse.sum(axis=1)
     return inverse - np.outer(direction, direction) / direction.sum()
+
+
+def fitted_variances(q, pi: np.ndarray) -> np.ndarray:
+    """The diagonal of `fitted_covariance`: each share's variance with one respondent. Through a number's structure
+    where it has one, in O(k) and more accurate than the written-out information's inverse (condition 6·10¹² at
+    0..1000 ε = 1, where the inverse's figures are good to about 10⁻⁶)."""
+    known = structure(q)
+    if known is not None:
+        return known.fitted_variances(pi)
+    return np.diag(fitted_covariance(q, pi)).copy()
+
+
+def fitted_variance(q, pi: np.ndarray, functional: np.ndarray) -> float:
+    """gᵀ·`fitted_covariance`·g, g = ``functional`` (a mean's scores): its variance with one respondent (through a
+    number's structure where it has one, as `fitted_variances`)."""
+    known = structure(q)
+    if known is not None:
+        return known.fitted_variance(pi, functional)
+    return float(functional @ fitted_covariance(q, pi) @ functional)
 
 
 @dataclass(frozen=True)
@@ -399,6 +419,52 @@ class FoldedGeometric:
         second = self._interior_inverse(self._merged(rates, (1 - self.alpha) ** 2), squared=True)
         first = self._interior_inverse(self._merged(rates, 1 - self.alpha))
         return (second - first * first) / ((self.keep - self.other) ** 2 * n)
+
+    # --- the inverse information through the structure ------------------------------------------------------------
+    # Every report's row is a multiple of one of T's (below the grid of report 0's, above it of report N's) plus, under a
+    # panel's layer, other·1. So I = Σ_r q_r q_rᵀ/λ_r = κ²·T·D·T + (terms in 1aᵀ + a1ᵀ and 11ᵀ), κ = keep − other, D
+    # diagonal: 1/λ_v for the inner reports, Σ s_v²/λ_v over the reports merged into each end (s_v the multiple). The
+    # terms in 1 vanish on the simplex's tangent space, so the covariance restricted to it, I⁻¹ − I⁻¹11ᵀI⁻¹/(1ᵀI⁻¹1), is
+    # that of κ²TDT: M = T⁻¹·diag(1/D)·T⁻¹/κ² with T⁻¹ tridiagonal, so every share's variance and any functional's in O(N)
+    # (a 0..10,000 grid's information written out is 800 MB, its inverse 10¹² operations).
+
+    def _information_diagonal(self, pi: np.ndarray) -> np.ndarray:
+        """1/D (above) at the rates λ = Qπ, over the reports 0..N."""
+        n, alpha = self.points, self.alpha
+        rates = self.matvec(np.asarray(pi, dtype=float))
+        up = self._powers[0]
+        multiples = up[::-1].copy()  # the reports −N..0 as multiples of report 0's row: α^|v|, the folded one α^N/(1 − α)
+        multiples[0] /= 1 - alpha
+        inverse = np.empty(n + 1)
+        with np.errstate(divide="ignore"):
+            inverse[1:-1] = rates[n + 1:2 * n]
+            inverse[0] = 1 / np.sum(multiples * multiples / rates[:n + 1])
+            inverse[-1] = 1 / np.sum(multiples[::-1] * multiples[::-1] / rates[2 * n:])
+        return inverse / (self.keep - self.other) ** 2
+
+    def fitted_spread(self, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """What the restricted inverse information at ``pi`` is read from: 1/D (over κ²), M·1 and 1ᵀM1."""
+        diagonal = self._information_diagonal(pi)
+        through_ones = self._interior_inverse(diagonal * self._interior_inverse(np.ones(self.points + 1)))
+        return diagonal, through_ones, float(through_ones.sum())
+
+    def fitted_variances(self, pi: np.ndarray) -> np.ndarray:
+        """The diagonal of `fitted_covariance` for one respondent, in O(N): row a of T⁻¹ has three entries."""
+        diagonal, through_ones, total = self.fitted_spread(pi)
+        return self._interior_inverse(diagonal, squared=True) - through_ones * through_ones / total
+
+    def fitted_variance(self, pi: np.ndarray, functional: np.ndarray) -> float:
+        """gᵀ·`fitted_covariance`·g for one respondent, g = ``functional``, in O(N)."""
+        diagonal, through_ones, total = self.fitted_spread(pi)
+        pulled = self._interior_inverse(np.asarray(functional, dtype=float))
+        along = float(functional @ through_ones)
+        return float(diagonal @ (pulled * pulled)) - along * along / total
+
+    def fitted_covariance(self, pi: np.ndarray) -> np.ndarray:
+        """The restricted inverse information written out (k × k): pentadiagonal M less a rank-one term."""
+        diagonal, through_ones, total = self.fitted_spread(pi)
+        inverse = self._interior_inverse(np.eye(self.points + 1))  # T⁻¹ is symmetric
+        return (inverse * diagonal) @ inverse - np.outer(through_ones, through_ones) / total
 
     def vertex_loglikelihoods(self, counts: np.ndarray) -> np.ndarray | None:
         """Σ_r c_r log Q_ra for every answer a (the log-likelihood of each point mass), in O(N) rather than the

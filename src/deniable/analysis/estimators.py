@@ -21,7 +21,7 @@ import numpy as np
 from scipy import special
 
 from . import distributions
-from .channels import BinaryChannel, FoldedGeometric, left_inverse, marginal_channel, symmetric_covariance
+from .channels import BinaryChannel, FoldedGeometric, fitted_covariance, left_inverse, marginal_channel, structure, symmetric_covariance
 from .errors import AnalysisError
 
 BINARY_METHODS = ("likelihood", "clopper-pearson", "wilson", "wald")
@@ -114,6 +114,32 @@ class CovarianceMatrix:
 
     def matrix(self) -> np.ndarray:
         return self._matrix
+
+
+class InverseInformation:
+    """A number's inverse information at the fit over n (`channels.fitted_covariance`), read through its structure in
+    O(k) (`channels.FoldedGeometric`), as `CovarianceMatrix` reads one written out."""
+
+    def __init__(self, structure: FoldedGeometric, pi: np.ndarray, n: float):
+        self.structure, self.pi, self.n = structure, pi, float(n)
+
+    def variances(self) -> np.ndarray:
+        return self.structure.fitted_variances(self.pi) / self.n
+
+    def variance(self, functional: np.ndarray) -> float:
+        return self.structure.fitted_variance(self.pi, functional) / self.n
+
+    def matrix(self) -> np.ndarray:
+        return self.structure.fitted_covariance(self.pi) / self.n
+
+
+def fitted_spread(q, pi: np.ndarray, n: float):
+    """The inverse information at the fit ``pi`` over n, as a reading of a covariance: through a number's structure
+    where it has one (`channels.fitted_variances`), never written out."""
+    known = structure(q)
+    if known is not None:
+        return InverseInformation(known, pi, n)
+    return CovarianceMatrix(fitted_covariance(q, pi) / n)
 
 
 # --- binary designs --------------------------------------------------------------------------------

@@ -286,7 +286,7 @@ def published_spread(mechanism, q: np.ndarray, counts: np.ndarray, pi: np.ndarra
     if spread.needs_bootstrap(mechanism) and not calibration.is_interior(q, pi, n):
         calibrated = calibration.at_estimate(q, counts, pi)
         return calibrated.surveys, calibrated
-    return est.CovarianceMatrix(channels.fitted_covariance(q, pi) / n), None
+    return est.fitted_spread(q, pi, n), None
 
 
 def _calibration_note(calibrated: calibration.Calibration, short: bool) -> str:

@@ -59,6 +59,8 @@ def unit_variance(question_or_mechanism, distribution=None) -> np.ndarray:
     else:
         pi = np.asarray(distribution, dtype=float)
     q = channels.channel_matrix(mechanism)
+    if isinstance(q, channels.FoldedGeometric):  # a grid too long to write out: its own left inverse, O(k + R)
+        return q.unbiased_variances(q.matvec(pi), 1)
     if isinstance(mechanism, GroupedMechanism):
         # More report cells than classes (each group's yes and no): only the maximum-likelihood estimate is
         # efficient there, and it is the one published, so plan with its covariance (the inverse information).
@@ -77,21 +79,30 @@ def _distribution(mechanism: Mechanism, distribution) -> np.ndarray:
     return np.full(k, 1 / k) if distribution is None else np.asarray(distribution, dtype=float)
 
 
-def published_covariance(question_or_mechanism, n: int, distribution=None) -> np.ndarray | None:
-    """The covariance of the published shares with ``n`` respondents where it is a bootstrap (`spread.needs_bootstrap`
-    channels), else None (the inverse information over n: `unit_variance`)."""
+def published_spread(question_or_mechanism, n: int, distribution=None,
+                     replicates: int | None = None) -> spread.Bootstrap | None:
+    """The spread of the published shares with ``n`` respondents where it is a bootstrap (`spread.needs_bootstrap`
+    channels), else None (the inverse information over n: `unit_variance`). Read as each share's variance
+    (``variances()``) or a functional's (``variance(g)``) without its k × k matrix (``matrix()``; a 0..10,000 grid's
+    is 800 MB)."""
     mechanism = _mechanism(question_or_mechanism)
     if not spread.needs_bootstrap(mechanism):
         return None
-    return spread.published_covariance(channels.channel_matrix(mechanism), _distribution(mechanism, distribution), n)
+    return spread.bootstrap(channels.channel_matrix(mechanism), _distribution(mechanism, distribution), n, replicates)
+
+
+def published_covariance(question_or_mechanism, n: int, distribution=None) -> np.ndarray | None:
+    """`published_spread` written out (k × k), or None."""
+    bootstrapped = published_spread(question_or_mechanism, n, distribution)
+    return None if bootstrapped is None else bootstrapped.matrix()
 
 
 def published_se(question_or_mechanism, n: int, distribution=None) -> np.ndarray:
     """The standard error of each answer's published share with ``n`` respondents at ``distribution``."""
-    covariance = published_covariance(question_or_mechanism, n, distribution)
-    if covariance is None:
+    bootstrapped = published_spread(question_or_mechanism, n, distribution)
+    if bootstrapped is None:
         return np.sqrt(unit_variance(question_or_mechanism, distribution) / n)
-    return np.sqrt(np.clip(np.diag(covariance), 0, None))
+    return np.sqrt(np.clip(bootstrapped.variances(), 0, None))
 
 
 #: The largest n planning searches for a margin; beyond it the answer is "more than this".
@@ -115,8 +126,8 @@ def sample_size(question_or_mechanism, margin: float, level: float = 0.95, distr
     q, pi = channels.channel_matrix(mechanism), _distribution(mechanism, distribution)
 
     def meets(n: int) -> bool:  # each step's SE good to about 5%: the n found, to about 10%
-        covariance = spread.published_covariance(q, pi, n, replicates=SEARCH_REPLICATES)
-        return z * float(np.sqrt(np.max(np.diag(covariance)))) <= margin
+        variances = spread.bootstrap(q, pi, n, replicates=SEARCH_REPLICATES).variances()
+        return z * float(np.sqrt(np.max(variances))) <= margin
 
     # The unbiased estimator's n is an upper bound (the simplex only shrinks the spread, and by that n the fit is
     # inside it and as precise as the unbiased estimate, which the bootstrap's own 5% error could deny): search below.
@@ -264,7 +275,7 @@ def mean_unit_variance(question: Question, distribution=None) -> float | None:
         return None
     q = channels.channel_matrix(question.mechanism)
     pi = np.full(q.shape[1], 1 / q.shape[1]) if distribution is None else np.asarray(distribution, dtype=float)
-    return float(values @ channels.fitted_covariance(q, pi) @ values)
+    return channels.fitted_variance(q, pi, values)
 
 
 #: What planning for cheating detection aims to detect: this share of cheaters, at this power, one-sided at 5%

@@ -136,18 +136,22 @@ def fit_surveys(q: np.ndarray, draws: np.ndarray, pi: np.ndarray) -> np.ndarray:
     """The fits `bootstrap` makes of surveys drawn at ``pi`` (any subset of them: each row is fitted on its own). A
     long grid's surveys, fitted one by one, all start from ``pi`` (`maximise_each`'s ``fallback``): their projected
     unbiased estimates are worked out only for the batch, which starts from them (for a 0..1000 grid's 200 surveys
-    they were a 1.2-GFlop product nothing read)."""
-    starts = _starts(q, draws, pi) if q.shape[1] <= BATCH_ANSWERS else pi
-    return maximise_each(q, draws, starts, fallback=pi)
+    they were a 1.2-GFlop product nothing read). Unless ``pi`` is spread over most of the grid (a plan's uniform
+    shares): then each fit starts where the solver's own sparse start puts it (`likelihood.SPARSE_START_ABOVE`), since
+    from a wide start each Newton step works on every answer (a 0..1000 grid's fit from uniform shares took 13 s,
+    from the sparse start 5 ms; a 0..10,000 grid's would write out its whole channel, 2.4 GB)."""
+    if q.shape[1] <= BATCH_ANSWERS:
+        return maximise_each(q, draws, _starts(q, draws, pi), fallback=pi)
+    return maximise_each(q, draws, pi if np.count_nonzero(pi) <= likelihood.SPARSE_START_ABOVE else None)
 
 
-def maximise_each(q: np.ndarray, counts: np.ndarray, starts: np.ndarray, fallback: np.ndarray | None = None,
+def maximise_each(q: np.ndarray, counts: np.ndarray, starts: np.ndarray | None, fallback: np.ndarray | None = None,
                   tilt: np.ndarray | None = None) -> np.ndarray:
     """The certified maximiser of Σ_r c_r log (Qx)_r (+ tiltᵀx) over the simplex for each row of ``counts``:
     together where the grid is short enough (`_batched_maximise`), one by one for the rows it leaves short and for
-    longer grids (from ``fallback`` when given, else from ``starts``)."""
+    longer grids (from ``fallback`` when given, else from ``starts``; None: the solver's own start, longer grids only)."""
     rows = len(counts)
-    starts = np.broadcast_to(starts, (rows, q.shape[1]))
+    starts = None if starts is None else np.broadcast_to(starts, (rows, q.shape[1]))
     tilts = None if tilt is None else np.broadcast_to(tilt, (rows, q.shape[1]))
     if q.shape[1] <= BATCH_ANSWERS:
         fits, certified = _batched_maximise(q, counts, starts, tilt=tilts)
@@ -157,7 +161,7 @@ def maximise_each(q: np.ndarray, counts: np.ndarray, starts: np.ndarray, fallbac
         check_time()
         # A bootstrap's row left short starts from the distribution it was drawn at (``fallback``): closer to its
         # fit than its projected unbiased estimate on a long grid (a 0..1000 number: 3.9 against 5.0 s of fits).
-        start = starts[row] if fallback is None else fallback
+        start = fallback if fallback is not None else None if starts is None else starts[row]
         fits[row] = likelihood.maximise(q, counts[row], start=start,
                                         tilt=None if tilts is None else tilts[row])[0]
     return fits
