@@ -374,3 +374,87 @@ def test_a_design_named_in_the_spec_is_the_default_of_the_cli_and_the_dashboard(
                                                     .get_data(as_text=True)))
     dodged = download[download["question"] == "dodged"]
     assert dodged["se"].to_numpy() == pytest.approx(expected.table["se"].to_numpy(), rel=1e-12)
+
+
+@pytest.mark.parametrize("variance", ["linearization", "raked", "jkn"])
+def test_the_report_frequencies_spread_read_through_functionals_is_the_matrix_s(variance):
+    """`ReportSpread` reads the covariance C of the weighted report frequencies through functionals G (each response's
+    influence on Gλ̂, summed within PSUs), never writing C out: Cov(Gλ̂), a block of functionals' variances and each
+    report's variance equal GCGᵀ and diag C written out, for a stratified design with fpc, raked weights and jackknife
+    replicates; and the design effect from C's diagonal alone is the Rao–Scott trace tr(M⁺C)/(s − 1) with M⁺ the
+    pseudo-inverse of the multinomial covariance, as it was computed."""
+    from deniable.analysis.sampling import design_effect
+
+    data = _api("apistrat")
+    design = SampleDesign(weights="pw", strata="stype", fpc="fpc", variance="jkn" if variance == "jkn" else
+                          "linearization", rake=R["rake"] if variance == "raked" else None)
+    sample = design.resolve(data.design_frame("awards", design.column_names()))
+    positions = np.array([0 if r == "yes" else 1 if r == "no" else -1 for r in data.frame()["awards"]], dtype=np.int64)
+    domain = (data.frame()["school_wide"] == "yes").to_numpy()
+    lam, spread, n, _ = sample.report_spread(positions, 2, domain)
+    written = spread.matrix()
+    functionals = np.array([[1.0, -2.0], [0.5, 3.0], [4.0, 4.0]])
+    np.testing.assert_allclose(spread.covariance(functionals), functionals @ written @ functionals.T,
+                               rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(spread.report_variances(), np.diag(written), rtol=1e-10)
+    np.testing.assert_allclose(spread.variances(lambda block: functionals[block], 3),
+                               np.diag(functionals @ written @ functionals.T), rtol=1e-10, atol=1e-15)
+    multinomial = (np.diag(lam) - np.outer(lam, lam)) / n
+    trace = np.trace(np.linalg.pinv(multinomial, rcond=1e-12, hermitian=True) @ written)
+    assert design_effect(lam, np.diag(written), n) == pytest.approx(trace / (len(lam) - 1), rel=1e-10)
+
+
+def test_a_long_grid_s_design_estimate_is_read_through_functionals(monkeypatch):
+    """A number on 0..1,500 (the spec's limit raised here: its channel is its structure alone, 4,501 reports) under a
+    clustered, stratified, weighted design: the fit's SEs and the unbiased column's are those of the written-out route
+    (the Jacobian J and the left inverse L written out, C of the 4,501 report frequencies written out: JCJᵀ, LCLᵀ),
+    the mean's too, and the design effect is tr(M⁺C)/(s − 1) with the pseudo-inverse written out."""
+    from deniable.analysis.counting import report_positions
+    from deniable.analysis.sampling import design_effect
+    from deniable.client import mechanisms
+
+    monkeypatch.setattr(mechanisms, "MAX_GRID_POINTS", 10_001)
+    spec = {"id": "s", "title": "t", "questions": [
+        {"id": "q", "text": "?", "type": "number", "min": 0, "max": 1500, "step": 1,
+         "privacy": {"design": "laplace", "epsilon": 2}}]}
+    survey = Survey.from_dict(spec)
+    mechanism = survey.questions["q"].mechanism
+    structure = channels.channel_matrix(mechanism)
+    assert isinstance(structure, channels.FoldedGeometric)
+    rng = np.random.default_rng(5)
+    clusters = np.repeat(np.arange(40), 15)
+    truth = rng.choice([200, 700, 710, 1400], size=len(clusters), p=[0.3, 0.3, 0.2, 0.2])
+    reports = [mechanism.randomize(int(a), rng=_Seeded(rng)) for a in truth]
+    frame = pd.DataFrame({"q": reports, "w": rng.choice([1.0, 2.5], size=len(clusters)), "c": clusters,
+                          "s": clusters % 2})
+    data = load(frame, spec=survey)
+    design = SampleDesign(weights="w", strata="s", clusters="c")
+    result = estimate(data, "q", design=design)
+    sample = design.resolve(data.design_frame("q", design.column_names()))
+    positions = report_positions(mechanism, frame["q"].tolist())
+    lam, spread, n, _ = sample.report_spread(positions, structure.shape[0])
+    written = spread.matrix()
+    q = structure.columns(np.arange(1501))
+    theta = result.table["estimate"].to_numpy()
+    jacobian = fit_jacobian(q, theta, lam)
+    np.testing.assert_allclose(result.table["se"].to_numpy()[theta > 0],
+                               np.sqrt(np.diag(jacobian @ written @ jacobian.T))[theta > 0], rtol=1e-8)
+    left = structure.unbiased_weights(np.eye(1501))
+    np.testing.assert_allclose(result.table["unbiased_se"].to_numpy(), np.sqrt(np.diag(left @ written @ left.T)),
+                               rtol=1e-8)
+    grid = np.arange(1501.0)
+    assert result.mean.se == pytest.approx(np.sqrt(grid @ jacobian @ written @ jacobian.T @ grid), rel=1e-8)
+    assert result.mean.unbiased_se == pytest.approx(np.sqrt(grid @ left @ written @ left.T @ grid), rel=1e-8)
+    seen = lam > 0
+    multinomial = (np.diag(lam[seen]) - np.outer(lam[seen], lam[seen])) / n
+    trace = np.trace(np.linalg.pinv(multinomial, rcond=1e-12, hermitian=True) @ written[np.ix_(seen, seen)])
+    assert result.design_effect == pytest.approx(trace / (seen.sum() - 1), rel=1e-8)
+    assert design_effect(lam, np.diag(written), n) == pytest.approx(result.design_effect, rel=1e-12)
+
+
+class _Seeded:
+    def __init__(self, rng):
+        self.rng = rng
+
+    def randbelow(self, n):
+        return int(self.rng.integers(n))

@@ -403,13 +403,13 @@ class FoldedGeometric:
         return self._interior_inverse(self._merged(undone, 1 - self.alpha))
 
     def unbiased_weights(self, functional: np.ndarray) -> np.ndarray:
-        """w over the reports with wᵀλ = gᵀ(the unbiased estimate) up to a constant, g = ``functional``: its variance is
-        Σ w_v²λ_v − (wᵀλ)² over n."""
+        """w over the reports with wᵀλ = gᵀ(the unbiased estimate) up to a constant, g = ``functional`` (the last axis:
+        a batch of functionals in front gives a row each): its variance is Σ w_v²λ_v − (wᵀλ)² over n."""
         n, pulled = self.points, self._interior_inverse(np.asarray(functional, dtype=float))
-        weights = np.empty(3 * n + 1)
-        weights[n:2 * n + 1] = pulled
-        weights[:n + 1] = (1 - self.alpha) * pulled[0]
-        weights[2 * n:] = (1 - self.alpha) * pulled[-1]
+        weights = np.empty((*pulled.shape[:-1], 3 * n + 1))
+        weights[..., n:2 * n + 1] = pulled
+        weights[..., :n + 1] = (1 - self.alpha) * pulled[..., :1]
+        weights[..., 2 * n:] = (1 - self.alpha) * pulled[..., -1:]
         return weights / (self.keep - self.other)
 
     def unbiased_variances(self, rates: np.ndarray, n: float) -> np.ndarray:

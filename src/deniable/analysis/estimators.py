@@ -116,6 +116,28 @@ class CovarianceMatrix:
         return self._matrix
 
 
+class SupportedCovariance:
+    """A covariance that is zero outside some answers (a fit's positive ones: the linearization holds the others at
+    0), kept as its block on them (a long grid's fit sits on a few of its 10,001 answers), read as `CovarianceMatrix`."""
+
+    def __init__(self, size: int, support: np.ndarray, block: np.ndarray):
+        self.size, self.support, self.block = size, support, block
+
+    def variances(self) -> np.ndarray:
+        variances = np.zeros(self.size)
+        variances[self.support] = np.diag(self.block)
+        return variances
+
+    def variance(self, functional: np.ndarray) -> float:
+        along = np.asarray(functional, dtype=float)[self.support]
+        return float(along @ self.block @ along)
+
+    def matrix(self) -> np.ndarray:
+        matrix = np.zeros((self.size, self.size))
+        matrix[np.ix_(self.support, self.support)] = self.block
+        return matrix
+
+
 class InverseInformation:
     """A number's inverse information at the fit over n (`channels.fitted_covariance`), read through its structure in
     O(k) (`channels.FoldedGeometric`), as `CovarianceMatrix` reads one written out."""

@@ -134,12 +134,17 @@ def _binary(mechanism, counts, level, method, question_id):
 NOTE_NAMES = 8
 
 
-def _outside_note(answers, why: str, total: int | None = None) -> str:
-    """``answers``: those outside, or their first `NOTE_NAMES` when ``total`` counts them all."""
+def named_answers(answers, total: int | None = None) -> str:
+    """The first `NOTE_NAMES` of ``answers`` by name and the rest counted (``total``: how many there are in all, when
+    only the first are given)."""
     total = len(answers) if total is None else total
     listed = ", ".join(map(str, answers[:NOTE_NAMES]))
-    if total > NOTE_NAMES:
-        listed += f" and {total - NOTE_NAMES} other answers"
+    return listed + (f" and {total - NOTE_NAMES} other answers" if total > NOTE_NAMES else "")
+
+
+def _outside_note(answers, why: str, total: int | None = None) -> str:
+    """``answers``: those outside, or their first `NOTE_NAMES` when ``total`` counts them all."""
+    listed = named_answers(answers, total)
     return (f"the unbiased estimate of {listed} lies outside [0, 1] ({why}); the estimate is the maximum-likelihood "
             "one on the parameter space and the interval is for it")
 

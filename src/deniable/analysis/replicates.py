@@ -45,9 +45,11 @@ class Replicates:
     def count(self) -> int:
         return self.multipliers.shape[1]
 
-    def covariance(self, estimates: np.ndarray) -> np.ndarray:
-        """scale · Σ_r rscale_r (θ_r − θ̄)(θ_r − θ̄)ᵀ of per-replicate estimates (R × k)."""
+    def covariance(self, estimates: np.ndarray, diagonal: bool = False) -> np.ndarray:
+        """scale · Σ_r rscale_r (θ_r − θ̄)(θ_r − θ̄)ᵀ of per-replicate estimates (R × k); ``diagonal``: its diagonal."""
         centred = estimates - estimates.mean(axis=0)
+        if diagonal:
+            return self.scale * np.einsum("rj,rj,r->j", centred, centred, self.rscales)
         return self.scale * (centred * self.rscales[:, None]).T @ centred
 
     def describe(self) -> str:

@@ -12,12 +12,14 @@ estimate is inside the simplex, so there the standard errors are those of R's ``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from . import channels
 from . import replicates as replication
 from .errors import AnalysisError
 from .replicates import VARIANCES, Replicates
@@ -301,17 +303,17 @@ class Sample:
 
     # --- the design-based covariance ------------------------------------------------------------------------
 
-    def covariance(self, scores: np.ndarray) -> np.ndarray:
+    def covariance(self, scores: np.ndarray, diagonal: bool = False) -> np.ndarray:
         """The design-based covariance of Σᵢ scoresᵢ (rows: responses, each already weighted), with PSU totals within
-        strata: Σ_h (1 − f_h) n_h/(n_h − 1) Σ_j (z_hj − z̄_h)(z_hj − z̄_h)ᵀ."""
+        strata: Σ_h (1 − f_h) n_h/(n_h − 1) Σ_j (z_hj − z̄_h)(z_hj − z̄_h)ᵀ (``diagonal``: its diagonal alone)."""
         scores = np.asarray(scores, dtype=float)
         if self.replicates is not None:  # the replicate totals of the scores: Σᵢ (w_rᵢ/wᵢ)·scoresᵢ
-            return self.replicates.covariance(self.replicates.multipliers.T @ scores)
+            return self.replicates.covariance(self.replicates.multipliers.T @ scores, diagonal)
         if self.calibration is not None:
             scores = self._calibration_residuals(scores)
         totals = np.zeros((self.n_psu, scores.shape[1]))
         np.add.at(totals, self.psu, scores)
-        return self._between_psu(totals)
+        return self._between_psu(totals, diagonal)
 
     def _calibration_residuals(self, scores: np.ndarray) -> np.ndarray:
         """Weighted scores less their regression on the raking margins' indicators (the linearization of a
@@ -322,7 +324,7 @@ class Sample:
         coefficients = np.linalg.lstsq(gram, x.T @ scores, rcond=None)[0]
         return w[:, None] * (unweighted - x @ coefficients)
 
-    def _between_psu(self, totals: np.ndarray) -> np.ndarray:
+    def _between_psu(self, totals: np.ndarray, diagonal: bool = False) -> np.ndarray:
         per = self.psu_per_stratum[self.psu_stratum].astype(float)
         stratum_sums = np.zeros((self.n_strata, totals.shape[1]))
         np.add.at(stratum_sums, self.psu_stratum, totals)
@@ -334,12 +336,19 @@ class Sample:
         if self.fraction is not None:
             scale = scale * (1 - self.fraction[self.psu_stratum])
         centred = totals - means
+        if diagonal:
+            return np.einsum("ij,ij,i->j", centred, centred, scale)
         return (centred * scale[:, None]).T @ centred
 
     def frequencies(self, positions: np.ndarray, reports: int, domain: np.ndarray | None = None):
         """The weighted report frequencies λ̂ of the responses in ``domain`` (positions ≥ 0: the report's index;
         -1: no report), their design-based covariance, the number of responses counted and their weight.
         Responses outside the domain keep their PSUs (domain estimation: a subgroup's SE, not a subset's)."""
+        lam, spread, n, total = self.report_spread(positions, reports, domain)
+        return lam, spread.matrix(), n, total
+
+    def report_spread(self, positions: np.ndarray, reports: int, domain: np.ndarray | None = None):
+        """`frequencies` with their covariance as a `ReportSpread`: read through functionals, never R × R."""
         counted = positions >= 0
         if domain is not None:
             counted &= domain
@@ -348,29 +357,87 @@ class Sample:
         if total <= 0:
             raise AnalysisError("no responses with a report in this group")
         lam = np.bincount(positions[counted], weights=w[counted], minlength=reports) / total
-        if self.replicates is not None:  # each replicate's frequencies, exactly: a ratio of its weighted totals
-            rows = np.flatnonzero(counted)
-            indicator = np.zeros((len(rows), reports))
-            indicator[np.arange(len(rows)), positions[rows]] = 1.0
-            replicate_weights = self.replicates.multipliers[rows] * w[rows, None]  # rows × R
-            totals = replicate_weights.T @ indicator  # R × reports
-            sizes = totals.sum(axis=1, keepdims=True)
-            replicate_lam = np.divide(totals, sizes, out=np.tile(lam, (len(sizes), 1)), where=sizes > 0)
-            return lam, self.replicates.covariance(replicate_lam), int(counted.sum()), total
+        return lam, ReportSpread(self, positions, counted, w, lam, total), int(counted.sum()), total
+
+
+class ReportSpread:
+    """The design-based covariance C of weighted report frequencies λ̂ (`Sample.report_spread`), read through
+    functionals of λ̂ (a fit's Jacobian, an unbiased estimate's left inverse, a mean's weights): Cov(Gλ̂) = GCGᵀ from
+    each response's influence on Gλ̂, wᵢ(G·e_rᵢ − Gλ̂)/W, summed within PSUs, O(n·m) for m functionals. C itself is
+    R × R (a 0..10,000 number's 30,001 reports: 7.2 GB), built from a PSUs × R table (a 0..1000 number's at 10⁵ PSUs:
+    2.4 GB), so `matrix` is for short report alphabets. With replicate weights, each replicate's own frequencies."""
+
+    #: Functionals read at a time for `variances` (a block's influences are n × this).
+    BLOCK = 256
+
+    def __init__(self, sample: Sample, positions: np.ndarray, counted: np.ndarray, w: np.ndarray, lam: np.ndarray,
+                 total: float):
+        self.sample, self.positions, self.counted, self.w, self.lam, self.total = (sample, positions, counted, w, lam,
+                                                                                   total)
+
+    def covariance(self, functionals: np.ndarray, diagonal: bool = False) -> np.ndarray:
+        """Cov(Gλ̂) for the rows G of ``functionals`` (m × R): m × m, or its diagonal."""
+        along = np.asarray(functionals, dtype=float).T  # R × m
+        if self.sample.replicates is not None:
+            return self.sample.replicates.covariance(self._replicate_frequencies @ along, diagonal)
+        rows = np.flatnonzero(self.counted)
+        influences = np.zeros((len(self.positions), along.shape[1]))
+        influences[rows] = self.w[rows, None] * (along[self.positions[rows]] - self.lam @ along) / self.total
+        return self.sample.covariance(influences, diagonal)
+
+    def variances(self, functionals, count: int) -> np.ndarray:
+        """The variance of each of ``count`` functionals, ``functionals(indices)`` giving their rows a block at a
+        time: memory O(n·`BLOCK`) however many."""
+        blocks = [np.arange(start, min(start + self.BLOCK, count)) for start in range(0, count, self.BLOCK)]
+        return np.concatenate([self.covariance(functionals(block), diagonal=True) for block in blocks] or [np.zeros(0)])
+
+    def report_variances(self) -> np.ndarray:
+        """Each report frequency's variance: C's diagonal. Without replicates or calibration, a block of reports' PSU
+        totals are the tally of the responses with those reports less each PSU's weight times their shares, as
+        `matrix` builds them: O(n + PSUs·R), not the n·R of every response's influence on every report."""
+        reports = len(self.lam)
+        if self.sample.replicates is not None or self.sample.calibration is not None:
+            return self.variances(lambda block: np.eye(len(block), reports, block[0]), reports)
+        sample, counted = self.sample, self.counted
+        psu_weight = np.bincount(sample.psu, weights=self.w, minlength=sample.n_psu)
+        variances = []
+        for start in range(0, reports, self.BLOCK):
+            stop = min(start + self.BLOCK, reports)
+            inside = counted & (self.positions >= start) & (self.positions < stop)
+            tally = np.zeros((sample.n_psu, stop - start))
+            np.add.at(tally, (sample.psu[inside], self.positions[inside] - start), self.w[inside])
+            totals = (tally - psu_weight[:, None] * self.lam[None, start:stop]) / self.total
+            variances.append(sample._between_psu(totals, diagonal=True))
+        return np.concatenate(variances)
+
+    @functools.cached_property
+    def _replicate_frequencies(self) -> np.ndarray:
+        """Each replicate's report frequencies (replicates × R), exactly: a ratio of its weighted totals."""
+        rows = np.flatnonzero(self.counted)
+        replicate_weights = self.sample.replicates.multipliers[rows] * self.w[rows, None]  # rows × replicates
+        totals = np.zeros((len(self.lam), replicate_weights.shape[1]))
+        np.add.at(totals, self.positions[rows], replicate_weights)
+        sizes = totals.sum(axis=0)
+        return np.divide(totals, sizes, out=np.tile(self.lam[:, None], (1, len(sizes))), where=sizes > 0).T
+
+    def matrix(self) -> np.ndarray:
+        """C written out (R × R), as the estimates of short report alphabets read it."""
+        sample, positions, counted, w, lam, total = (self.sample, self.positions, self.counted, self.w, self.lam,
+                                                     self.total)
+        reports = len(lam)
+        if sample.replicates is not None:
+            return sample.replicates.covariance(self._replicate_frequencies)
         # The influence of each response on λ̂: wᵢ·(e_rᵢ − λ̂)/W inside the domain, 0 outside. Built per PSU without an
         # n × R matrix: Σᵢ∈j wᵢ e_rᵢ is a sparse tally.
-        psu_report = np.zeros((self.n_psu, reports)) if self.calibration is None else None
-        if psu_report is not None:
-            np.add.at(psu_report, (self.psu[counted], positions[counted]), w[counted])
-            psu_weight = np.bincount(self.psu, weights=w, minlength=self.n_psu)
-            totals = (psu_report - psu_weight[:, None] * lam[None, :]) / total
-            covariance = self._between_psu(totals)
-        else:
-            scores = np.zeros((len(positions), reports))
-            scores[np.flatnonzero(counted), positions[counted]] = w[counted]
-            scores -= w[:, None] * lam[None, :]
-            covariance = self.covariance(scores / total)
-        return lam, covariance, int(counted.sum()), total
+        if sample.calibration is None:
+            psu_report = np.zeros((sample.n_psu, reports))
+            np.add.at(psu_report, (sample.psu[counted], positions[counted]), w[counted])
+            psu_weight = np.bincount(sample.psu, weights=w, minlength=sample.n_psu)
+            return sample._between_psu((psu_report - psu_weight[:, None] * lam[None, :]) / total)
+        scores = np.zeros((len(positions), reports))
+        scores[np.flatnonzero(counted), positions[counted]] = w[counted]
+        scores -= w[:, None] * lam[None, :]
+        return sample.covariance(scores / total)
 
 
 def _rake(weights: np.ndarray, x: np.ndarray, targets: np.ndarray, groups: list, names: list) -> np.ndarray:
@@ -396,12 +463,21 @@ def fit_jacobian(q: np.ndarray, pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
     """dπ̂/dλ̂ (answers × reports) of the maximum-likelihood fit on the simplex at ``pi`` to frequencies ``lam``: on the
     face where the fit lies (its positive answers F), the derivative of Σ_r λ_r Q_rj/(Qπ)_r = μ (j ∈ F), Σ_F π = 1.
     Inside the simplex with Q square and invertible it is Q⁻¹; answers at zero stay there (rows of zeros)."""
-    q = np.asarray(q, dtype=float)
+    free, rows = free_jacobian(q, pi, lam)
+    jacobian = np.zeros((q.shape[1], q.shape[0]))
+    jacobian[free] = rows
+    return jacobian
+
+
+def free_jacobian(q, pi: np.ndarray, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`fit_jacobian`'s rows that are not zero: (the fit's positive answers F, their rows, F × reports). A number's
+    structure (`channels.FoldedGeometric`) is read for F's columns only: a long grid's fit sits on a few answers."""
+    q = channels.as_channel(q)
     free = np.flatnonzero(pi > 0)
-    rates = q @ pi
+    rates = channels.apply(q, pi)
     positive = rates > 0
     inverse_rates = np.where(positive, 1 / np.where(positive, rates, 1), 0.0)
-    qf = q[:, free]
+    qf = channels.columns(q, free)
     hessian = qf.T @ ((lam * inverse_rates**2)[:, None] * qf)
     size = len(free)
     system = np.zeros((size + 1, size + 1))
@@ -409,19 +485,17 @@ def fit_jacobian(q: np.ndarray, pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
     system[:size, size] = system[size, :size] = 1.0
     right = np.zeros((size + 1, q.shape[0]))
     right[:size] = qf.T * inverse_rates[None, :]
-    solved = np.linalg.lstsq(system, right, rcond=None)[0]
-    jacobian = np.zeros((q.shape[1], q.shape[0]))
-    jacobian[free] = solved[:size]
-    return jacobian
+    return free, np.linalg.lstsq(system, right, rcond=None)[0][:size]
 
 
-def design_effect(lam: np.ndarray, covariance: np.ndarray, n: int) -> float:
-    """The mean design effect of the report frequencies (Rao and Scott's first-order δ̄): the design's covariance
-    against the multinomial one of a simple random sample of the same n, averaged over the informative directions.
+def design_effect(lam: np.ndarray, variances: np.ndarray, n: int) -> float:
+    """The mean design effect of the report frequencies (Rao and Scott's first-order δ̄): the design's covariance C
+    against the multinomial one M = (diag λ − λλᵀ)/n of a simple random sample of the same n, averaged over the
+    informative directions: tr(M⁺C)/(s − 1) over the s reports seen. M⁺ = n·P·diag(1/λ)·P (P the projection off 1,
+    M's null space), and C·1 = 0 (the frequencies sum to 1 in every sample), so tr(M⁺C) = n·Σ_r C_rr/λ_r: C's diagonal
+    (``variances``) alone, where the pseudo-inverse of an R × R matrix took a 0..1000 number's 3,001 reports 27 GFlop.
     1 for a simple random sample (up to n/(n − 1))."""
     support = lam > 0
     if support.sum() < 2 or n < 2:
         return 1.0
-    multinomial = (np.diag(lam[support]) - np.outer(lam[support], lam[support])) / n
-    ratio = np.linalg.pinv(multinomial, rcond=1e-12, hermitian=True) @ covariance[np.ix_(support, support)]
-    return max(float(np.trace(ratio)) / (support.sum() - 1), 1e-6)
+    return max(n * float(np.sum(variances[support] / lam[support])) / (support.sum() - 1), 1e-6)

@@ -24,10 +24,10 @@ from . import channels, compliance, distributions, likelihood
 from . import estimators as est
 from .counting import key, report_positions
 from .errors import AnalysisError, DesignNotSupported
-from .from_counts import binary_share, estimate_counts
+from .from_counts import binary_share, estimate_counts, named_answers
 from .planning import scores
 from .results import MeanEstimate
-from .sampling import SampleDesign, design_effect, fit_jacobian
+from .sampling import SampleDesign, design_effect, fit_jacobian, free_jacobian
 from .splitballot import ASSUMPTION
 
 
@@ -42,10 +42,10 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     domain = None
     if by is not None:
         domain = (frame[by].map(lambda v: None if _missing(v) else key(v)) == key(group)).to_numpy()
-    lam, lam_covariance, n, _ = sample.frequencies(positions, len(mechanism.reports), domain)
+    lam, report_spread, n, _ = sample.report_spread(positions, len(mechanism.reports), domain)
     z = distributions.norm_isf((1 - level) / 2)
     t = distributions.t_isf((1 - level) / 2, sample.df)
-    deff = design_effect(lam, lam_covariance, n)
+    deff = design_effect(lam, report_spread.report_variances(), n)
     effective_n = max(n / deff * (z / t) ** 2, 1.0)
     question_scores = scores(question)
     counts = rounded_counts(lam, effective_n)
@@ -53,13 +53,12 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
 
     grouped = isinstance(mechanism, GroupedMechanism)
     q = compliance.class_matrix(mechanism) if grouped else channels.channel_matrix(mechanism)
-    # The estimate of record: the certified maximum of the weighted pseudo-likelihood Σ_r λ̂_r log (Qπ)_r.
+    # The estimate of record: the certified maximum of the weighted pseudo-likelihood Σ_r λ̂_r log (Qπ)_r. Every
+    # spread below is a functional's of λ̂ (`sampling.ReportSpread`): the fit's Jacobian on its positive answers, the
+    # unbiased estimate's left inverse a block of answers at a time; never the R × R covariance of λ̂.
     theta, certificate = likelihood.certified_maximum(q, lam * n)
-    jacobian = fit_jacobian(q, theta, lam)
-    covariance = jacobian @ lam_covariance @ jacobian.T
-    inverse = channels.left_inverse(q)
-    unbiased = inverse @ lam
-    unbiased_covariance = inverse @ lam_covariance @ inverse.T
+    free, jacobian = free_jacobian(q, theta, lam)
+    unbiased, left_rows = _unbiased_rows(q, lam)
     table = spread.table.copy()
     if grouped:  # the table's rows are linear in the class shares, but for the lie detector's "truthful"
         rows = compliance._linear_rows(mechanism)
@@ -67,7 +66,9 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
         labels = [label for label, _ in rows]
         table.loc[labels, "estimate"] = functionals @ theta
         table.loc[labels, "unbiased"] = functionals @ unbiased
-        covariance, unbiased_covariance = (functionals @ c @ functionals.T for c in (covariance, unbiased_covariance))
+        covariance = report_spread.covariance(functionals[:, free] @ jacobian)
+        design_variances = np.diag(covariance)
+        unbiased_variances = report_spread.covariance(functionals @ left_rows(np.arange(q.shape[1])), diagonal=True)
         if "truthful" in table.index:
             table.loc["truthful", "estimate"] = theta[0] / (theta[0] + theta[1]) if theta[0] + theta[1] > 0 else 0.0
             notes.append("the carriers' truthfulness keeps the standard error at the effective n (it is not linear in "
@@ -75,15 +76,18 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     else:
         labels = list(table.index)
         table["estimate"], table["unbiased"] = theta, unbiased
-    design_se = np.sqrt(np.clip(np.diag(covariance), 0, None))
+        covariance = est.SupportedCovariance(q.shape[1], free, report_spread.covariance(jacobian))
+        design_variances = covariance.variances()
+        unbiased_variances = report_spread.variances(left_rows, q.shape[1])
+    design_se = np.sqrt(np.clip(design_variances, 0, None))
     shares = table.loc[labels, "estimate"].to_numpy(dtype=float)
     at_face = ((shares <= 1e-12) | (shares >= 1 - 1e-12)) & (spread.table.loc[labels, "se"].to_numpy() > 0)
     if at_face.any():  # the linearization does not move an answer held at 0 (or 1): its spread at the effective n
         design_se[at_face] = spread.table.loc[labels, "se"].to_numpy()[at_face]
-        notes.append(f"{', '.join(map(str, np.array(labels, dtype=object)[at_face]))}: on the boundary of the parameter "
+        notes.append(f"{named_answers(list(np.array(labels, dtype=object)[at_face]))}: on the boundary of the parameter "
                      "space, where the linearization is zero; the standard error shown is the one at the effective n")
     table.loc[labels, "se"] = design_se
-    table.loc[labels, "unbiased_se"] = np.sqrt(np.clip(np.diag(unbiased_covariance), 0, None))
+    table.loc[labels, "unbiased_se"] = np.sqrt(np.clip(unbiased_variances, 0, None))
     # The intervals are the effective-n ones, about the same centre to within rounding: they keep the estimate inside.
     table["ci_low"] = np.minimum(table["ci_low"], table["estimate"])
     table["ci_high"] = np.maximum(table["ci_high"], table["estimate"])
@@ -92,15 +96,16 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
         values = question_scores if question_scores is not None else np.array(mechanism.answers, dtype=float)
         estimate = float(values @ theta)
         low, high = min(spread.mean.ci.low, estimate), max(spread.mean.ci.high, estimate)
-        mean = MeanEstimate(estimate, float(np.sqrt(max(values @ covariance @ values, 0.0))),
+        unbiased_variance = report_spread.covariance(left_rows(values[None, :], weights=True))[0, 0]
+        mean = MeanEstimate(estimate, float(np.sqrt(max(covariance.variance(values), 0.0))),
                             type(spread.mean.ci)(low, high), level, spread.mean.method, float(values @ unbiased),
-                            float(np.sqrt(max(values @ unbiased_covariance @ values, 0.0))))
+                            float(np.sqrt(max(unbiased_variance, 0.0))))
     split_table = None
     if question.split_ballot is not None:
         functional = (functionals[labels.index("yes")] if grouped
                       else np.eye(q.shape[1])[list(mechanism.answers).index("yes")])
         split_table = _design_split_ballot(question, frame[question_id], sample, positions, domain, lam,
-                                           functional @ jacobian, table.loc["yes"], n, level)
+                                           functional[free] @ jacobian, table.loc["yes"], n, level)
         notes.append("split ballot: the arms are domains of one sample; the difference's standard error is their "
                      "joint linearization within PSUs, its test a t on the design's degrees of freedom")
     raw = np.bincount(positions[(positions >= 0) & (domain if domain is not None else True)],
@@ -117,6 +122,24 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
         spread, counts=raw, table=table, certificate=certificate, covariance_source=covariance, mean=mean,
         notes=notes, class_shares=theta if grouped else None, split_ballot=split_table, sample=sample.description,
         design_effect=deff, effective_n=n / deff, design_df=sample.df, refit=refit)
+
+
+def _unbiased_rows(q, lam: np.ndarray):
+    """(The unbiased estimate L·λ̂, and ``rows(answers)``: L's rows for those answers, answers × reports; with
+    ``weights=True``, given functionals g over the answers instead, the rows gᵀL.) A number's structure gives them
+    from its own left inverse (`channels.FoldedGeometric.unbiased_weights`), never L whole (0..10,000: 2.4 GB)."""
+    if isinstance(q, channels.FoldedGeometric):
+        def rows(answers, weights=False):
+            if not weights:  # the answers' indicators, a block of rows (np.eye of 10,001 answers is 800 MB)
+                answers, indicators = np.zeros((len(answers), q.shape[1])), answers
+                answers[np.arange(len(indicators)), indicators] = 1.0
+            return q.unbiased_weights(answers)
+        return q.unbiased(lam), rows
+    inverse = channels.left_inverse(q)
+
+    def rows(answers, weights=False):
+        return answers @ inverse if weights else inverse[answers]
+    return inverse @ lam, rows
 
 
 def _design_split_ballot(question, values, sample, positions, domain, lam, along, randomized_row, n: int,
@@ -191,7 +214,7 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
         counted = n
         theta, certificate = likelihood.certified_maximum(q, lam * n)
         jacobian = fit_jacobian(q, theta, lam)
-        deff = design_effect(lam, lam_covariance, n)
+        deff = design_effect(lam, np.diag(lam_covariance), n)
         effective = max(n / deff * ratio, 1.0)
         k, rest = rounded_counts(lam, effective)
         _, spread_se, (low, high), _, _, _ = binary_share(channel, int(k), int(k + rest), each,
