@@ -130,10 +130,11 @@ def _unbiased_rows(q, lam: np.ndarray):
     from its own left inverse (`channels.FoldedGeometric.unbiased_weights`), never L whole (0..10,000: 2.4 GB)."""
     if isinstance(q, channels.FoldedGeometric):
         def rows(answers, weights=False):
-            if not weights:  # the answers' indicators, a block of rows (np.eye of 10,001 answers is 800 MB)
-                answers, indicators = np.zeros((len(answers), q.shape[1])), answers
-                answers[np.arange(len(indicators)), indicators] = 1.0
-            return q.unbiased_weights(answers)
+            if weights:
+                return q.unbiased_weights(answers)
+            indicators = np.zeros((len(answers), q.shape[1]))  # a block's own rows: np.eye of 10,001 answers is 800 MB
+            indicators[np.arange(len(answers)), answers] = 1.0
+            return q.unbiased_weights(indicators)
         return q.unbiased(lam), rows
     inverse = channels.left_inverse(q)
 
