@@ -217,3 +217,29 @@ def test_the_pooled_estimate_of_a_panel_covers_its_pooled_truth(privacy, options
     assert "pooled over 2 waves" in pooled.notes[0] and pooled.n == 2 * n
     assert covered / panels >= 0.95 - np.sqrt(0.95 * 0.05 / panels), (covered / panels, naive_covered / panels)
     assert naive_covered < covered  # what the naive interval missed
+
+
+def test_a_panel_number_s_pooled_intervals_widen_by_the_figures_own_ratios():
+    """A 0..100 number pooled over two waves of a panel. The intervals widen by the bound's ratio to the
+    independent-reports SE, taken over the positive shares, and for the mean by the mean's own ratio. A share the fit
+    holds at 0 has a naive SE near 0; its ratio (15 here) once widened every interval, the mean's to [21.6, 74.6]
+    about 50.7 ± 2.3. Now the mean's interval is the pooled one stretched by its ratio about the estimate: about
+    ±1.96 SE, covering the truth. The covariance is read scaled without being written out."""
+    from deniable.analysis import channels, estimate, estimators
+
+    survey = Survey.from_dict({"id": "pulse", "title": "Pulse", "repeated": True, "questions": [
+        {"id": "q", "type": "number", "text": "How many?", "min": 0, "max": 100, "step": 1,
+         "privacy": {"design": "laplace", "epsilon": 1}}]})
+    q = channels.channel_matrix(survey.questions["q"].mechanism)
+    rng = np.random.default_rng(3)
+    truth = rng.dirichlet(np.full(101, 0.5))
+    rates = q @ truth
+    result = estimate(loaded_panel(survey, {w: rng.multinomial(3000, rates / rates.sum()) for w in ("w1", "w2")}), "q")
+    mean = result.mean
+    assert mean.ci.low < truth @ np.arange(101) < mean.ci.high
+    assert 0.8 < (mean.ci.high - mean.ci.low) / (2 * 1.96 * mean.se) < 1.25
+    note = result.notes[0]
+    assert "the mean's 1.3" in note and "15." not in note
+    source = result.covariance_source
+    assert isinstance(source, estimators.ScaledCovariance)
+    np.testing.assert_allclose(source.variances(), np.diag(result.covariance), rtol=1e-12)

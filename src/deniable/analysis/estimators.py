@@ -116,6 +116,30 @@ class CovarianceMatrix:
         return self._matrix
 
 
+class ScaledCovariance:
+    """Another estimate's covariance times a factor (a panel's pooled figure: `waves`), read through that covariance's
+    own reading where it has one (never written out for a standard error), else from its matrix: ``source`` is a
+    reading, a matrix, or a function that writes one out."""
+
+    def __init__(self, source, scale: float):
+        self.source, self.scale = source, scale
+
+    def variances(self) -> np.ndarray:
+        if hasattr(self.source, "variances"):
+            return self.source.variances() * self.scale
+        return np.diag(self.matrix()).copy()
+
+    def variance(self, functional: np.ndarray) -> float:
+        if hasattr(self.source, "variance"):
+            return self.source.variance(functional) * self.scale
+        return float(functional @ self.matrix() @ functional)
+
+    def matrix(self) -> np.ndarray:
+        source = self.source
+        matrix = source.matrix() if hasattr(source, "matrix") else source() if callable(source) else source
+        return matrix * self.scale
+
+
 class SupportedCovariance:
     """A covariance that is zero outside some answers (a fit's positive ones: the linearization holds the others at
     0), kept as its block on them (a long grid's fit sits on a few of its 10,001 answers), read as `CovarianceMatrix`."""

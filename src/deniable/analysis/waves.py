@@ -18,6 +18,7 @@ import numpy as np
 
 from deniable.client.reports import WAVES
 
+from . import estimators as est
 from .errors import AnalysisError
 from .from_counts import estimate_counts
 from .groups import Comparison, compare, subgroups
@@ -71,8 +72,12 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     total = sum(result.n for result in waves.values())
     bound = {column: sum(result.n / total * result.table[column] for result in waves.values())
              for column in ("se", "unbiased_se")}
+    # The shares' intervals widen by the largest ratio of the bound to the independent-reports SE among the positive
+    # shares, the mean's by its own. A share the fit holds at 0 has a naive SE near 0 and a bound from waves that do not
+    # hold it there: on a 0..100 grid its ratio reached 15 (0..1000: 117) where the others' stay below 1.4, and took
+    # the mean's interval to the whole grid.
     naive = pooled.table["se"]
-    ratios = (bound["se"] / naive)[naive > 0]
+    ratios = (bound["se"] / naive)[(naive > 0) & (pooled.table["estimate"] > 0)]
     factor = max(float(ratios.max()) if len(ratios) else 1.0, 1.0)
     counts = np.asarray(pooled.counts)
     effective = rounded_counts(counts / counts.sum(), counts.sum() / factor**2)
@@ -81,20 +86,27 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     table["se"], table["unbiased_se"] = bound["se"], bound["unbiased_se"]
     table["ci_low"] = np.minimum(wide.table["ci_low"].to_numpy(), table["estimate"].to_numpy())
     table["ci_high"] = np.maximum(wide.table["ci_high"].to_numpy(), table["estimate"].to_numpy())
-    mean = pooled.mean
-    if mean is not None and wide.mean is not None:
-        mean = MeanEstimate(mean.estimate, sum(r.n / total * r.mean.se for r in waves.values()),
-                            type(mean.ci)(min(wide.mean.ci.low, mean.estimate), max(wide.mean.ci.high, mean.estimate)),
-                            level, mean.method, mean.unbiased, sum(r.n / total * r.mean.unbiased_se for r in waves.values()))
+    mean, widened = pooled.mean, ""
+    if mean is not None:
+        # The mean's interval: the independent-reports one widened about the estimate by the mean's own ratio (an
+        # interval at an effective n of rounded counts centres elsewhere on a long grid, whose counts are mostly 0 or 1).
+        se = sum(r.n / total * r.mean.se for r in waves.values())
+        stretch = max(se / mean.se, 1.0) if mean.se > 0 else 1.0
+        values = pooled.scores if pooled.scores is not None else np.array(pooled.mechanism.answers, dtype=float)
+        low = max(mean.estimate - stretch * (mean.estimate - mean.ci.low), float(np.min(values)))
+        high = min(mean.estimate + stretch * (mean.ci.high - mean.estimate), float(np.max(values)))
+        mean = MeanEstimate(mean.estimate, se, type(mean.ci)(low, high), level, mean.method, mean.unbiased,
+                            sum(r.n / total * r.mean.unbiased_se for r in waves.values()))
+        widened = f" (the mean's {stretch:.2f}×)"
     note = (f"pooled over {len(waves)} waves of a panel: one person's memoized reports in several waves are "
             "correlated, so the standard error is the bound Σ (n_wave/N)·SE_wave, valid whatever the correlation, and "
-            f"the intervals are {factor:.2f}× the independent-reports ones; estimate wave by wave (--by-wave) for "
-            "each wave's own figure")
-    covariance = pooled.covariance
+            f"the intervals are {factor:.2f}× the independent-reports ones{widened}; estimate wave by wave (--by-wave) "
+            "for each wave's own figure")
 
     def refit(level, method, simultaneous):
         return pooled_over_waves(loaded, question_id, pooled.refit(level, method, simultaneous), level, method,
                                  simultaneous)
 
     return dataclasses.replace(pooled, table=table, mean=mean, notes=[note, *pooled.notes], refit=refit,
-                               covariance_source=None if covariance is None else covariance * factor**2)
+                               covariance_source=None if pooled.covariance_source is None
+                               else est.ScaledCovariance(pooled.covariance_source, factor**2))
