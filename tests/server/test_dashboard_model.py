@@ -74,3 +74,35 @@ def test_the_responses_per_day_chart_is_at_least_a_month_wide_at_a_fixed_height(
     days = dashboard.day_bars([(f"2026-10-{d:02d}", d) for d in range(1, 32)] + [("2026-11-01", 0)])
     assert days["width"] == 32 * dashboard.DAY_BAR and min(bar["height"] for bar in days["bars"]) == 1.0
     assert math.isclose(days["bars"][30]["height"], dashboard.DAY_HEIGHT)
+
+
+def test_a_long_grid_s_values_are_one_curve_each_column_the_envelope_of_its_values():
+    """Past `PER_VALUE_BARS` values a number's per-value figures are one curve in its band, not a bar each: at most
+    `CURVE_COLUMNS` columns, each the largest estimate and upper end and the smallest lower end of its values, on an
+    axis up to the largest upper end. Read back from the paths against the table."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(7)
+    estimates = rng.dirichlet(np.full(1001, 0.3))
+    table = pd.DataFrame({"estimate": estimates, "ci_low": estimates * 0.5, "ci_high": estimates * 1.5 + 1e-4},
+                         index=pd.Index(range(1001), name="value"))
+    curve = dashboard.distribution(table)
+    points = [tuple(map(float, p.split(","))) for p in curve["line"][1:].split(" L")]
+    band = [tuple(map(float, p.split(","))) for p in curve["band"][1:-2].split(" L")]
+    columns = dashboard.CURVE_COLUMNS
+    assert len(points) == columns and len(band) == 2 * columns and curve["count"] == 1001
+    assert curve["top"] == pytest.approx(table["ci_high"].max())
+    groups = np.array_split(np.arange(1001), columns)
+    height = dashboard.CURVE_HEIGHT
+    share = lambda y: (1 - y / height) * curve["top"]  # noqa: E731
+    for column, members in enumerate(groups):
+        assert share(points[column][1]) == pytest.approx(estimates[members].max(), abs=curve["top"] / height)
+        assert share(band[column][1]) == pytest.approx(table["ci_high"].to_numpy()[members].max(),
+                                                       abs=curve["top"] / height)
+        assert share(band[-1 - column][1]) == pytest.approx(table["ci_low"].to_numpy()[members].min(),
+                                                            abs=curve["top"] / height)
+    xs = [x for x, _ in points]
+    assert xs == sorted(xs) and dashboard.PLOT_LEFT <= xs[0] and xs[-1] <= dashboard.PLOT_LEFT + dashboard.PLOT_WIDTH
+    short = dashboard.distribution(table.iloc[:40])  # fewer values than columns: a point per value
+    assert len(short["line"][1:].split(" L")) == 40

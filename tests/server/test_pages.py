@@ -4,6 +4,7 @@ import secrets
 import pytest
 
 from deniable.client import Survey
+from deniable.server import dashboard
 from tests.conftest import EXAMPLES, ROOT
 from tests.server.conftest import ADMIN, form_key, sign_in
 
@@ -318,3 +319,27 @@ def test_the_no_javascript_form_keeps_its_arms_and_groups_and_takes_no_others(cl
     other_group = {**drawn, "cheated.group": "a" if drawn["cheated.group"] == "b" else "b"}
     assert client.post("/s/validation/submit", data={**base, **other_group}).status_code == 422
     assert store.response_count("validation") == 0
+
+
+@pytest.mark.slow
+def test_a_long_grid_s_values_are_one_curve_on_the_page(client, store, monkeypatch):
+    """0..1000 at ε = 1 and n = 80: the page leads with the mean and ranges, and each of the 1,001 values is one curve
+    in its band (a bar and a table row each made the page 619 KB; now 23 KB), every value's figures one click away
+    in the CSV."""
+    survey = Survey.from_dict({"id": "income", "title": "Income", "questions": [
+        {"id": "x", "type": "number", "text": "Income?", "min": 0, "max": 1000,
+         "privacy": {"design": "laplace", "epsilon": 1}}]})
+    store.add_survey(survey)
+    for number in range(80):
+        store.submit("income", survey.hash, secrets.token_hex(8), survey.randomize({"x": (number * 37) % 400}))
+    sign_in(client)
+    monkeypatch.setattr(dashboard, "ESTIMATE_SECONDS", 600.0)  # a cold 0..1000 estimate is past the page's own time
+    monkeypatch.setattr(dashboard, "PAGE_SECONDS", 600.0)
+    response = client.get("/admin/surveys/income")
+    page = response.get_data(as_text=True)
+    assert 'id="binned-x"' in page and "<details><summary>Each of the 1001 values</summary>" in page
+    assert 'class="curve"' in page and 'aria-label="Estimated share of each of 1001 values' in page
+    assert page.count("<rect") < 50 and len(response.data) < 100_000
+    link = re.search(r'href="([^"]+estimates\.csv)"', page).group(1)  # the page's own link to every value's figures
+    csv = client.get(link).get_data(as_text=True)
+    assert sum(line.startswith("x,") for line in csv.splitlines()) == 1001

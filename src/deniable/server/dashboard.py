@@ -105,7 +105,10 @@ def _chart(data, qid, design) -> dict:
     chart["notes"] = [note for note in result.notes if note != described]  # said once, above
     if result.mean is not None:
         chart["mean"] = result.mean
-    chart["rows"] = bars(result.table, question)
+    if isinstance(question.mechanism, LaplaceMechanism) and len(result.table) > PER_VALUE_BARS:
+        chart["curve"] = distribution(result.table)
+    else:
+        chart["rows"] = bars(result.table, question)
     widest = float(((result.table["ci_high"] - result.table["ci_low"]) / 2).max())
     if isinstance(question.mechanism, LaplaceMechanism) and widest > UNINFORMATIVE_MARGIN:
         # Per-value bars would be noise (`survey check` says so before fielding): lead with the mean and
@@ -136,6 +139,39 @@ def asked_shares(data, charts) -> dict:
 #: Chart geometry (SVG user units): each row is its label line above a bar spanning the plot's width,
 #: so a phone's narrow screen shrinks the bars, not the text.
 PLOT_LEFT, PLOT_WIDTH, ROW_HEIGHT = 6, 328, 44
+
+
+#: Beyond this many values a number's per-value figures are drawn as one curve in its band, not a bar each: 1,001 bars
+#: made a 619 KB page (23 KB as a curve), 10,001 would make 6 MB, and every chart is kept in `_charts`. Each value's
+#: figures are in the page's CSV. The curve has at most `CURVE_COLUMNS` columns, each the envelope of its values.
+PER_VALUE_BARS = 101
+CURVE_COLUMNS, CURVE_HEIGHT = 328, 120
+
+
+def distribution(table) -> dict:
+    """A number's estimated distribution over its values as SVG paths in the bar charts' width: the estimate's line and
+    its intervals' band, each column of the plot the envelope of the values it covers (the largest estimate and upper
+    end, the smallest lower end), on a share axis up to the largest upper end."""
+    estimates, lows, highs = (table[column].astype(float).tolist() for column in ("estimate", "ci_low", "ci_high"))
+    count = len(estimates)
+    columns = min(CURVE_COLUMNS, count)
+    top = max(max(highs), 1e-12)
+    base, extra = divmod(count, columns)  # the first ``extra`` columns take one value more (as numpy's array_split)
+    bounds = [column * base + min(column, extra) for column in range(columns + 1)]
+
+    def point(column: int, share: float) -> str:
+        x = PLOT_LEFT + PLOT_WIDTH * (column + 0.5) / columns
+        return f"{x:.1f},{CURVE_HEIGHT * (1 - min(max(share, 0.0), top) / top):.1f}"
+
+    line, upper, lower = [], [], []
+    for column in range(columns):
+        start, stop = bounds[column], bounds[column + 1]
+        line.append(point(column, max(estimates[start:stop])))
+        upper.append(point(column, max(highs[start:stop])))
+        lower.append(point(column, min(lows[start:stop])))
+    values = list(table.index)
+    return {"line": "M" + " L".join(line), "band": "M" + " L".join(upper + lower[::-1]) + " Z", "top": top,
+            "height": CURVE_HEIGHT, "count": count, "first": str(values[0]), "last": str(values[-1])}
 
 
 def wave_rows(data, question_id: str) -> dict:
