@@ -88,11 +88,12 @@ class EpsilonRequest:
             return f"ln({self.ln_of})"
         return int(self.value) if self.value.denominator == 1 else float(self.value)
 
-    def allows(self, exp_epsilon: Fraction | None, spent: float) -> bool:
-        """Whether a total whose exact e^ε is ``exp_epsilon`` (None: infinite; ``spent``: its ε as a float) is
-        within this budget. Floats decide when they are clear of the budget; at a hair's breadth the exact
-        product decides, met from below on the 2^-32 grid like every ε a spec asks for."""
-        if exp_epsilon is None or math.isinf(spent):
+    def allows(self, exp_epsilon, spent: float) -> bool:
+        """Whether a total whose exact e^ε is ``exp_epsilon()`` (a function: worked out only at a hair's breadth,
+        since the product of many wide grids' has millions of bits and took minutes to build; None: infinite;
+        ``spent``: its ε as a float) is within this budget. Floats decide when they are clear of the budget; at a
+        hair's breadth the exact product decides, met from below on the 2^-32 grid like every ε a spec asks for."""
+        if math.isinf(spent):
             return False
         budget = float(self)
         margin = 1e-9 * max(1.0, budget)
@@ -100,7 +101,8 @@ class EpsilonRequest:
             return True
         if spent > budget + margin:
             return False
-        return exp_epsilon <= (self.ln_of if self.ln_of is not None else self.exp_lower_bound())
+        exact = exp_epsilon()
+        return exact is not None and exact <= (self.ln_of if self.ln_of is not None else self.exp_lower_bound())
 
     def exp_lower_bound(self, divisor: int = 1) -> Fraction:
         """A rational L with L ≤ e^(ε/divisor), on the 2^-32 grid (exact for ε = ln(c), divisor 1)."""

@@ -185,7 +185,7 @@ class Survey:
             budget = EpsilonRequest.parse(raw, "survey.max_epsilon", ceiling=None)
         except ValueError as error:
             raise SpecError(str(error)) from None
-        if not budget.allows(self.exp_epsilon, self.epsilon):
+        if not budget.allows(lambda: self.exp_epsilon, self.epsilon):
             costly = sorted(self.private_questions, key=lambda q: -q.epsilon_all_waves)[:3]
             listed = ", ".join(f"{q.id} {q.epsilon_all_waves:.4g}" for q in costly)
             raise SpecError(f"survey.max_epsilon: the private questions spend ε = {self.epsilon:.4g} per respondent, over "

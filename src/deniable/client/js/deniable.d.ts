@@ -81,7 +81,7 @@ export class EpsilonRequest {
   toNumber(): number;
   canonical(): number | string;
   /** Whether a total with exact e^ε `expEpsilon` (null: infinite) and ε `spent` is within this budget. */
-  allows(expEpsilon: Fraction | null, spent: number): boolean;
+  allows(expEpsilon: () => Fraction | null, spent: number): boolean;
   /** A rational L <= e^(epsilon/divisor) on the 2^-32 grid. */
   expLowerBound(divisor?: number): Fraction;
 }

@@ -381,7 +381,7 @@ export class Survey {
   _readBudget(raw) {
     if (raw === undefined || raw === null) return null;
     const budget = EpsilonRequest.parse(raw, "survey.max_epsilon", null);
-    if (!budget.allows(this.expEpsilon, this.epsilon)) {
+    if (!budget.allows(() => this.expEpsilon, this.epsilon)) {
       const costly = [...this.privateQuestions].sort((a, b) => b.epsilonAllWaves - a.epsilonAllWaves).slice(0, 3);
       const listed = costly.map((q) => `${q.id} ${Number(q.epsilonAllWaves.toPrecision(4))}`).join(", ");
       throw new SpecError(`survey.max_epsilon: the private questions spend ε = ${Number(this.epsilon.toPrecision(4))} per respondent, ` +
