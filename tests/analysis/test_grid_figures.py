@@ -18,7 +18,7 @@ import pytest
 
 from deniable.analysis import channels
 from deniable.analysis.from_counts import estimate_counts
-from deniable.client import Survey, mechanisms
+from deniable.client import Survey
 
 FIGURES = Path(__file__).resolve().parents[1] / "fixtures" / "grid_figures.json"
 
@@ -92,13 +92,12 @@ if __name__ == "__main__":
     print(f"wrote {FIGURES}")
 
 
-def test_a_ten_thousand_point_number_is_estimated_through_its_structure(monkeypatch):
-    """0..10,000 at ε = 1, n = 10⁴ (the spec's own limit of 1,001 points raised here), whose channel written out would
+def test_a_ten_thousand_point_number_is_estimated_through_its_structure():
+    """0..10,000 at ε = 1, n = 10⁴, whose channel written out would
     be 30,001 × 10,001 (2.4 GB): the whole estimate reads it as its structure (`channels.WRITTEN_OUT_POINTS`): the
     certified fit, the bootstrap's standard errors, Wald rows, the unbiased column through the structure's own left
     inverse, the mean's calibrated interval (which covers the truth's mean and agrees with the bootstrap's spread), the
     fit test (which does not flag honest reports) and the binned ranges with their intervals."""
-    monkeypatch.setattr(mechanisms, "MAX_GRID_POINTS", 10_001)
     spec = {"type": "number", "min": 0, "max": 10_000, "step": 1, "privacy": {"design": "laplace", "epsilon": 1}}
     mechanism = Survey.from_dict({"id": "s", "title": "s", "questions": [{"id": "q", "text": "?", **spec}]}
                                  ).questions["q"].mechanism

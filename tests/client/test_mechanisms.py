@@ -272,7 +272,8 @@ def test_the_exact_path_of_the_numeric_sampler_fits_the_exact_channel(case, rng,
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", [
     {"min": 0, "max": 100, "step": 1, "privacy": {"design": "laplace", "epsilon": 1}},
-    {"min": 0, "max": 1000, "step": 1, "privacy": {"design": "laplace", "epsilon": 0.01}},  # 1 − α ≈ 1e-5: the smallest
+    {"min": 0, "max": 1000, "step": 1, "privacy": {"design": "laplace", "epsilon": 0.01}},  # 1 − α ≈ 1e-5
+    {"min": 0, "max": 10_000, "step": 1, "privacy": {"design": "laplace", "epsilon": 0.01}},  # 1 − α ≈ 1e-6: the smallest
     {"min": 0, "max": 2, "step": 1, "privacy": {"design": "laplace", "epsilon": 8}},
 ])
 def test_the_float_estimate_decides_only_where_the_exact_comparison_agrees(spec):
@@ -288,9 +289,15 @@ def test_the_float_estimate_decides_only_where_the_exact_comparison_agrees(spec)
         def randbelow(self, n):
             return n // 3
 
+    limits = {}  # m → the largest integer below 6a^m·2^64 / (b^(m−1)(a + b)), worked out once (20,000-bit powers)
+
     def exact(prefix):  # largest m ≤ cap with (3·prefix + 1)/(3·2^64) < 2a^m / (b^(m−1)(a + b)), by bisection
         def below(m):
-            return m == 0 or (3 * prefix + 1) * b ** (m - 1) * (a + b) < 2 * a**m * 3 * 2**64
+            if m == 0:
+                return True
+            if m not in limits:
+                limits[m] = (2 * a**m * 3 * 2**64 - 1) // (b ** (m - 1) * (a + b))
+            return 3 * prefix + 1 <= limits[m]
         low, high = 0, cap
         while low < high:
             middle = (low + high + 1) // 2

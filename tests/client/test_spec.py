@@ -128,7 +128,7 @@ def test_answers_outside_a_question_are_refused_never_clamped(answers, message):
     (spec(question(type="number", max=5, privacy="none")), r"question 'q'\.min: required"),
     (spec(question(type="number", min=0, max=1, step=0.3, privacy="none")), r"whole number of steps"),
     (spec(question(type="number", min=0, max=1, step=-1, privacy="none")), r"step: must be greater than 0"),
-    (spec(question(type="number", min=0, max=100000, privacy="none")), r"at most 1001 grid points"),
+    (spec(question(type="number", min=0, max=100000, privacy="none")), r"at most 10001 grid points"),
     (spec(question(type="number", min="0", max=1, privacy="none")), r"question 'q'\.min: must be a number"),
     (spec(question(type="number", min=0, max=10, privacy={"design": "laplace", "epsilon": "1e-12"})), r"too small"),
     (spec(question(type="multi_select", options=list("abcd"), privacy={"design": "unary", "epsilon": 1, "variant": "fast"})), r"variant: must be"),

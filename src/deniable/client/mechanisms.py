@@ -29,7 +29,7 @@ from .randomness import WORD, WordPool, bernoulli, default_source
 YES_NO = ("yes", "no")
 
 #: Cap on the size of a numeric grid (answers); the report alphabet is three times as large.
-MAX_GRID_POINTS = 1001
+MAX_GRID_POINTS = 10_001
 #: Cap on multi-select options: the answer alphabet has 2**options subsets.
 MAX_MULTI_SELECT_OPTIONS = 16
 

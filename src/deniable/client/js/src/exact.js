@@ -5,7 +5,7 @@ import { SpecError, show } from "./errors.js";
 
 export const EXP_GRID_BITS = 32n;
 const TAYLOR_STOP_BITS = 48n;
-export const MAX_GRID_POINTS = 1001;
+export const MAX_GRID_POINTS = 10001;
 export const MAX_MULTI_SELECT_OPTIONS = 16;
 export const ORDINAL_BASE_BITS = 20n;
 
