@@ -442,7 +442,7 @@ class FoldedGeometric:
             inverse[-1] = 1 / np.sum(multiples[::-1] * multiples[::-1] / rates[2 * n:])
         return inverse / (self.keep - self.other) ** 2
 
-    def fitted_spread(self, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    def _information_parts(self, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """What the restricted inverse information at ``pi`` is read from: 1/D (over κ²), M·1 and 1ᵀM1."""
         diagonal = self._information_diagonal(pi)
         through_ones = self._interior_inverse(diagonal * self._interior_inverse(np.ones(self.points + 1)))
@@ -450,19 +450,19 @@ class FoldedGeometric:
 
     def fitted_variances(self, pi: np.ndarray) -> np.ndarray:
         """The diagonal of `fitted_covariance` for one respondent, in O(N): row a of T⁻¹ has three entries."""
-        diagonal, through_ones, total = self.fitted_spread(pi)
+        diagonal, through_ones, total = self._information_parts(pi)
         return self._interior_inverse(diagonal, squared=True) - through_ones * through_ones / total
 
     def fitted_variance(self, pi: np.ndarray, functional: np.ndarray) -> float:
         """gᵀ·`fitted_covariance`·g for one respondent, g = ``functional``, in O(N)."""
-        diagonal, through_ones, total = self.fitted_spread(pi)
+        diagonal, through_ones, total = self._information_parts(pi)
         pulled = self._interior_inverse(np.asarray(functional, dtype=float))
         along = float(functional @ through_ones)
         return float(diagonal @ (pulled * pulled)) - along * along / total
 
     def fitted_covariance(self, pi: np.ndarray) -> np.ndarray:
         """The restricted inverse information written out (k × k): pentadiagonal M less a rank-one term."""
-        diagonal, through_ones, total = self.fitted_spread(pi)
+        diagonal, through_ones, total = self._information_parts(pi)
         inverse = self._interior_inverse(np.eye(self.points + 1))  # T⁻¹ is symmetric
         return (inverse * diagonal) @ inverse - np.outer(through_ones, through_ones) / total
 

@@ -135,9 +135,15 @@ class ScaledCovariance:
         return float(functional @ self.matrix() @ functional)
 
     def matrix(self) -> np.ndarray:
-        source = self.source
-        matrix = source.matrix() if hasattr(source, "matrix") else source() if callable(source) else source
-        return matrix * self.scale
+        return written_out(self.source) * self.scale
+
+
+def written_out(source) -> np.ndarray | None:
+    """A covariance as a matrix, whatever holds it: a reading (``matrix()``), a function that writes it out, or the
+    matrix itself (None: none)."""
+    if hasattr(source, "matrix"):
+        return source.matrix()
+    return source() if callable(source) else source
 
 
 class SupportedCovariance:

@@ -123,10 +123,8 @@ def sample_size(question_or_mechanism, margin: float, level: float = 0.95, distr
         raise AnalysisError("margin must be between 0 and 1 (a share, e.g. 0.03)")
     z = two_sided_z(level)
 
-    q, pi = channels.channel_matrix(mechanism), _distribution(mechanism, distribution)
-
     def meets(n: int) -> bool:  # each step's SE good to about 5%: the n found, to about 10%
-        variances = spread.bootstrap(q, pi, n, replicates=SEARCH_REPLICATES).variances()
+        variances = published_spread(mechanism, n, distribution, replicates=SEARCH_REPLICATES).variances()
         return z * float(np.sqrt(np.max(variances))) <= margin
 
     # The unbiased estimator's n is an upper bound (the simplex only shrinks the spread, and by that n the fit is

@@ -132,10 +132,7 @@ class EstimateResult:
     def covariance(self) -> np.ndarray | None:
         """The estimate's covariance matrix, written out when first read: for k-ary randomized response every
         standard error is a closed form in O(k), and this k × k matrix is the only O(k²) part of the estimate."""
-        source = self.covariance_source
-        if hasattr(source, "matrix"):
-            return source.matrix()
-        return source() if callable(source) else source
+        return est.written_out(self.covariance_source)
 
     def _variance(self, functional: np.ndarray) -> float:
         """``functional``ᵀ covariance ``functional``, through the covariance's reading where it has one (a long grid's
