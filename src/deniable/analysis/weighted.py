@@ -6,7 +6,8 @@ account for weights, strata, clusters and raking. Intervals are the usual ones (
 Clopper-Pearson for two answers) computed at the effective sample size n/deff, with deff the reports' mean design
 effect and the degrees of freedom of the design (Korn and Graubard's effective n, as R's ``svyciprop(method =
 "beta")``): they keep to [0, 1], hold at the faces of the simplex where a Wald interval fails, and always contain
-the estimate. The fit test is the same G² at that n: Rao and Scott's first-order correction.
+the estimate. The fit test is the plain one of the respondents' own reports (`fit.test_counts`): whether they were
+honestly randomized does not depend on how the respondents were sampled.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pandas as pd
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.mechanisms import UnaryMechanism
 
-from . import channels, compliance, distributions, likelihood
+from . import channels, compliance, distributions, fit, likelihood
 from . import estimators as est
 from .counting import key, report_positions
 from .errors import AnalysisError, DesignNotSupported
@@ -110,17 +111,18 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
                      "joint linearization within PSUs, its test a t on the design's degrees of freedom")
     raw = np.bincount(positions[(positions >= 0) & (domain if domain is not None else True)],
                       minlength=len(mechanism.reports))
+    tested = fit.test_counts(mechanism, raw)
     notes += [f"design-based: {sample.description}; {sample.n_psu:,} PSUs in {sample.n_strata:,} strata "
               f"({sample.df:,} degrees of freedom); design effect {deff:.3g}, effective n {n / deff:,.0f} of {n:,}",
-              "intervals at the effective n (Korn and Graubard); the fit test at that n (Rao and Scott's first-order "
-              "correction)"]
-    notes += [note for note in spread.notes if note not in notes]
+              f"intervals at the effective n (Korn and Graubard); {FIT_ON_REPORTS}"]
+    notes = [*([tested.describe()] if tested.flagged else []), *notes,
+             *(note for note in spread.notes if note not in notes and note != _fit_note(spread.fit))]
     def refit(level, method, simultaneous):
         return design_estimate(loaded, question_id, design, level, method, simultaneous, by, group)
 
     return dataclasses.replace(
         spread, counts=raw, table=table, certificate=certificate, covariance_source=covariance, mean=mean,
-        notes=notes, class_shares=theta if grouped else None, split_ballot=split_table, sample=sample.description,
+        fit=tested, notes=notes, class_shares=theta if grouped else None, split_ballot=split_table, sample=sample.description,
         design_effect=deff, effective_n=n / deff, design_df=sample.df, refit=refit)
 
 
@@ -235,16 +237,15 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
     else:
         raw = np.zeros(0, dtype=np.int64)
     deff = float(np.mean(effects))
-    # The fit test and the other checks of the plain estimate, at the effective n (Rao and Scott's first order).
-    plain = estimate_counts(mechanism, rounded_counts(raw / raw.sum(), raw.sum() / deff), level, method, question_id,
-                            simultaneous) if len(raw) and raw.sum() else None
+    # The fit test and the other checks of the plain estimate of the respondents' own reports (`fit.test_counts`).
+    plain = estimate_counts(mechanism, raw, level, method, question_id, simultaneous) if len(raw) and raw.sum() else None
     table = pd.DataFrame(rows, columns=["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"],
                          index=pd.Index(mechanism.options, name="option"))
     notes = ["each row is the share selecting that option (options are not exclusive)",
              f"design-based: {sample.description}; {sample.n_psu:,} PSUs in {sample.n_strata:,} strata "
              f"({sample.df:,} degrees of freedom); mean design effect over the options {deff:.3g}, effective n "
              f"{counted / deff:,.0f} of {counted:,}",
-             "each option's interval at its own effective n (Korn and Graubard)"]
+             f"each option's interval at its own effective n (Korn and Graubard); {FIT_ON_REPORTS}"]
     if plain is None:
         raise DesignNotSupported(f"{question_id}: a multi-select question of {len(mechanism.options)} options is too "
                                  "large to count by report here", "design")
@@ -325,6 +326,16 @@ def design_subgroups(loaded, question_id: str, by: str, design: SampleDesign, le
             if "no responses with a report" not in str(error):
                 raise
     return results
+
+
+#: How a design-based estimate tests its fit (`fit.test_counts`), as its notes say.
+FIT_ON_REPORTS = ("the fit test on the respondents' own reports, unweighted (honest randomization draws each report "
+                  "independently given the answers, whatever the design)")
+
+
+def _fit_note(tested) -> str | None:
+    """The note an estimate carries for its fit test (`from_counts.estimate_counts`): only a failed one is named."""
+    return tested.describe() if tested is not None and tested.flagged else None
 
 
 def rounded_counts(lam: np.ndarray, n: float) -> np.ndarray:
