@@ -81,7 +81,8 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     factor = max(float(ratios.max()) if len(ratios) else 1.0, 1.0)
     counts = np.asarray(pooled.counts)
     effective = rounded_counts(counts / counts.sum(), counts.sum() / factor**2)
-    wide = estimate_counts(pooled.mechanism, effective, level, method, question_id, simultaneous, scores=pooled.scores)
+    wide = estimate_counts(pooled.mechanism, effective, level, method, question_id, simultaneous, scores=pooled.scores,
+                           test_fit=False)
     table = pooled.table.copy()
     table["se"], table["unbiased_se"] = bound["se"], bound["unbiased_se"]
     table["ci_low"] = np.minimum(wide.table["ci_low"].to_numpy(), table["estimate"].to_numpy())

@@ -50,7 +50,8 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     effective_n = max(n / deff * (z / t) ** 2, 1.0)
     question_scores = scores(question)
     counts = rounded_counts(lam, effective_n)
-    spread = estimate_counts(mechanism, counts, level, method, question_id, simultaneous, scores=question_scores)
+    spread = estimate_counts(mechanism, counts, level, method, question_id, simultaneous, scores=question_scores,
+                             test_fit=False)
 
     grouped = isinstance(mechanism, GroupedMechanism)
     q = compliance.class_matrix(mechanism) if grouped else channels.channel_matrix(mechanism)
@@ -116,7 +117,7 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
               f"({sample.df:,} degrees of freedom); design effect {deff:.3g}, effective n {n / deff:,.0f} of {n:,}",
               f"intervals at the effective n (Korn and Graubard); {FIT_ON_REPORTS}"]
     notes = [*([tested.describe()] if tested.flagged else []), *notes,
-             *(note for note in spread.notes if note not in notes and note != _fit_note(spread.fit))]
+             *(note for note in spread.notes if note not in notes)]
     def refit(level, method, simultaneous):
         return design_estimate(loaded, question_id, design, level, method, simultaneous, by, group)
 
@@ -331,11 +332,6 @@ def design_subgroups(loaded, question_id: str, by: str, design: SampleDesign, le
 #: How a design-based estimate tests its fit (`fit.test_counts`), as its notes say.
 FIT_ON_REPORTS = ("the fit test on the respondents' own reports, unweighted (honest randomization draws each report "
                   "independently given the answers, whatever the design)")
-
-
-def _fit_note(tested) -> str | None:
-    """The note an estimate carries for its fit test (`from_counts.estimate_counts`): only a failed one is named."""
-    return tested.describe() if tested is not None and tested.flagged else None
 
 
 def rounded_counts(lam: np.ndarray, n: float) -> np.ndarray:
