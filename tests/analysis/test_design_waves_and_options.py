@@ -131,3 +131,27 @@ def test_a_split_ballot_s_arms_are_compared_as_domains_of_the_sample(question_id
     for arm in table.index:
         assert table.loc[arm, "ci_low"] <= table.loc[arm, "estimate"] <= table.loc[arm, "ci_high"]
     assert any("arms are domains of one sample" in note for note in clustered.notes)
+
+
+@pytest.mark.parametrize("question", ["burnout", "workload"])
+def test_a_design_based_estimate_of_a_panel_tests_each_wave_s_reports(question):
+    """One person's memoized reports in two waves are correlated; each wave's are one per person. So the design-based
+    estimate of a panel tests each wave's own reports and takes the smallest p, Bonferroni-corrected: the pooled
+    plain estimate's test (`fit.over_waves`), not the test of every wave's reports counted together."""
+    from deniable.analysis.fit import over_waves, test_counts
+    from deniable.client.reports import WAVES
+
+    data = _panel(random.Random(5), SeededSource(6))
+    designed, plain = data.estimate(question, design=SampleDesign(clusters="psu")), data.estimate(question)
+    mechanism = SURVEY.questions[question].mechanism
+    reports = [*mechanism.reports]
+    frame = data.design_frame(question, [WAVES])
+    per_wave = {wave: test_counts(mechanism, np.bincount([reports.index(r) for r in frame.loc[frame[WAVES] == wave,
+                                                                                             question]],
+                                                        minlength=len(reports)))
+                for wave in ("w1", "w2")}
+    expected = over_waves(per_wave)
+    assert "the smallest p of 2 waves" in expected.method
+    for result in (designed, plain):
+        assert (result.fit.method, result.fit.df) == (expected.method, expected.df)
+        assert result.fit.pvalue == pytest.approx(expected.pvalue, rel=1e-9)

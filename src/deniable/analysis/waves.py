@@ -19,6 +19,7 @@ import numpy as np
 from deniable.client.reports import WAVES
 
 from . import estimators as est
+from . import fit
 from .errors import AnalysisError
 from .from_counts import estimate_counts
 from .groups import Comparison, compare, subgroups
@@ -108,6 +109,10 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
         return pooled_over_waves(loaded, question_id, pooled.refit(level, method, simultaneous), level, method,
                                  simultaneous)
 
-    return dataclasses.replace(pooled, table=table, mean=mean, notes=[note, *pooled.notes], refit=refit,
+    tested = fit.over_waves({label: result.fit for label, result in waves.items()})
+    stale = pooled.fit.describe() if pooled.fit is not None and pooled.fit.flagged else None
+    notes = [*([tested.describe()] if tested is not None and tested.flagged else []), note,
+             *(line for line in pooled.notes if line != stale)]
+    return dataclasses.replace(pooled, table=table, mean=mean, fit=tested, notes=notes, refit=refit,
                                covariance_source=None if pooled.covariance_source is None
                                else est.ScaledCovariance(pooled.covariance_source, factor**2))

@@ -20,6 +20,7 @@ import pandas as pd
 
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.mechanisms import UnaryMechanism
+from deniable.client.reports import WAVES
 
 from . import channels, compliance, distributions, fit, likelihood
 from . import estimators as est
@@ -112,7 +113,7 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
                      "joint linearization within PSUs, its test a t on the design's degrees of freedom")
     raw = np.bincount(positions[(positions >= 0) & (domain if domain is not None else True)],
                       minlength=len(mechanism.reports))
-    tested = fit.test_counts(mechanism, raw)
+    tested = _reports_test(loaded, question_id, mechanism, frame.index, positions, domain)
     notes += [f"design-based: {sample.description}; {sample.n_psu:,} PSUs in {sample.n_strata:,} strata "
               f"({sample.df:,} degrees of freedom); design effect {deff:.3g}, effective n {n / deff:,.0f} of {n:,}",
               f"intervals at the effective n (Korn and Graubard); {FIT_ON_REPORTS}"]
@@ -238,23 +239,26 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
     else:
         raw = np.zeros(0, dtype=np.int64)
     deff = float(np.mean(effects))
-    # The fit test and the other checks of the plain estimate of the respondents' own reports (`fit.test_counts`).
-    plain = estimate_counts(mechanism, raw, level, method, question_id, simultaneous) if len(raw) and raw.sum() else None
+    if not (len(raw) and raw.sum()):
+        raise DesignNotSupported(f"{question_id}: a multi-select question of {len(mechanism.options)} options is too "
+                                 "large to count by report here", "design")
+    # The other checks of the plain estimate of the respondents' own reports, and the fit test of those reports.
+    plain = estimate_counts(mechanism, raw, level, method, question_id, simultaneous, test_fit=False)
+    tested = _reports_test(loaded, question_id, mechanism, frame.index, raw_positions, domain)
     table = pd.DataFrame(rows, columns=["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"],
                          index=pd.Index(mechanism.options, name="option"))
-    notes = ["each row is the share selecting that option (options are not exclusive)",
+    notes = [*([tested.describe()] if tested.flagged else []),
+             "each row is the share selecting that option (options are not exclusive)",
              f"design-based: {sample.description}; {sample.n_psu:,} PSUs in {sample.n_strata:,} strata "
              f"({sample.df:,} degrees of freedom); mean design effect over the options {deff:.3g}, effective n "
              f"{counted / deff:,.0f} of {counted:,}",
              f"each option's interval at its own effective n (Korn and Graubard); {FIT_ON_REPORTS}"]
-    if plain is None:
-        raise DesignNotSupported(f"{question_id}: a multi-select question of {len(mechanism.options)} options is too "
-                                 "large to count by report here", "design")
+
     def refit(level, method, simultaneous):
         return design_estimate(loaded, question_id, design, level, method, simultaneous, by, group)
 
     return dataclasses.replace(plain, counts=raw, table=table, certificate=likelihood.Certificate.worst(certificates),
-                               covariance_source=None, notes=[*notes, *(n for n in plain.notes if n not in notes)],
+                               fit=tested, covariance_source=None, notes=[*notes, *(n for n in plain.notes if n not in notes)],
                                sample=sample.description, design_effect=deff, effective_n=counted / deff,
                                design_df=sample.df, refit=refit)
 
@@ -327,6 +331,21 @@ def design_subgroups(loaded, question_id: str, by: str, design: SampleDesign, le
             if "no responses with a report" not in str(error):
                 raise
     return results
+
+
+def _reports_test(loaded, question_id: str, mechanism, index: pd.Index, positions: np.ndarray,
+                  domain: np.ndarray | None):
+    """The fit test of the respondents' own reports (each response's report ``positions``, -1 for none, in the rows of
+    ``index``; within the ``domain``): `fit.test_counts`, and a panel's wave by wave (`fit.over_waves`: one person's
+    memoized reports in several waves are correlated)."""
+    kept = (positions >= 0) & (domain if domain is not None else True)
+    size = len(mechanism.reports)
+    if not (loaded.repeated and len(loaded.waves) > 1):
+        return fit.test_counts(mechanism, np.bincount(positions[kept], minlength=size))
+    waves = loaded.design_frame(question_id, [WAVES])[WAVES].reindex(index).to_numpy()
+    return fit.over_waves({wave: fit.test_counts(mechanism, np.bincount(positions[kept & (waves == wave)],
+                                                                        minlength=size))
+                           for wave in loaded.waves if (kept & (waves == wave)).any()})
 
 
 #: How a design-based estimate tests its fit (`fit.test_counts`), as its notes say.
