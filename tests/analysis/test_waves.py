@@ -280,3 +280,44 @@ def test_a_panel_s_pooled_fit_test_is_each_wave_s_own_corrected_for_the_waves():
         assert "the smallest p of 3 waves" in pooled.fit.method
         pvalues.append(pooled.fit.pvalue)
     assert min(pvalues) > FLAG_P and np.mean(pvalues) > 0.25, pvalues
+
+
+def test_a_panel_s_subgroups_are_bounded_as_its_pooled_figure():
+    """Each group of a panel pools its people's waves, as the whole survey's estimate does, so it is bounded the same
+    way: a group's figure is the pooled estimate of the panel's rows in that group alone (its SE the bound over the
+    group's waves, its intervals widened to match, its fit test each wave's). Counted as independent reports, a group's
+    SE was the naive one, too small."""
+    import random
+
+    import pandas as pd
+
+    from deniable.analysis import load, subgroups
+    from deniable.analysis.from_counts import estimate_counts
+    from tests.conftest import EXAMPLES
+
+    survey = Survey.from_file(EXAMPLES / "panel.yaml")
+    rng, layer = random.Random(8), SeededSource(9)
+    teams = ["Sales", "Engineering", "Support"]
+    rows = []
+    for person in range(450):
+        memo, burned = Memo.from_secret(rng.randbytes(32)), rng.random() < 0.2 + 0.15 * (person % 3)
+        for wave in ("w1", "w2", "w3"):
+            answers = {"team": teams[person % 3], "burnout": "yes" if burned else "no", "looking": "no",
+                       "workload": rng.choice(["Barely", "Mostly", "Fully"])}
+            rows.append({**survey.randomize(answers, rng=layer, memo=memo), "wave": wave})
+    frame = pd.DataFrame(rows)
+    groups = subgroups(load(frame, spec=survey), "burnout", "team")
+    assert set(groups) == set(teams)
+    mechanism = survey.questions["burnout"].mechanism
+    for team, result in groups.items():
+        alone = load(frame[frame["team"] == team], spec=survey).estimate("burnout")
+        assert any(note.startswith("pooled over 3 waves") for note in result.notes)
+        pd.testing.assert_frame_equal(result.table, alone.table, rtol=1e-12)
+        assert result.fit.pvalue == pytest.approx(alone.fit.pvalue, rel=1e-12)
+        naive = estimate_counts(mechanism, result.counts, 0.95, None, "burnout")
+        assert (result.table["se"] > naive.table["se"]).all()
+    ordinal = subgroups(load(frame, spec=survey), "workload", "team", level=0.9)
+    for team, result in ordinal.items():
+        alone = load(frame[frame["team"] == team], spec=survey).estimate("workload", level=0.9)
+        pd.testing.assert_frame_equal(result.table, alone.table, rtol=1e-12)
+        assert result.mean.ci == alone.mean.ci and result.mean.se == pytest.approx(alone.mean.se, rel=1e-12)

@@ -17,6 +17,20 @@ from .errors import AnalysisError
 key = canonical_json  # counts are keyed by the same text the server stores
 
 
+def is_missing(value) -> bool:
+    """No report here (None, NaN, pandas' NA): a question not asked, skipped or left empty."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+def randomized_report(split, value):
+    """A split ballot's stored value, as the design's report: the randomized arm's report, None for the direct arm's
+    answer (counted apart) and for no value."""
+    if is_missing(value):
+        return None
+    arm, inner = split.unwrap(value)
+    return inner if arm == "randomized" else None
+
+
 def count_reports(mechanism: Mechanism, reports) -> np.ndarray:
     """Counts over the mechanism's report alphabet, in its order, from a list, tuple, numpy array or pandas
     Series of report values. Missing values (None, NaN) are skipped. A value outside the alphabet raises

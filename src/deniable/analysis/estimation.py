@@ -19,8 +19,8 @@ from .errors import AnalysisError
 from .from_counts import estimate_counts
 from .loaded import no_randomized_reports, nothing_to_estimate
 from .planning import scores
+from .pooled import pooled_over_waves
 from .results import EstimateResult
-from .waves import pooled_over_waves
 from .weighted import design_estimate
 
 

@@ -14,10 +14,12 @@ from deniable.client.reports import WAVES
 
 from . import distributions
 from . import estimators as est
+from .counting import key
 from .errors import AnalysisError
 from .from_counts import estimate_counts
 from .loaded import nothing_to_estimate
 from .planning import scores
+from .pooled import pooled_over_waves, wave_counts_by
 from .results import EstimateResult
 from .splitballot import comparison
 from .weighted import design_subgroups, domain_difference_se
@@ -37,6 +39,12 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     results = {value: estimate_counts(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
                                 question_id, simultaneous, scores=scores(question))
                for value in loaded.levels(by) if nothing_to_estimate(loaded, question_id, by, value) is None}
+    if by != WAVES and loaded.repeated and len(loaded.waves) > 1:
+        # A panel's group pools its people's waves, as the whole survey's estimate does: bounded the same way.
+        per_level = wave_counts_by(loaded, question_id, by)
+        results = {value: pooled_over_waves(loaded, question_id, result, level, method, simultaneous,
+                                            per_level.get(key(value), {}))
+                   for value, result in results.items()}
     counted = {v.spec_hash for v in loaded.versions_grouped_by(by)}
     versions = [v.label for v in loaded.versions_for(question_id) if v.spec_hash in counted]
     split = loaded.has_split_ballot(question_id)

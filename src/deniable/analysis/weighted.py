@@ -24,7 +24,7 @@ from deniable.client.reports import WAVES
 
 from . import channels, compliance, distributions, fit, likelihood
 from . import estimators as est
-from .counting import key, report_positions
+from .counting import is_missing, key, randomized_report, report_positions
 from .errors import AnalysisError, DesignNotSupported
 from .from_counts import binary_share, estimate_counts, named_answers
 from .planning import scores
@@ -43,7 +43,7 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     notes = []
     domain = None
     if by is not None:
-        domain = (frame[by].map(lambda v: None if _missing(v) else key(v)) == key(group)).to_numpy()
+        domain = (frame[by].map(lambda v: None if is_missing(v) else key(v)) == key(group)).to_numpy()
     lam, report_spread, n, _ = sample.report_spread(positions, len(mechanism.reports), domain)
     z = distributions.norm_isf((1 - level) / 2)
     t = distributions.t_isf((1 - level) / 2, sample.df)
@@ -153,7 +153,7 @@ def _design_split_ballot(question, values, sample, positions, domain, lam, along
     of "yes", the randomized arm's design-based "yes" (its influence ``along`` the fit's derivative, per report), and
     their difference, whose variance is that of the difference of the two arms' influences summed within PSUs."""
     split = question.split_ballot
-    arms = [None if _missing(v) else split.unwrap(v) for v in values]
+    arms = [None if is_missing(v) else split.unwrap(v) for v in values]
     direct = np.array([a is not None and a[0] == "direct" for a in arms]) & (domain if domain is not None else True)
     said_yes = np.array([float(a is not None and a[0] == "direct" and a[1] == "yes") for a in arms])
     w = sample.weights
@@ -207,14 +207,14 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
     reports = frame[question_id].tolist()
     domain = None
     if by is not None:
-        domain = (frame[by].map(lambda v: None if _missing(v) else key(v)) == key(group)).to_numpy()
+        domain = (frame[by].map(lambda v: None if is_missing(v) else key(v)) == key(group)).to_numpy()
     channel = channels.binary_channel(mechanism)
     q = _bit_channel(mechanism)
     each = est.per_answer_level(level, len(mechanism.options), simultaneous)
     ratio = (distributions.norm_isf((1 - each) / 2) / distributions.t_isf((1 - each) / 2, sample.df)) ** 2
     rows, certificates, effects, counted = [], [], [], 0
     for option in mechanism.options:
-        positions = np.array([-1 if _missing(r) else (0 if option in r else 1) for r in reports], dtype=np.int64)
+        positions = np.array([-1 if is_missing(r) else (0 if option in r else 1) for r in reports], dtype=np.int64)
         lam, lam_covariance, n, _ = sample.frequencies(positions, 2, domain)
         counted = n
         theta, certificate = likelihood.certified_maximum(q, lam * n)
@@ -279,7 +279,7 @@ def domain_difference_se(loaded, question_id: str, by: str, first, second, desig
     q = (_bit_channel(mechanism) if option is not None else compliance.class_matrix(mechanism) if grouped
          else channels.channel_matrix(mechanism))
     rows = np.array([row for _, row in compliance._linear_rows(mechanism)]) if grouped else np.eye(q.shape[1])
-    levels = frame[by].map(lambda v: None if _missing(v) else key(v))
+    levels = frame[by].map(lambda v: None if is_missing(v) else key(v))
     influences = []
     for group in (first, second):
         domain = (levels == key(group)).to_numpy() & (positions >= 0)
@@ -307,10 +307,10 @@ def _prepared(loaded, question_id: str, design: SampleDesign, by: str | None, op
     frame = loaded.design_frame(question_id, names)
     reports = frame[question_id]
     if isinstance(mechanism, UnaryMechanism):
-        positions = np.array([-1 if _missing(r) else (0 if option in r else 1) for r in reports], dtype=np.int64)
+        positions = np.array([-1 if is_missing(r) else (0 if option in r else 1) for r in reports], dtype=np.int64)
         return question, mechanism, frame, design.resolve(frame), positions
     if question.split_ballot is not None:
-        reports = reports.map(lambda value: _randomized(question.split_ballot, value))
+        reports = reports.map(lambda value: randomized_report(question.split_ballot, value))
     return question, mechanism, frame, design.resolve(frame), report_positions(mechanism, reports.tolist())
 
 
@@ -362,14 +362,3 @@ def rounded_counts(lam: np.ndarray, n: float) -> np.ndarray:
     if short > 0:
         counts[np.argsort(-(exact - counts))[:short]] += 1
     return counts
-
-
-def _randomized(split, value):
-    if _missing(value):
-        return None
-    arm, inner = split.unwrap(value)
-    return inner if arm == "randomized" else None
-
-
-def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA
