@@ -19,7 +19,8 @@ CHANGE = 0.1
 
 def _panel(rng, layer, psus=30, people=12):
     """30 PSUs of 12 panelists; a PSU's burnout share is 0.15-0.35 in the first wave and 0.1 more in the second; a
-    panelist burned out in the first wave still is in the second. Each answers through their own memo."""
+    panelist burned out in the first wave still is in the second. Each answers through their own memo. A panelist's
+    weight (column w) is 1, 2 or 3 by PSU."""
     rows = []
     for psu in range(psus):
         first = 0.15 + 0.2 * rng.random()
@@ -28,7 +29,8 @@ def _panel(rng, layer, psus=30, people=12):
             for wave, share in (("w1", first), ("w2", first + CHANGE)):
                 answers = {"team": "Sales", "burnout": "yes" if u < share else "no", "looking": "no",
                            "workload": "Mostly"}
-                rows.append({**SURVEY.randomize(answers, rng=layer, memo=memo), "wave": wave, "psu": psu})
+                rows.append({**SURVEY.randomize(answers, rng=layer, memo=memo), "wave": wave, "psu": psu,
+                             "w": 1 + psu % 3})
     return load(pd.DataFrame(rows), spec=SURVEY)
 
 
@@ -155,3 +157,60 @@ def test_a_design_based_estimate_of_a_panel_tests_each_wave_s_reports(question):
     for result in (designed, plain):
         assert (result.fit.method, result.fit.df) == (expected.method, expected.df)
         assert result.fit.pvalue == pytest.approx(expected.pvalue, rel=1e-9)
+
+
+def test_a_panel_pooled_by_a_design_without_clusters_is_bounded_over_its_waves():
+    """Without clusters each response is a PSU of its own, so a person's memoized reports in two waves counted as
+    independent and the pooled design-based SE was the naive one (0.0405 where the bound is 0.0572). Now it is the bound
+    Σ_w (W_w/W)·SE_w over the waves' design-based SEs, its interval widened to match; with clusters holding the
+    panelists, the linearization within PSUs counts the correlation and is kept."""
+    from deniable.analysis.from_counts import estimate_counts
+
+    data = _panel(random.Random(3), SeededSource(4))
+    for design in (SampleDesign(weights="w"), SampleDesign(strata="team")):
+        pooled, waves = data.estimate("burnout", design=design), data.by_wave("burnout", design=design)
+        # every panelist answers both waves with the same weight: each wave holds half of it
+        bound = 0.5 * waves["w1"].table.loc["yes", "se"] + 0.5 * waves["w2"].table.loc["yes", "se"]
+        assert pooled.table.loc["yes", "se"] == pytest.approx(bound, rel=1e-12)
+        assert pooled.notes[0].startswith("pooled over 2 waves") and "W_wave/W" in pooled.notes[0]
+        row = pooled.table.loc["yes"]
+        assert row["ci_low"] <= row["estimate"] <= row["ci_high"]
+        naive = estimate_counts(SURVEY.questions["burnout"].mechanism, data.question_counts("burnout"), 0.95, None,
+                                "burnout").table.loc["yes"]
+        assert row["se"] > 1.3 * naive["se"] and row["ci_high"] - row["ci_low"] > 1.3 * (naive["ci_high"] - naive["ci_low"])
+    unweighted = data.estimate("burnout", design=SampleDesign(strata="team")).table.loc["yes", "se"]
+    assert unweighted == pytest.approx(data.estimate("burnout").table.loc["yes", "se"], rel=0.01)  # the plain bound
+    clustered = data.estimate("burnout", design=SampleDesign(clusters="psu"))
+    assert not any(note.startswith("pooled over") for note in clustered.notes)
+
+
+def test_a_multi_select_question_of_a_panel_pooled_by_a_design_without_clusters_is_bounded_over_its_waves():
+    """Each option's SE is the bound over its waves' design-based SEs, and its interval is the one at the effective n
+    shrunk by the largest ratio's square (so it widens); with clusters holding the panelists it is the linearization."""
+    from deniable.analysis import estimate, weighted
+
+    survey = Survey.from_dict({"id": "pulse", "title": "Pulse", "repeated": True, "questions": [
+        {"id": "perks", "type": "multi_select", "text": "Which did you use?", "options": ["Gym", "Lunch", "Bike"],
+         "privacy": {"design": "unary", "epsilon": 2, "variant": "optimized"}}]})
+    rng, layer = random.Random(7), SeededSource(8)
+    rows = []
+    for person in range(500):
+        memo = Memo.from_secret(rng.randbytes(32))
+        used = [option for option, share in (("Gym", 0.3), ("Lunch", 0.6), ("Bike", 0.1)) if rng.random() < share]
+        for wave in ("w1", "w2"):
+            rows.append({**survey.randomize({"perks": used}, rng=layer, memo=memo), "wave": wave,
+                         "psu": person // 10, "w": 1 + person % 2})
+    data = load(pd.DataFrame(rows), spec=survey)
+    design = SampleDesign(weights="w")
+    pooled, waves = estimate(data, "perks", design=design), data.by_wave("perks", design=design)
+    # the same estimate with the waves' reports counted as independent responses (what it was)
+    independent = weighted._design_multi_select(data, "perks", design, 0.95, None, False, None, None)
+    for option in ("Gym", "Lunch", "Bike"):
+        bound = 0.5 * waves["w1"].table.loc[option, "se"] + 0.5 * waves["w2"].table.loc[option, "se"]
+        row, naive = pooled.table.loc[option], independent.table.loc[option]
+        assert row["se"] == pytest.approx(bound, rel=1e-12) and row["se"] > 1.2 * naive["se"]
+        assert row["ci_low"] <= row["estimate"] <= row["ci_high"]
+        assert row["ci_high"] - row["ci_low"] > 1.2 * (naive["ci_high"] - naive["ci_low"])
+    assert pooled.notes[0].startswith("pooled over 2 waves")
+    clustered = estimate(data, "perks", design=SampleDesign(weights="w", clusters="psu"))
+    assert not any(note.startswith("pooled over") for note in clustered.notes)

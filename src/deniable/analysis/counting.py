@@ -31,6 +31,17 @@ def randomized_report(split, value):
     return inner if arm == "randomized" else None
 
 
+def rounded_counts(lam: np.ndarray, n: float) -> np.ndarray:
+    """Counts out of ``n`` in the proportions ``lam``, whole numbers that add up to round(n) (largest remainders)."""
+    total = max(int(round(n)), 1)
+    exact = lam * total
+    counts = np.floor(exact).astype(np.int64)
+    short = total - int(counts.sum())
+    if short > 0:
+        counts[np.argsort(-(exact - counts))[:short]] += 1
+    return counts
+
+
 def count_reports(mechanism: Mechanism, reports) -> np.ndarray:
     """Counts over the mechanism's report alphabet, in its order, from a list, tuple, numpy array or pandas
     Series of report values. Missing values (None, NaN) are skipped. A value outside the alphabet raises
