@@ -158,13 +158,15 @@ def test_plan_leaves_questions_unplanned_past_its_time_limit_and_says_so():
 def test_a_time_limit_holds_inside_a_wide_grid_s_bootstrap_and_the_small_channels_go_first():
     """A 0..1000 number's plan took over 100 s of CPU, and the limit was checked only between questions (one fit of
     its bootstrap alone took 21 s). Bounded by CPU time, which other work on the machine does not inflate. Its mean
-    is planned in closed form before any bootstrap; its shares' bootstrap is what runs out of time."""
+    is planned in closed form before any bootstrap; its shares' bootstrap is what runs out of time. A 0..10,000 number
+    here: since a plan's bootstrap starts sparse, a 0..1000 number's shares take about half a second, and at this
+    limit they finished on a quiet machine (the test then failed); a 0..10,000 number's take several seconds."""
     import time
 
     from deniable.analysis import plan
     from deniable.analysis.advice import _PRECISION
 
-    wide = {"id": "wide", "text": "?", "type": "number", "min": 0, "max": 1000, "step": 1,
+    wide = {"id": "wide", "text": "?", "type": "number", "min": 0, "max": 10_000, "step": 1,
             "privacy": {"design": "laplace", "epsilon": 0.9}}
     small = {"id": "small", "text": "?", "type": "yes_no", "privacy": {"design": "warner", "p": 0.77}}
     survey = Survey.from_dict({"id": "s", "title": "t", "questions": [wide, small]})
