@@ -321,3 +321,66 @@ def test_a_panel_s_subgroups_are_bounded_as_its_pooled_figure():
         alone = load(frame[frame["team"] == team], spec=survey).estimate("workload", level=0.9)
         pd.testing.assert_frame_equal(result.table, alone.table, rtol=1e-12)
         assert result.mean.ci == alone.mean.ci and result.mean.se == pytest.approx(alone.mean.se, rel=1e-12)
+
+
+def _stable_panel(rng, layer, people: int, waves=("w1", "w2", "w3")):
+    """The example pulse panel's people, each giving the same answers in every wave through their own memo (burnout
+    0.2 to 0.5 by team; looking for a job 0.5 if burned out, else 0.2) and a public number of hours."""
+    import pandas as pd
+
+    from tests.conftest import EXAMPLES
+
+    survey = Survey.from_file(EXAMPLES / "panel.yaml")
+    spec = survey.to_dict()
+    spec["questions"].append({"id": "hours", "type": "number", "text": "Hours?", "min": 0, "max": 80, "step": 1,
+                              "privacy": "none"})
+    survey = Survey.from_dict(spec)
+    teams = ["Sales", "Engineering", "Support"]
+    rows = []
+    for person in range(people):
+        memo = Memo.from_secret(rng.randbytes(32))
+        burned = rng.random() < 0.2 + 0.15 * (person % 3)
+        answers = {"team": teams[person % 3], "burnout": "yes" if burned else "no",
+                   "looking": "yes" if rng.random() < (0.5 if burned else 0.2) else "no", "workload": "Mostly",
+                   "hours": 40 + 10 * burned + rng.randrange(-5, 6)}
+        for wave in waves:
+            rows.append({**survey.randomize(answers, rng=layer, memo=memo), "wave": wave})
+    return survey, pd.DataFrame(rows)
+
+
+def test_models_of_a_panel_s_pooled_waves_bound_their_covariance_over_the_waves():
+    """A logistic regression, a correlation and a linear regression over a panel's pooled waves read each response as
+    another person, but a person's memoized reports in several waves are correlated: over 60 three-wave panels of
+    people who kept their answers, a logistic intercept's stated SE was 0.094 where its estimates spread 0.178, a
+    correlation's 0.107 for 0.168. The covariance of the responses' scores is now bounded over the waves (the sandwich
+    with `Sample.over_waves`): over these 30 panels the stated SE is at least 0.8 of the spread (it was about 0.55)."""
+    import random
+    import warnings
+
+    from deniable.analysis import correlation, linear, load, logistic
+    from deniable.analysis.weighted import PANEL_BOUND
+
+    rng, layer = random.Random(1), SeededSource(2)
+    intercepts, intercept_ses, correlations, correlation_ses = [], [], [], []
+    for _ in range(30):
+        survey, frame = _stable_panel(rng, layer, 900)
+        data = load(frame, spec=survey)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted = logistic("burnout ~ 1", data)
+        intercepts.append(float(fitted.params.iloc[0]))
+        intercept_ses.append(float(fitted.bse.iloc[0]))
+        found = correlation(data, "burnout", "looking")
+        correlations.append(found.estimate)
+        correlation_ses.append(found.se)
+        assert PANEL_BOUND in fitted.sample and PANEL_BOUND in found.sample
+    assert np.mean(intercept_ses) >= 0.8 * np.std(intercepts), (np.mean(intercept_ses), np.std(intercepts))
+    assert np.mean(correlation_ses) >= 0.8 * np.std(correlations), (np.mean(correlation_ses), np.std(correlations))
+    # one wave alone is not a panel's pooled figure: the model's own covariance, as before
+    single = load(frame[frame["wave"] == "w1"], spec=survey)
+    assert logistic("burnout ~ 1", single).sample == "simple random sample"
+    assert correlation(single, "burnout", "looking").sample == "simple random sample"
+    fitted = linear("hours ~ burnout", data)
+    alone = linear("hours ~ burnout", load(frame.assign(wave="w1"), spec=survey))  # the same rows as one wave's
+    assert PANEL_BOUND in fitted.sample and alone.sample == "simple random sample"
+    assert float(fitted.bse["burnout[yes]"]) > 1.3 * float(alone.bse["burnout[yes]"])

@@ -28,6 +28,7 @@ from .counting import report_positions
 from .errors import AnalysisError
 from .likelihood import certified_maximum
 from .sampling import SampleDesign, fit_jacobian
+from .weighted import PANEL_BOUND, panel_sample
 
 SCORED = ("yes_no", "ordinal")
 
@@ -85,9 +86,11 @@ def correlation(data, first: str, second: str, *, level: float = 0.95, design: S
     given = design is not None
     design = design if given else SampleDesign()
     frame = data.design_frame(first, [second, *design.column_names()])
-    sample = design.resolve(frame)
+    sample = panel_sample(data, design, first, frame, design.resolve(frame))
     # (what the result says the sample was, the degrees of freedom of its interval: none for a simple random sample)
     described = (sample.description, sample.df) if given else ("simple random sample", None)
+    if sample.waves is not None:
+        described = (f"{described[0]}; {PANEL_BOUND}", described[1])
     numbers = [q for q in questions if q.type == "number"]
     if not numbers:
         return _joint(questions, frame, sample, level, described)

@@ -27,7 +27,9 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     (the same permanent one, re-randomized), so the naive SE was too small (over 100 simulated panels: stated 0.0164,
     real spread 0.0216, the 95% interval covering 85%). The pooled share is Σ_w (n_w/N)·share_w, whose SE for any
     correlation between the waves is at most Σ_w (n_w/N)·SE_w (Cauchy-Schwarz; the reports link no one's waves, so the
-    correlation cannot be estimated): that bound is the SE shown (`bounded_over_waves`).
+    correlation cannot be estimated): that bound is the SE shown, and the intervals are the usual ones at the
+    effective n that widens them by the same factor. The fit test is each wave's own (`fit.over_waves`). (A
+    design-based figure bounds its sample's covariance instead: `weighted.panel_sample`.)
 
     ``wave_counts``: {wave: the reports' counts} behind ``pooled`` (a subgroup's, `wave_counts_by`); by default every
     respondent's, wave by wave."""
@@ -37,63 +39,51 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     # Each wave as `waves.by_wave` estimates it (the same call as each of `groups.subgroups`' levels).
     waves = {wave: estimate_counts(question.mechanism, counts, level, method, question_id, scores=scores(question))
              for wave, counts in wave_counts.items() if np.sum(counts) > 0}
+    if len(waves) < 2:
+        return pooled
     total = sum(result.n for result in waves.values())
+    bound = {column: sum(result.n / total * result.table[column] for result in waves.values())
+             for column in ("se", "unbiased_se")}
+    # The shares' intervals widen by the largest ratio of the bound to the independent-reports SE among the positive
+    # shares, the mean's by its own. A share the fit holds at 0 has a naive SE near 0 and a bound from waves that do not
+    # hold it there: on a 0..100 grid its ratio reached 15 (0..1000: 117) where the others' stay below 1.4, and took
+    # the mean's interval to the whole grid.
+    naive = pooled.table["se"]
+    ratios = (bound["se"] / naive)[(naive > 0) & (pooled.table["estimate"] > 0)]
+    factor = max(float(ratios.max()) if len(ratios) else 1.0, 1.0)
     counts = np.asarray(pooled.counts)
-
-    def wide(factor: float):
-        return estimate_counts(pooled.mechanism, rounded_counts(counts / counts.sum(), counts.sum() / factor**2), level,
-                               method, question_id, simultaneous, scores=pooled.scores, test_fit=False)
+    effective = rounded_counts(counts / counts.sum(), counts.sum() / factor**2)
+    wide = estimate_counts(pooled.mechanism, effective, level, method, question_id, simultaneous, scores=pooled.scores,
+                           test_fit=False)
+    table = pooled.table.copy()
+    table["se"], table["unbiased_se"] = bound["se"], bound["unbiased_se"]
+    table["ci_low"] = np.minimum(wide.table["ci_low"].to_numpy(), table["estimate"].to_numpy())
+    table["ci_high"] = np.maximum(wide.table["ci_high"].to_numpy(), table["estimate"].to_numpy())
+    mean, widened = pooled.mean, ""
+    if mean is not None:
+        # The mean's interval: the independent-reports one widened about the estimate by the mean's own ratio (an
+        # interval at an effective n of rounded counts centres elsewhere on a long grid, whose counts are mostly 0 or 1).
+        se = sum(r.n / total * r.mean.se for r in waves.values())
+        stretch = max(se / mean.se, 1.0) if mean.se > 0 else 1.0
+        values = pooled.scores if pooled.scores is not None else np.array(pooled.mechanism.answers, dtype=float)
+        low = max(mean.estimate - stretch * (mean.estimate - mean.ci.low), float(np.min(values)))
+        high = min(mean.estimate + stretch * (mean.ci.high - mean.estimate), float(np.max(values)))
+        mean = MeanEstimate(mean.estimate, se, type(mean.ci)(low, high), level, mean.method, mean.unbiased,
+                            sum(r.n / total * r.mean.unbiased_se for r in waves.values()))
+        widened = f" (the mean's {stretch:.2f}×)"
+    note = (f"pooled over {len(waves)} waves of a panel: one person's memoized reports in several waves are "
+            "correlated, so the standard error is the bound Σ (n_wave/N)·SE_wave, valid whatever the correlation, and "
+            f"the intervals are {factor:.2f}× the independent-reports ones{widened}; estimate wave by wave (--by-wave) "
+            "for each wave's own figure")
+    tested = fit.over_waves({label: result.fit for label, result in waves.items()})
+    stale = pooled.fit.describe() if pooled.fit is not None and pooled.fit.flagged else None
+    notes = [*([tested.describe()] if tested is not None and tested.flagged else []), note,
+             *(line for line in pooled.notes if line != stale)]
 
     def refit(level, method, simultaneous):
         return pooled_over_waves(loaded, question_id, pooled.refit(level, method, simultaneous), level, method,
                                  simultaneous, wave_counts)
 
-    return bounded_over_waves(pooled, waves, {wave: result.n / total for wave, result in waves.items()}, wide,
-                              "n_wave/N", refit)
-
-
-def bounded_over_waves(pooled, waves: dict, shares: dict, wide, shares_are: str, refit):
-    """``pooled`` (an estimate over every wave) with each standard error the bound Σ_w shares[w]·SE_w over the ``waves``
-    ({wave: that wave's result}; ``shares_are`` says what the shares are, for the note), its intervals widened to match
-    and its fit test each wave's (`fit.over_waves`). The shares' intervals are those of ``wide(factor)``, an estimate at
-    the pooled effective n shrunk by factor², factor the largest ratio of the bound to ``pooled``'s SE among the
-    positive shares; the mean's interval is ``pooled``'s stretched about the estimate by the mean's own ratio. A
-    share the fit holds at 0 has a naive SE near 0 and a bound from waves that do not hold it there: on a 0..100 grid
-    its ratio reached 15 (0..1000: 117) where the others' stay below 1.4, and took the mean's interval to the whole
-    grid. Fewer than two waves: ``pooled`` as it is."""
-    if len(waves) < 2:
-        return pooled
-    bound = {column: sum(shares[wave] * result.table[column] for wave, result in waves.items())
-             for column in ("se", "unbiased_se")}
-    naive = pooled.table["se"]
-    ratios = (bound["se"] / naive)[(naive > 0) & (pooled.table["estimate"] > 0)]
-    factor = max(float(ratios.max()) if len(ratios) else 1.0, 1.0)
-    widened_table = wide(factor).table
-    table = pooled.table.copy()
-    table["se"], table["unbiased_se"] = bound["se"], bound["unbiased_se"]
-    table["ci_low"] = np.minimum(widened_table["ci_low"].to_numpy(), table["estimate"].to_numpy())
-    table["ci_high"] = np.maximum(widened_table["ci_high"].to_numpy(), table["estimate"].to_numpy())
-    mean, widened = pooled.mean, ""
-    if mean is not None:
-        # The mean's interval: the independent-reports one widened about the estimate by the mean's own ratio (an
-        # interval at an effective n of rounded counts centres elsewhere on a long grid, whose counts are mostly 0 or 1).
-        se = sum(shares[wave] * result.mean.se for wave, result in waves.items())
-        stretch = max(se / mean.se, 1.0) if mean.se > 0 else 1.0
-        values = pooled.scores if pooled.scores is not None else np.array(pooled.mechanism.answers, dtype=float)
-        low = max(mean.estimate - stretch * (mean.estimate - mean.ci.low), float(np.min(values)))
-        high = min(mean.estimate + stretch * (mean.ci.high - mean.estimate), float(np.max(values)))
-        mean = MeanEstimate(mean.estimate, se, type(mean.ci)(low, high), level=mean.level, method=mean.method,
-                            unbiased=mean.unbiased,
-                            unbiased_se=sum(shares[wave] * result.mean.unbiased_se for wave, result in waves.items()))
-        widened = f" (the mean's {stretch:.2f}×)"
-    note = (f"pooled over {len(waves)} waves of a panel: one person's memoized reports in several waves are "
-            f"correlated, so the standard error is the bound Σ ({shares_are})·SE_wave, valid whatever the correlation, "
-            f"and the intervals are {factor:.2f}× the independent-reports ones{widened}; estimate wave by wave "
-            "(--by-wave) for each wave's own figure")
-    tested = fit.over_waves({label: result.fit for label, result in waves.items()})
-    stale = pooled.fit.describe() if pooled.fit is not None and pooled.fit.flagged else None
-    notes = [*([tested.describe()] if tested is not None and tested.flagged else []), note,
-             *(line for line in pooled.notes if line != stale)]
     return dataclasses.replace(pooled, table=table, mean=mean, fit=tested, notes=notes, refit=refit,
                                covariance_source=None if pooled.covariance_source is None
                                else est.ScaledCovariance(pooled.covariance_source, factor**2))

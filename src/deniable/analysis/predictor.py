@@ -32,6 +32,7 @@ from deniable.client.compliance import GroupedMechanism
 from . import channels
 from .errors import AnalysisError
 from .formulas import all_questions, fit_from_starts, formula_frame, formula_names, randomized_arm
+from .weighted import panel_covariance_sample, sample_words
 
 FAMILIES = ("linear", "logistic")
 #: A fit is taken for a maximum when its largest score is this small against the information's scale.
@@ -203,7 +204,7 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
             raise AnalysisError(f"{latent_id}: a randomized predictor must be a yes/no question randomized on the "
                                 "device (not a compliance design such as cheating detection)", latent_id)
     frame = formula_frame(data, outcome, used, terms, design, latent=latent_id)
-    sample = None if design is None else design.resolve(frame)
+    sample = panel_covariance_sample(data, design, outcome, frame)
     channel = None
     if latent_id is not None:
         channel = channels.binary_channel(mechanism)
@@ -244,7 +245,7 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
             except patsy.PatsyError as error:
                 raise AnalysisError(f"predictor_terms {predictor_terms!r}: {error}") from None
     rows = frame.index.get_indexer(exog.index)
-    weights = None if sample is None else sample.weights[rows] / sample.weights[rows].mean()
+    weights = None if design is None else sample.weights[rows] / sample.weights[rows].mean()
     endog = pd.Series(frame[outcome].iloc[rows].to_numpy(dtype=float), index=exog.index, name=outcome)
     first_report = None if latent_id is None else first.iloc[rows].to_numpy()
     model = LatentPredictorModel(endog, exog, family, latent, latent_exog, first_report,
@@ -263,9 +264,10 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
         bread = np.linalg.pinv(information)
         fitted.cov_params_default = bread @ sample.covariance(scores) @ bread
         fitted.normalized_cov_params = fitted.cov_params_default
-        fitted.use_t, fitted.df_resid = True, sample.df
+        if design is not None:
+            fitted.use_t, fitted.df_resid = True, sample.df
         fitted._cache = {}
-    fitted.sample = "simple random sample" if sample is None else sample.description
+    fitted.sample = sample_words(design, sample)
     fitted.latent = latent_id
     return LikelihoodResultsWrapper(fitted)
 

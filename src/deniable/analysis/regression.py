@@ -37,6 +37,7 @@ from .errors import AnalysisError
 from .formulas import all_questions, boundary_terms, fit_from_starts, formula_frame, formula_names, missing_report, randomized_arm
 from .predictor import fit_latent_predictor
 from .sampling import SampleDesign
+from .weighted import panel_covariance_sample, sample_words
 
 
 class RandomizedLogit(GenericLikelihoodModel):
@@ -266,6 +267,7 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = N
         fitted = fit_from_starts(model, [np.zeros(exog.shape[1])], fit_kwargs, method="bfgs")
     else:
         fitted = fit_from_starts(RandomizedLogit(endog, exog, channel.p, channel.q), [np.zeros(exog.shape[1])], fit_kwargs)
+    fitted.sample = sample_words(None, None)  # as a design's result says its own (`sample_words`)
     # The wrapper gives pandas-labelled params, bse and conf_int, as statsmodels' own models do.
     return _judge_boundary(LikelihoodResultsWrapper(fitted), firth)
 
@@ -294,6 +296,7 @@ def _grouped_logistic(mechanism: GroupedMechanism, y: pd.Series, exog: pd.DataFr
     starts = [np.r_[np.zeros(width), theta] for theta in (-2.0, 0.0, 2.0)]
     result = LikelihoodResultsWrapper(fit_from_starts(model, starts, fit_kwargs, method="bfgs"))
     result._results.class_share = _class_share(result, model.constant_class)
+    result._results.sample = sample_words(None, None)
     return result
 
 
@@ -316,7 +319,26 @@ def _from_formula(formula: str, data, fit_kwargs: dict):
     except patsy.PatsyError as error:
         raise AnalysisError(f"formula {formula!r}: {error}") from None
     reports = frame.loc[design.index, outcome]
-    return logistic(question, reports, design, intercept=False, **fit_kwargs)
+    result = logistic(question, reports, design, intercept=False, **fit_kwargs)
+    sample = panel_covariance_sample(data, None, outcome, frame.loc[design.index])
+    return result if sample is None else _sandwich(result, sample, frame.loc[design.index].index)
+
+
+def _sandwich(result, sample, index: pd.Index):
+    """``result`` with the covariance H⁻¹·V(scores)·H⁻¹, V the covariance of the responses' scores that ``sample``
+    reads (a panel's pooled waves bounded: `weighted.panel_covariance_sample`), ``index`` its rows."""
+    fitted = result._results
+    model, params = fitted.model, np.asarray(fitted.params)
+    scores = np.zeros((len(index), len(params)))
+    scores[index.get_indexer(model.data.row_labels)] = model.score_obs(params)
+    bread = np.linalg.pinv(model.hessian(params))
+    fitted.cov_params_default = bread @ sample.covariance(scores) @ bread
+    fitted.normalized_cov_params = fitted.cov_params_default
+    fitted.sample = sample_words(None, sample)
+    fitted._cache = {}  # statsmodels caches bse and the tests it derives: from the covariance set here
+    if getattr(fitted, "class_share", None) is not None:
+        fitted.class_share = _class_share(result, model.constant_class)
+    return result
 
 
 def _design_logistic(formula: str, data, design, firth: bool, fit_kwargs: dict):
@@ -341,7 +363,7 @@ def _design_logistic(formula: str, data, design, firth: bool, fit_kwargs: dict):
         raise AnalysisError(f"formula: {', '.join(randomized)} {'is' if len(randomized) == 1 else 'are'} randomized; "
                             "covariates must be public questions (privacy: none), whose answers are known")
     frame = formula_frame(data, outcome, used, terms, design)
-    sample = design.resolve(frame)  # every response keeps its PSU, also one the model leaves out
+    sample = panel_covariance_sample(data, design, outcome, frame)  # every response keeps its PSU, also one left out
     if question.split_ballot is not None:
         frame[outcome] = frame[outcome].map(lambda report: randomized_arm(question.split_ballot, report))
     frame = frame.assign(**{outcome: frame[outcome].where(frame[outcome].map(lambda r: not missing_report(r)))})
@@ -375,7 +397,7 @@ def _design_logistic(formula: str, data, design, firth: bool, fit_kwargs: dict):
     fitted.cov_params_default = bread @ sample.covariance(scores) @ bread
     fitted.normalized_cov_params = fitted.cov_params_default
     fitted.use_t, fitted.df_resid = True, sample.df
-    fitted.sample = sample.description
+    fitted.sample = sample_words(design, sample)
     fitted._cache = {}  # statsmodels caches bse and the tests it derives: from the covariance set here
     result = LikelihoodResultsWrapper(fitted)
     if grouped:

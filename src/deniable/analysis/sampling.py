@@ -234,6 +234,8 @@ class Sample:
     description: str
     calibration: np.ndarray | None = None
     replicates: Replicates | None = None  # replicate weights (`replicates`): the variance from their spread
+    #: Each response's wave, where a panel's responses are pooled over waves that nothing links (`over_waves`).
+    waves: np.ndarray | None = None
 
     def __post_init__(self):
         psu_stratum = np.zeros(self.psu.max() + 1 if len(self.psu) else 0, dtype=np.int64)
@@ -303,10 +305,31 @@ class Sample:
 
     # --- the design-based covariance ------------------------------------------------------------------------
 
+    def over_waves(self, waves) -> "Sample":
+        """This sample, its covariances bounded over a panel's ``waves`` (each response's label): for a design whose
+        PSUs do not hold a person's waves together (no clusters: each response its own PSU), under which one person's
+        memoized reports in several waves would count as independent. See `covariance`."""
+        return dataclasses.replace(self, waves=np.asarray(waves, dtype=object))
+
     def covariance(self, scores: np.ndarray, diagonal: bool = False) -> np.ndarray:
         """The design-based covariance of Σᵢ scoresᵢ (rows: responses, each already weighted), with PSU totals within
-        strata: Σ_h (1 − f_h) n_h/(n_h − 1) Σ_j (z_hj − z̄_h)(z_hj − z̄_h)ᵀ (``diagonal``: its diagonal alone)."""
+        strata: Σ_h (1 − f_h) n_h/(n_h − 1) Σ_j (z_hj − z̄_h)(z_hj − z̄_h)ᵀ (``diagonal``: its diagonal alone).
+
+        Over a panel's waves (`over_waves`) the covariance of Σ_w T_w, T_w the wave's total, bounded whatever the
+        correlation between the waves: Σ_w C_w/p_w for any p_w > 0 with Σ p_w = 1 (Cauchy-Schwarz), C_w the design
+        covariance of the wave's scores alone and p_w ∝ √tr C_w, which makes a single functional's bound the tightest
+        one, (Σ_w SD_w)², and leaves a wave's own domain exact."""
         scores = np.asarray(scores, dtype=float)
+        if self.waves is None:
+            return self._covariance(scores, diagonal)
+        parts = [self._covariance(np.where((self.waves == wave)[:, None], scores, 0.0), diagonal)
+                 for wave in dict.fromkeys(self.waves)]
+        sizes = np.sqrt([max(float(part.sum() if diagonal else np.trace(part)), 0.0) for part in parts])
+        if sizes.sum() <= 0:
+            return sum(parts)
+        return sum(part * (sizes.sum() / size) for part, size in zip(parts, sizes) if size > 0)
+
+    def _covariance(self, scores: np.ndarray, diagonal: bool) -> np.ndarray:
         if self.replicates is not None:  # the replicate totals of the scores: Σᵢ (w_rᵢ/wᵢ)·scoresᵢ
             return self.replicates.covariance(self.replicates.multipliers.T @ scores, diagonal)
         if self.calibration is not None:
@@ -378,7 +401,7 @@ class ReportSpread:
     def covariance(self, functionals: np.ndarray, diagonal: bool = False) -> np.ndarray:
         """Cov(Gλ̂) for the rows G of ``functionals`` (m × R): m × m, or its diagonal."""
         along = np.asarray(functionals, dtype=float).T  # R × m
-        if self.sample.replicates is not None:
+        if self.sample.replicates is not None and self.sample.waves is None:  # each replicate's exact ratio
             return self.sample.replicates.covariance(self._replicate_frequencies @ along, diagonal)
         rows = np.flatnonzero(self.counted)
         influences = np.zeros((len(self.positions), along.shape[1]))
@@ -396,7 +419,7 @@ class ReportSpread:
         totals are the tally of the responses with those reports less each PSU's weight times their shares, as
         `matrix` builds them: O(n + PSUs·R), not the n·R of every response's influence on every report."""
         reports = len(self.lam)
-        if self.sample.replicates is not None or self.sample.calibration is not None:
+        if self.sample.replicates is not None or self.sample.calibration is not None or self.sample.waves is not None:
             return self.variances(lambda block: np.eye(len(block), reports, block[0]), reports)
         sample, counted = self.sample, self.counted
         psu_weight = np.bincount(sample.psu, weights=self.w, minlength=sample.n_psu)
@@ -425,11 +448,11 @@ class ReportSpread:
         sample, positions, counted, w, lam, total = (self.sample, self.positions, self.counted, self.w, self.lam,
                                                      self.total)
         reports = len(lam)
-        if sample.replicates is not None:
+        if sample.replicates is not None and sample.waves is None:
             return sample.replicates.covariance(self._replicate_frequencies)
         # The influence of each response on λ̂: wᵢ·(e_rᵢ − λ̂)/W inside the domain, 0 outside. Built per PSU without an
         # n × R matrix: Σᵢ∈j wᵢ e_rᵢ is a sparse tally.
-        if sample.calibration is None:
+        if sample.calibration is None and sample.waves is None:
             psu_report = np.zeros((sample.n_psu, reports))
             np.add.at(psu_report, (sample.psu[counted], positions[counted]), w[counted])
             psu_weight = np.bincount(sample.psu, weights=w, minlength=sample.n_psu)
