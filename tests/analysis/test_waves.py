@@ -384,3 +384,50 @@ def test_models_of_a_panel_s_pooled_waves_bound_their_covariance_over_the_waves(
     alone = linear("hours ~ burnout", load(frame.assign(wave="w1"), spec=survey))  # the same rows as one wave's
     assert PANEL_BOUND in fitted.sample and alone.sample == "simple random sample"
     assert float(fitted.bse["burnout[yes]"]) > 1.3 * float(alone.bse["burnout[yes]"])
+
+
+def test_a_panel_s_split_ballot_bounds_both_arms_over_the_waves():
+    """A panelist keeps their split-ballot arm in every wave (`Survey.arm_for`) and answers it alike, so both arms'
+    pooled shares are correlated over the waves: the randomized arm's SE is the pooled bound, the direct arm's the bound
+    Σ_w (n_w/N)·SE_w of its waves' binomial SEs, and the difference's SE their hypot (the arms are different people).
+    Counted as independent reports the comparison's one-sided p was too small. A group's comparison likewise."""
+    import random
+
+    import pandas as pd
+
+    from deniable.analysis import load, subgroups
+
+    survey = Survey.from_dict({"id": "pulse", "title": "Pulse", "repeated": True, "questions": [
+        {"id": "team", "type": "choice", "text": "Team?", "options": ["Sales", "Support"], "privacy": "none"},
+        {"id": "took", "type": "yes_no", "text": "Took supplies?", "split_ballot": {"direct": "1/3"},
+         "privacy": {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}}]})
+    rng, layer = random.Random(4), SeededSource(5)
+    rows = []
+    for person in range(900):
+        memo = Memo.from_secret(rng.randbytes(32))
+        answers = {"team": ["Sales", "Support"][person % 2], "took": "yes" if rng.random() < 0.3 else "no"}
+        for wave in ("w1", "w2", "w3"):
+            sent = survey.randomize(answers, rng=layer, memo=memo)
+            arm, report = sent["took"]["arm"], sent["took"]["report"]
+            # as an export lays it out: the arm, and the direct answer or the randomized report in its own column
+            rows.append({"team": sent["team"], "took.arm": arm, "took.direct": report if arm == "direct" else None,
+                         "took": report if arm == "randomized" else None, "wave": wave})
+    frame = pd.DataFrame(rows)
+    data = load(frame, spec=survey)
+    table = data.estimate("took").split_ballot
+    naive = load(frame[frame["wave"] == "w1"], spec=survey).estimate("took").split_ballot  # one wave: no bound
+    per_wave = [load(frame[frame["wave"] == w], spec=survey).estimate("took").split_ballot.loc["direct"]
+                for w in ("w1", "w2", "w3")]
+    n = sum(row["n"] for row in per_wave)
+    assert table.loc["direct", "se"] == pytest.approx(sum(row["n"] / n * row["se"] for row in per_wave), rel=1e-12)
+    assert table.loc["randomized", "se"] == pytest.approx(data.estimate("took").table.loc["yes", "se"], rel=1e-12)
+    assert table.loc["difference", "se"] == pytest.approx(np.hypot(table.loc["direct", "se"],
+                                                                   table.loc["randomized", "se"]), rel=1e-12)
+    # about √3 times one wave's, where counting 3 waves as independent reports would have given about 1/√3 of it
+    assert table.loc["direct", "se"] == pytest.approx(naive.loc["direct", "se"], rel=0.15)
+    assert table.loc["direct", "ci_low"] <= table.loc["direct", "estimate"] <= table.loc["direct", "ci_high"]
+    assert table.loc["direct", "ci_high"] - table.loc["direct", "ci_low"] > 1.5 * 1.96 * table.loc["direct", "se"]
+    for team, result in subgroups(data, "took", "team").items():
+        rows_of = frame[frame["team"] == team]
+        alone = load(rows_of, spec=survey).estimate("took").split_ballot
+        pd.testing.assert_frame_equal(result.split_ballot, alone, rtol=1e-12)

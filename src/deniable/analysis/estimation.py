@@ -11,6 +11,7 @@ import dataclasses
 from deniable.client import Question
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.mechanisms import Mechanism
+from deniable.client.reports import WAVES
 
 from . import channels, distributions, likelihood, splitballot
 from .assignment import assignment_test
@@ -55,10 +56,13 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         else:
             result = estimate_counts(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
                                simultaneous, scores=scores(question))
-            split = splitballot.comparison(result, loaded.direct_counts(question_id), level) \
-                if loaded.has_split_ballot(question_id) else None
-            if loaded.repeated and len(loaded.waves) > 1:
+            panel = loaded.repeated and len(loaded.waves) > 1
+            if panel:
                 result = pooled_over_waves(loaded, question_id, result, level, method, simultaneous)
+            split = splitballot.comparison(
+                result, loaded.direct_counts(question_id), level,
+                [loaded.direct_counts(question_id, WAVES, wave) for wave in loaded.waves] if panel else None,
+            ) if loaded.has_split_ballot(question_id) else None
         return _finished(result, question, language, split, _assignment(loaded, question_id, question),
                          population=loaded.population(question_id),
                          versions=[v.label for v in loaded.versions_for(question_id)])

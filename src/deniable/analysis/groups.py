@@ -48,9 +48,12 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     counted = {v.spec_hash for v in loaded.versions_grouped_by(by)}
     versions = [v.label for v in loaded.versions_for(question_id) if v.spec_hash in counted]
     split = loaded.has_split_ballot(question_id)
+    direct_waves = (wave_counts_by(loaded, question_id, by, direct=True)
+                    if split and by != WAVES and loaded.repeated and len(loaded.waves) > 1 else {})
     return {value: dataclasses.replace(
                 result, versions=versions,
-                split_ballot=comparison(result, loaded.direct_counts(question_id, by, value), level) if split else None)
+                split_ballot=comparison(result, loaded.direct_counts(question_id, by, value), level,
+                                        list(direct_waves.get(key(value), {}).values()) or None) if split else None)
             for value, result in results.items()}
 
 

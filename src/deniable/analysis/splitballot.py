@@ -25,20 +25,32 @@ ASSUMPTION = ("the one-sided test assumes 'more is better': respondents hide 'ye
               "higher share of 'yes' than asking directly")
 
 
-def comparison(result, direct_counts, level: float) -> pd.DataFrame:
+def comparison(result, direct_counts, level: float, direct_waves: list | None = None) -> pd.DataFrame:
     """Rows ``direct``, ``randomized``, ``difference`` with columns estimate, se, ci_low, ci_high, n and p_value
     (the difference row's one-sided p). ``result``: the randomized arm's `EstimateResult`; ``direct_counts``:
-    the direct arm's counts of yes and no."""
+    the direct arm's counts of yes and no.
+
+    ``direct_waves``: a panel's direct counts wave by wave, when ``direct_counts`` pools them (and ``result`` is
+    bounded over the waves, `pooled`). A person keeps their arm in every wave and answers it alike, so the direct share's
+    SE is the bound Σ_w (n_w/N)·SE_w, valid whatever the correlation, and its Wilson interval is taken at the effective
+    n that matches it; the arms are still different people, independent."""
     direct_counts = np.asarray(direct_counts, dtype=np.int64)
     yes, n_direct = int(direct_counts[0]), int(direct_counts.sum())
     z = distributions.norm_isf((1 - level) / 2)
     if n_direct:
         share = yes / n_direct
         direct_se = math.sqrt(share * (1 - share) / n_direct)
+        effective = n_direct
+        waves = [np.asarray(counts, dtype=float) for counts in direct_waves or [] if np.sum(counts) > 0]
+        if len(waves) > 1:
+            bound = sum(c.sum() / n_direct * math.sqrt(c[0] / c.sum() * (1 - c[0] / c.sum()) / c.sum()) for c in waves)
+            if bound > direct_se:
+                effective = n_direct * (direct_se / bound) ** 2 if direct_se > 0 else n_direct
+                direct_se = bound
         # Wilson's score interval, as statsmodels' proportion_confint(method="wilson") writes it.
-        denominator = 1 + z * z / n_direct
-        center = (share + z * z / (2 * n_direct)) / denominator
-        half = z * math.sqrt(share * (1 - share) / n_direct + z * z / (4 * n_direct**2)) / denominator
+        denominator = 1 + z * z / effective
+        center = (share + z * z / (2 * effective)) / denominator
+        half = z * math.sqrt(share * (1 - share) / effective + z * z / (4 * effective**2)) / denominator
         low, high = center - half, center + half
         direct_low, direct_high = max(min(low, share), 0.0), min(max(high, share), 1.0)  # rounding at 0 and n
     else:
