@@ -14,7 +14,7 @@ from deniable.client.mechanisms import Mechanism
 from deniable.client.reports import WAVES
 
 from . import channels, distributions, likelihood, splitballot
-from .assignment import assignment_test
+from .assignment import assignment_test, over_waves
 from .counting import count_reports
 from .errors import AnalysisError
 from .from_counts import estimate_counts
@@ -111,7 +111,15 @@ def _finished(result: EstimateResult, question: Question, language: str | None, 
 
 def _assignment(loaded, question_id: str, question: Question):
     """The public markers' counts tested against the design's draw (`assignment`); None where there are none, or where
-    pooled versions drew a split ballot's arms with different shares."""
+    pooled versions drew a split ballot's arms with different shares. A panel's wave by wave (`assignment.over_waves`:
+    a panelist keeps their marker in every wave)."""
+    if loaded.repeated and len(loaded.waves) > 1:
+        return over_waves([_marker_test(loaded, question_id, question, (WAVES, wave)) for wave in loaded.waves])
+    return _marker_test(loaded, question_id, question, (None, None))
+
+
+def _marker_test(loaded, question_id: str, question: Question, among: tuple):
+    """`_assignment` of the respondents with ``among`` = (public question or `WAVES`, its level); (None, None): all."""
     mechanism = question.mechanism
     splits = {None if (split := v.survey.questions[question_id].split_ballot) is None else split.direct
               for v in loaded.versions_for(question_id)}
@@ -119,11 +127,11 @@ def _assignment(loaded, question_id: str, question: Question):
         if len(splits) != 1:  # pooled with versions asking it otherwise: no one share the arms were drawn with
             return None
         share = float(next(iter(splits)))
-        return assignment_test("arm", {"direct": int(loaded.direct_counts(question_id).sum()),
-                                       "randomized": int(loaded.question_counts(question_id).sum())},
+        return assignment_test("arm", {"direct": int(loaded.direct_counts(question_id, *among).sum()),
+                                       "randomized": int(loaded.question_counts(question_id, *among).sum())},
                                {"direct": share, "randomized": 1 - share})
     if isinstance(mechanism, GroupedMechanism):
-        counts = loaded.question_counts(question_id)
+        counts = loaded.question_counts(question_id, *among)
         by_group = {group: int(sum(c for r, c in zip(mechanism.reports, counts) if r["group"] == group))
                     for group in mechanism.groups}
         return assignment_test("group", by_group, {group: 1 / len(mechanism.groups) for group in mechanism.groups})
