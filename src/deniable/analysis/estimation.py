@@ -54,9 +54,10 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
             result = design_estimate(loaded, question_id, design, level, method, simultaneous)
             split = result.split_ballot
         else:
-            result = estimate_counts(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
-                               simultaneous, scores=scores(question))
             panel = loaded.repeated and len(loaded.waves) > 1
+            # A panel's fit is tested wave by wave (`pooled_over_waves`): the pooled counts' own test is not read.
+            result = estimate_counts(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
+                                     simultaneous, scores=scores(question), test_fit=not panel)
             if panel:
                 result = pooled_over_waves(loaded, question_id, result, level, method, simultaneous)
             split = splitballot.comparison(

@@ -36,10 +36,11 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     if design is not None:
         return design_subgroups(loaded, question_id, by, design, level, method, simultaneous)
     question = loaded.question(question_id)
+    panel = by != WAVES and loaded.repeated and len(loaded.waves) > 1
     results = {value: estimate_counts(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
-                                question_id, simultaneous, scores=scores(question))
+                                      question_id, simultaneous, scores=scores(question), test_fit=not panel)
                for value in loaded.levels(by) if nothing_to_estimate(loaded, question_id, by, value) is None}
-    if by != WAVES and loaded.repeated and len(loaded.waves) > 1:
+    if panel:
         # A panel's group pools its people's waves, as the whole survey's estimate does: bounded the same way.
         per_level = wave_counts_by(loaded, question_id, by)
         results = {value: pooled_over_waves(loaded, question_id, result, level, method, simultaneous,

@@ -32,15 +32,23 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     design-based figure bounds its sample's covariance instead: `weighted.panel_sample`.)
 
     ``wave_counts``: {wave: the reports' counts} behind ``pooled`` (a subgroup's, `wave_counts_by`); by default every
-    respondent's, wave by wave."""
+    respondent's, wave by wave. ``pooled`` was estimated without a fit test (``test_fit=False``): its fit is tested here,
+    wave by wave."""
     question = loaded.question(question_id)
     if wave_counts is None:
         wave_counts = {wave: loaded.question_counts(question_id, WAVES, wave) for wave in loaded.waves}
     # Each wave as `waves.by_wave` estimates it (the same call as each of `groups.subgroups`' levels).
     waves = {wave: estimate_counts(question.mechanism, counts, level, method, question_id, scores=scores(question))
              for wave, counts in wave_counts.items() if np.sum(counts) > 0}
-    if len(waves) < 2:
-        return pooled
+    tested = fit.over_waves({label: result.fit for label, result in waves.items()})
+    failed = [tested.describe()] if tested is not None and tested.flagged else []
+
+    def refit(level, method, simultaneous):
+        return pooled_over_waves(loaded, question_id, pooled.refit(level, method, simultaneous), level, method,
+                                 simultaneous, wave_counts)
+
+    if len(waves) < 2:  # one wave's reports: nothing to bound; its test is the pooled counts' own
+        return dataclasses.replace(pooled, fit=tested, notes=[*failed, *pooled.notes], refit=refit)
     total = sum(result.n for result in waves.values())
     bound = {column: sum(result.n / total * result.table[column] for result in waves.values())
              for column in ("se", "unbiased_se")}
@@ -75,15 +83,7 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
             "correlated, so the standard error is the bound Σ (n_wave/N)·SE_wave, valid whatever the correlation, and "
             f"the intervals are {factor:.2f}× the independent-reports ones{widened}; estimate wave by wave (--by-wave) "
             "for each wave's own figure")
-    tested = fit.over_waves({label: result.fit for label, result in waves.items()})
-    stale = pooled.fit.describe() if pooled.fit is not None and pooled.fit.flagged else None
-    notes = [*([tested.describe()] if tested is not None and tested.flagged else []), note,
-             *(line for line in pooled.notes if line != stale)]
-
-    def refit(level, method, simultaneous):
-        return pooled_over_waves(loaded, question_id, pooled.refit(level, method, simultaneous), level, method,
-                                 simultaneous, wave_counts)
-
+    notes = [*failed, note, *pooled.notes]
     return dataclasses.replace(pooled, table=table, mean=mean, fit=tested, notes=notes, refit=refit,
                                covariance_source=None if pooled.covariance_source is None
                                else est.ScaledCovariance(pooled.covariance_source, factor**2))
