@@ -54,7 +54,7 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
             result = design_estimate(loaded, question_id, design, level, method, simultaneous)
             split = result.split_ballot
         else:
-            panel = loaded.repeated and len(loaded.waves) > 1
+            panel = loaded.pools_waves
             # A panel's fit is tested wave by wave (`pooled_over_waves`): the pooled counts' own test is not read.
             result = estimate_counts(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
                                      simultaneous, scores=scores(question), test_fit=not panel)
@@ -114,7 +114,7 @@ def _assignment(loaded, question_id: str, question: Question):
     """The public markers' counts tested against the design's draw (`assignment`); None where there are none, or where
     pooled versions drew a split ballot's arms with different shares. A panel's wave by wave (`assignment.over_waves`:
     a panelist keeps their marker in every wave)."""
-    if loaded.repeated and len(loaded.waves) > 1:
+    if loaded.pools_waves:
         return over_waves([_marker_test(loaded, question_id, question, (WAVES, wave)) for wave in loaded.waves])
     return _marker_test(loaded, question_id, question, (None, None))
 

@@ -36,7 +36,7 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     if design is not None:
         return design_subgroups(loaded, question_id, by, design, level, method, simultaneous)
     question = loaded.question(question_id)
-    panel = by != WAVES and loaded.repeated and len(loaded.waves) > 1
+    panel = by != WAVES and loaded.pools_waves
     results = {value: estimate_counts(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
                                       question_id, simultaneous, scores=scores(question), test_fit=not panel)
                for value in loaded.levels(by) if nothing_to_estimate(loaded, question_id, by, value) is None}
@@ -50,7 +50,7 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     versions = [v.label for v in loaded.versions_for(question_id) if v.spec_hash in counted]
     split = loaded.has_split_ballot(question_id)
     direct_waves = (wave_counts_by(loaded, question_id, by, direct=True)
-                    if split and by != WAVES and loaded.repeated and len(loaded.waves) > 1 else {})
+                    if split and by != WAVES and loaded.pools_waves else {})
     return {value: dataclasses.replace(
                 result, versions=versions,
                 split_ballot=comparison(result, loaded.direct_counts(question_id, by, value), level,

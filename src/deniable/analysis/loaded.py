@@ -142,6 +142,12 @@ class LoadedSurvey:
         return any(v.survey.repeated is not None for v in self.versions)
 
     @property
+    def pools_waves(self) -> bool:
+        """Whether a figure of every response pools a panel's waves: one person's memoized reports in several of them
+        are correlated, which its standard errors and tests must allow for (`pooled`, `Sample.over_waves`)."""
+        return self.repeated and len(self.waves) > 1
+
+    @property
     def waves(self) -> list[str]:
         """The labels of the waves with responses, in the order they opened."""
         if not self.repeated:

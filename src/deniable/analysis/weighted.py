@@ -130,10 +130,10 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
 
 
 #: What a design-based figure of a panel's pooled waves says of its covariance (`panel_sample`).
-PANEL_BOUND = ("pooled over the waves of a panel by a design without clusters: one person's memoized reports in several "
-               "waves are correlated and nothing links them, so each standard error is the bound (Σ SD_wave)² on the "
-               "variance, valid whatever the correlation, and the design effect and effective n include it; give "
-               "clusters that hold each person's waves to count the correlation instead")
+PANEL_BOUND = ("pooled over a panel's waves with no clusters that hold each person's waves: one person's memoized "
+               "reports in several waves are correlated and nothing links them, so each variance is the bound "
+               "(Σ SD_wave)², valid whatever the correlation (a design-based estimate's design effect and effective n "
+               "include it); give clusters that hold each person's waves to count the correlation instead")
 
 
 def panel_sample(loaded, design: SampleDesign, question_id: str, frame: pd.DataFrame, sample, by: str | None = None):
@@ -142,7 +142,7 @@ def panel_sample(loaded, design: SampleDesign, question_id: str, frame: pd.DataF
     a wave's own domain (``by``), and no clusters (each response its own PSU, so a person's waves would count as
     independent; on a test panel a share's SE was 0.0405 where the bound is 0.057). With clusters, a panel's people
     are taken to be nested in them, and the linearization within PSUs counts their correlation."""
-    if not (loaded.repeated and len(loaded.waves) > 1 and by != WAVES and design.clusters is None):
+    if not (loaded.pools_waves and by != WAVES and design.clusters is None):
         return sample
     waves = frame[WAVES] if WAVES in frame.columns else loaded.design_frame(question_id, [WAVES])[WAVES]
     return sample.over_waves(waves.reindex(frame.index).to_numpy())
@@ -363,7 +363,7 @@ def _reports_test(loaded, question_id: str, mechanism, index: pd.Index, position
     memoized reports in several waves are correlated)."""
     kept = (positions >= 0) & (domain if domain is not None else True)
     size = len(mechanism.reports)
-    if not (loaded.repeated and len(loaded.waves) > 1):
+    if not loaded.pools_waves:
         return fit.test_counts(mechanism, np.bincount(positions[kept], minlength=size))
     waves = loaded.design_frame(question_id, [WAVES])[WAVES].reindex(index).to_numpy()
     return fit.over_waves({wave: fit.test_counts(mechanism, np.bincount(positions[kept & (waves == wave)],
