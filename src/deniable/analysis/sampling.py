@@ -308,8 +308,10 @@ class Sample:
     def over_waves(self, waves) -> "Sample":
         """This sample, its covariances bounded over a panel's ``waves`` (each response's label): for a design whose
         PSUs do not hold a person's waves together (no clusters: each response its own PSU), under which one person's
-        memoized reports in several waves would count as independent. See `covariance`."""
-        return dataclasses.replace(self, waves=np.asarray(waves, dtype=object))
+        memoized reports in several waves would count as independent. See `covariance`. A response without a wave (a
+        version asked before the survey was repeated) is in a group of its own, as another wave."""
+        labels = pd.Series(np.asarray(waves, dtype=object), dtype=object)
+        return dataclasses.replace(self, waves=labels.where(labels.notna(), None).to_numpy(dtype=object))
 
     def covariance(self, scores: np.ndarray, diagonal: bool = False) -> np.ndarray:
         """The design-based covariance of Σᵢ scoresᵢ (rows: responses, each already weighted), with PSU totals within
