@@ -530,3 +530,38 @@ def _same_test(found, expected):
     assert (found.method, found.df) == (expected.method, expected.df)
     assert found.statistic == pytest.approx(expected.statistic, rel=1e-9, abs=1e-9)
     assert found.pvalue == pytest.approx(expected.pvalue, rel=1e-9)
+
+
+def test_a_sample_over_a_panel_s_waves_bounds_each_figure_by_the_sum_of_its_waves_spreads():
+    """`Sample.over_waves`: for one functional the variance is (Σ_w SD_w)², SD_w the design SD of the wave's part alone
+    (the Cauchy-Schwarz bound at its tightest); a wave's own domain is exact; one wave is the plain covariance; for many
+    functionals the matrix is Σ_w C_w/p_w with one p_w ∝ √tr C_w, at least each figure's own bound; a response without
+    a wave is a group of its own."""
+    rng = np.random.default_rng(3)
+    n = 600
+    frame = pd.DataFrame({"s": rng.integers(0, 3, n).astype(str)}, index=pd.RangeIndex(n))
+    sample = SampleDesign(strata="s").resolve(frame)
+    waves = np.array(["w1", "w2", "w3"], dtype=object)[rng.integers(0, 3, n)]
+    bounded = sample.over_waves(waves)
+    scores = rng.normal(size=(n, 3)) + np.array([0.0, 1.0, -2.0])
+    parts = [sample.covariance(np.where((waves == w)[:, None], scores, 0.0)) for w in ("w1", "w2", "w3")]
+    for column in range(3):
+        one = scores[:, [column]]
+        expected = sum(np.sqrt(part[column, column]) for part in parts) ** 2
+        assert bounded.covariance(one)[0, 0] == pytest.approx(expected, rel=1e-12)
+    matrix = bounded.covariance(scores)
+    sizes = np.sqrt([np.trace(part) for part in parts])
+    assert matrix == pytest.approx(sum(part * sizes.sum() / size for part, size in zip(parts, sizes)), rel=1e-12)
+    assert (np.diag(matrix) >= [sum(np.sqrt(p[j, j]) for p in parts) ** 2 * (1 - 1e-12) for j in range(3)]).all()
+    assert np.diag(matrix) == pytest.approx(bounded.covariance(scores, diagonal=True), rel=1e-12)
+    in_w2 = np.where((waves == "w2")[:, None], scores, 0.0)
+    assert bounded.covariance(in_w2) == pytest.approx(sample.covariance(in_w2), rel=1e-12)
+    assert sample.over_waves(np.full(n, "w1", dtype=object)).covariance(scores) == pytest.approx(
+        sample.covariance(scores), rel=1e-12)
+    unlabelled = waves.copy()
+    unlabelled[:50] = np.nan
+    missing = sample.over_waves(unlabelled)
+    assert sum(wave is None for wave in missing.waves) == 50
+    rows = np.zeros((n, 1))
+    rows[:50] = 1.0  # the unlabelled responses' own part is counted, not dropped
+    assert missing.covariance(rows)[0, 0] == pytest.approx(sample.covariance(rows)[0, 0], rel=1e-12)
