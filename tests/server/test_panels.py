@@ -296,3 +296,28 @@ def test_waves_are_domains_of_the_sample_design_on_every_loader_and_the_cli(stor
         table = estimate_table(data, ["burnout"], by=WAVES, design=design)
     assert "joint linearization" in " ".join(table.texts) and table.frame["se"].to_numpy() == pytest.approx(
         [from_db[w].table.loc[a, "se"] for w in from_db for a in ("yes", "no")], rel=1e-12)
+
+
+def test_a_panel_s_groups_are_bounded_over_the_waves_on_every_surface(runner, db_path, store, panel):
+    """Each team pools its people's two waves, so its figures are bounded over the waves as the whole survey's are:
+    from the database (its per-response frame gives each team's counts wave by wave), the same numbers in Python and
+    the CLI."""
+    from deniable.analysis import subgroups
+
+    data = load(db=db_path, survey_id="pulse")
+    groups = subgroups(data, "burnout", "team")
+    assert set(groups) == {"Sales", "Engineering", "Support"}
+    frame = data.frame().join(data.design_frame("burnout", [WAVES])[[WAVES]])
+    for team, result in groups.items():
+        assert any(note.startswith("pooled over 2 waves") for note in result.notes)
+        counts = {wave: frame.loc[(frame["team"] == team) & (frame[WAVES] == wave), "burnout"].value_counts()
+                  for wave in data.waves}
+        assert result.n == sum(int(part.sum()) for part in counts.values())
+        assert result.fit.method.endswith("the smallest p of 2 waves; Bonferroni")
+    listed = json.loads(runner.invoke(main, ["estimate", "pulse", "--by", "team", "--question", "burnout", "--format",
+                                             "json", "--db", db_path]).output)
+    assert {(row["group"], row["answer"]) for row in listed} == {(t, a) for t in groups for a in ("yes", "no")}
+    for row in listed:
+        table = groups[row["group"]].table
+        assert row["se"] == pytest.approx(table.at[row["answer"], "se"], abs=5e-5)
+        assert row["ci_low"] == pytest.approx(table.at[row["answer"], "ci_low"], abs=5e-5)
