@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from deniable.client import Question
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.mechanisms import Mechanism
@@ -47,6 +49,7 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
     if hasattr(question_or_mechanism, "question_counts"):  # a LoadedSurvey
         loaded, question_id = question_or_mechanism, reports
         question = loaded.question(question_id)
+        panel = loaded.pools_waves and design is None  # a design bounds a panel through its sample (`panel_sample`)
         empty = nothing_to_estimate(loaded, question_id)
         if empty is not None:
             raise AnalysisError(f"{question_id}: {empty}")
@@ -54,7 +57,6 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
             result = design_estimate(loaded, question_id, design, level, method, simultaneous)
             split = result.split_ballot
         else:
-            panel = loaded.pools_waves
             # A panel's fit is tested wave by wave (`pooled_over_waves`): the pooled counts' own test is not read.
             result = estimate_counts(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
                                      simultaneous, scores=scores(question), test_fit=not panel)
@@ -65,6 +67,8 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
                 [loaded.direct_counts(question_id, WAVES, wave) for wave in loaded.waves] if panel else None,
             ) if loaded.has_split_ballot(question_id) else None
         return _finished(result, question, language, split, _assignment(loaded, question_id, question),
+                         [loaded.question_counts(question_id, WAVES, wave) for wave in loaded.waves]
+                         if loaded.pools_waves else None,
                          population=loaded.population(question_id),
                          versions=[v.label for v in loaded.versions_for(question_id)])
     if isinstance(question_or_mechanism, Question):
@@ -94,11 +98,12 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
 
 
 def _finished(result: EstimateResult, question: Question, language: str | None, split_ballot=None, assignment=None,
-              **facts) -> EstimateResult:
+              wave_counts: list | None = None, **facts) -> EstimateResult:
     """The result as published, built once from the estimate and what surrounds it: the split ballot's comparison,
     the assignment test, the control question's check (each failure leading the notes), whom the question was asked
-    of and which versions were counted (``facts``), the text and labels in ``language``."""
-    control, control_note = _control(result, question)
+    of and which versions were counted (``facts``), the text and labels in ``language``. ``wave_counts``: a panel's
+    counts wave by wave, which the control's test reads (`_control`)."""
+    control, control_note = _control(result, question, wave_counts)
     lead = [control_note] if control_note else []
     if assignment is not None and assignment.flagged:
         lead.append(assignment.describe())
@@ -139,19 +144,31 @@ def _marker_test(loaded, question_id: str, question: Question, among: tuple):
     return None
 
 
-def _control(result: EstimateResult, question: Question) -> tuple[dict | None, str | None]:
+def _control(result: EstimateResult, question: Question, wave_counts: list | None = None) -> tuple[dict | None, str | None]:
     """A known-share control (``control: {share: 0}``): did the design recover the known "yes" share? Its interval and
-    a likelihood-ratio test of the share (p), and the note that says so; (None, None) for other questions."""
+    a likelihood-ratio test of the share (p), and the note that says so; (None, None) for other questions. A panel's
+    test is each wave's own (``wave_counts``), the smallest p Bonferroni-corrected: its pooled counts are overdispersed
+    by one person's memoized waves, as its interval (bounded over the waves) already allows for."""
     if getattr(question, "control", None) is None:
         return None, None
     share = float(question.control)
     low, high = result.table.loc["yes", ["ci_low", "ci_high"]]
     q = channels.channel_matrix(result.mechanism)
-    peak = likelihood.loglikelihood(q, result.counts, likelihood.maximise(q, result.counts)[0])
-    statistic = max(2 * (peak - likelihood.profile_loglikelihood(q, result.counts, 0, share)), 0.0)
-    p_value = float(distributions.chi2_sf(statistic, 1))
+
+    def tested(counts) -> float:
+        peak = likelihood.loglikelihood(q, counts, likelihood.maximise(q, counts)[0])
+        statistic = max(2 * (peak - likelihood.profile_loglikelihood(q, counts, 0, share)), 0.0)
+        return float(distributions.chi2_sf(statistic, 1))
+
+    waves = [counts for counts in wave_counts or [] if np.sum(counts) > 0]
+    if len(waves) > 1:
+        p_value = min(1.0, len(waves) * min(tested(counts) for counts in waves))
+        test = f"likelihood-ratio p = {p_value:.3g}, each wave's own, the smallest of {len(waves)}, Bonferroni"
+    else:
+        p_value = tested(result.counts)
+        test = f"likelihood-ratio p = {p_value:.3g}"
     recovered = bool(low - 1e-9 <= share <= high + 1e-9)
-    where = f"the {result.level:.0%} interval [{low:.3g}, {high:.3g}] (likelihood-ratio p = {p_value:.3g})"
+    where = f"the {result.level:.0%} interval [{low:.3g}, {high:.3g}] ({test})"
     note = (f"control question: its known share {share:g} is inside {where}: the design recovered it" if recovered else
             f"CONTROL FAILED: the known share {share:g} is outside {where}: respondents may not have "
             "followed the instructions, and the other estimates deserve the same doubt")
