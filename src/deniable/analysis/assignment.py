@@ -53,7 +53,7 @@ def over_waves(tests: list) -> AssignmentTest | None:
         return tests[0] if tests else None
     first = tests[0]
     counts = {name: sum(test.counts[name] for test in tests) for name in first.counts}
-    return AssignmentTest(first.what, counts, first.expected, min(1.0, len(tests) * min(t.pvalue for t in tests)),
+    return AssignmentTest(first.what, counts, first.expected, distributions.bonferroni(t.pvalue for t in tests),
                           len(tests))
 
 

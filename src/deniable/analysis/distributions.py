@@ -38,6 +38,13 @@ def t_sf(x, df):
     return special.stdtr(df, -np.asarray(x, dtype=float))
 
 
+def bonferroni(pvalues) -> float:
+    """The smallest of several p-values, Bonferroni-corrected (times their number, at most 1): a test of them all that
+    holds whatever their dependence (a panel's waves, a multi-select question's parts)."""
+    pvalues = list(pvalues)
+    return min(1.0, len(pvalues) * min(pvalues))
+
+
 def chi2_ppf(q, df):
     """χ²'s quantile: x with P(X ≤ x) = q on ``df`` degrees of freedom."""
     return 2 * special.gammaincinv(np.asarray(df, dtype=float) / 2, q)

@@ -162,7 +162,7 @@ def _control(result: EstimateResult, question: Question, wave_counts: list | Non
 
     waves = [counts for counts in wave_counts or [] if np.sum(counts) > 0]
     if len(waves) > 1:
-        p_value = min(1.0, len(waves) * min(tested(counts) for counts in waves))
+        p_value = distributions.bonferroni(tested(counts) for counts in waves)
         test = f"likelihood-ratio p = {p_value:.3g}, each wave's own, the smallest of {len(waves)}, Bonferroni"
     else:
         p_value = tested(result.counts)

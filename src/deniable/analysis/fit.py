@@ -245,7 +245,7 @@ def over_waves(tests: dict) -> FitTest | None:
     if len(tested) == 1:
         return next(iter(tested.values()))
     label, smallest = min(tested.items(), key=lambda item: item[1].pvalue)
-    return FitTest(smallest.statistic, smallest.df, min(1.0, len(tested) * smallest.pvalue),
+    return FitTest(smallest.statistic, smallest.df, distributions.bonferroni(t.pvalue for t in tested.values()),
                    f"wave {label}'s, {smallest.method}, the smallest p of {len(tested)} waves; Bonferroni")
 
 
@@ -274,8 +274,7 @@ def _multi_select(mechanism: UnaryMechanism, counts: np.ndarray) -> FitTest:
         selected = counts[[option in report for report in mechanism.reports]].sum()
         share = float(np.clip((selected / n - bit.q) / (bit.p - bit.q), 0, 1))
         tests.append(saturated_test(bit_q, np.array([selected, n - selected]), np.array([share, 1 - share])))
-    smallest = min(tests, key=lambda t: t.pvalue)
-    pvalue = min(1.0, len(tests) * smallest.pvalue)
+    pvalue = distributions.bonferroni(test.pvalue for test in tests)
     return FitTest(tests[0].statistic, tests[0].df, pvalue,
                    f"number selected, {tests[0].method}, and each option's bit exact; Bonferroni over {len(tests)}")
 
