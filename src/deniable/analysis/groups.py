@@ -40,17 +40,15 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     results = {value: estimate_counts(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
                                       question_id, simultaneous, scores=scores(question), test_fit=not panel)
                for value in loaded.levels(by) if nothing_to_estimate(loaded, question_id, by, value) is None}
+    per_level, direct_waves = wave_counts_by(loaded, question_id, by) if panel else ({}, {})
     if panel:
         # A panel's group pools its people's waves, as the whole survey's estimate does: bounded the same way.
-        per_level = wave_counts_by(loaded, question_id, by)
         results = {value: pooled_over_waves(loaded, question_id, result, level, method, simultaneous,
                                             per_level.get(key(value), {}))
                    for value, result in results.items()}
     counted = {v.spec_hash for v in loaded.versions_grouped_by(by)}
     versions = [v.label for v in loaded.versions_for(question_id) if v.spec_hash in counted]
     split = loaded.has_split_ballot(question_id)
-    direct_waves = (wave_counts_by(loaded, question_id, by, direct=True)
-                    if split and by != WAVES and loaded.pools_waves else {})
     return {value: dataclasses.replace(
                 result, versions=versions,
                 split_ballot=comparison(result, loaded.direct_counts(question_id, by, value), level,

@@ -89,27 +89,32 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
                                else est.ScaledCovariance(pooled.covariance_source, factor**2))
 
 
-def wave_counts_by(loaded, question_id: str, by: str, direct: bool = False) -> dict:
-    """{key of a level of ``by``: {wave: counts of ``question_id``'s reports among its respondents, in report order}}:
-    what each subgroup of a repeated survey is bounded by. Read from the per-response frame (the stored counts are
-    grouped by one question at a time); a split ballot's randomized arm only, as `LoadedSurvey.question_counts`
-    (``direct``: its direct arm's answers instead, in answer order, as `LoadedSurvey.direct_counts`)."""
+def wave_counts_by(loaded, question_id: str, by: str) -> tuple[dict, dict]:
+    """({key of a level of ``by``: {wave: counts of ``question_id``'s reports among its respondents, in report order}},
+    the same of a split ballot's direct answers, in answer order; empty without one): what each subgroup of a repeated
+    survey is bounded by. Read from the per-response frame, once (the stored counts are grouped by one question at a
+    time); the reports of a split ballot's randomized arm only, as `LoadedSurvey.question_counts` and `direct_counts`."""
     question = loaded.question(question_id)
     frame = loaded.design_frame(question_id, [by, WAVES])
     reports = frame[question_id]
-    if direct:
-        split = question.split_ballot
-        index = {key(answer): position for position, answer in enumerate(question.mechanism.answers)}
-        arms = [None if is_missing(value) else split.unwrap(value) for value in reports]
-        positions = np.array([index[key(arm[1])] if arm is not None and arm[0] == "direct" else -1 for arm in arms],
-                             dtype=np.int64)
-        size = len(index)
-    else:
-        if question.split_ballot is not None:
-            reports = reports.map(lambda value: randomized_report(question.split_ballot, value))
-        positions, size = report_positions(question.mechanism, reports.tolist()), len(question.mechanism.reports)
-    table = pd.DataFrame({"level": frame[by].map(lambda v: None if is_missing(v) else key(v)).to_numpy(),
-                          "wave": frame[WAVES].to_numpy(), "report": positions})
+    levels = frame[by].map(lambda v: None if is_missing(v) else key(v)).to_numpy()
+    waves = frame[WAVES].to_numpy()
+    split = question.split_ballot
+    counted = _by_level_and_wave(levels, waves, report_positions(
+        question.mechanism, (reports if split is None else reports.map(lambda v: randomized_report(split, v))).tolist()),
+        len(question.mechanism.reports))
+    if split is None:
+        return counted, {}
+    index = {key(answer): position for position, answer in enumerate(question.mechanism.answers)}
+    arms = [None if is_missing(value) else split.unwrap(value) for value in reports]
+    direct = np.array([index[key(arm[1])] if arm is not None and arm[0] == "direct" else -1 for arm in arms],
+                      dtype=np.int64)
+    return counted, _by_level_and_wave(levels, waves, direct, len(index))
+
+
+def _by_level_and_wave(levels: np.ndarray, waves: np.ndarray, positions: np.ndarray, size: int) -> dict:
+    """{level: {wave: counts of the positions (≥ 0) over ``size``}}."""
+    table = pd.DataFrame({"level": levels, "wave": waves, "report": positions})
     table = table[(table["report"] >= 0) & table["level"].notna() & table["wave"].notna()]
     counted: dict = {}
     for (level, wave), part in table.groupby(["level", "wave"], sort=False):

@@ -114,7 +114,7 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
                      "joint linearization within PSUs, its test a t on the design's degrees of freedom")
     raw = np.bincount(positions[(positions >= 0) & (domain if domain is not None else True)],
                       minlength=len(mechanism.reports))
-    tested = _reports_test(loaded, question_id, mechanism, frame.index, positions, domain)
+    tested = _reports_test(loaded, question_id, mechanism, frame, positions, domain)
     notes += [f"design-based: {sample.description}; {sample.n_psu:,} PSUs in {sample.n_strata:,} strata "
               f"({sample.df:,} degrees of freedom); design effect {deff:.3g}, effective n {n / deff:,.0f} of {n:,}",
               f"intervals at the effective n (Korn and Graubard); {FIT_ON_REPORTS}"]
@@ -144,8 +144,21 @@ def panel_sample(loaded, design: SampleDesign, question_id: str, frame: pd.DataF
     are taken to be nested in them, and the linearization within PSUs counts their correlation."""
     if not (loaded.pools_waves and by != WAVES and design.clusters is None):
         return sample
+    return sample.over_waves(_waves_of(loaded, question_id, frame))
+
+
+def _waves_of(loaded, question_id: str, frame: pd.DataFrame) -> np.ndarray:
+    """Each row's wave: the frame's own column where it holds one (`_frame`), else read beside it."""
     waves = frame[WAVES] if WAVES in frame.columns else loaded.design_frame(question_id, [WAVES])[WAVES]
-    return sample.over_waves(waves.reindex(frame.index).to_numpy())
+    return waves.reindex(frame.index).to_numpy()
+
+
+def _frame(loaded, question_id: str, design: SampleDesign, by: str | None) -> pd.DataFrame:
+    """The design frame of ``question_id`` with the design's columns, ``by``'s, and a panel's waves (read once, for its
+    sample's bound and its fit test)."""
+    names = design.column_names() + ([by] if by is not None and by not in design.column_names() else [])
+    names += [WAVES] if loaded.pools_waves and WAVES not in names else []
+    return loaded.design_frame(question_id, names)
 
 
 def _unbiased_rows(q, lam: np.ndarray):
@@ -221,8 +234,7 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
     if question.split_ballot is not None:
         raise DesignNotSupported(f"{question_id}: a split ballot of a multi-select question has no design-based "
                                  "estimate yet", "design")
-    names = design.column_names() + ([by] if by is not None and by not in design.column_names() else [])
-    frame = loaded.design_frame(question_id, names)
+    frame = _frame(loaded, question_id, design, by)
     sample = panel_sample(loaded, design, question_id, frame, design.resolve(frame), by)
     reports = frame[question_id].tolist()
     domain = None
@@ -264,7 +276,7 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
                                  "large to count by report here", "design")
     # The other checks of the plain estimate of the respondents' own reports, and the fit test of those reports.
     plain = estimate_counts(mechanism, raw, level, method, question_id, simultaneous, test_fit=False)
-    tested = _reports_test(loaded, question_id, mechanism, frame.index, raw_positions, domain)
+    tested = _reports_test(loaded, question_id, mechanism, frame, raw_positions, domain)
     table = pd.DataFrame(rows, columns=["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"],
                          index=pd.Index(mechanism.options, name="option"))
     notes = [*([tested.describe()] if tested.flagged else []), *([] if sample.waves is None else [PANEL_BOUND]),
@@ -325,8 +337,7 @@ def _prepared(loaded, question_id: str, design: SampleDesign, by: str | None, op
         raise AnalysisError(f"design: expected a SampleDesign, got {type(design).__name__}", "design")
     question = loaded.question(question_id)
     mechanism = question.mechanism
-    names = design.column_names() + ([by] if by is not None and by not in design.column_names() else [])
-    frame = loaded.design_frame(question_id, names)
+    frame = _frame(loaded, question_id, design, by)
     sample = panel_sample(loaded, design, question_id, frame, design.resolve(frame), by)
     reports = frame[question_id]
     if isinstance(mechanism, UnaryMechanism):
@@ -356,16 +367,16 @@ def design_subgroups(loaded, question_id: str, by: str, design: SampleDesign, le
     return results
 
 
-def _reports_test(loaded, question_id: str, mechanism, index: pd.Index, positions: np.ndarray,
+def _reports_test(loaded, question_id: str, mechanism, frame: pd.DataFrame, positions: np.ndarray,
                   domain: np.ndarray | None):
     """The fit test of the respondents' own reports (each response's report ``positions``, -1 for none, in the rows of
-    ``index``; within the ``domain``): `fit.test_counts`, and a panel's wave by wave (`fit.over_waves`: one person's
+    ``frame``; within the ``domain``): `fit.test_counts`, and a panel's wave by wave (`fit.over_waves`: one person's
     memoized reports in several waves are correlated)."""
     kept = (positions >= 0) & (domain if domain is not None else True)
     size = len(mechanism.reports)
     if not loaded.pools_waves:
         return fit.test_counts(mechanism, np.bincount(positions[kept], minlength=size))
-    waves = loaded.design_frame(question_id, [WAVES])[WAVES].reindex(index).to_numpy()
+    waves = _waves_of(loaded, question_id, frame)
     return fit.over_waves({wave: fit.test_counts(mechanism, np.bincount(positions[kept & (waves == wave)],
                                                                         minlength=size))
                            for wave in loaded.waves if (kept & (waves == wave)).any()})
