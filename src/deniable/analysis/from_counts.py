@@ -220,8 +220,10 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         unbiased_se = np.sqrt(np.clip(unbiased_spread.variances(), 0, None))
     each = est.per_answer_level(level, len(pi), simultaneous)
     notes = []
+    if numeric:
+        scores = np.array(mechanism.answers, dtype=float) if scores is None else scores
     if calibrated is not None:
-        notes.append(_calibration_note(calibrated, len(pi) <= spread.BATCH_ANSWERS))
+        notes.append(_calibration_note(calibrated, len(pi) <= spread.BATCH_ANSWERS, scores))
     row_method = method
     if marginal is not None and method == "clopper-pearson":
         low, high = _clopper_pearson_shares(marginal, counts, n, each)
@@ -243,7 +245,6 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         notes.append(_outside_note([answers[i] for i in outside[:NOTE_NAMES]], "sampling noise at this n", len(outside)))
     if numeric:
         notes.append("rows are the estimated distribution on the grid; the mean is the grid average under it")
-        scores = np.array(mechanism.answers, dtype=float) if scores is None else scores
     elif scores is not None:
         notes.append(f"the mean is the average position on the scale (1 = {mechanism.answers[0]}, "
                      f"{len(scores)} = {mechanism.answers[-1]}) under the estimated shares")
@@ -301,19 +302,25 @@ def published_spread(mechanism, q: np.ndarray, counts: np.ndarray, pi: np.ndarra
     return est.fitted_spread(q, pi, n), None
 
 
-def _calibration_note(calibrated: calibration.Calibration, short: bool) -> str:
-    """What the near-face route did; ``short``: a grid whose surveys are fitted together (`spread.BATCH_ANSWERS`)."""
+def _calibration_note(calibrated: calibration.Calibration, short: bool, scores: np.ndarray | None = None) -> str:
+    """What the near-face route did; ``short``: a grid whose surveys are fitted together (`spread.BATCH_ANSWERS`);
+    ``scores``: the grid or scale whose mean is published beside the shares."""
+    surveys = calibrated.surveys
+    errors = f"a share's standard error {surveys.relative_error():.1%}"
+    if scores is not None:
+        errors = f"the mean's {surveys.relative_error(scores):.1%}, " + errors
+    bootstrapped = (f"standard errors by parametric bootstrap ({len(surveys.draws)} surveys; their Monte Carlo error "
+                    f"relative to themselves: {errors} at most)")
     if short:
         return (f"the estimate is near a face of the simplex (a share within {calibration.INTERIOR_MARGIN:g} standard "
-                f"errors of 0): standard errors by parametric bootstrap, and each interval's likelihood cut calibrated "
+                f"errors of 0): {bootstrapped}, and each interval's likelihood cut calibrated "
                 f"on {calibrated.replicates} surveys drawn at the estimate and at each end (coverage's Monte Carlo "
                 f"error ±{calibrated.monte_carlo_error:.1%}); an end stops short of a point mass only if surveys drawn "
                 "at that point mass reject it; a share at or near 0 has estimates piled at 0, which one standard error "
                 "does not describe (the bootstrap's mostly states more): read its interval")
     return (f"the estimate is near a face of the simplex (a share within {calibration.INTERIOR_MARGIN:g} standard errors "
-            f"of 0): standard errors by parametric bootstrap ({len(calibrated.surveys.draws)} surveys); on a grid this "
-            "long the intervals keep χ²₁'s cut, and an end stops short of a point mass only if surveys drawn at that "
-            "point mass reject it")
+            f"of 0): {bootstrapped}; on a grid this long the intervals keep χ²₁'s cut, and an end stops short of a "
+            "point mass only if surveys drawn at that point mass reject it")
 
 
 def _share_intervals(q, counts, pi, se, level, method, calibrated=None):
