@@ -16,7 +16,9 @@ off for the run (one client address sends everything).
 When `wrk` is installed (Debian's package), a second table: the trivial app and deniable serve both
 running, loaded in turn by wrk (C, event-driven: the load generator takes little of the CPU the
 servers need) for --rounds pairs of runs, each deniable run beside the trivial run just before it;
-the ratios of the pairs (min / median / max). Every wrk request to deniable carries a fresh
+the ratios of the pairs (min / median / max), each engine's against the trivial app on the same engine (on
+PostgreSQL: one insert in its own transaction). wrk gives up on a request after WRK_TIMEOUT seconds: those are counted
+and printed as slow, not a failed run. Every wrk request to deniable carries a fresh
 idempotency key, so each one is a stored response (checked: the stored count covers wrk's count). Beside the rates,
 each server's CPU time per request (its processes' user and system time, from /proc): the figure that says where a
 ratio comes from on a machine whose load moves the rates.
@@ -238,23 +240,31 @@ end
 """
 
 
-def wrk_rate(url: str, body: dict, seconds: float, connections: int) -> tuple[float, int]:
-    """(requests/s, requests) of one wrk run POSTing ``body`` with a fresh idempotency key each time; a
-    non-2xx answer fails the run."""
+#: wrk's per-request timeout: a request unanswered this long is counted as slow (and reported), not a failed run.
+WRK_TIMEOUT = 10
+
+
+def wrk_rate(url: str, body: dict, seconds: float, connections: int) -> tuple[float, int, int]:
+    """(requests/s, requests, slow requests) of one wrk run POSTing ``body`` with a fresh idempotency key each time;
+    a request unanswered within `WRK_TIMEOUT` seconds is a slow one, reported; a non-2xx answer, or a connection
+    refused, reset or unwritable, fails the run."""
     key = secrets.token_hex(8)
     template = json.dumps({**body, "idempotency_key": "KEY"}).replace("%", "%%").replace('"KEY"', '"%s-%d-%d"')
     lua = f"TEMPLATE = [=[{template}]=]\nPREFIX = \"{key}\"\n" + WRK_SCRIPT
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(lua)
     try:
-        out = subprocess.run(["wrk", "-t", "2", "-c", str(connections), "-d", f"{seconds:g}s", "-s", script.name, url],
-                             capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
+        out = subprocess.run(["wrk", "-t", "2", "-c", str(connections), "-d", f"{seconds:g}s", "--timeout",
+                              f"{WRK_TIMEOUT}s", "-s", script.name, url],
+                             capture_output=True, text=True, timeout=seconds + WRK_TIMEOUT + 60, check=True).stdout
     finally:
         os.unlink(script.name)
-    if "Non-2xx" in out or "Socket errors" in out:
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    connect, read, write, slow = (int(value) for value in errors.groups()) if errors else (0, 0, 0, 0)
+    if "Non-2xx" in out or connect or read or write:
         raise RuntimeError(f"wrk saw failed requests at {url}:\n{out}")
     requests = int(re.search(r"(\d+) requests in", out).group(1))
-    return float(re.search(r"Requests/sec:\s*([\d.]+)", out).group(1)), requests
+    return float(re.search(r"Requests/sec:\s*([\d.]+)", out).group(1)), requests, slow
 
 
 def serve_trivial(folder: str, workers: int, threads: int) -> tuple[subprocess.Popen, str]:
@@ -453,11 +463,18 @@ def tree_cpu(pid: int) -> float | None:
     return total
 
 
-def wrk_pairs(url: str, survey: Survey, workers: int, args) -> dict:
-    """Interleaved wrk runs against the trivial app and deniable (both up throughout)."""
+def wrk_pairs(url: str, survey: Survey, workers: int, args, trivial_url: str | None = None) -> dict:
+    """Interleaved wrk runs against the trivial app and deniable (both up throughout); the trivial app on the
+    PostgreSQL database ``trivial_url`` when given (deniable's engine's peer), else on a SQLite file."""
     body = response_body(survey)
     with tempfile.TemporaryDirectory() as folder:
-        trivial, trivial_base = serve_trivial(folder, workers, args.clients)
+        if trivial_url is None:
+            trivial, trivial_base = serve_trivial(folder, workers, args.clients)
+        else:
+            from trivial_app import prepare_postgresql
+
+            prepare_postgresql(trivial_url)
+            trivial, trivial_base = serve_trivial_postgresql(trivial_url, workers, args.clients)
         try:
             server, base = serve_deniable(url, survey, workers, args.clients)
         except BaseException:
@@ -466,13 +483,15 @@ def wrk_pairs(url: str, survey: Survey, workers: int, args) -> dict:
         try:
             trivial_rates, deniable_rates, sent = [], [], 0
             cpu = {"trivial": [], "deniable": []}  # server CPU per request, each run
+            slow = {"trivial": 0, "deniable": 0}  # requests unanswered within WRK_TIMEOUT
 
             def run(name, process, target):
                 before = tree_cpu(process.pid)
-                rate, requests = wrk_rate(target, body, args.seconds, args.clients)
+                rate, requests, timed_out = wrk_rate(target, body, args.seconds, args.clients)
                 after = tree_cpu(process.pid)
                 if before is not None and after is not None:
                     cpu[name].append((after - before) / requests)
+                slow[name] += timed_out
                 return rate, requests
 
             for _ in range(args.rounds):
@@ -485,11 +504,12 @@ def wrk_pairs(url: str, survey: Survey, workers: int, args) -> dict:
             stop(trivial)
     with storage.Store(url, read_only=True) as store:
         stored = store.response_count(survey.id)
+    # wrk counts a request it gave up on (timed out) as not done, though the server may still store it.
     if stored < sent:
         raise RuntimeError(f"wrk counted {sent} responses, {stored} are stored")
     ratios = sorted(d / t for d, t in zip(deniable_rates, trivial_rates))
     return {"deniable": statistics.median(deniable_rates), "trivial": statistics.median(trivial_rates),
-            "ratios": ratios, "stored": stored, "sent": sent,
+            "ratios": ratios, "stored": stored, "sent": sent, "slow": slow,
             "cpu": {name: statistics.median(values) if values else None for name, values in cpu.items()}}
 
 
@@ -549,18 +569,25 @@ def main():
               "single responses/s, deniable / trivial app per pair")
         print("(server CPU: user and system time of each server's processes per request, medians of the runs; "
               "PostgreSQL's own processes not included)")
+        print(f"(each engine's row against the trivial app on the same engine; slow: requests unanswered within "
+              f"{WRK_TIMEOUT} s, deniable / trivial, over all runs)")
         print(f"{'engine':<11}{'workers':>8}{'deniable':>10}{'trivial':>9}{'ratio min':>11}{'median':>8}{'max':>7}"
-              f"{'stored':>9}{'server CPU µs: deniable':>25}{'trivial':>9}")
+              f"{'stored':>9}{'server CPU µs: deniable':>25}{'trivial':>9}{'slow':>9}")
         for engine in engines:
             for w in workers:
                 with tempfile.TemporaryDirectory() as folder:
-                    url = str(Path(folder) / "bench.db") if engine == "sqlite" else (args.pg_url or cluster.fresh_url())
-                    r = wrk_pairs(url, survey, w, args)
+                    if engine == "sqlite":
+                        url, trivial_url = str(Path(folder) / "bench.db"), None
+                    else:  # the trivial app's table beside deniable's in a given database, else a database of its own
+                        url = args.pg_url or cluster.fresh_url()
+                        trivial_url = args.pg_url or cluster.fresh_url()
+                    r = wrk_pairs(url, survey, w, args, trivial_url)
                 ratios = r["ratios"]
                 cpu = {name: "–" if value is None else f"{value * 1e6:,.0f}" for name, value in r["cpu"].items()}
+                slow = f"{r['slow']['deniable']}/{r['slow']['trivial']}"
                 print(f"{engine:<11}{w:>8}{r['deniable']:>10,.0f}{r['trivial']:>9,.0f}{ratios[0]:>11.2f}"
                       f"{statistics.median(ratios):>8.2f}{ratios[-1]:>7.2f}{r['stored']:>9,}{cpu['deniable']:>25}"
-                      f"{cpu['trivial']:>9}", flush=True)
+                      f"{cpu['trivial']:>9}{slow:>9}", flush=True)
     finally:
         if cluster is not None:
             cluster.stop()
