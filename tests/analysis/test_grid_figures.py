@@ -2,8 +2,9 @@
 paths came in: every share, standard error and interval end, and the mean's, to 1e-9 (a 0..1000 grid's to the
 precision its certificate fixes them: `_TOLERANCE`).
 
-The figures in tests/fixtures/grid_figures.json were written by the code before the vertex tests were bracketed and
-before the number channel was applied by its recursive filters; rewrite them only for a change meant to move them:
+The figures in tests/fixtures/grid_figures.json were written with the lock's numpy (uv.lock: its Generator's binomial
+stream draws the bootstrap's surveys, and numpy does not promise that stream across versions); rewrite them only for a
+change meant to move them, or a move of the lock's numpy:
 
     python -m tests.analysis.test_grid_figures
 """

@@ -333,7 +333,8 @@ class VertexSurveys:
     def __init__(self, q: np.ndarray, n: int, answer: int):
         k = q.shape[1]
         self.q, self.vertex = q, likelihood.point_mass(k, answer)
-        _, self.draws = spread.draw_surveys(q, self.vertex, n)
+        # Seeded by the point mass itself: exact, so no last bit can move it, and each vertex draws its own surveys.
+        _, self.draws = spread.draw_surveys(q, self.vertex, n, counts=self.vertex)
         self.totals = self.draws.sum(axis=1)
         self.at_vertex = loglikelihoods(q, self.draws, np.broadcast_to(self.vertex, (len(self.draws), k)))
         self.points = np.tile(0.5 * self.vertex + 0.5 / k, (len(self.draws), 1))
