@@ -48,7 +48,7 @@ def db_path(tmp_path, engine, request):
     yield url
     # Each test's schema has its own pool: closed after it, so a worker's thousand tests do not hold a thousand
     # connections against the server's max_connections.
-    storage.engines.close_pools(url)
+    storage.postgresql.close_pools(url)
 
 
 @pytest.fixture

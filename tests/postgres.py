@@ -93,7 +93,7 @@ class ThrowawayPostgres:
     def stop(self):
         from deniable import storage
 
-        storage.engines.close_pools()
+        storage.postgresql.close_pools()
         try:
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "stop")
         finally:

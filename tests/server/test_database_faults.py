@@ -27,7 +27,7 @@ def test_a_restart_fails_no_request_and_a_down_database_is_a_503(served, postgre
     postgres.resume()
     for _ in range(5):  # each pooled connection is stale now: checked and replaced, never a failed request
         assert served.get("/api/v1/surveys/tax").status_code == 200
-    monkeypatch.setattr(storage.engines, "GETCONN_SECONDS", 2)
+    monkeypatch.setattr(storage.postgresql, "GETCONN_SECONDS", 2)
     postgres.halt()
     try:
         api = served.get("/api/v1/surveys/tax")
@@ -48,7 +48,7 @@ def test_a_response_sent_while_the_database_is_down_is_a_503_with_retry_after(se
     own: each request that waits on the halted database lengthens the pool's reconnect backoff, which the test above
     needs short to see the first request after the restart served."""
     survey = Survey.from_file(EXAMPLES / "tax.yaml")
-    monkeypatch.setattr(storage.engines, "GETCONN_SECONDS", 2)
+    monkeypatch.setattr(storage.postgresql, "GETCONN_SECONDS", 2)
     postgres.halt()
     try:
         sent = served.post("/api/v1/surveys/tax/responses", json={
@@ -69,7 +69,7 @@ def test_a_down_database_is_a_503_at_once_and_its_return_is_served_at_the_first_
     import threading
     import time
 
-    monkeypatch.setattr(storage.engines, "GETCONN_SECONDS", 60)
+    monkeypatch.setattr(storage.postgresql, "GETCONN_SECONDS", 60)
     assert served.get("/healthz").status_code == 200
     postgres.halt()
     statuses = []

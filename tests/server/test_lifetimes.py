@@ -20,7 +20,7 @@ def _open_descriptors() -> int:
 
 def _connections_out(db_path) -> int:
     """Connections lent by this process's pool for the database (PostgreSQL), or 0."""
-    pools = [pool for (url, pid), pool in storage.engines._POOLS.items() if url == db_path and pid == os.getpid()]
+    pools = [pool for (url, pid), pool in storage.postgresql._POOLS.items() if url == db_path and pid == os.getpid()]
     return sum(pool.get_stats()["pool_size"] - pool.get_stats()["pool_available"] for pool in pools)
 
 

@@ -168,7 +168,7 @@ def test_a_full_disk_while_tokens_are_issued_is_a_507_saying_nothing_was_stored(
     with pytest.raises(storage.errors.DiskFull) as refused:
             store.issue_tokens("tax", 5000)
     assert refused.value.status == 507 and "nothing was stored" in refused.value.message
-    storage.engines.LAST_FAILURE.clear()  # the process's health says so for a minute: not the next test's
+    storage.errors.LAST_FAILURE.clear()  # the process's health says so for a minute: not the next test's
     monkeypatch.undo()
     if engine == "sqlite":
         store.execute("PRAGMA max_page_count = 1073741823")

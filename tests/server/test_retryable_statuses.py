@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from deniable import storage
-from deniable.storage import engines, group_commit
+from deniable.storage import group_commit, transactions
 from deniable.storage.writes import Writes
 from tests.server.conftest import ANSWERS
 
@@ -20,7 +20,7 @@ class Busy(Exception):
 
 
 def test_a_write_still_busy_after_its_retries_is_a_503_with_retry_after(client, survey, monkeypatch):
-    monkeypatch.setattr(engines, "_transient", lambda: (Busy,))
+    monkeypatch.setattr(transactions, "_transient", lambda: (Busy,))
     tries = []
 
     def busy(self, *args):
@@ -32,7 +32,7 @@ def test_a_write_still_busy_after_its_retries_is_a_503_with_retry_after(client, 
     body = {"spec_hash": survey.hash, "idempotency_key": "k" * 16, "reports": survey.randomize(ANSWERS)}
     response = client.post("/api/v1/surveys/tax/responses", json=body)
     assert response.status_code == 503 and response.headers["Retry-After"]
-    assert "send it again" in response.json["error"]["message"] and len(tries) >= engines.RETRIES
+    assert "send it again" in response.json["error"]["message"] and len(tries) >= transactions.RETRIES
     batch = client.post("/api/v1/surveys/tax/responses:batch", json={"items": [body]})
     assert batch.status_code == 503 and batch.headers["Retry-After"]
 

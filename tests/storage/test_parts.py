@@ -8,7 +8,8 @@ import pytest
 from deniable import storage
 from deniable.storage.accounts import Accounts
 from deniable.storage.contacts import Contacts
-from deniable.storage.engines import Engine, PostgresEngine, SQLiteEngine
+from deniable.storage.engines import Engine, SQLiteEngine
+from deniable.storage.postgresql import PostgresEngine
 from deniable.storage.reads import Reads
 from deniable.storage.surveys import Surveys
 from deniable.storage.writes import Writes

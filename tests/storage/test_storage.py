@@ -227,7 +227,7 @@ def test_migration_from_schema_1_backfills_the_totals(tmp_path, demo):
 def test_postgresql_statements_number_their_placeholders_as_the_server_does():
     # psycopg's `%s` queries are re-parsed in Python past 50 parameters (60% of a batch request): deniable sends
     # `$n` through raw cursors instead; each `?` becomes the next number, the text around it untouched.
-    convert = storage.engines.PostgresEngine._sql
+    convert = storage.postgresql.PostgresEngine._sql
     assert convert("SELECT 1") == "SELECT 1"
     assert convert("INSERT INTO t (a, b) VALUES (?, ?), (?, ?)") == "INSERT INTO t (a, b) VALUES ($1, $2), ($3, $4)"
     assert convert("UPDATE t SET a = ? WHERE b = ? AND c = 'x'") == "UPDATE t SET a = $1 WHERE b = $2 AND c = 'x'"

@@ -2,7 +2,9 @@
 
 One facade, `Store`, over two engines chosen by the database URL (SQLite through sqlite-utils, the
 embedded default; PostgreSQL through psycopg 3 and a pool). Its concerns each have a module:
-``engines`` (connections, transactions, retries), ``schema`` (migrations, older layouts),
+``engines`` (the engine protocol, SQLite's engine), ``postgresql`` (PostgreSQL's engine and its pool),
+``transactions`` (transactions, savepoints, retries), ``errors`` (what a failure means to the sender),
+``schema`` (migrations, older layouts),
 ``surveys`` (surveys, versions, invitation tokens, settings), ``tokens`` and ``frames`` (a token's use
 and the sampling frame it carries), ``writes`` (responses and running
 totals), ``group_commit`` (a server process's concurrent submissions in one transaction), ``reads``

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from deniable.client.errors import DeniableError
 
 
@@ -46,3 +48,22 @@ class DiskFull(StorageError):
     """The database's disk (or its size limit) is full: nothing was stored."""
 
     status = 507
+
+
+#: The last failure of the database itself in this process (monotonic time, message): `Store.healthy` reports
+#: it for a minute, so a load balancer stops sending writes to a server whose disk is full.
+LAST_FAILURE: dict = {}
+
+
+def refusal(error) -> StorageError | None:
+    """What a failure of the database itself (not of the request) means for whoever sent the request:
+    a full disk (507) or a read-only database (503), each saying nothing was stored. None otherwise."""
+    text, name = str(error).lower(), error.__class__.__name__
+    if "disk is full" in text or "no space left" in text or name == "DiskFull":
+        refused = DiskFull("the server's disk is full: nothing was stored; send it again later", "db")
+    elif "readonly database" in text or name == "ReadOnlySqlTransaction":
+        refused = Unavailable("the database is read-only: nothing was stored; send it again later", "db")
+    else:
+        return None
+    LAST_FAILURE.update(at=time.monotonic(), message=refused.message)
+    return refused

@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 import threading
 
-from .engines import retrying
 from .errors import StorageError, Unavailable
+from .transactions import retrying
 
 #: At most this many responses per shared transaction (a burst is written in several).
 MAX_GROUP = 256

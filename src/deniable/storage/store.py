@@ -10,11 +10,12 @@ import time
 
 from .accounts import Accounts
 from .contacts import Contacts
-from .engines import LAST_FAILURE, Transaction, describe_database, open_engine
-from .errors import StorageError
+from .engines import describe_database, open_engine
+from .errors import LAST_FAILURE, StorageError
 from .reads import Reads
 from .schema import MIGRATIONS, SCHEMA_VERSION, Layout
 from .surveys import Surveys
+from .transactions import Transaction
 from .writes import Writes
 
 

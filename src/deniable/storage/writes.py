@@ -14,7 +14,6 @@ from deniable.client.reports import ReportError, validate_reports
 from deniable.client.schedule import written
 
 from .common import canonical, chunks, digest, today
-from .engines import retrying
 from .errors import Conflict, Gone, Invalid, StorageError, Unavailable
 from .part import Part
 from .quotas import count_response
@@ -23,6 +22,7 @@ from .schema import SCHEMA_VERSION, rebuild_counts
 from .tokens import SLOTS_PER_ROW, is_spent, lock_bitmaps, spend_slots
 from .tokens import lookup as token_lookup
 from .tokens import spend as spend_token
+from .transactions import retrying
 
 #: The stored text of reports seen before: a question's reports come from a small alphabet.
 _REPORT_TEXT: dict = {}
