@@ -1,16 +1,19 @@
 // The respondent page: skip logic and sections as the respondent answers, checks of required
 // answers and ranges, then randomization in the browser with deniable.js at the final send.
 // Only the reports leave the page; true answers are never sent and never stored (no cookies, no URL) unless the
-// respondent asks to keep them in this browser to finish later (a draft: see "Save and resume" below): they stay in
+// respondent asks to keep them in this browser to finish later (a draft: resume.js): they stay in
 // the form until the server has the reports, so a refused send can
 // be tried again without typing them twice, and the form goes once it is sent. With no connection
 // at all, the randomized body (never an answer) waits in the outbox (localStorage) and is sent
 // when the browser is back online or the survey is opened again.
-import { Memo, Outbox, SplitBallot, Survey, drawOrder, isUnreachable, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
+import { Memo, Outbox, Survey, drawOrder, isUnreachable, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
+import { DraftStore, draftExpiry, inputState, isOrderOf, restoreInput } from "./resume.js";
+import { Offline, fetchPage, layWordsOver } from "./language.js";
+import { SectionClock, sectionOf } from "./timing.js";
+import { describe, format, sendProblem } from "./wording.js";
 
 const data = JSON.parse(document.getElementById("survey-data").textContent);
 let words = data.messages; // replaced when the respondent switches language
-const format = (template, values) => template.replace(/\{(\w+)\}/g, (_, key) => values[key]);
 const survey = Survey.fromSpec(data.spec);
 const form = document.getElementById("survey-form");
 const coinForm = document.getElementById("coin-form");
@@ -69,7 +72,7 @@ if (consent) {
   agree.addEventListener("click", () => {
     consent.hidden = true;
     form.hidden = false;
-    if (timing) timeIn(paged ? sectionOf(visibleSections()[current]) : sectionOf(form.querySelector("section.section")));
+    if (timing) timing.timeIn(paged ? sectionOf(visibleSections()[current]) : sectionOf(form.querySelector("section.section")));
     form.querySelector("h2, legend, input, button")?.focus();
   }, { once: true });
 } else {
@@ -124,46 +127,13 @@ const paged = sections.length > 1 &&
   (form.dataset.layout === "paged" || (form.dataset.layout === "auto" && window.matchMedia("(max-width: 40em)").matches));
 let current = 0;
 
-// Save and resume, only when the respondent asks ("save my answers on this device"): the answers on the page, the
-// version they answer, the section shown and when they expire are kept in this browser's localStorage under the
-// survey's id, then kept up to date as the respondent answers. Never sent. They go once the reports are sent (or wait
-// in the outbox), when they expire (a week, or the survey's closing if sooner), when another version is served (with
-// a notice), and when the respondent forgets them. What protects them is the device and its browser profile, not a
-// key (one kept beside them would protect nothing): the page says so and offers to forget them.
-const DRAFT_KEY = `deniable.draft.${survey.id}`;
-const DRAFT_DAYS = 7;
+// Save and resume (resume.js): kept in this browser only when the respondent asks, never sent.
+const drafts = DraftStore.open(survey.id);
 const draftBox = document.getElementById("draft");
 const draftStatus = document.getElementById("draft-status");
 const [saveDraftButton, forgetDraftButton] = ["save-draft", "forget-draft"].map((id) => document.getElementById(id));
 let keepingDraft = false;
 let draftExpires = null; // ms since the epoch
-
-function draftStorage() {
-  try {
-    window.localStorage.getItem(DRAFT_KEY);
-    return window.localStorage;
-  } catch {
-    return null; // storage switched off: no draft, and no button offering one
-  }
-}
-
-/** What a question's inputs hold, as typed (a draft keeps this, not the report shape). */
-function inputState(fieldset) {
-  const inputs = activeInputs(fieldset);
-  if (fieldset.dataset.type === "multi_select") return inputs.filter((i) => i.checked).map((i) => i.value);
-  if (fieldset.dataset.type === "number") return inputs[0].value === "" ? null : inputs[0].value;
-  return inputs.find((i) => i.checked)?.value ?? null;
-}
-
-function restoreInput(fieldset, value) {
-  const inputs = activeInputs(fieldset);
-  if (fieldset.dataset.type === "number") {
-    inputs[0].value = typeof value === "string" ? value : "";
-    return;
-  }
-  const chosen = new Set(Array.isArray(value) ? value : [value]);
-  for (const input of inputs) input.checked = chosen.has(input.value);
-}
 
 function showDraftStatus(key) {
   const date = new Date(draftExpires ?? Date.now()).toLocaleDateString(data.lang, { dateStyle: "long" });
@@ -174,47 +144,28 @@ function showDraftStatus(key) {
 }
 
 function saveDraft() {
-  const storage = draftStorage();
-  if (!storage) return false;
+  if (!drafts) return false;
   const answers = {};
   for (const fieldset of form.querySelectorAll("fieldset.question")) {
-    const value = inputState(fieldset);
+    const value = inputState(fieldset.dataset.type, activeInputs(fieldset));
     if (value !== null && !(Array.isArray(value) && !value.length)) answers[fieldset.dataset.question] = value;
   }
-  if (draftExpires === null) {
-    const closes = survey.schedule.closes?.getTime() ?? Infinity;
-    draftExpires = Math.min(Date.now() + DRAFT_DAYS * 86_400_000, closes);
-  }
-  try {
-    storage.setItem(DRAFT_KEY, JSON.stringify({ hash: data.hash, expires: draftExpires, section: current, answers, order }));
-    return true;
-  } catch {
-    return false; // storage full: say nothing was kept rather than pretend
-  }
+  draftExpires ??= draftExpiry(survey.schedule.closes);
+  return drafts.save({ hash: data.hash, expires: draftExpires, section: current, answers, order });
 }
 
 function dropDraft() {
-  try {
-    draftStorage()?.removeItem(DRAFT_KEY);
-  } catch {
-    // nothing kept, nothing to remove
-  }
+  drafts?.remove();
   keepingDraft = false;
   draftExpires = null;
 }
 
 /** The draft kept in this browser for this survey, filled in; one for another version, or expired, removed. */
 function resumeDraft() {
-  const storage = draftStorage();
-  if (!storage) return;
+  if (!drafts) return;
   saveDraftButton.hidden = false;
-  let draft = null;
-  try {
-    draft = JSON.parse(storage.getItem(DRAFT_KEY));
-  } catch {
-    draft = null;
-  }
-  if (!draft || typeof draft !== "object") return;
+  const draft = drafts.read();
+  if (!draft) return;
   if (draft.hash !== data.hash || !draft.answers || typeof draft.answers !== "object") {
     dropDraft();
     showDraftStatus("draft_stale");
@@ -226,7 +177,7 @@ function resumeDraft() {
   }
   for (const fieldset of form.querySelectorAll("fieldset.question")) {
     const id = fieldset.dataset.question;
-    if (Object.hasOwn(draft.answers, id)) restoreInput(fieldset, draft.answers[id]);
+    if (Object.hasOwn(draft.answers, id)) restoreInput(fieldset.dataset.type, activeInputs(fieldset), draft.answers[id]);
   }
   if (order && isOrderOf(draft.order, order)) { // asked again in the order it was kept in
     order = draft.order;
@@ -243,15 +194,6 @@ function resumeDraft() {
   showDraftStatus("draft_restored");
 }
 
-/** Whether `kept` orders the same sections, items and options as `drawn` (a draft's order, checked before use). */
-function isOrderOf(kept, drawn) {
-  const samePermutation = (a, b) => Array.isArray(a) && a.length === b.length && [...a].sort().join("\u0000") === [...b].sort().join("\u0000");
-  const sameParts = (a, b) => a !== null && typeof a === "object" && Object.keys(a).sort().join() === Object.keys(b).sort().join() &&
-    Object.keys(b).every((key) => samePermutation(a[key], b[key]));
-  return kept !== null && typeof kept === "object" && samePermutation(kept.sections, drawn.sections) &&
-    sameParts(kept.items, drawn.items) && sameParts(kept.options, drawn.options);
-}
-
 saveDraftButton.addEventListener("click", () => {
   keepingDraft = saveDraft();
   if (keepingDraft) showDraftStatus("draft_saved");
@@ -265,38 +207,14 @@ form.addEventListener("input", () => {
   if (keepingDraft) saveDraft();
 });
 
-// Section times (the spec's quality.section_times): how long each section was the one being answered (shown, on a
-// phone; holding the focus, on a wide screen), counted only while the page is in view, sent with the reports to the
-// nearest 10 seconds and at most an hour each. Never per question, never what was answered or changed.
-const timing = survey.quality?.section_times ? { spent: new Map(), section: null, since: 0 } : null;
-
-function timeIn(key) {
-  const now = performance.now();
-  if (timing.section !== null) timing.spent.set(timing.section, (timing.spent.get(timing.section) ?? 0) + now - timing.since);
-  timing.section = key;
-  timing.since = now;
-}
-
-const sectionOf = (element) => element?.closest("section.section")?.dataset.section || "all";
-
-/** {seconds: {section: whole tens of seconds}} of the sections answered so far. */
-function sectionTimes() {
-  timeIn(timing.section); // what the current section has taken up to now
-  const seconds = {};
-  for (const [key, ms] of timing.spent) if (key !== null) seconds[key] = Math.min(3600, Math.round(ms / 10_000) * 10);
-  return { seconds };
-}
+// Section times (timing.js), when the spec asks for them.
+const timing = survey.quality?.section_times ? new SectionClock() : null;
 
 if (timing) {
-  form.addEventListener("focusin", (event) => { if (!paged) timeIn(sectionOf(event.target)); });
+  form.addEventListener("focusin", (event) => { if (!paged) timing.timeIn(sectionOf(event.target)); });
   document.addEventListener("visibilitychange", () => {
-    if (document.hidden) {
-      const section = timing.section;
-      timeIn(null); // away: not counted
-      timing.resume = section;
-    } else if (timing.resume !== undefined) {
-      timeIn(timing.resume);
-    }
+    if (document.hidden) timing.pause(); // away: not counted
+    else timing.resume();
   });
 }
 
@@ -398,7 +316,7 @@ function showPage() {
   backButton.hidden = current === 0;
   nextButton.hidden = current === visible.length - 1;
   sendButton.hidden = current !== visible.length - 1;
-  if (timing && !form.hidden) timeIn(sectionOf(visible[current]));
+  if (timing && !form.hidden) timing.timeIn(sectionOf(visible[current]));
 }
 
 function setProblem(fieldset, message) {
@@ -494,42 +412,6 @@ backButton.addEventListener("click", () => {
   focusSection();
 });
 
-function describe(question, report) {
-  // A yes/no answer without a label of its own is said in the page's words (as are the reports of a design the
-  // respondent randomizes).
-  const label = (value) => (question.type === "yes_no" && !(value in question.optionLabels) ? words[value] : question.optionLabel(value, data.lang));
-  if (question.splitBallot) {
-    const [arm, inner] = SplitBallot.unwrap(report);
-    if (arm === "direct") return format(words.direct_report, { report: label(inner) });
-    report = inner;
-  }
-  if (report !== null && typeof report === "object" && !Array.isArray(report)) {
-    return format(words.group_report, { report: label(report.report), group: report.group });
-  }
-  if (Array.isArray(report)) return report.length ? report.map(label).join(", ") : words.none_selected;
-  if (question.type !== "number") return label(report);
-  const [low, high] = question.grid;
-  const value = parseFraction(report, "report");
-  if (value.cmp(low) >= 0 && value.cmp(high) <= 0) return String(report);
-  // Noise may carry a number past the ends of the question's range: say why, or it reads as a mistake.
-  const [min, max] = [low, high].map((x) => String(x.toNumber()));
-  return `${report} (${format(words.outside_range, { min, max })})`;
-}
-
-/** The refusal or failure in words for the respondent (never a field name or a status code). */
-function sendProblem(error) {
-  if (error.field === "quota") return { text: words.quota_full, quota: true };
-  if (error.field === "wave") return { text: error.status === 409 ? words.no_wave_message : words.wave_closed, reload: error.status === 410 };
-  if (error.status === 409) return { text: words.already_used };
-  if (error.status === 410) return { text: words.closed };
-  if (error.field === "token") return { text: words.invalid_invitation };
-  if (error.field === "spec_hash") return { text: words.changed, reload: true };
-  if (error.status === null || error.status === undefined) return { text: `${words.offline}. ${words.answers_kept}`, retry: true };
-  if (error.status >= 500) return { text: `${words.server_trouble} ${words.answers_kept}`, retry: true };
-  const reason = String(error.message).replace(/^[\w.\[\]]+: /, "");
-  return { text: `${format(words.not_sent, { reason })} ${words.answers_kept}`, retry: true };
-}
-
 let shownProblem = null; // what the send problem says, to say it again in another language
 
 function showProblem(said, { focus = true } = {}) {
@@ -572,7 +454,7 @@ form.addEventListener("submit", async (event) => {
   if (pending?.answers !== asked) {
     const reports = survey.randomize(answers, { arms: readArms(), memo }); // only shown questions: the same tree the server checks
     const body = { spec_hash: data.hash, idempotency_key: newIdempotencyKey(), reports };
-    if (timing) body.paradata = sectionTimes();
+    if (timing) body.paradata = timing.paradata();
     if (token) body.token = token;
     if (data.wave) body.wave = data.wave;
     pending = { answers: asked, body };
@@ -586,7 +468,7 @@ form.addEventListener("submit", async (event) => {
     await postResponse(window.location.origin, survey.id, body, navigator.onLine === false && outbox ? { retries: 0 } : {});
   } catch (error) {
     if (!(outbox && isUnreachable(error))) {
-      const said = sendProblem(error);
+      const said = sendProblem(error, words);
       if (said.quota) { // the group filled while this page was open: the survey ends here, politely
         form.remove();
         dropDraft();
@@ -616,7 +498,7 @@ function showSent(body, saved) {
     const term = document.createElement("dt");
     term.textContent = question.textIn(data.lang);
     const value = document.createElement("dd");
-    value.textContent = describe(question, report);
+    value.textContent = describe(question, report, words, data.lang);
     list.append(term, value);
   }
   document.getElementById("sent-body").textContent = JSON.stringify(body, null, 2);
@@ -647,7 +529,7 @@ async function deliverSaved() {
       document.getElementById("sent-explained").textContent = words.sent_explained;
     }
   } else if (refused.length) {
-    showOutboxStatus(null, sendProblem(refused[0]).text);
+    showOutboxStatus(null, sendProblem(refused[0], words).text);
   }
 }
 
@@ -656,54 +538,13 @@ if (outbox?.entries().some((entry) => entry.surveyId === survey.id)) {
   form.remove();
   showOutboxStatus("outbox_waiting");
 }
-// Switching language keeps the answers given so far, in this page's memory only: the page is fetched in the other
-// language and its words are laid over this one, element by element (the same template for the same version, so the
-// same elements). Answers, drawn arms and groups, the section shown and focus stay as they are; nothing is stored.
-// Where that cannot be done (another version published since, no connection), the link is followed as before.
-const DYNAMIC = "script, #send-problem, #outbox-status, #draft-status, #progress, .problem, #sent-reports, #sent-body";
-const WORDED_ATTRIBUTES = ["aria-label", "data-constraint", "title", "href"]; // href: the thank-you link's language
-
-function elementsOf(root) {
-  const walker = root.ownerDocument.createTreeWalker(root, NodeFilter.SHOW_ELEMENT, {
-    acceptNode: (node) => (node.matches(DYNAMIC) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
-  });
-  const elements = [root];
-  while (walker.nextNode()) elements.push(walker.currentNode);
-  return elements;
-}
-
-const ownTexts = (element) => [...element.childNodes].filter((node) => node.nodeType === Node.TEXT_NODE);
-
-/** Pairs of this page's elements and the other language's, checked to be the same elements before any changes. */
-function matchPages(here, there) {
-  const [mine, theirs] = [elementsOf(here), elementsOf(there)];
-  if (mine.length !== theirs.length) throw new Error("the pages differ");
-  return mine.map((element, i) => {
-    const other = theirs[i];
-    if (element.tagName !== other.tagName || ownTexts(element).length !== ownTexts(other).length) throw new Error("the pages differ");
-    return [element, other];
-  });
-}
-
-class Offline extends Error {}
-
+// Switching language (language.js) keeps the answers given so far, in this page's memory only.
 async function switchLanguage(link) {
-  let response;
-  try {
-    response = await fetch(link.href, { credentials: "same-origin" });
-  } catch {
-    throw new Offline(); // following the link would lose the answers as well as fail: stay
-  }
-  if (!response.ok) throw new Error(`status ${response.status}`);
-  const next = new DOMParser().parseFromString(await response.text(), "text/html");
-  const nextData = JSON.parse(next.getElementById("survey-data").textContent);
+  const { page: next, data: nextData } = await fetchPage(link.href);
   if (nextData.hash !== data.hash) throw new Error("another version"); // a new version: its own page
   next.getElementById("coin-form")?.remove();
   if (order) applyOrder(next); // the same order as this page's, so the two match element by element
-  for (const [element, other] of matchPages(document.querySelector("main"), next.querySelector("main"))) {
-    ownTexts(other).forEach((text, i) => { ownTexts(element)[i].data = text.data; });
-    for (const name of WORDED_ATTRIBUTES) if (other.hasAttribute(name)) element.setAttribute(name, other.getAttribute(name));
-  }
+  layWordsOver(document.querySelector("main"), next.querySelector("main"));
   document.documentElement.lang = next.documentElement.lang;
   document.documentElement.dir = next.documentElement.dir;
   document.title = next.title;
@@ -750,4 +591,4 @@ applySkipLogic();
 showPage();
 if (data.full) checkQuota();
 // The clock starts with the questions (after the consent step, if any; the page's own words before them are not timed)
-if (timing && form.isConnected && !form.hidden && timing.section === null) timeIn(sectionOf(form.querySelector("section.section")));
+if (timing && form.isConnected && !form.hidden && timing.section === null) timing.timeIn(sectionOf(form.querySelector("section.section")));
