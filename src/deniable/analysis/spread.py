@@ -133,9 +133,10 @@ def bootstrap(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None = No
     maximum-likelihood fits. Every fit meets the certificate's KKT tolerance: all are solved together
     (`_batched_maximise`), and any the batch leaves short is solved alone.
 
-    Deterministic: the draws are seeded by ``q``, n and the observed ``counts`` when given (an estimate's: its
+    Deterministic: the draws are seeded by ``q``, n and ``counts`` when given (an estimate's observed counts: its
     fitted ``pi`` is a function of them, but only to its certified precision; seeding by ``pi`` itself drew new
-    surveys when it moved by 2e-12, and a 0..1000 grid's mean SE went from 10.8 to 12.0), else by ``q`` and n alone
+    surveys when it moved by 2e-12, and a 0..1000 grid's mean SE went from 10.8 to 12.0; a point mass's test passes
+    the point mass, which is exact), else by ``q`` and n alone
     (a plan's assumed distribution): common random numbers, so a distribution moved in its last bits draws the same
     surveys (`stable_multinomial`) and its figures move by the fits' round-off, not by a Monte Carlo error. Seeded by
     the distribution rounded to 12 decimals, a 0..50 number's planned mean SE read 0.544 at the uniform shares and
