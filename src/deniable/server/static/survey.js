@@ -211,7 +211,10 @@ form.addEventListener("input", () => {
 const timing = survey.quality?.section_times ? new SectionClock() : null;
 
 if (timing) {
-  form.addEventListener("focusin", (event) => { if (!paged) timing.timeIn(sectionOf(event.target)); });
+  form.addEventListener("focusin", (event) => {
+    const section = sectionOf(event.target); // outside every section (the send button): the last one goes on
+    if (!paged && section !== null) timing.timeIn(section);
+  });
   document.addEventListener("visibilitychange", () => {
     if (document.hidden) timing.pause(); // away: not counted
     else timing.resume();

@@ -38,5 +38,9 @@ export class SectionClock {
   }
 }
 
-/** The section an element is in, by the page's section id ("all": a survey without sections). */
-export const sectionOf = (element) => element?.closest("section.section")?.dataset.section || "all";
+/** The section an element is in, by the page's section id ("all": a survey without sections), or null for an element
+ * in none (the send button, a language link): the server takes times for the survey's sections only. */
+export function sectionOf(element) {
+  const section = element?.closest("section.section");
+  return section ? section.dataset.section || "all" : null;
+}
