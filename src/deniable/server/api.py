@@ -7,6 +7,7 @@ Request bodies are never logged.
 from __future__ import annotations
 
 import json
+import logging
 import math
 
 from flask import Blueprint, Response, current_app, request
@@ -178,7 +179,16 @@ def submit_item(survey_id: str, item) -> tuple[dict, int]:
                                                       paradata=item.get("paradata"))
     except storage.StorageError as error:
         return error_body(error.status, error.message, error.field), error.status
+    _log_dropped_paradata(survey_id, acknowledgement)
     return acknowledgement, 201 if created else 200
+
+
+def _log_dropped_paradata(survey_id: str, acknowledgement: dict) -> None:
+    """A response stored without the paradata it came with: the server's log says so (which survey, and why: section
+    names and times, never an answer or a credential), so a page that sends what the server refuses is seen at once."""
+    if "paradata_dropped" in acknowledgement:
+        logging.getLogger("deniable.api").warning("survey %s: a response stored without its paradata: %s", survey_id,
+                                                  acknowledgement["paradata_dropped"])
 
 
 # --- public ---------------------------------------------------------------------------------------
@@ -218,6 +228,7 @@ def post_batch(survey_id):
             results[position] = {"status": outcome.status, "error": error_body(outcome.status, outcome.message, outcome.field)["error"]}
         else:
             acknowledgement, created = outcome
+            _log_dropped_paradata(survey_id, acknowledgement)
             results[position] = {"status": 201 if created else 200, "response": acknowledgement}
     summary = {s: sum(r["status"] == s for r in results) for s in sorted({r["status"] for r in results})}
     return {"results": results, "statuses": {str(k): v for k, v in summary.items()}}, 200

@@ -80,14 +80,16 @@ class Writes(Part):
         limits the required questions to those a client could answer (the no-JavaScript form).
         A repeated survey's response joins the open wave; ``wave`` (the label the client was served) must
         be that wave, so a response that arrives after its wave closed is refused, not counted in the next.
-        ``paradata``: the section times of a survey that asks for them (`client.quality`).
+        ``paradata``: the section times of a survey that asks for them (`client.quality`); paradata it would refuse
+        are dropped and the response stored without them, the acknowledgement saying why (``paradata_dropped``):
+        the answers matter more than their timing, and a page that sends the same times again would fail forever.
         """
-        record, values, fingerprint, kept = self._prepare(survey_id, spec_hash, idempotency_key, reports, token,
-                                                          answerable, wave, paradata)
+        record, values, fingerprint, kept, dropped = self._prepare(survey_id, spec_hash, idempotency_key, reports,
+                                                                   token, answerable, wave, paradata)
         entry = Prepared(0, survey_id, spec_hash, idempotency_key, token, record, values, fingerprint, wave, *kept)
         if self.store.group_commit is not None:
-            return self.store.group_commit.submit(self.store, entry)
-        return self.store_one(entry)
+            return _saying_dropped(self.store.group_commit.submit(self.store, entry), dropped)
+        return _saying_dropped(self.store_one(entry), dropped)
 
     def store_one(self, entry: Prepared) -> tuple[dict, bool]:
         if self.in_one_statement([entry]):
@@ -167,7 +169,7 @@ class Writes(Part):
     def _prepare(self, survey_id, spec_hash, idempotency_key, reports, token, answerable=None, wave=None,
                  paradata=None):
         """Everything about one response that needs no write: (record, sorted report rows, fingerprint, (paradata
-        text, seconds))."""
+        text, seconds, remembered), why its paradata were dropped or None)."""
         if not isinstance(spec_hash, str) or not spec_hash:
             raise Invalid("spec_hash: required, the hash of the spec the answers were randomized under", "spec_hash")
         if not isinstance(idempotency_key, str) or not 8 <= len(idempotency_key) <= 128:
@@ -181,15 +183,18 @@ class Writes(Part):
             raise Invalid(f"wave: survey {survey_id!r} is not repeated; a response to it names no wave", "wave")
         try:
             clean = validate_reports(record.survey, reports, answerable)
-            times = checked_paradata(record.survey, paradata)
-        except (ReportError, ParadataError) as error:
+        except ReportError as error:
             raise Invalid(error.message, error.field) from None
+        try:
+            times, dropped = checked_paradata(record.survey, paradata), None
+        except ParadataError as error:
+            times, dropped = None, error.message
         body = {"spec_hash": spec_hash, "reports": clean, **({"paradata": times} if times else {})}
         fingerprint = digest(canonical(body))
         kept = (None, None) if times is None else (canonical(times), sum(times["seconds"].values()))
         # Counter rows in one order for everyone: two transactions never wait on each other crosswise.
         values = sorted((spec_hash, qid, _canonical_report(value)) for qid, value in clean.items())
-        return record, values, fingerprint, (*kept, remembered)
+        return record, values, fingerprint, (*kept, remembered), dropped
 
     def _record_for(self, survey_id: str, spec_hash: str):
         """The survey's record at ``spec_hash``, and whether it is one remembered from an earlier response
@@ -242,17 +247,21 @@ class Writes(Part):
 
     def _submit_many(self, survey_id: str, items: list[tuple], results: list):
         prepared = []  # Prepared, each at its item's position
+        dropped = {}  # position -> why its paradata were dropped
         for position, (spec_hash, key, reports, token, *named) in enumerate(items):
             wave, paradata = (list(named) + [None, None])[:2]
             try:
-                record, values, fingerprint, kept = self._prepare(survey_id, spec_hash, key, reports, token, wave=wave,
-                                                                  paradata=paradata)
+                record, values, fingerprint, kept, dropped[position] = self._prepare(
+                    survey_id, spec_hash, key, reports, token, wave=wave, paradata=paradata)
             except StorageError as error:
                 results[position] = error
                 continue
             prepared.append(Prepared(position, survey_id, spec_hash, key, token, record, values, fingerprint, wave,
                                      *kept))
         self.store_batch(survey_id, prepared, results)
+        for position, why in dropped.items():
+            if isinstance(results[position], tuple):
+                results[position] = _saying_dropped(results[position], why)
 
     def store_batch(self, survey_id: str, entries: list[Prepared], results: list):
         """Store validated responses to one survey inside the caller's transaction; each one's outcome goes to
@@ -583,3 +592,9 @@ class Writes(Part):
                 self.execute("DELETE FROM quota_counts")
                 for record in self.store.surveys.list_surveys():
                     recount_quotas(self.engine, record.id, record.survey.quotas)
+
+
+def _saying_dropped(outcome: tuple[dict, bool], why: str | None) -> tuple[dict, bool]:
+    """(acknowledgement, created), the acknowledgement saying why the response's paradata were dropped, if they were."""
+    acknowledgement, created = outcome
+    return ({**acknowledgement, "paradata_dropped": why} if why else acknowledgement), created
