@@ -243,7 +243,7 @@ def test_unknown_fields_are_never_silently_ignored(extra, value):
 
 def test_a_yaml_alias_bomb_is_refused_before_anything_is_built():
     """Nine nested aliases turn 342 bytes into 9⁹ values ("billion laughs"): a 562-byte one took `survey check` 31 s
-    and 377 MB. Refused from the parser's events, at the first alias past the limit; bounded by CPU time."""
+    and 377 MB. Refused on the composed node graph, before anything is built; bounded by CPU time."""
     import time
 
     from deniable.client.specfile import load_yaml

@@ -96,8 +96,12 @@ def load_yaml(text: str):
     try:
         # pure: ruamel's C parser (libyaml) follows the YAML 1.1 grammar and refuses some 1.2
         # plain scalars ("Which region do you live in?, …" in a flow mapping).
-        _check_expansion(YAML(typ="safe", pure=True).parse(text))
-        data = YAML(typ="safe", pure=True).load(text)
+        # Parsed once: the node graph (an alias is its anchor's node again, so the graph is the size of the text) is
+        # checked, then built; a second parse for the check took half of a large spec's 1.1 s.
+        yaml = YAML(typ="safe", pure=True)
+        node = yaml.compose(text)
+        _check_expansion(node)
+        data = None if node is None else yaml.constructor.construct_document(node)
     except SpecError:
         raise
     except YAMLError as error:
@@ -117,34 +121,36 @@ def load_yaml(text: str):
 MAX_YAML_VALUES = 100_000
 
 
-def _check_expansion(events):
-    """Count what the document holds with every alias expanded, from the parser's events, before anything is built:
-    an alias bomb ("billion laughs": a 562-byte spec took 31 s and 377 MB, and grew a server's worker past 590 MiB)
-    is refused at its first alias past the limit."""
-    from ruamel.yaml import events as kinds  # loaded with the YAML parser that called this
+def _check_expansion(root) -> None:
+    """Count what the document holds with every alias expanded, on the composed node graph (where an alias is its
+    anchor's node again), before anything is built: an alias bomb ("billion laughs": a 562-byte spec took 31 s and
+    377 MB, and grew a server's worker past 590 MiB) is refused, and so is an alias inside its own anchor. Each node
+    is counted once (its expanded size kept), so the check is linear in the text."""
+    from ruamel.yaml.nodes import MappingNode, SequenceNode  # loaded with the YAML parser that called this
 
-    sizes: dict = {}  # anchor -> values under it
-    open_collections: list = []  # [anchor, values so far] of each collection being read
+    def children(node) -> list:
+        if isinstance(node, MappingNode):
+            return [part for pair in node.value for part in pair]
+        return list(node.value) if isinstance(node, SequenceNode) else []
 
-    def finished(count: int, anchor):
-        if anchor is not None:
-            sizes[anchor] = count
-        if open_collections:
-            open_collections[-1][1] += count
-            if open_collections[-1][1] > MAX_YAML_VALUES:
+    sizes: dict = {}  # id(node) -> values under it, aliases expanded
+    counting: set = set()  # the nodes whose children are being counted: reaching one again is a cycle
+    pending = [] if root is None else [(root, False)]
+    while pending:
+        node, counted = pending.pop()
+        key = id(node)
+        if counted:
+            counting.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children(node))
+            if sizes[key] > MAX_YAML_VALUES:
                 raise SpecError(f"survey: the YAML's aliases expand to more than {MAX_YAML_VALUES:,} values; a survey "
                                 "spec holds far fewer (write the repeated parts out, or use fewer aliases)")
-
-    for event in events:
-        if isinstance(event, kinds.CollectionStartEvent):
-            open_collections.append([event.anchor, 1])
-        elif isinstance(event, kinds.CollectionEndEvent):
-            anchor, count = open_collections.pop()
-            finished(count, anchor)
-        elif isinstance(event, kinds.ScalarEvent):
-            finished(1, event.anchor)
-        elif isinstance(event, kinds.AliasEvent):
-            finished(sizes.get(event.anchor, 1), None)
+        elif key not in sizes:
+            if key in counting:
+                raise SpecError("survey: the YAML refers to itself (a recursive alias) or is nested too deeply")
+            counting.add(key)
+            pending.append((node, True))
+            pending.extend((child, False) for child in children(node))
 
 
 def _plain(value):
