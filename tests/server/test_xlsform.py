@@ -359,3 +359,18 @@ def test_a_survey_the_form_cannot_carry_is_refused_before_a_file_is_left(tmp_pat
                                         r"dodged\.split_ballot: \{'direct': '1/4'\} would read back as None\)"):
         write_xlsform(survey, target)
     assert not target.exists()
+
+
+@pytest.mark.parametrize("base", ["consent", "form_title", "description"])
+def test_a_settings_text_with_and_without_a_language_is_a_problem_not_a_traceback(tmp_path, runner, base):
+    """`consent` beside `consent::Español (es)` (either order) names the mix, as the survey sheet does for a label."""
+    from deniable.server.cli import main
+
+    for columns in ((base, f"{base}::Español (es)"), (f"{base}::Español (es)", base)):
+        settings = {"form_id": "health", "form_title": "Health", "default_language": "English (en)",
+                    **{column: "Texto" if "::" in column else "Text" for column in columns}}
+        path = form(tmp_path / "mixed.xlsx", REALISTIC, CHOICES, settings=settings)
+        with pytest.raises(SpecError, match=rf"mixes '{base}' with '{base}::Language' columns; give every {base} a language"):
+            read_xlsform(path)
+        imported = runner.invoke(main, ["survey", "import", str(path)])
+        assert imported.exit_code == 1 and "Traceback" not in imported.output and f"mixes '{base}'" in imported.output

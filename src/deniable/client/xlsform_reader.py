@@ -555,6 +555,9 @@ def _read_settings(sheet, problems: _Problems) -> dict:
             code = _language(_cell_text(value), "settings", number, column, problems)
             if code:
                 settings["default_language"] = code
+        elif column in ("form_title", "description", "consent") and any(c.startswith(column + "::") for c in record):
+            problems.add("settings", number, column, value, f"mixes '{column}' with '{column}::Language' columns; "
+                                                            f"give every {column} a language")
         elif column in _SETTINGS:
             settings[column] = _cell_text(value)
         elif column in ("instance_name", "style", "public_key", "submission_url", "allow_choice_duplicates",
