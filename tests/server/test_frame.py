@@ -208,3 +208,31 @@ def test_the_api_and_the_dashboard_take_a_frame(client, store, admin_headers):
                         data={"csrf": csrf, "frame": (io.BytesIO(_frame_csv(rows[:20]).encode()), "sample.csv")})
     assert shown.status_code == 200 and shown.get_data(as_text=True).count("/s/tax?t=") == 20
     assert store.token_counts("tax")["issued"] == 140
+
+
+def test_flagged_responses_are_left_out_under_the_spec_s_design(db_path, runner, tmp_path):
+    """An attention or speed check with a frame: leaving the flagged responses out drops their frame rows too, so the
+    design's columns match the responses kept (the frame's rows were read as a one-pass generator, and the estimate
+    ended in a length mismatch), in `load()` and `deniable estimate --leave-out-flagged`."""
+    survey = Survey.from_dict({**_framed_survey().to_dict(), "quality": {"section_times": True, "min_seconds": 60}})
+    rows = _frame_rows()
+    with storage.Store(db_path) as store:
+        store.add_survey(survey)
+        frame_file = tmp_path / "sample.csv"
+        frame_file.write_text(_frame_csv(rows), encoding="utf-8")
+        issued = runner.invoke(main, ["tokens", "tax", "--db", db_path, "--frame", str(frame_file)])
+        tokens = issued.stdout.split()
+        coins = SeededSource(5)
+        for i, token in enumerate(tokens[:60]):
+            seconds = 10 if i % 4 == 0 else 120  # every fourth speeds through: flagged
+            store.submit("tax", survey.hash, f"key-{i:04d}", survey.randomize(ANSWERS, rng=coins), token,
+                         paradata={"seconds": {"all": seconds}})
+        assert store.quality_flags("tax")["flagged"] == 15
+    with load(db=db_path, survey_id="tax", leave_out_flagged=True) as kept:
+        columns = kept.auxiliary()
+        assert kept.n == 45 and len(columns) == 45 and set(columns.columns) == set(FRAME_SAMPLE["frame"])
+        result = estimate(kept, "dodged", design=SampleDesign.of(survey))
+        assert result.n == 45
+    shown = runner.invoke(main, ["estimate", "tax", "--db", db_path, "--question", "dodged", "--leave-out-flagged"])
+    assert shown.exit_code == 0 and "Traceback" not in shown.output, shown.output
+    assert "Left out: 15 responses flagged" in shown.output, shown.output

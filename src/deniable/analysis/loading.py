@@ -197,8 +197,8 @@ def _read_store(store, survey_id, owned: bool, leave_out_flagged: bool = False, 
                 by_group[by] = reading().counts(survey_id, record.hash, by, leave_out_flagged=leave_out_flagged)
             return by_group[by]
 
-        def kept(rows):
-            return (row for row in rows if row[0] not in dropped) if dropped else rows
+        def kept(rows) -> list:  # a list: a reader may go over the rows twice (ids, then values)
+            return [row for row in rows if row[0] not in dropped] if dropped else list(rows)
 
         def framer(question_ids):
             return _wide(kept(reading().report_rows(record.hash, list(question_ids))), question_ids)
