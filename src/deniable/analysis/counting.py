@@ -31,6 +31,25 @@ def randomized_report(split, value):
     return inner if arm == "randomized" else None
 
 
+def tally(space, values) -> dict:
+    """{report key: count} of the reports in ``values`` that are there (`is_missing`), zeros left out; ``space``: a
+    question's report space (its mechanism, or its split ballot's two arms)."""
+    counts = count_reports(space, [value for value in values if not is_missing(value)])
+    return {key(report): int(count) for report, count in zip(space.reports, counts) if count}
+
+
+def payload_counter(counted):
+    """A counter over the server's counts payload (`Store.counts`, or the API's), read through ``counted(by)``:
+    ``counter(question_id, by)`` → {group key, or None: {report key: count}}."""
+    def counter(question_id, by):
+        if by is None:
+            return {None: {key(c["report"]): c["count"] for c in counted(None)["counts"][question_id] if c["count"]}}
+        return {key(g["value"]): {key(c["report"]): c["count"] for c in g["counts"][question_id] if c["count"]}
+                for g in counted(by)["groups"]}
+
+    return counter
+
+
 def rounded_counts(lam: np.ndarray, n: float) -> np.ndarray:
     """Counts out of ``n`` in the proportions ``lam``, whole numbers that add up to round(n) (largest remainders)."""
     total = max(int(round(n)), 1)

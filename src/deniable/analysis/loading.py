@@ -13,24 +13,22 @@ import json
 import urllib.error
 import urllib.parse
 from pathlib import Path
-from typing import Callable
 
-import numpy as np
 import pandas as pd
 
-from deniable import storage
 from deniable.client import Survey
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.exact import canonical_json, from_spreadsheet
 from deniable.client.reports import WAVE_COLUMN, WAVES, arm_column, direct_column, group_column, option_column
 from deniable.client.splitballot import SplitBallot
 from deniable.client.versions import VersionError, resolve_version
-from deniable.storage import StorageError, decoded_report, resolve_database
+from deniable.storage import StorageError, resolve_database
 
-from .counting import count_reports
 from .counting import key as _key
+from .counting import payload_counter, tally
 from .errors import LoadError
 from .loaded import LoadedSurvey, Version
+from .stored import from_database, read_store
 
 
 def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=None, token=None, spec=None,
@@ -79,7 +77,7 @@ def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=
     if store is not None:
         if db is not None or url is not None:
             raise LoadError("load(): give one of db=, store= and url=", "store")
-        return _read_store(store, survey_id, owned=False, leave_out_flagged=leave_out_flagged, **chosen)
+        return read_store(store, survey_id, owned=False, leave_out_flagged=leave_out_flagged, choose=_choose, **chosen)
     if url is not None:
         _without_flags(leave_out_flagged)
         return _from_server(url, survey_id, token, **chosen)
@@ -89,7 +87,7 @@ def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=
     except StorageError:
         raise LoadError("load() needs db=… (a SQLite file or a database URL), url=… or an export file with spec=…; "
                         "or set $DENIABLE_DATABASE_URL", "db") from None
-    return _from_store(db, survey_id, leave_out_flagged=leave_out_flagged, **chosen)
+    return from_database(db, survey_id, leave_out_flagged=leave_out_flagged, choose=_choose, **chosen)
 
 
 def _without_flags(leave_out_flagged: bool):
@@ -106,124 +104,6 @@ def _choose(source: str, versions: list[dict], survey_id: str, current: str, spe
         return [resolve_version(versions, survey_id, spec_hash if spec_hash or version is not None else current, version)]
     except VersionError as error:
         raise LoadError(f"{source}: {error.message}") from None
-
-
-def _wide(rows, question_ids) -> pd.DataFrame:
-    """One row per response (by id, in id order), one column per question, from (response id, question id, stored
-    text) rows as they stream, each text decoded once (`storage.decoded_report`); no long table is ever built, which
-    at 10⁵ responses held ~10× the frame."""
-    position: dict = {}
-    columns: dict = {qid: [] for qid in question_ids}
-    decoded: dict = {}
-    missing = float("nan")
-    for response_id, qid, text in rows:
-        at = position.get(response_id)
-        if at is None:
-            at = position[response_id] = len(position)
-            for column in columns.values():
-                column.append(missing)
-        value = decoded.get(text)
-        columns[qid][at] = value if value is not None else decoded_report(decoded, text)
-    wide = pd.DataFrame(columns, index=pd.Index(list(position), name="response_id"), dtype=object)
-    wide.columns.name = "question_id"
-    return wide.sort_index()
-
-
-def _from_counts(counted: Callable) -> Callable:
-    """A counter over the server's counts payload (`Store.counts`, or the API's): ``counted(by)``."""
-    def counter(question_id, by):
-        if by is None:
-            return {None: {_key(c["report"]): c["count"] for c in counted(None)["counts"][question_id] if c["count"]}}
-        return {_key(g["value"]): {_key(c["report"]): c["count"] for c in g["counts"][question_id] if c["count"]}
-                for g in counted(by)["groups"]}
-
-    return counter
-
-
-# --- a database, through storage's read-only reader ---------------------------------------------
-
-def _from_store(url: str, survey_id, leave_out_flagged: bool = False, **chosen) -> LoadedSurvey:
-    """A deployment's database, SQLite or PostgreSQL, read through `deniable.storage` (the one code
-    that knows the schema, every older one included): the running totals for counts, the long
-    reports table for per-response frames. Nothing is migrated or written."""
-    if survey_id is None:
-        raise LoadError("survey_id: required with db=", "survey_id")
-
-    try:
-        store = storage.Store(url, read_only=True)
-    except storage.StorageError as error:  # storage says why: no such file, not a database, unreachable
-        where = _where(store=None, url=url)
-        raise LoadError(error.message if error.message.startswith(where) else f"{where}: {error.message}", "db") from None
-    return _read_store(store, survey_id, owned=True, leave_out_flagged=leave_out_flagged, **chosen)
-
-
-def _where(store, url: str | None = None) -> str:
-    url = store.url if store is not None else url
-    return storage.describe_database(url) if storage.is_postgres(url) else storage.sqlite_path(url)
-
-
-def _read_store(store, survey_id, owned: bool, leave_out_flagged: bool = False, **chosen) -> LoadedSurvey:
-    """The versions asked for, read through an open store; ``owned``: the loaded survey closes it (`close`)."""
-    if survey_id is None:
-        raise LoadError("survey_id: required with db= or store=", "survey_id")
-    where = _where(store)
-    try:
-        current = store.get_survey(survey_id)
-        records = [store.find_version(survey_id, entry["hash"])
-                   for entry in _choose(where, store.versions(survey_id), survey_id, current.hash, **chosen)]
-    except storage.StorageError as error:
-        if owned:
-            store.close()
-        raise LoadError(f"{where}: {error.message}", error.field) from None
-    except LoadError:
-        if owned:
-            store.close()
-        raise
-    closed = []  # set by LoadedSurvey.close: what was not read by then cannot be
-
-    def reading():
-        if closed:
-            raise LoadError(f"{where}: this loaded survey was closed; load it again to read more", "db")
-        return store
-
-    def version(record) -> Version:
-        by_group: dict = {}
-        flags = store.quality_flags(survey_id, record.hash)
-        # Left out (leave_out_flagged): counted without them in SQL; the per-response rows read here drop their ids.
-        dropped = store.flagged_responses(survey_id, record.hash) if leave_out_flagged and flags["flagged"] else set()
-
-        def counted(by):
-            if by not in by_group:
-                by_group[by] = reading().counts(survey_id, record.hash, by, leave_out_flagged=leave_out_flagged)
-            return by_group[by]
-
-        def kept(rows) -> list:  # a list: a reader may go over the rows twice (ids, then values)
-            return [row for row in rows if row[0] not in dropped] if dropped else list(rows)
-
-        def framer(question_ids):
-            return _wide(kept(reading().report_rows(record.hash, list(question_ids))), question_ids)
-
-        def frame_columns():  # the invitations' frame rows its responses carry (design variables), if any
-            rows = kept(reading().frame_rows(record.hash))
-            return pd.DataFrame([values for _, values in rows], index=pd.Index([response_id for response_id, _ in rows],
-                                name="response_id")) if rows else None
-
-        def wave_labels():
-            rows = kept(reading().response_waves(record.hash))
-            return pd.Series([wave for _, wave in rows], index=pd.Index([i for i, _ in rows], name="response_id"),
-                             dtype=object)
-
-        n = record.responses - (flags["flagged"] if leave_out_flagged else 0)
-        return Version(record.version, record.hash, record.survey, n, _from_counts(counted), framer,
-                       auxiliary=frame_columns, wave_labels=wave_labels if record.survey.repeated is not None else None,
-                       flags=flags, left_out=leave_out_flagged)
-
-    def close():
-        closed.append(True)
-        if owned:
-            store.close()
-
-    return LoadedSurvey([version(r) for r in records], f"{store.engine.dialect}:{where}", close=close)
 
 
 # --- a running server -----------------------------------------------------------------------------
@@ -289,7 +169,7 @@ def _from_server(base, survey_id, token, **chosen) -> LoadedSurvey:
             return pd.Series([row.get("wave") for row in rows], index=pd.Index([row["id"] for row in rows],
                              name="response_id"), dtype=object)
 
-        return Version(entry["version"], entry["hash"], survey, entry["responses"], _from_counts(counted), framer,
+        return Version(entry["version"], entry["hash"], survey, entry["responses"], payload_counter(counted), framer,
                        auxiliary=frame_columns, wave_labels=wave_labels if survey.repeated is not None else None)
 
     return LoadedSurvey([version(e) for e in _choose(base, stored, survey_id, current, **chosen)], f"server:{base}")
@@ -382,16 +262,16 @@ def _loaded(frame, survey, spec_hash, waves, days, hashes, auxiliary, path: str,
     def counter(question_id, by):
         space = survey.questions[question_id].report_space
         if by is None:
-            return {None: _count_dict(space, frame[question_id])}
+            return {None: tally(space, frame[question_id])}
         out = {}
         if by == WAVES:
             if waves is None:
                 raise LoadError(f"{path}: no wave column: only a repeated survey's export has one", "by")
             labels = pd.Series(waves, index=frame.index)
-            return {_key(level): _count_dict(space, frame.loc[labels == level, question_id])
+            return {_key(level): tally(space, frame.loc[labels == level, question_id])
                     for level in dict.fromkeys(waves) if level not in (None, "")}
         for level, part in frame.groupby(frame[by].map(_key)):
-            out[level] = _count_dict(space, part[question_id])
+            out[level] = tally(space, part[question_id])
         return out
 
     version = Version(None, wanted, survey, len(frame), counter, lambda ids: frame[list(ids)].copy(),
@@ -419,12 +299,6 @@ def _export_columns(survey: Survey) -> set:
         if question.type == "multi_select":
             columns |= {option_column(qid, option) for option in question.options}
     return columns
-
-
-def _count_dict(space, series) -> dict:
-    """``space``: a question's report space (its mechanism, or its split ballot's two arms)."""
-    counts = count_reports(space, [v for v in series if v is not None and not (isinstance(v, float) and np.isnan(v))])
-    return {_key(r): int(c) for r, c in zip(space.reports, counts) if c}
 
 
 def _from_csv_row(question, row: dict):

@@ -361,8 +361,9 @@ def export_response(store, record, fmt: str, actor: str) -> Response:
     """One version's reports, or every version's (`PooledRecord`), as a download (API and dashboard alike),
     written to the audit log."""
     export = EXPORT_FORMATS[fmt]
-    body = export.write(record, export_rows(store, record))
-    body = b"".join(body) if export.binary else "".join(body)
+    with store.snapshot():  # the rows and the codebook's counts of one moment, though responses keep arriving
+        body = export.write(record, export_rows(store, record))
+        body = b"".join(body) if export.binary else "".join(body)
     store.audit(actor, "responses exported", record.id, f"{describe_version(record)}, {fmt}")
     name = f"{record.id}-all-versions" if isinstance(record, PooledRecord) else f"{record.id}-v{record.version}"
     return Response(body, mimetype=export.mimetype, headers={

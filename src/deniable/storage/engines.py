@@ -93,6 +93,8 @@ class Engine(Protocol):
     dialect: str
     #: The statement that opens a write transaction ("BEGIN IMMEDIATE" on SQLite: writers queue at the start).
     begin: str
+    #: What opens a read transaction that sees one moment (`transactions.Snapshot`).
+    begin_reading: str
     #: Rows per counter value: concurrent writers spread their increments over them; reads sum them.
     counter_shards: int
     #: What the current transaction has read once (the write path's survey row and settings).
@@ -123,6 +125,8 @@ class SQLiteEngine:
 
     dialect = "sqlite"
     begin = "BEGIN IMMEDIATE"
+    #: A read transaction (`transactions.Snapshot`): deferred, so it takes no lock until it reads.
+    begin_reading = "BEGIN DEFERRED"
     #: One writer at a time: counter shards would only cost reads.
     counter_shards = 1
 

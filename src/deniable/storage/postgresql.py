@@ -106,6 +106,8 @@ class PostgresEngine:
 
     dialect = "postgresql"
     begin = "BEGIN"
+    #: A read transaction (`transactions.Snapshot`): every statement sees the moment of its first.
+    begin_reading = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
     #: Concurrent submissions to one survey spread their counter updates over this many rows per
     #: value, so they do not all wait on one row lock until the other commits; reads sum them.
     counter_shards = 8

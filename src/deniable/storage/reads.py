@@ -116,6 +116,11 @@ class Reads(Part):
             "SELECT received_on, COUNT(*) FROM responses WHERE survey_id = ? GROUP BY received_on ORDER BY received_on",
             [survey_id]).fetchall()]
 
+    def response_ids(self, spec_hash: str):
+        """The ids of one version's responses, streamed."""
+        for (response_id,) in self.engine.stream("SELECT id FROM responses WHERE spec_hash = ?", [spec_hash]):
+            yield response_id
+
     def report_rows(self, spec_hash: str, question_ids: list[str]):
         """(response id, question id, canonical value) of the given questions of one version, streamed (a million
         responses' rows never sit in memory at once: the reader builds its frame as they come)."""

@@ -15,7 +15,7 @@ from .errors import LAST_FAILURE, StorageError
 from .reads import Reads
 from .schema import MIGRATIONS, SCHEMA_VERSION, Layout
 from .surveys import Surveys
-from .transactions import Transaction
+from .transactions import Snapshot, Transaction
 from .writes import Writes
 
 
@@ -114,6 +114,10 @@ class Store:
     def transaction(self):
         return Transaction(self.engine)
 
+    def snapshot(self):
+        """``with store.snapshot():`` the reads inside see one moment of the database (`transactions.Snapshot`)."""
+        return Snapshot(self.engine)
+
     def one(self, sql: str, params) -> dict | None:
         """The first row of one statement as a dict, or None."""
         cursor = self.engine.execute(sql, params)
@@ -141,6 +145,7 @@ class Store:
     find_version = _forward("surveys", Surveys.find_version)
     list_surveys = _forward("surveys", Surveys.list_surveys)
     versions = _forward("surveys", Surveys.versions)
+    responses_of = _forward("surveys", Surveys.responses_of)
     reopen_survey = _forward("surveys", Surveys.reopen_survey)
     close_survey = _forward("surveys", Surveys.close_survey)
     require_repeated = _forward("surveys", Surveys.require_repeated)
@@ -181,6 +186,7 @@ class Store:
     counts = _forward("reads", Reads.counts)
     responses_per_day = _forward("reads", Reads.responses_per_day)
     report_rows = _forward("reads", Reads.report_rows)
+    response_ids = _forward("reads", Reads.response_ids)
     export = _forward("reads", Reads.export)
     response_waves = _forward("reads", Reads.response_waves)
     frame_rows = _forward("reads", Reads.frame_rows)

@@ -233,13 +233,15 @@ class Surveys(Part):
             raise Invalid(f"spec_hash {spec_hash!r} is not a version of survey {row['id']!r}", "spec_hash")
 
         def count():
-            return self._responses_of(spec_hash)
+            return self.responses_of(spec_hash)
 
         return SurveyRecord(id=row["id"], hash=spec_hash, version=row["version"], survey=load_spec(row["spec"]),
                             access=row["access"], closed_on=row["closed_on"], _count=count,
                             current_hash=row["current_hash"])
 
-    def _responses_of(self, spec_hash: str) -> int:
+    def responses_of(self, spec_hash: str) -> int:
+        """A version's responses now (its running total): responses are only ever added, so the same number read
+        twice means the same responses."""
         return int(self.execute(self.layout.responses_of_version, [spec_hash]).fetchone()[0])
 
     def get_survey(self, survey_id: str, spec_hash: str | None = None) -> SurveyRecord:

@@ -40,6 +40,31 @@ class Transaction:
         return False
 
 
+class Snapshot:
+    """Reads that see one moment of the database: a read transaction (SQLite: a deferred BEGIN, whose first read
+    fixes the moment of the log it sees; PostgreSQL: REPEATABLE READ, READ ONLY). Several statements inside it (the
+    answers, then the frame rows they carry) cannot disagree about which responses exist. Inside a transaction
+    already, it is that transaction's moment. Kept short on purpose: an open snapshot keeps SQLite's log from being
+    reset and PostgreSQL's vacuum from removing the row versions it might still read."""
+
+    def __init__(self, engine):
+        self.connection = engine
+        self.opened = False
+
+    def __enter__(self):
+        if not self.connection.in_transaction:
+            self.connection.execute(self.connection.begin_reading)
+            self.opened = True
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.opened:
+            self.opened = False
+            # COMMIT, not ROLLBACK: nothing was written, and SQLite aborts a reader's unfinished statements on ROLLBACK.
+            self.connection.execute("COMMIT")
+        return False
+
+
 #: Transient failures of a submission on PostgreSQL, retried from the start.
 RETRIES = 4
 

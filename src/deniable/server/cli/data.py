@@ -74,9 +74,12 @@ def export(survey_id, fmt, output, spec_hash, version, all_versions, db):
         raise click.UsageError(f"--format {fmt} writes a binary file: give --output FILE.{fmt}")
     if all_versions and (spec_hash or version):
         raise click.UsageError("--all-versions exports every version: leave out --spec-hash and --version")
-    with open_store(db, read_only=True) as store:
+    # One moment of the database: while responses arrive, the rows, the codebook's counts and the count said below
+    # describe the same responses.
+    with open_store(db, read_only=True) as store, store.snapshot():
         record = PooledRecord.of(store, survey_id) if all_versions else store.find_version(survey_id, spec_hash, version)
-        chunks = export.write(record, export_rows(store, record))
+        rows = _Counted(export_rows(store, record))
+        chunks = export.write(record, rows)
         try:
             if not output:
                 for chunk in chunks:
@@ -90,9 +93,21 @@ def export(survey_id, fmt, output, spec_hash, version, all_versions, db):
                 atomic_write(beside, lambda path: write_chunks(path, EXPORT_FORMATS["codebook"].write(record), False))
         except ExportUnavailable as error:
             raise click.ClickException(str(error)) from None
-        described = "the codebook" if fmt == "codebook" else f"{record.responses} responses of {describe_version(record)}"
+        described = "the codebook" if fmt == "codebook" else f"{rows.count} responses of {describe_version(record)}"
     _audit_export(db, record, fmt)
     click.echo(f"Wrote {described} to {output}" + ("" if fmt == "codebook" else f" (codebook: {beside})"), err=True)
+
+
+class _Counted:
+    """The rows of an export, counted as they are written: the count said is the rows in the file."""
+
+    def __init__(self, rows):
+        self.rows, self.count = rows, 0
+
+    def __iter__(self):
+        for row in self.rows:
+            self.count += 1
+            yield row
 
 
 def _audit_export(db, record, fmt: str):
