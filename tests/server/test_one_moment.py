@@ -135,3 +135,15 @@ def test_loads_and_exports_while_responses_arrive_count_what_they_hold(db_path, 
         writer.join()
     assert not failures, failures
     assert seen == sorted(seen) and seen[-1] > seen[0], seen  # responses did arrive while all this was read
+
+
+@pytest.mark.sqlite_only
+def test_a_roster_of_ids_of_any_lengths_reads_back_whole():
+    from deniable.analysis.stored import _sorted_ids
+
+    even = ["b" * 32, "a" * 32, "c" * 32]
+    assert _sorted_ids(",".join(even), 3).tolist() == [s.encode() for s in sorted(even)]
+    uneven = ["ab", "c", "abc"]  # 6 characters and commas over 3 ids, cut at fixed places, would be wrong
+    assert _sorted_ids(",".join(uneven), 3).tolist() == [b"ab", b"abc", b"c"]
+    assert _sorted_ids(",".join(even), 5).tolist() == [s.encode() for s in sorted(even)]  # a count off: split
+    assert len(_sorted_ids("", 0)) == 0
