@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from deniable import storage
-from deniable.analysis import SampleDesign, estimate, load
+from deniable.analysis import LoadError, SampleDesign, compare, estimate, load, subgroups
 from deniable.client import Survey
 from deniable.server.cli import main
 from tests.conftest import EXAMPLES, SeededSource
@@ -236,3 +236,48 @@ def test_flagged_responses_are_left_out_under_the_spec_s_design(db_path, runner,
     shown = runner.invoke(main, ["estimate", "tax", "--db", db_path, "--question", "dodged", "--leave-out-flagged"])
     assert shown.exit_code == 0 and "Traceback" not in shown.output, shown.output
     assert "Left out: 15 responses flagged" in shown.output, shown.output
+
+
+def test_a_frame_column_is_a_domain_wherever_a_public_question_is(store, client, runner, db_path):
+    """subgroups, compare, --by and the dashboard's download group by a frame column (stratum, area) as by a public
+    question; each says the groups are a column's. Without a design a group is its own sample: the same estimate as
+    its responses loaded alone. With the design a stratum's point estimate is its own (its weight is one number) and
+    its SE the domain's; a comparison of domains is a t test on the design's degrees of freedom."""
+    survey = _framed_survey()
+    rows = _frame_rows()
+    store.add_survey(survey)
+    tokens = store.issue_tokens("tax", frame=rows)
+    sent = _answer(store, survey, tokens, rows)
+    design = SampleDesign.of(survey)
+    with load(db=db_path, survey_id="tax") as data:
+        assert data.levels("stratum") == ["A", "B", "C"] and data.levels("area") == ["area-1", "area-2"]
+        plain = subgroups(data, "dodged", by="stratum")
+        domains = subgroups(data, "dodged", by="stratum", design=design)
+        everything = data.frame().join(data.auxiliary())
+        for stratum in STRATA:
+            alone = everything[everything["stratum"] == stratum][list(survey.questions)]
+            assert plain[stratum].n == sum(row["stratum"] == stratum for row in sent.values()) == len(alone)
+            by_itself = estimate(load(alone, spec=survey), "dodged")
+            assert plain[stratum].table["estimate"].tolist() == pytest.approx(by_itself.table["estimate"].tolist(),
+                                                                              abs=1e-12)
+            assert plain[stratum].table["se"].tolist() == pytest.approx(by_itself.table["se"].tolist(), abs=1e-12)
+            assert domains[stratum].table["estimate"].tolist() == pytest.approx(plain[stratum].table["estimate"].tolist(),
+                                                                                abs=1e-12)
+            assert any("'stratum', a column of the data" in note for note in domains[stratum].notes)
+        compared = compare(data, "dodged", "stratum", "A", "C", design=design)
+        assert compared.df is not None and f"t = {compared.statistic:.3f} on {compared.df} df" in repr(compared)
+        assert "z = " in repr(compare(data, "dodged", "area", "area-1", "area-2"))
+        with pytest.raises(LoadError, match="no question or column 'nowhere'.*stratum"):
+            subgroups(data, "dodged", by="nowhere")
+    shown = runner.invoke(main, ["estimate", "tax", "--db", db_path, "--by", "stratum", "--question", "dodged"])
+    assert shown.exit_code == 0, shown.output
+    assert "dodged by stratum" in shown.output and "a column of the data" in shown.output
+    sign_in(client)
+    page = client.get("/admin/surveys/tax").get_data(as_text=True)
+    assert "by=stratum" in page and "stratum (frame)" in page
+    download = client.get("/admin/surveys/tax/versions/1/estimates.csv?by=stratum")
+    assert download.status_code == 200 and "by-stratum" in download.headers["Content-Disposition"]
+    table = pd.read_csv(io.StringIO(download.get_data(as_text=True)))
+    assert sorted(table["group"].unique()) == ["A", "B", "C"]
+    refused = client.get("/admin/surveys/tax/versions/1/estimates.csv?by=cash")
+    assert refused.status_code == 422 and "randomized" in refused.get_data(as_text=True)

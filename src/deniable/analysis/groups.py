@@ -34,7 +34,7 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     ``design``: a `SampleDesign`: each group is a domain of the whole sample, estimated with its design-based
     standard error (every PSU kept, the domain's reports alone counted), not as a sample of its own."""
     if design is not None:
-        return design_subgroups(loaded, question_id, by, design, level, method, simultaneous)
+        return _said_column(loaded, by, design_subgroups(loaded, question_id, by, design, level, method, simultaneous))
     question = loaded.question(question_id)
     panel = by != WAVES and loaded.pools_waves
     results = {value: estimate_counts(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
@@ -49,11 +49,20 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     counted = {v.spec_hash for v in loaded.versions_grouped_by(by)}
     versions = [v.label for v in loaded.versions_for(question_id) if v.spec_hash in counted]
     split = loaded.has_split_ballot(question_id)
-    return {value: dataclasses.replace(
+    return _said_column(loaded, by, {value: dataclasses.replace(
                 result, versions=versions,
                 split_ballot=comparison(result, loaded.direct_counts(question_id, by, value), level,
                                         list(direct_waves.get(key(value), {}).values()) or None) if split else None)
-            for value, result in results.items()}
+            for value, result in results.items()})
+
+
+def _said_column(loaded, by: str, results: dict) -> dict:
+    """Groups by a column of the data (`LoadedSurvey.is_column`) say so beside each group's figures."""
+    if not loaded.is_column(by):
+        return results
+    note = (f"the groups are the values of {by!r}, a column of the data (the sampling frame's rows the invitations "
+            "carried, or an export's own column), not a question")
+    return {value: dataclasses.replace(result, notes=(*result.notes, note)) for value, result in results.items()}
 
 
 def subgroup_frame(results: dict) -> pd.DataFrame:
@@ -81,13 +90,20 @@ class Comparison:
     pvalue: float
     results: tuple
     note: str | None = None
+    #: The degrees of freedom of a design-based comparison's t test; None: a z test (the normal).
+    df: int | None = None
+
+    @property
+    def test(self) -> str:
+        """The statistic as it is read: "z = 1.470", or "t = 1.470 on 42 df" for a design-based comparison."""
+        return f"z = {self.statistic:.3f}" if self.df is None else f"t = {self.statistic:.3f} on {self.df} df"
 
     def __repr__(self):
         a, b = self.groups
         what = " mean" if self.answer == "mean" else f"={self.answer!r}"
         return (f"Comparison({self.question_id}{what}: {a!r} − {b!r} = {self.difference:.4f} "
                 f"(SE {self.se:.4f}), {self.level:.0%} CI [{self.ci.low:.4f}, {self.ci.high:.4f}], "
-                f"z = {self.statistic:.3f}, p = {self.pvalue:.4g})")
+                f"{self.test}, p = {self.pvalue:.4g})")
 
 
 def default_answer(result: EstimateResult):
@@ -145,7 +161,7 @@ def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float =
     pvalue = float(2 * distributions.t_sf(abs(statistic), df))
     interval = est.ConfidenceInterval(max(difference - z * se, -bound), min(difference + z * se, bound))
     return Comparison(question_id, answer, (a, b), float(difference), se, interval, level, float(statistic), pvalue,
-                      (first, second), note)
+                      (first, second), note, df)
 
 
 __all__ = ["Comparison", "EstimateResult", "compare", "default_answer", "subgroup_frame", "subgroups"]

@@ -16,6 +16,7 @@ from deniable.client.reports import WAVES
 from deniable.client.versions import channel_difference
 from deniable.client.versions import label as version_label
 
+from .counting import is_missing, tally
 from .counting import key as _key
 from .errors import LoadError, PoolingError
 from .results import EstimateResult
@@ -88,6 +89,7 @@ class LoadedSurvey:
         self.left_out = any(v.left_out for v in self.versions)
         self._cache = {}
         self._pools = {}
+        self._auxiliary: pd.DataFrame | None = None  # `auxiliary`, once read
         self._wave_order: list | None = None  # the waves' count keys, in the order they opened (`waves`)
 
     def close(self):
@@ -123,11 +125,21 @@ class LoadedSurvey:
         return self._pools[question_id]
 
     def versions_grouped_by(self, by: str) -> list[Version]:
-        """The versions whose responses can be grouped by ``by``: those that ask that public question, or the
-        repeated ones for WAVES."""
+        """The versions whose responses can be grouped by ``by``: those that ask that public question, the repeated
+        ones for WAVES, those whose responses carry that column (`is_column`)."""
         if by == WAVES:
             return [v for v in self.versions if v.survey.repeated is not None]
+        if self.is_column(by):
+            return [v for v in self.versions if v.columns() is not None and by in v.columns().columns]
         return self.versions_for(by)
+
+    def is_column(self, by: str) -> bool:
+        """Whether ``by`` is a column of the data that no version asks as a question: a column of the sampling frame
+        the invitations carried (a spec forbids a frame column named like a question), or of an export (a design
+        variable, data joined). Its values group responses as a public question's do."""
+        if by == WAVES or any(by in v.survey.questions for v in self.versions):
+            return False
+        return by in self.auxiliary().columns
 
     def question(self, question_id: str):
         """The question as the newest version that asks it has it."""
@@ -176,10 +188,12 @@ class LoadedSurvey:
             elif by is not None:
                 grouping = {v.spec_hash for v in self.versions_grouped_by(by)}
                 wanted = [v for v in wanted if v.spec_hash in grouping]
+            column = by is not None and self.is_column(by)
             total: dict = {}
             for version in wanted:
                 split = version.survey.questions[question_id].split_ballot
-                for group, counts in version.counter(question_id, by).items():
+                counted = _column_counts(version, question_id, by) if column else version.counter(question_id, by)
+                for group, counts in counted.items():
                     into = total.setdefault(group, {})
                     for report, count in counts.items():
                         if split is not None:  # the randomized arm counts as the design's reports, the direct one apart
@@ -227,6 +241,12 @@ class LoadedSurvey:
         """The values of a public question present in the data, in the question's order (the waves, for WAVES)."""
         if by == WAVES:
             return self.waves
+        if self.is_column(by):
+            return _column_levels(pd.concat([v.columns()[by] for v in self.versions_grouped_by(by)]))
+        if not any(by in v.survey.questions for v in self.versions):
+            columns = list(self.auxiliary().columns)
+            raise LoadError(f"by: no question or column {by!r} in survey {self.survey.id!r}" +
+                            (f" (its data's columns: {', '.join(map(str, columns))})" if columns else ""), "by")
         try:
             question = grouping_question(self.versions_for(by)[-1].survey, by)
         except ReportError as error:
@@ -249,8 +269,10 @@ class LoadedSurvey:
     def auxiliary(self) -> pd.DataFrame:
         """The columns that are no question's (an export's design variables or joined data, the invitations' frame
         rows), by response id."""
-        parts = [columns for v in self.versions if (columns := v.columns()) is not None]
-        return pd.concat(parts) if parts else pd.DataFrame()
+        if self._auxiliary is None:
+            parts = [columns for v in self.versions if (columns := v.columns()) is not None]
+            self._auxiliary = pd.concat(parts) if parts else pd.DataFrame()
+        return self._auxiliary
 
     def design_frame(self, question_id: str, names) -> pd.DataFrame:
         """One row per response: ``question_id``'s reports and the columns ``names`` (public questions, or columns
@@ -332,6 +354,31 @@ def population(survey, question_id: str) -> str | None:
     """Whom skip logic asks ``question_id`` of ("respondents with worked = 'yes'"); None: everyone."""
     condition = survey.condition(question_id)
     return None if condition is None else f"respondents with {skiplogic.to_text(condition)}"
+
+
+def _column_counts(version: Version, question_id: str, by: str) -> dict:
+    """{level key: {report key: count}} of one version's reports of ``question_id``, grouped by the column ``by``
+    of the rows its responses carry (a response without a value there is in no group)."""
+    answers = version.framer([question_id])[question_id]
+    keys = _level_keys(version.columns()[by].reindex(answers.index))
+    space = version.survey.questions[question_id].report_space
+    return {level: tally(space, answers[(keys == level).to_numpy()]) for level in dict.fromkeys(keys.dropna())}
+
+
+def _level_keys(values: pd.Series) -> pd.Series:
+    """Each value's count key, None where there is none (a missing value, an empty cell of a CSV)."""
+    return values.map(lambda value: None if is_missing(value) or value == "" else _key(value))
+
+
+def _column_levels(values: pd.Series) -> list:
+    """The distinct values of a column, in order: numbers by size, anything else by its text."""
+    present = {}
+    for value, level in zip(values, _level_keys(values)):
+        if level is not None:
+            present.setdefault(level, value)
+    found = list(present.values())
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in found)
+    return sorted(found, key=(lambda v: v) if numeric else str)
 
 
 def _frozen(counts: dict) -> tuple:

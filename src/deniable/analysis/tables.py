@@ -98,6 +98,8 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
             text = f"== {qid} by {what} ({level:.0%} intervals)\n{frame.to_string(index=False, float_format=_fmt)}"
             if by == WAVES and len(results) >= 2:
                 text += "\n" + _wave_change(data, qid, level, list(results), design)
+            if data.is_column(by):
+                text += f"\nNote: {next(iter(results.values())).notes[-1]}"
             texts.append(text)
         else:
             result = estimate_with_design(data, qid, design, level=level, simultaneous=simultaneous, language=language)

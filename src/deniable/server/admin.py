@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import secrets
 import time
 
@@ -209,16 +210,17 @@ def estimates_download(survey_id, fmt, number=None):
 
     if fmt not in ("csv", "json"):
         abort(404)
+    by = request.args.get("by") or None  # a public question or a frame column: each group a domain of the sample
     store = get_store()
     store.get_survey(survey_id)
     if number is not None:
         store.find_version(survey_id, version=number)  # an unknown version is a 404 page
     try:
         data = load(store=store, survey_id=survey_id, version=number, all_versions=number is None)
-        table = estimate_table(data, design=SampleDesign.of(data.survey))
+        table = estimate_table(data, by=by, design=SampleDesign.of(data.survey))
     except DeniableError as error:
         return render_template("message.html", heading="Cannot estimate", message=str(error), error=True), 422
-    which = "pooled" if number is None else f"v{number}"
+    which = ("pooled" if number is None else f"v{number}") + (f"-by-{re.sub(r'[^A-Za-z0-9_.-]', '_', by)}" if by else "")
     return current_app.response_class(
         table.to_csv() if fmt == "csv" else table.to_json(), mimetype="text/csv" if fmt == "csv" else "application/json",
         headers={"Content-Disposition": f'attachment; filename="{survey_id}-{which}-estimates.{fmt}"'})
@@ -232,7 +234,7 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
     from deniable.analysis.loading import load
     from deniable.analysis.sampling import SampleDesign
 
-    from .dashboard import ESTIMATE_SECONDS, PAGE_SECONDS, asked_shares, day_bars, estimate_charts
+    from .dashboard import ESTIMATE_SECONDS, PAGE_SECONDS, asked_shares, day_bars, estimate_charts, group_choices
 
     store = get_store()
     current = store.get_survey(survey_id)
@@ -279,7 +281,8 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
                            plans=plans, page_seconds=PAGE_SECONDS, planning_later=planning_later,
                            estimate_seconds=ESTIMATE_SECONDS, estimating_later=estimating_later,
                            added=request.args.get("added"),
-                           planned=planned, tokens=store.token_counts(survey_id), versions=store.versions(survey_id))
+                           planned=planned, tokens=store.token_counts(survey_id), versions=store.versions(survey_id),
+                           group_choices=group_choices(data.survey))
 
 
 @blueprint.post("/surveys/<survey_id>/close")

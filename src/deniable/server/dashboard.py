@@ -205,6 +205,13 @@ def wave_rows(data, question_id: str) -> dict:
 DAY_BAR, DAY_HEIGHT, DAY_MIN_BARS = 12, 80, 30
 
 
+def group_choices(survey) -> list[str]:
+    """What the estimates can be grouped by: the public questions (whose reports are the true answers), then the
+    columns of the sampling frame the invitations carry (`LoadedSurvey.is_column`)."""
+    public = [qid for qid, question in survey.questions.items() if not question.is_private]
+    return public + [column for column in survey.sample.get("frame", []) if column not in public]
+
+
 def day_bars(days: list[tuple[str, int]]) -> dict | None:
     if not days:
         return None

@@ -140,7 +140,8 @@ def flagged_note(data) -> str | None:
 @db_option
 @click.option("--url", help="Read from a running server instead of --db (needs --token).")
 @click.option("--token", envvar="DENIABLE_ADMIN_TOKEN", help="Admin token for --url (default: $DENIABLE_ADMIN_TOKEN).")
-@click.option("--by", "by", help="Estimate within each level of this public question.")
+@click.option("--by", "by", help="Estimate within each level of this public question, or of a column of the "
+                                 "sampling frame (stratum, region, …).")
 @click.option("--by-wave", is_flag=True, help="A repeated survey: estimate wave by wave, and the change between the last two.")
 @click.option("--question", "questions", multiple=True, help="Only these questions (repeatable; default: all).")
 @click.option("--level", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
