@@ -6,6 +6,7 @@ columns, every export holds them, and `deniable estimate` uses the spec's design
 import io
 import json
 import random
+import re
 
 import pandas as pd
 import pytest
@@ -275,6 +276,11 @@ def test_a_frame_column_is_a_domain_wherever_a_public_question_is(store, client,
     sign_in(client)
     page = client.get("/admin/surveys/tax").get_data(as_text=True)
     assert "by=stratum" in page and "stratum (frame)" in page
+    # The plan is the design's, sized by the issued invitations' frame, with each question's realised effect beside it.
+    assert "Design effect: planned / realised" in page and "from the invitations&#39; frame" in page
+    cells = re.findall(r'class="design-effect">([0-9.]+) /\s*([0-9.]+|not yet)', page)
+    assert len(cells) == len(survey.private_questions) and all(float(planned) > 1 for planned, _ in cells)
+    assert all(realised != "not yet" for _, realised in cells[:1])  # dodged: estimated under the design
     download = client.get("/admin/surveys/tax/versions/1/estimates.csv?by=stratum")
     assert download.status_code == 200 and "by-stratum" in download.headers["Content-Disposition"]
     table = pd.read_csv(io.StringIO(download.get_data(as_text=True)))

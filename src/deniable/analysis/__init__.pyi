@@ -20,6 +20,7 @@ from .groups import (
 from .likelihood import Certificate, ConvergenceWarning
 from .loaded import LoadedSurvey, Version, population
 from .loading import load
+from .planned_design import PlannedDesign, planned_design
 from .planning import (
     compare_designs,
     margin_of_error,
@@ -41,8 +42,8 @@ from .tables import EstimateTable, estimate_table
 __all__ = [
     "AnalysisError", "BINARY_METHODS", "CATEGORICAL_METHODS", "Certificate", "Comparison", "ConfidenceInterval",
     "ConvergenceWarning", "Correlation", "DEFAULT_BINARY_METHOD", "EstimateResult", "EstimateTable", "LoadError",
-    "LoadedSurvey", "MeanEstimate", "PoolingError", "QuestionPlan", "SampleDesign", "SeparationWarning", "Summary",
+    "LoadedSurvey", "MeanEstimate", "PlannedDesign", "PoolingError", "QuestionPlan", "SampleDesign", "SeparationWarning", "Summary",
     "Version", "compare", "compare_designs", "correlation", "describe_plan", "estimate", "estimate_table", "linear",
-    "load", "logistic", "margin_of_error", "plan", "population", "power", "sample_size", "subgroup_frame",
+    "load", "logistic", "margin_of_error", "plan", "planned_design", "population", "power", "sample_size", "subgroup_frame",
     "subgroups", "unit_variance",
 ]

@@ -24,6 +24,7 @@ from deniable.client.mechanisms import UnaryMechanism
 from . import blas, spread
 from .deadline import time_limit
 from .errors import AnalysisError, OutOfTime
+from .planned_design import SIMPLE, PlannedDesign, planned_design
 from .planning import (
     CHEATER_SHARE,
     mean_unit_variance,
@@ -66,6 +67,9 @@ class QuestionPlan:
     #: skip logic: the share of respondents expected to be asked, and whence ("given" or "uniform public answers")
     asked_share: float = 1.0
     asked_from: str | None = None
+    #: the sample design's effect on the shares' and the mean's variance (`planned_design`; 1: a simple random sample)
+    design_effect: float = 1.0
+    mean_design_effect: float = 1.0
 
     @property
     def asked_n(self) -> int:
@@ -84,9 +88,11 @@ class QuestionPlan:
 class Plans(list):
     """`QuestionPlan`s in question order, and the ids of questions left unplanned by a time limit."""
 
-    def __init__(self, plans=(), unplanned=()):
+    def __init__(self, plans=(), unplanned=(), design: PlannedDesign = SIMPLE):
         super().__init__(plans)
         self.unplanned = list(unplanned)
+        #: The design effect every figure is planned with, and whence (`planned_design`).
+        self.design = design
 
     @property
     def shares_unplanned(self) -> list[str]:
@@ -113,7 +119,7 @@ CLOSED_FORM_MEAN_ABOVE = spread.BATCH_ANSWERS
 
 
 def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.05,
-         time_limit: float | None = None, asked: dict | None = None) -> Plans:
+         time_limit: float | None = None, asked: dict | None = None, design: PlannedDesign | None = None) -> Plans:
     """Per private question: the standard error and margin of each share expected with ``n`` respondents,
     the n for a ±``target`` margin, the mean's precision for numbers and scales, and flags for designs
     whose per-answer estimates will be uninformative at that n. Skip logic asking a question of some
@@ -126,12 +132,17 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
     ``asked``: question id → the share of respondents expected to be asked it, for questions skip logic
     asks of some only; without it, the share is worked out from the skip logic assuming every public
     answer equally likely (`asked_shares`). Precision is planned at n × that share, and the n for ±target
-    is of all respondents."""
+    is of all respondents.
+
+    ``design``: the design effect to plan with (`planned_design`); without it, the spec's ``sample:`` as far as the
+    spec alone tells (`planned_design` without a frame: a design it cannot size is said, not planned). Every figure is
+    a simple random sample's at n / deff, and the n for ±target is deff times a simple random sample's."""
     if not isinstance(n, int) or n < 1:
         raise AnalysisError(f"n must be a whole number of respondents ≥ 1, got {n!r}")
+    design = design if design is not None else planned_design(survey, n)
     shares = asked_shares(survey, asked)
     z = two_sided_z(level)
-    plans = Plans()
+    plans = Plans(design=design)
     known = {}  # questions asked through the same channel (a battery of items at one ε) cost once
     start = time.thread_time()  # the plan's own CPU time (`deadline.py`)
 
@@ -189,15 +200,39 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
             entry.mean_se = mean_se
             entry.mean_margin = z * entry.mean_se
             entry.scale = (float(values[0]), float(values[-1]))
+        if design.effect != 1.0 or design.given:
+            _under_design(entry, question, randomized, design)
         if entry.shares_planned and not entry.shares_usable:
             what = ("each value's share" if isinstance(question.mechanism, LaplaceMechanism)
                     else "each option's share" if question.type != "yes_no" else "the share")
             advice = ("only the mean is usable" if entry.mean_se is not None
                       else "raise ε, use fewer options, or plan for more respondents")
-            asked_of = "" if share == 1 else f" (asked of {reached:,})"
+            asked_of = "" if share == 1 else f" (asked of {max(1, round(n * share)):,})"
             entry.flags.append(f"{what} will be uninformative at n = {n:,}{asked_of} ({_points(entry.margin)}); {advice}")
         plans.append(entry)
     return plans
+
+
+def _under_design(entry: QuestionPlan, question, randomized: int, design: PlannedDesign) -> None:
+    """``entry``, a simple random sample's plan, as the sample ``design`` will give it: each figure's variance times
+    its design effect, whose clustering part is diluted by κ, the figure's direct-to-randomized variance ratio at the
+    uniform answers the plan assumes (`PlannedDesign.for_figure`)."""
+    if entry.se is not None:
+        answers = 2 if question.type in ("yes_no", "multi_select") else len(question.mechanism.answers)
+        share = 1 / answers
+        effect = design.for_figure(share * (1 - share) / (randomized * entry.se**2) if entry.se > 0 else 1.0)
+        entry.design_effect = effect
+        entry.se *= math.sqrt(effect)
+        entry.margin *= math.sqrt(effect)
+        if entry.n_for_margin is not None:
+            entry.n_for_margin = int(math.ceil(entry.n_for_margin * effect - 1e-9))
+    if entry.mean_se is not None:
+        values = np.asarray(scores(question), dtype=float)
+        direct = float(np.var(values))  # the scores' variance at uniform answers
+        effect = design.for_figure(direct / (randomized * entry.mean_se**2) if entry.mean_se > 0 else 1.0)
+        entry.mean_design_effect = effect
+        entry.mean_se *= math.sqrt(effect)
+        entry.mean_margin *= math.sqrt(effect)
 
 
 #: Up to this many joint answers of the public questions a condition reads are enumerated; beyond, sampled.
@@ -358,6 +393,9 @@ def describe_plan(plans: list[QuestionPlan]) -> str:
         return "No private questions: nothing to plan." if not unplanned else _not_planned(unplanned)
     first = plans[0]
     lines = [f"Planning at n = {first.n:,} respondents ({first.level:.0%} intervals, uniform true answers assumed):"]
+    design = getattr(plans, "design", SIMPLE)
+    if design is not SIMPLE:
+        lines.append(f"  Sample design: {design.words}")
     for p in plans:
         line = (f"  {p.question_id:<20} SE {p.se:.3f}, {_points(p.margin)} per share; "
                 f"n for ±{p.target * 100:g} points: {p.n_for_margin:,}" if p.shares_planned else
@@ -368,6 +406,10 @@ def describe_plan(plans: list[QuestionPlan]) -> str:
         if p.mean_se is not None:
             low, high = p.scale
             line += f"; mean ±{p.mean_margin:.3g} on {low:g}–{high:g}"
+        if p.design_effect != 1 or p.mean_design_effect != 1:
+            line += f"; design effect {p.design_effect:.2f}" + (
+                f" (mean {p.mean_design_effect:.2f})" if p.mean_se is not None and p.mean_design_effect != p.design_effect
+                else "")
         if p.n_to_detect_cheaters is not None:
             line += f"; n to detect {CHEATER_SHARE:.0%} cheaters (80% power): {p.n_to_detect_cheaters:,}"
         lines.append(line)

@@ -232,6 +232,7 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
     from deniable.analysis.advice import plan
     from deniable.analysis.errors import LoadError
     from deniable.analysis.loading import load
+    from deniable.analysis.planned_design import planned_design
     from deniable.analysis.sampling import SampleDesign
 
     from .dashboard import ESTIMATE_SECONDS, PAGE_SECONDS, asked_shares, day_bars, estimate_charts, group_choices
@@ -268,12 +269,15 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
     planned = request.args.get("n", "1000")
     planned = int(planned) if planned.isdigit() and 0 < int(planned) <= 10**9 else 1000
     observed = asked_shares(data, charts)
-    job = ("plan", current.hash, planned, tuple(sorted(observed.items())))
-    plans = plan(data.survey, planned, time_limit=0.0 if pending(job) else planning_seconds, asked=observed)
+    # The plan's design: the spec's sample, sized by the frame of the invitations issued (an ICC of ASSUMED_ICC, said).
+    sample = planned_design(data.survey, planned, frame=store.frame_invitations(survey_id) or None)
+    job = ("plan", current.hash, planned, tuple(sorted(observed.items())), sample)
+    plans = plan(data.survey, planned, time_limit=0.0 if pending(job) else planning_seconds, asked=observed,
+                 design=sample)
     planning_later = False
     if not plans.complete:
         # The rest is worked out by this process's background thread; the next view finds it remembered.
-        planning_later = finish_later(job, lambda: plan(data.survey, planned, asked=observed))
+        planning_later = finish_later(job, lambda: plan(data.survey, planned, asked=observed, design=sample))
     return render_template("estimates.html", record=record, current=current, survey=data.survey, charts=charts,
                            n=data.n, inf=math.inf, pooled=pooled, loaded=data, days=day_bars(store.responses_per_day(survey_id)),
                            waves=store.waves(survey_id) if current.survey.repeated is not None else None,
@@ -282,7 +286,8 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
                            estimate_seconds=ESTIMATE_SECONDS, estimating_later=estimating_later,
                            added=request.args.get("added"),
                            planned=planned, tokens=store.token_counts(survey_id), versions=store.versions(survey_id),
-                           group_choices=group_choices(data.survey))
+                           group_choices=group_choices(data.survey),
+                           realised={chart["id"]: chart.get("design_effect") for chart in charts})
 
 
 @blueprint.post("/surveys/<survey_id>/close")

@@ -97,7 +97,8 @@ def _chart(data, qid, design) -> dict:
         chart["error"] = "no responses yet" if data.n == 0 else str(result)
         return chart
     chart.update(n=result.n, method=result.method, simultaneous=result.simultaneous, notes=result.notes,
-                 certified=result.converged, certificate=result.certificate)
+                 certified=result.converged, certificate=result.certificate,
+                 design_effect=result.design_effect)  # realised, shown beside the plan's
     described = result.fit.describe()
     chart["fit"] = {"flagged": result.fit.flagged,
                     "text": described.removeprefix("FIT FAILED: ") if result.fit.flagged

@@ -156,6 +156,7 @@ class Store:
     check_tokens = _forward("surveys", Surveys.check_tokens)
     issue_tokens = _forward("surveys", Surveys.issue_tokens)
     frame_summary = _forward("surveys", Surveys.frame_summary)
+    frame_invitations = _forward("surveys", Surveys.frame_invitations)
     token_status = _forward("surveys", Surveys.token_status)
     token_counts = _forward("surveys", Surveys.token_counts)
     quota_counts = _forward("surveys", Surveys.quota_counts)

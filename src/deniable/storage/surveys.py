@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import json
 import re
 import secrets
 import threading
@@ -414,6 +415,15 @@ class Surveys(Part):
         return {"cells": len(invitations), "invitations": sum(invitations),
                 "fewest_invitations": min(invitations, default=None), "answered_cells": len(answers),
                 "fewest_answers": min(answers, default=None), "cells_with_one_answer": answers.count(1)}
+
+    def frame_invitations(self, survey_id: str) -> list[tuple[dict, int]]:
+        """(frame row, invitations issued with it) per distinct row of the survey's frame: what a plan sizes the
+        design from (`analysis.planned_design`)."""
+        if not self.layout.has_frames:
+            return []
+        return [(json.loads(frame), int(count)) for frame, count in self.execute(
+            "SELECT f.frame, COUNT(*) FROM tokens t JOIN frame_cells f ON f.survey_id = t.survey_id AND f.cell = "
+            "t.frame_cell WHERE t.survey_id = ? GROUP BY f.frame", [survey_id]).fetchall()]
 
     def token_status(self, survey_id: str, token: str) -> str | None:
         """"unused" or "used" for a token of this survey, None for any other string: what the survey page

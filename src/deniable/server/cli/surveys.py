@@ -15,7 +15,7 @@ from deniable.client.questions import _LANGUAGE
 from deniable.client.xlsform import read_xlsform, write_xlsform
 
 from .common import cli_actor, db_option, load_spec_file, open_store
-from .files import atomic_write
+from .files import atomic_write, read_frame
 
 # --- surveys ------------------------------------------------------------------------------------
 
@@ -41,15 +41,26 @@ def survey():
 @click.option("--plan-seconds", "plan_seconds", type=click.FloatRange(0, 3600, min_open=True), default=None,
               help="How long planning may compute (CPU seconds) before the remaining questions are listed as not planned "
                    "[default: 1; a wide number grid's shares can take minutes, its mean is planned at once].")
-def check(spec_file, prior, as_json, planned, planning, asked, compare, plan_seconds):
+@click.option("--design-effect", "design_effect", type=click.FloatRange(0, min_open=True), default=None,
+              help="Plan with this design effect (an earlier round's, a similar survey's) instead of the one the "
+                   "spec's sample and --frame give.")
+@click.option("--frame", "frame_file", type=click.Path(dir_okay=False),
+              help="The invitations' frame CSV (as for `deniable tokens --frame`): plan with the design effect of "
+                   "its weights and PSU sizes (the spec's sample names which columns).")
+@click.option("--icc", type=click.FloatRange(0, 1), default=None,
+              help="The intraclass correlation of answers within a PSU, with --frame [default: 0.05, said as assumed].")
+def check(spec_file, prior, as_json, planned, planning, asked, compare, plan_seconds, design_effect, frame_file, icc):
     """Validate SPEC_FILE (YAML or JSON) and print its privacy summary (ε per question and in total)
-    and what each question will give at the planned sample size."""
+    and what each question will give at the planned sample size (with the spec's sample design: --frame or
+    --design-effect size it)."""
     parsed = load_spec_file(spec_file)
     try:
         parsed.check_fieldable()
     except DeniableError as error:
         raise click.ClickException(f"{spec_file}: {error}") from None
-    plans = _plans(parsed, planned, _asked_shares(asked), plan_seconds) if planning else None
+    frame = None if frame_file is None else read_frame(frame_file)
+    design = _design(parsed, planned, frame, icc, design_effect) if planning else None
+    plans = _plans(parsed, planned, _asked_shares(asked), plan_seconds, design) if planning else None
     if as_json:
         figures = {p.question_id: p for p in plans or []}
 
@@ -59,7 +70,8 @@ def check(spec_file, prior, as_json, planned, planning, asked, compare, plan_sec
                                            "asked_from": p.asked_from,
                                            "se": p.se, "margin": p.margin, "n_for_margin": p.n_for_margin,
                                            "target": p.target, "mean_se": p.mean_se, "flags": p.flags,
-                                           "n_to_detect_cheaters": p.n_to_detect_cheaters, "split_ballot": p.split_ballot}
+                                           "n_to_detect_cheaters": p.n_to_detect_cheaters, "split_ballot": p.split_ballot,
+                                           "design_effect": p.design_effect, "mean_design_effect": p.mean_design_effect}
 
         payload = {
             "hash": parsed.hash,
@@ -72,6 +84,8 @@ def check(spec_file, prior, as_json, planned, planning, asked, compare, plan_sec
                           for q in parsed.questions.values()},
             **({"epsilon_per_wave": parsed.epsilon_per_wave} if parsed.repeated is not None else {}),
             "warnings": parsed.warnings,
+            "design": None if plans is None else {"effect": plans.design.effect, "words": plans.design.words,
+                                                   "left_out": plans.design.unused},
             "unplanned": getattr(plans, "unplanned", []),
             "shares_unplanned": [] if plans is None else plans.shares_unplanned,
             "spec": parsed.to_dict(),
@@ -120,7 +134,23 @@ def _asked_shares(pairs) -> dict:
     return shares
 
 
-def _plans(survey: Survey, planned: int, asked: dict | None = None, seconds: float | None = None):
+def _design(survey: Survey, planned: int, frame, icc, design_effect):
+    """The design effect to plan with (`analysis.planned_design`); None without the analysis extra."""
+    try:
+        # the analysis extra: `survey check --no-plan` validates without it
+        from deniable.analysis.errors import AnalysisError
+        from deniable.analysis.planned_design import planned_design
+    except ImportError:
+        return None
+    if icc is not None and frame is None and design_effect is None:
+        raise click.UsageError("--icc goes with --frame (the PSU sizes it acts within)")
+    try:
+        return planned_design(survey, planned, frame=frame, icc=icc, assumed=design_effect)
+    except AnalysisError as error:
+        raise click.BadParameter(str(error), param_hint=f"--{(error.field or 'frame').replace('_', '-')}") from None
+
+
+def _plans(survey: Survey, planned: int, asked: dict | None = None, seconds: float | None = None, design=None):
     """Planning figures per private question, within ``seconds`` (default `PLANNING_SECONDS`; None without the
     analysis extra, which has numpy)."""
     try:
@@ -130,7 +160,7 @@ def _plans(survey: Survey, planned: int, asked: dict | None = None, seconds: flo
     except ImportError:
         return None
     try:
-        return plan(survey, planned, time_limit=seconds or PLANNING_SECONDS, asked=asked)
+        return plan(survey, planned, time_limit=seconds or PLANNING_SECONDS, asked=asked, design=design)
     except AnalysisError as error:
         raise click.BadParameter(str(error), param_hint="--asked") from None
 
@@ -267,15 +297,21 @@ def survey_list(db):
 @click.option("--prior", type=click.FloatRange(0, 1), default=DEFAULT_PRIOR, show_default=True)
 @click.option("--n", "planned", type=click.IntRange(1, 10**9), default=1000, show_default=True,
               help="Planned number of respondents, for the precision each question will give.")
-def survey_show(survey_id, db, prior, planned):
-    """The privacy summary of a stored survey: ε per question and in total, planning figures,
-    versions, responses."""
+@click.option("--design-effect", "design_effect", type=click.FloatRange(0, min_open=True), default=None,
+              help="Plan with this design effect instead of the one the issued invitations' frame gives.")
+@click.option("--icc", type=click.FloatRange(0, 1), default=None,
+              help="The intraclass correlation of answers within a PSU [default: 0.05, said as assumed].")
+def survey_show(survey_id, db, prior, planned, design_effect, icc):
+    """The privacy summary of a stored survey: ε per question and in total, planning figures (with the design of
+    the invitations' frame, when they carry one), versions, responses."""
     with open_store(db, read_only=True) as store:
         record = store.get_survey(survey_id)
         click.echo(record.survey.privacy_summary(prior))
         for warning in record.survey.warnings:
             click.echo(f"WARNING: {warning}")
-        _echo_plans(_plans(record.survey, planned))
+        frame = store.frame_invitations(survey_id) or None
+        _echo_plans(_plans(record.survey, planned, design=_design(record.survey, planned, frame,
+                                                                   icc if frame else None, design_effect)))
         click.echo()
         if record.access == "open":
             click.echo("NOTE: open survey (no invitation tokens): someone who answers more than once spends "
