@@ -207,6 +207,9 @@ def test_every_width_and_layout_sends_what_the_server_takes(browser, live_server
     page.check("#q-attention input[value='often']")
     paged = page.is_visible("#next")
     assert paged == (layout == "paged" or (layout == "auto" and width == "phone"))
+    # Two of its three questions are asked directly: the page's opening words say the sensitive one is randomized.
+    assert "answers to the sensitive questions are randomized on this device" in page.inner_text("#device-words")
+    assert "asked directly" in page.inner_text("#device-words")
     if paged:
         page.click("#next")
     page.check("#q-dodged input[value='no']")
@@ -238,6 +241,9 @@ def test_without_javascript_a_timed_survey_is_sent_without_times(browser, live_s
     context.route("**/static/survey.js", lambda route: route.abort())
     page = context.new_page()
     page.goto(f"{live_server}/s/{survey.id}")
+    # Nothing happens on this device without JavaScript: no word says it does (randomizing, timing, drawing an order).
+    shown = page.inner_text("body")
+    assert "on this device" not in shown and "how long you spend" not in shown and "JavaScript is off" in shown
     for name, value in (("region", "north"), ("attention", "often"), ("dodged", "yes")):
         page.check(f"#coin-form input[name={name}][value={value}]")
     page.click("#coin-form button[type=submit]")

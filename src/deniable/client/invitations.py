@@ -8,8 +8,9 @@ language, from the spec's ``invitations`` or else the page words shipped in ever
       reminder_body: ...
 
 A body names ``{link}`` (the respondent's own link, which answers once) and ``{opt_out}`` (the link that stops the
-e-mails); ``{title}`` is the survey's title in the respondent's language. Nothing else is put in: an e-mail carries no
-answer and no frame value."""
+e-mails); ``{title}`` is the survey's title in the respondent's language, and ``{privacy}`` what the survey does with
+the answers, derived from its questions (`promises.email_promise`: all randomized, some, or none, and where).
+Nothing else is put in: an e-mail carries no answer and no frame value."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import SpecError
+from .promises import email_promise
 from .questions import localize
 
 _FIELDS = {"subject": "invite_subject", "body": "invite_body", "reminder_subject": "remind_subject",
@@ -26,7 +28,7 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 def _check(text: str, field: str, where: str):
     named = set(_PLACEHOLDER.findall(text))
-    allowed = {"title"} if field.endswith("subject") else {"title", "link", "opt_out"}
+    allowed = {"title"} if field.endswith("subject") else {"title", "link", "opt_out", "privacy"}
     unknown = sorted(named - allowed)
     if unknown:
         raise SpecError(f"{where}: {{{unknown[0]}}} is not a placeholder (allowed: "
@@ -71,7 +73,8 @@ def message(survey, kind: str, language: str | None, link: str, opt_out: str) ->
     prefix = "" if kind == "invite" else "reminder_"
     own = survey.invitations.texts if survey.invitations is not None else {}
     words = survey.words(language)
-    values = {"title": survey.title_in(language), "link": link, "opt_out": opt_out}
+    values = {"title": survey.title_in(language), "link": link, "opt_out": opt_out,
+              "privacy": email_promise(survey, words)}
     parts = []
     for field in (f"{prefix}subject", f"{prefix}body"):
         text = localize(own.get(field), language, survey.default_language) or words[_FIELDS[field]]

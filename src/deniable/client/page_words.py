@@ -9,6 +9,10 @@ from . import catalogue
 from .errors import SpecError
 from .questions import _plain_text
 
+#: Placeholders a page word of a spec's own may leave out: what the e-mails say the survey does with the answers (the
+#: spec's own text then says it; older specs' texts had no such placeholder).
+OPTIONAL_PLACEHOLDERS = {"invite_body": {"privacy"}, "remind_body": {"privacy"}}
+
 
 def read_page_words(raw, page_languages: list[str]) -> dict:
     """``page_words: {fr: {send: …}}``: page words a survey completes or overrides per language, each a word the
@@ -37,6 +41,8 @@ def read_page_words(raw, page_languages: list[str]) -> dict:
                 except ValueError as error:
                     raise SpecError(f"{where}.{code}.{key}: {error} (write a literal brace as {{{{ or }}}})") from None
                 wanted = catalogue.placeholders(english[key])
+                if key in OPTIONAL_PLACEHOLDERS:  # an e-mail of a spec's own may leave the survey's promise out
+                    names, wanted = names - OPTIONAL_PLACEHOLDERS[key], wanted - OPTIONAL_PLACEHOLDERS[key]
                 if names != wanted:
                     shown = ", ".join(f"{{{name}}}" for name in sorted(wanted)) or "no placeholder"
                     raise SpecError(f"{where}.{code}.{key}: must fill in exactly {shown}, as English does "

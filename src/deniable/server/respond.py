@@ -21,6 +21,7 @@ from deniable.client import catalogue
 from deniable.client.compliance import GroupedMechanism
 from deniable.client.exact import json_number, parse_fraction
 from deniable.client.memo import Memo
+from deniable.client.promises import page_intro
 from deniable.client.questions import is_right_to_left, localize
 from deniable.client.reports import arm_column
 from deniable.client.splitballot import SplitBallot
@@ -266,7 +267,8 @@ def survey_page(survey_id):
         "survey.html", survey=survey, record=record, sections=sections, title=survey.title_in(language),
         description=survey.description_in(language), consent=survey.consent_in(language),
         warnings=_warnings(record, language, words),
-        words=words, lang=language, dir="rtl" if is_right_to_left(language) else "ltr",
+        words=words, intro=page_intro(survey, words), lang=language,
+        dir="rtl" if is_right_to_left(language) else "ltr",
         languages=languages, page_data=page_data, token=token, idempotency_key=secrets.token_hex(16),
         form_key=form_key, skipped=[q["text"] for q in questions if not q["offline"]], preload=client_module_urls()))
     response.set_cookie(FORM_COOKIE, form_key, httponly=True, samesite="Strict", secure=request.is_secure,

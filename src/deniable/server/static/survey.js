@@ -35,6 +35,7 @@ if (token) {
 }
 
 coinForm.remove();
+document.getElementById("device-words").hidden = false;
 // Randomized order (the spec's randomize and randomize_sections): drawn here with the page's CSPRNG, a source of its
 // own, once per page load, and laid over a page fetched in another language too. Never sent and never stored: a
 // response is the same whatever the order it was asked in.

@@ -2,6 +2,8 @@
 export default Object.freeze({
  "language": "Sprache",
  "intro": "Ihre Antworten werden auf diesem Gerät zufällig verändert, bevor irgendetwas gesendet wird: Der Server erhält nur die zufälligen Meldungen, die Ihnen vor dem Verlassen der Seite gezeigt werden. Bei jeder Frage steht, wie viel eine Meldung höchstens verraten kann.",
+ "intro_some": "Ihre Antworten auf die heiklen Fragen werden auf diesem Gerät zufällig verändert, bevor irgendetwas gesendet wird: Der Server erhält nur deren zufällige Meldungen, die Ihnen vor dem Verlassen der Seite gezeigt werden. Die übrigen Fragen werden direkt gestellt, und ihre Antworten werden so gesendet, wie Sie sie geben. Bei jeder zufällig veränderten Frage steht, wie viel eine Meldung höchstens verraten kann.",
+ "intro_none": "Diese Umfrage stellt jede Frage direkt: Ihre Antworten werden so gesendet, wie Sie sie geben, und Ihnen vor dem Verlassen der Seite gezeigt.",
  "order_note": "Einige Fragen oder Antworten erscheinen in einer Reihenfolge, die auf diesem Gerät zufällig gezogen wird; die Reihenfolge wird nie gesendet.",
  "times_note": "Diese Umfrage erfasst ungefähr, wie lange Sie für jeden Teil brauchen (auf 10 Sekunden gerundet), nie, was Sie geantwortet oder geändert haben.",
  "consent_heading": "Bevor Sie beginnen",
@@ -123,11 +125,17 @@ export default Object.freeze({
  "decimal_mark": ",",
  "percent": "{value} %",
  "invite_subject": "Einladung: {title}",
- "invite_body": "Sie sind eingeladen, an der Umfrage „{title}“ teilzunehmen.\n\nIhre Antworten werden auf Ihrem eigenen Gerät zufällig verändert, bevor etwas gesendet wird, sodass niemand, auch nicht das Forschungsteam, Ihre wahren Antworten kennen kann.\n\nHier antworten (dieser Link gehört Ihnen und funktioniert einmal):\n{link}\n\nUm keine weiteren E-Mails zu dieser Umfrage zu erhalten:\n{opt_out}",
+ "invite_body": "Sie sind eingeladen, an der Umfrage „{title}“ teilzunehmen.\n\n{privacy}\n\nHier antworten (dieser Link gehört Ihnen und funktioniert einmal):\n{link}\n\nUm keine weiteren E-Mails zu dieser Umfrage zu erhalten:\n{opt_out}",
  "remind_subject": "Erinnerung: {title}",
- "remind_body": "Eine Erinnerung: Sie sind eingeladen, an der Umfrage „{title}“ teilzunehmen.\n\nIhre Antworten werden auf Ihrem eigenen Gerät zufällig verändert, bevor etwas gesendet wird, sodass niemand, auch nicht das Forschungsteam, Ihre wahren Antworten kennen kann.\n\nHier antworten (dieser Link gehört Ihnen und funktioniert einmal):\n{link}\n\nUm keine weiteren E-Mails zu dieser Umfrage zu erhalten:\n{opt_out}",
+ "remind_body": "Eine Erinnerung: Sie sind eingeladen, an der Umfrage „{title}“ teilzunehmen.\n\n{privacy}\n\nHier antworten (dieser Link gehört Ihnen und funktioniert einmal):\n{link}\n\nUm keine weiteren E-Mails zu dieser Umfrage zu erhalten:\n{opt_out}",
  "opt_out_heading": "Keine E-Mails mehr",
  "opt_out_message": "Bestätigen Sie, dass Sie keine weiteren E-Mails zur Umfrage „{title}“ erhalten möchten. Ihre Adresse wird nur für die Einladungen aufbewahrt und nach der Feldphase gelöscht; eine Antwort wird nie mit ihr verknüpft.",
  "opt_out_button": "Keine weiteren E-Mails senden",
- "opted_out": "Erledigt: Sie erhalten keine weiteren E-Mails zu dieser Umfrage."
+ "opted_out": "Erledigt: Sie erhalten keine weiteren E-Mails zu dieser Umfrage.",
+ "privacy_all": "Ihre Antworten werden {where} zufällig verändert, bevor etwas gesendet wird, sodass niemand, auch nicht das Forschungsteam, Ihre wahren Antworten kennen kann.",
+ "privacy_some": "Ihre Antworten auf {private} der {total} Fragen werden {where} zufällig verändert, bevor etwas gesendet wird, sodass niemand, auch nicht das Forschungsteam, Ihre wahren Antworten darauf kennen kann; die übrigen Fragen werden direkt gestellt, und diese Antworten werden so gesendet, wie Sie sie geben.",
+ "privacy_none": "Diese Umfrage stellt jede Frage direkt: Ihre Antworten werden so gesendet, wie Sie sie geben.",
+ "where_device": "auf Ihrem eigenen Gerät",
+ "where_respondent": "von Ihnen selbst, nach den Schritten, die jede Frage angibt,",
+ "where_both": "auf Ihrem eigenen Gerät oder, wo eine Frage Sie darum bittet, von Ihnen selbst"
 });

@@ -2,6 +2,8 @@
 export default Object.freeze({
  "language": "Language",
  "intro": "Your answers are randomized on this device before anything is sent: the server only ever receives the randomized reports, shown to you before you leave. Each question says how much a report can reveal.",
+ "intro_some": "Your answers to the sensitive questions are randomized on this device before anything is sent: the server only ever receives their randomized reports, shown to you before you leave. The other questions are asked directly, and their answers are sent as you give them. Each randomized question says how much a report can reveal.",
+ "intro_none": "This survey asks every question directly: your answers are sent as you give them, and shown to you before you leave.",
  "order_note": "Some questions or answers appear in an order drawn at random on this device; the order is never sent.",
  "times_note": "This survey records roughly how long you spend on each part (to the nearest 10 seconds), never what you answered or changed.",
  "consent_heading": "Before you start",
@@ -123,11 +125,17 @@ export default Object.freeze({
  "decimal_mark": ".",
  "percent": "{value}%",
  "invite_subject": "Invitation: {title}",
- "invite_body": "You are invited to take part in the survey “{title}”.\n\nYour answers are randomized on your own device before anything is sent, so nobody, not even the researchers, can know your true answers.\n\nAnswer here (this link is yours and works once):\n{link}\n\nTo receive no more e-mails about this survey:\n{opt_out}",
+ "invite_body": "You are invited to take part in the survey “{title}”.\n\n{privacy}\n\nAnswer here (this link is yours and works once):\n{link}\n\nTo receive no more e-mails about this survey:\n{opt_out}",
  "remind_subject": "Reminder: {title}",
- "remind_body": "A reminder: you are invited to take part in the survey “{title}”.\n\nYour answers are randomized on your own device before anything is sent, so nobody, not even the researchers, can know your true answers.\n\nAnswer here (this link is yours and works once):\n{link}\n\nTo receive no more e-mails about this survey:\n{opt_out}",
+ "remind_body": "A reminder: you are invited to take part in the survey “{title}”.\n\n{privacy}\n\nAnswer here (this link is yours and works once):\n{link}\n\nTo receive no more e-mails about this survey:\n{opt_out}",
  "opt_out_heading": "No more e-mails",
  "opt_out_message": "Confirm that you want no more e-mails about the survey “{title}”. Your address is kept only for the invitations and erased after the fieldwork; an answer is never linked to it.",
  "opt_out_button": "Send me no more e-mails",
- "opted_out": "Done: you will receive no more e-mails about this survey."
+ "opted_out": "Done: you will receive no more e-mails about this survey.",
+ "privacy_all": "Your answers are randomized {where} before anything is sent, so nobody, not even the researchers, can know your true answers.",
+ "privacy_some": "Your answers to {private} of the {total} questions are randomized {where} before anything is sent, so nobody, not even the researchers, can know your true answers to them; the other questions are asked directly, and those answers are sent as you give them.",
+ "privacy_none": "This survey asks every question directly: your answers are sent as you give them.",
+ "where_device": "on your own device",
+ "where_respondent": "by you, following the steps each question gives",
+ "where_both": "on your own device or, where a question asks you to, by you"
 });

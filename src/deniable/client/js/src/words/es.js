@@ -2,6 +2,8 @@
 export default Object.freeze({
  "language": "Idioma",
  "intro": "Sus respuestas se aleatorizan en este dispositivo antes de enviar nada: el servidor solo recibe los informes aleatorizados, que se le muestran antes de salir. Cada pregunta indica cuánto puede revelar un informe.",
+ "intro_some": "Sus respuestas a las preguntas delicadas se aleatorizan en este dispositivo antes de enviar nada: el servidor solo recibe sus informes aleatorizados, que se le muestran antes de salir. Las demás preguntas se hacen directamente y sus respuestas se envían tal como las da. Cada pregunta aleatorizada indica cuánto puede revelar un informe.",
+ "intro_none": "Esta encuesta hace todas las preguntas directamente: sus respuestas se envían tal como las da y se le muestran antes de salir.",
  "order_note": "Algunas preguntas o respuestas aparecen en un orden sorteado al azar en este dispositivo; el orden nunca se envía.",
  "times_note": "Esta encuesta registra aproximadamente cuánto tiempo dedica a cada parte (redondeado a 10 segundos), nunca lo que respondió o cambió.",
  "consent_heading": "Antes de empezar",
@@ -123,11 +125,17 @@ export default Object.freeze({
  "decimal_mark": ",",
  "percent": "{value} %",
  "invite_subject": "Invitación: {title}",
- "invite_body": "Le invitamos a participar en la encuesta «{title}».\n\nSus respuestas se aleatorizan en su propio dispositivo antes de enviar nada, de modo que nadie, ni siquiera el equipo de investigación, puede conocer sus respuestas verdaderas.\n\nResponda aquí (este enlace es suyo y funciona una vez):\n{link}\n\nPara no recibir más correos sobre esta encuesta:\n{opt_out}",
+ "invite_body": "Le invitamos a participar en la encuesta «{title}».\n\n{privacy}\n\nResponda aquí (este enlace es suyo y funciona una vez):\n{link}\n\nPara no recibir más correos sobre esta encuesta:\n{opt_out}",
  "remind_subject": "Recordatorio: {title}",
- "remind_body": "Un recordatorio: le invitamos a participar en la encuesta «{title}».\n\nSus respuestas se aleatorizan en su propio dispositivo antes de enviar nada, de modo que nadie, ni siquiera el equipo de investigación, puede conocer sus respuestas verdaderas.\n\nResponda aquí (este enlace es suyo y funciona una vez):\n{link}\n\nPara no recibir más correos sobre esta encuesta:\n{opt_out}",
+ "remind_body": "Un recordatorio: le invitamos a participar en la encuesta «{title}».\n\n{privacy}\n\nResponda aquí (este enlace es suyo y funciona una vez):\n{link}\n\nPara no recibir más correos sobre esta encuesta:\n{opt_out}",
  "opt_out_heading": "No más correos",
  "opt_out_message": "Confirme que no desea recibir más correos sobre la encuesta «{title}». Su dirección solo se guarda para las invitaciones y se borra al terminar el trabajo de campo; una respuesta nunca se vincula con ella.",
  "opt_out_button": "No enviarme más correos",
- "opted_out": "Hecho: no recibirá más correos sobre esta encuesta."
+ "opted_out": "Hecho: no recibirá más correos sobre esta encuesta.",
+ "privacy_all": "Sus respuestas se aleatorizan {where} antes de enviar nada, de modo que nadie, ni siquiera el equipo de investigación, puede conocer sus respuestas verdaderas.",
+ "privacy_some": "Sus respuestas a {private} de las {total} preguntas se aleatorizan {where} antes de enviar nada, de modo que nadie, ni siquiera el equipo de investigación, puede conocer sus respuestas verdaderas a ellas; las demás preguntas se hacen directamente y esas respuestas se envían tal como las da.",
+ "privacy_none": "Esta encuesta hace todas las preguntas directamente: sus respuestas se envían tal como las da.",
+ "where_device": "en su propio dispositivo",
+ "where_respondent": "por usted mismo, siguiendo los pasos que indica cada pregunta,",
+ "where_both": "en su propio dispositivo o, cuando una pregunta se lo pide, por usted mismo"
 });

@@ -2,6 +2,8 @@
 export default Object.freeze({
  "language": "Langue",
  "intro": "Vos réponses sont rendues aléatoires sur cet appareil avant tout envoi : le serveur ne reçoit jamais que les rapports aléatoires, qui vous sont montrés avant de partir. Chaque question indique ce qu'un rapport peut révéler au plus.",
+ "intro_some": "Vos réponses aux questions sensibles sont rendues aléatoires sur cet appareil avant tout envoi : le serveur ne reçoit que leurs déclarations aléatoires, qui vous sont montrées avant de partir. Les autres questions sont posées directement et leurs réponses sont envoyées telles que vous les donnez. Chaque question rendue aléatoire indique ce qu'une déclaration peut révéler au plus.",
+ "intro_none": "Cette enquête pose chaque question directement : vos réponses sont envoyées telles que vous les donnez, et vous sont montrées avant de partir.",
  "order_note": "Certaines questions ou réponses apparaissent dans un ordre tiré au hasard sur cet appareil ; l'ordre n'est jamais envoyé.",
  "times_note": "Cette enquête enregistre à peu près le temps passé sur chaque partie (arrondi à 10 secondes), jamais ce que vous avez répondu ou modifié.",
  "consent_heading": "Avant de commencer",
@@ -123,11 +125,17 @@ export default Object.freeze({
  "decimal_mark": ",",
  "percent": "{value} %",
  "invite_subject": "Invitation : {title}",
- "invite_body": "Vous êtes invité·e à participer à l'enquête « {title} ».\n\nVos réponses sont rendues aléatoires sur votre propre appareil avant tout envoi : personne, pas même l'équipe de recherche, ne peut connaître vos vraies réponses.\n\nRépondre ici (ce lien est le vôtre et ne sert qu'une fois) :\n{link}\n\nPour ne plus recevoir de courriels sur cette enquête :\n{opt_out}",
+ "invite_body": "Vous êtes invité·e à participer à l'enquête « {title} ».\n\n{privacy}\n\nRépondre ici (ce lien est le vôtre et ne sert qu'une fois) :\n{link}\n\nPour ne plus recevoir de courriels sur cette enquête :\n{opt_out}",
  "remind_subject": "Rappel : {title}",
- "remind_body": "Un rappel : vous êtes invité·e à participer à l'enquête « {title} ».\n\nVos réponses sont rendues aléatoires sur votre propre appareil avant tout envoi : personne, pas même l'équipe de recherche, ne peut connaître vos vraies réponses.\n\nRépondre ici (ce lien est le vôtre et ne sert qu'une fois) :\n{link}\n\nPour ne plus recevoir de courriels sur cette enquête :\n{opt_out}",
+ "remind_body": "Un rappel : vous êtes invité·e à participer à l'enquête « {title} ».\n\n{privacy}\n\nRépondre ici (ce lien est le vôtre et ne sert qu'une fois) :\n{link}\n\nPour ne plus recevoir de courriels sur cette enquête :\n{opt_out}",
  "opt_out_heading": "Plus de courriels",
  "opt_out_message": "Confirmez que vous ne souhaitez plus recevoir de courriels sur l'enquête « {title} ». Votre adresse n'est conservée que pour les invitations et effacée après le terrain ; une réponse n'y est jamais liée.",
  "opt_out_button": "Ne plus m'envoyer de courriels",
- "opted_out": "C'est fait : vous ne recevrez plus de courriels sur cette enquête."
+ "opted_out": "C'est fait : vous ne recevrez plus de courriels sur cette enquête.",
+ "privacy_all": "Vos réponses sont rendues aléatoires {where} avant tout envoi : personne, pas même l'équipe de recherche, ne peut connaître vos vraies réponses.",
+ "privacy_some": "Vos réponses à {private} des {total} questions sont rendues aléatoires {where} avant tout envoi : personne, pas même l'équipe de recherche, ne peut connaître vos vraies réponses à celles-ci ; les autres questions sont posées directement, et ces réponses sont envoyées telles que vous les donnez.",
+ "privacy_none": "Cette enquête pose chaque question directement : vos réponses sont envoyées telles que vous les donnez.",
+ "where_device": "sur votre propre appareil",
+ "where_respondent": "par vous-même, en suivant les étapes de chaque question,",
+ "where_both": "sur votre propre appareil ou, quand une question vous le demande, par vous-même"
 });

@@ -2,6 +2,8 @@
 export default Object.freeze({
  "language": "Idioma",
  "intro": "As suas respostas são aleatorizadas neste dispositivo antes de qualquer envio: o servidor só recebe os relatos aleatorizados, que lhe são mostrados antes de sair. Cada pergunta diz quanto um relato pode revelar.",
+ "intro_some": "As suas respostas às perguntas sensíveis são aleatorizadas neste dispositivo antes de qualquer envio: o servidor só recebe os seus relatos aleatorizados, que lhe são mostrados antes de sair. As outras perguntas são feitas diretamente e as respostas são enviadas tal como as dá. Cada pergunta aleatorizada indica quanto um relato pode revelar.",
+ "intro_none": "Este inquérito faz todas as perguntas diretamente: as suas respostas são enviadas tal como as dá e são-lhe mostradas antes de sair.",
  "order_note": "Algumas perguntas ou respostas aparecem numa ordem sorteada ao acaso neste dispositivo; a ordem nunca é enviada.",
  "times_note": "Este inquérito regista aproximadamente quanto tempo passa em cada parte (arredondado a 10 segundos), nunca o que respondeu ou alterou.",
  "consent_heading": "Antes de começar",
@@ -123,11 +125,17 @@ export default Object.freeze({
  "decimal_mark": ",",
  "percent": "{value}%",
  "invite_subject": "Convite: {title}",
- "invite_body": "Está convidado a participar no inquérito «{title}».\n\nAs suas respostas são aleatorizadas no seu próprio dispositivo antes de qualquer envio, pelo que ninguém, nem mesmo a equipa de investigação, pode saber as suas respostas verdadeiras.\n\nResponda aqui (esta ligação é sua e funciona uma vez):\n{link}\n\nPara não receber mais e-mails sobre este inquérito:\n{opt_out}",
+ "invite_body": "Está convidado a participar no inquérito «{title}».\n\n{privacy}\n\nResponda aqui (esta ligação é sua e funciona uma vez):\n{link}\n\nPara não receber mais e-mails sobre este inquérito:\n{opt_out}",
  "remind_subject": "Lembrete: {title}",
- "remind_body": "Um lembrete: está convidado a participar no inquérito «{title}».\n\nAs suas respostas são aleatorizadas no seu próprio dispositivo antes de qualquer envio, pelo que ninguém, nem mesmo a equipa de investigação, pode saber as suas respostas verdadeiras.\n\nResponda aqui (esta ligação é sua e funciona uma vez):\n{link}\n\nPara não receber mais e-mails sobre este inquérito:\n{opt_out}",
+ "remind_body": "Um lembrete: está convidado a participar no inquérito «{title}».\n\n{privacy}\n\nResponda aqui (esta ligação é sua e funciona uma vez):\n{link}\n\nPara não receber mais e-mails sobre este inquérito:\n{opt_out}",
  "opt_out_heading": "Não receber mais e-mails",
  "opt_out_message": "Confirme que não quer receber mais e-mails sobre o inquérito «{title}». O seu endereço só é guardado para os convites e é apagado no fim do trabalho de campo; uma resposta nunca é associada a ele.",
  "opt_out_button": "Não me enviem mais e-mails",
- "opted_out": "Feito: não receberá mais e-mails sobre este inquérito."
+ "opted_out": "Feito: não receberá mais e-mails sobre este inquérito.",
+ "privacy_all": "As suas respostas são aleatorizadas {where} antes de qualquer envio, pelo que ninguém, nem mesmo a equipa de investigação, pode saber as suas respostas verdadeiras.",
+ "privacy_some": "As suas respostas a {private} das {total} perguntas são aleatorizadas {where} antes de qualquer envio, pelo que ninguém, nem mesmo a equipa de investigação, pode saber as suas respostas verdadeiras a essas perguntas; as outras perguntas são feitas diretamente e essas respostas são enviadas tal como as dá.",
+ "privacy_none": "Este inquérito faz todas as perguntas diretamente: as suas respostas são enviadas tal como as dá.",
+ "where_device": "no seu próprio dispositivo",
+ "where_respondent": "por si, seguindo os passos que cada pergunta indica,",
+ "where_both": "no seu próprio dispositivo ou, quando uma pergunta lho pede, por si"
 });
