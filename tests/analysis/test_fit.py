@@ -176,3 +176,10 @@ def test_every_estimate_carries_its_fit_and_the_interval_holds_the_estimate():
         assert result.fit is not None and 0 <= result.fit.pvalue <= 1
         assert (result.table["ci_low"] <= result.table["estimate"] + 1e-12).all()
         assert (result.table["estimate"] <= result.table["ci_high"] + 1e-12).all()
+
+
+def test_a_fit_at_the_saturated_model_reads_zero_not_minus_zero():
+    from deniable.analysis.fit import FitTest
+
+    assert "G² = 0.00 on 1 df" in FitTest(-3e-15, 1, 1.0, "exact").describe()
+    assert FitTest(-3e-15, 1, 1.0, "exact").statistic == 0.0

@@ -12,6 +12,7 @@ from deniable.client import SpecError, Survey
 from deniable.client.quality import MAX_SECTION_SECONDS, SECONDS_STEP
 from deniable.server.cli import main
 from tests.conftest import SeededSource
+from tests.server.conftest import sign_in
 from tests.server.test_browser import Recorder, browser  # noqa: F401 - the module's Chromium fixture
 
 pytestmark = pytest.mark.both_engines
@@ -107,7 +108,7 @@ def test_section_times_are_checked_where_they_arrive_and_never_cost_the_response
         [json.dumps({"intro": 30}), *(json.dumps({"taxes": 10 * i}) for i in range(3))])
 
 
-def test_flagged_responses_are_left_out_only_when_asked_and_counted_exactly(db_path, runner, store, careful):
+def test_flagged_responses_are_left_out_only_when_asked_and_counted_exactly(db_path, runner, store, careful, client):
     """60 attentive respondents answer truly (20 dodged); 15 fail the check and 15 speed through, all answering
     yes: kept in, they bias the share up; left out, the counts are exactly the attentive ones' and the estimate
     recovers the truth within its interval (seeded draws: the same reports every run)."""
@@ -136,8 +137,12 @@ def test_flagged_responses_are_left_out_only_when_asked_and_counted_exactly(db_p
         low, high = clean.table.loc["yes", ["ci_low", "ci_high"]]
         assert low <= truth <= high and biased.estimate["yes"] > clean.estimate["yes"] + 0.1
     shown = runner.invoke(main, ["estimate", "care", "--db", db_path])
-    assert "Flagged: 30 responses by the quality checks (15 answered an attention check otherwise; 15 took less " \
-           "than the spec's min_seconds in all)" in shown.output and "91 responses" in shown.output
+    said = ("30 responses flagged by the quality checks (15 answered an attention check otherwise; 15 took less than "
+            "the spec's min_seconds in all)")
+    assert said in shown.output and "91 responses" in shown.output
+    sign_in(client)  # the dashboard says it too, as the command does
+    page = client.get("/admin/surveys/care").get_data(as_text=True)
+    assert said.replace("'", "&#39;") in page and "--leave-out-flagged" in page
     left = runner.invoke(main, ["estimate", "care", "--db", db_path, "--leave-out-flagged", "--format", "csv"])
     assert left.exit_code == 0 and "Left out: 30 responses flagged" in left.stderr
     csv_rows = runner.invoke(main, ["export", "care", "--format", "csv", "--db", db_path]).stdout.splitlines()

@@ -62,6 +62,12 @@ class FitTest:
     pvalue: float
     method: str  # "exact", "chi-square", "monte carlo", or a combination for multi-select questions
 
+    def __post_init__(self):
+        # G² is a sum of non-negative divergences: a fit at the saturated model sums to a round-off either side of 0,
+        # which read "G² = -0.00".
+        if self.statistic < 0:
+            object.__setattr__(self, "statistic", 0.0)
+
     @property
     def flagged(self) -> bool:
         return self.pvalue < FLAG_P

@@ -92,6 +92,17 @@ class LoadedSurvey:
         self._auxiliary: pd.DataFrame | None = None  # `auxiliary`, once read
         self._wave_order: list | None = None  # the waves' count keys, in the order they opened (`waves`)
 
+    def flagged_words(self) -> str | None:
+        """How many responses the spec's quality checks flag and why, in words (None: none flagged, or the source does
+        not say): "70 responses flagged by the quality checks (70 answered an attention check otherwise)"."""
+        flags = self.flags
+        if not flags or not flags["flagged"]:
+            return None
+        why = "; ".join(part for part in (
+            f"{flags['failed_check']} answered an attention check otherwise" if flags["failed_check"] else "",
+            f"{flags['too_fast']} took less than the spec's min_seconds in all" if flags["too_fast"] else "") if part)
+        return f"{flags['flagged']} responses flagged by the quality checks ({why})"
+
     def close(self):
         """Release what `load` opened for this survey (nothing for a file, a server, or a store passed in); what was
         read stays readable, anything else is a `LoadError`. Closing twice is harmless."""

@@ -122,17 +122,12 @@ def _audit_export(db, record, fmt: str):
 
 def flagged_note(data) -> str | None:
     """What the spec's quality checks flagged, and whether the estimates leave them out; None when nothing is."""
-    flags = data.flags
-    if not flags or not flags["flagged"]:
+    flagged = data.flagged_words()
+    if flagged is None:
         return None
-    why = "; ".join(part for part in (f"{flags['failed_check']} answered an attention check otherwise" if
-                                      flags["failed_check"] else "",
-                                      f"{flags['too_fast']} took less than the spec's min_seconds in all" if
-                                      flags["too_fast"] else "") if part)
     if data.left_out:
-        return f"Left out: {flags['flagged']} responses flagged by the quality checks ({why})."
-    return (f"Flagged: {flags['flagged']} responses by the quality checks ({why}); they are in these estimates, "
-            "--leave-out-flagged leaves them out.")
+        return f"Left out: {flagged}."
+    return f"{flagged[0].upper()}{flagged[1:]}; they are in these estimates, --leave-out-flagged leaves them out."
 
 
 @click.command("estimate")
