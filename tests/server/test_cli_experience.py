@@ -279,7 +279,7 @@ def test_a_question_with_nothing_to_estimate_yet_leaves_the_others_estimated(run
 
 def test_serve_on_an_ipv6_address_with_several_workers(tmp_path):
     """`deniable serve --host ::1 --workers 2` could not start (gunicorn read "::1:PORT" as an empty port) and its
-    links did not open; an IPv6 address is written in brackets."""
+    links did not open; an IPv6 address is written in brackets. gunicorn's control socket is off."""
     import socket
     import time
     import urllib.request
@@ -290,7 +290,7 @@ def test_serve_on_an_ipv6_address_with_several_workers(tmp_path):
     deniable = str(Path(sys.executable).with_name("deniable"))
     server = subprocess.Popen([deniable, "serve", "--db", str(tmp_path / "v6.db"), "--host", "::1", "--port", str(port),
                                "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              env={**os.environ, "DENIABLE_ADMIN_TOKEN": "t" * 24})
+                              env={**os.environ, "DENIABLE_ADMIN_TOKEN": "t" * 24, "HOME": str(tmp_path)})
     try:
         deadline, answer = time.monotonic() + 90, None
         while answer is None and time.monotonic() < deadline and server.poll() is None:
@@ -299,6 +299,8 @@ def test_serve_on_an_ipv6_address_with_several_workers(tmp_path):
             except OSError:
                 time.sleep(0.2)
         assert answer is not None and answer["ok"], server.poll()
+        # No control socket at the one path every deployment of the user would share (gunicorn 25 makes one).
+        assert not (tmp_path / ".gunicorn").exists()
     finally:
         server.terminate()
         output = server.communicate(timeout=30)[0]

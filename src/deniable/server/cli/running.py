@@ -67,7 +67,8 @@ def _serve(db: str, host: str, port: int, threads: int, workers: int = 1, config
                     for key, value in {"bind": _address(host, port), "workers": workers, "threads": threads,
                                        "worker_class": "gthread", "accesslog": None, "errorlog": "-",
                                        "logger_class": "deniable.server.logs.AddressFreeLogger",
-                                       "proc_name": "deniable", "graceful_timeout": 10, "timeout": 60}.items():
+                                       "proc_name": "deniable", "graceful_timeout": 10, "timeout": 60,
+                                       **_no_control_socket(self.cfg)}.items():
                         self.cfg.set(key, value)
 
                 def load(self):
@@ -79,6 +80,12 @@ def _serve(db: str, host: str, port: int, threads: int, workers: int = 1, config
 
     app = create_app({"DATABASE": db, **(config or {})})
     waitress.serve(app, host=host, port=port, threads=threads, ident="deniable", clear_untrusted_proxy_headers=True)
+
+
+def _no_control_socket(config) -> dict:
+    """gunicorn 25's control interface is a socket at one path per user (~/.gunicorn/gunicorn.ctl): every deployment
+    of the user shared it, the last one started taking it over. deniable uses none: it is turned off."""
+    return {"control_socket_disable": True} if "control_socket_disable" in config.settings else {}
 
 
 @click.command()
