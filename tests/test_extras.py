@@ -64,3 +64,14 @@ def test_the_postgresql_extra_alone_stores_on_postgresql(tmp_path, postgres):
     work.mkdir()
     output = run_smoke(python, "postgresql", work, DENIABLE_SMOKE_POSTGRESQL=postgres.fresh_url())
     assert output.startswith("postgresql:")
+
+
+def test_the_main_command_says_its_options_before_installing_anything(tmp_path):
+    """`bash scripts/main.sh --help` answers at once: it ran the whole setup (minutes on a fresh machine) first. Run
+    from a folder without env.sh beside it: had it started setting up, it would fail."""
+    script = tmp_path / "main.sh"
+    script.write_text((ROOT / "scripts" / "main.sh").read_text())
+    for flag in ("--help", "-h"):
+        shown = subprocess.run(["bash", str(script), "--port", "9000", flag], capture_output=True, text=True, timeout=30)
+        assert shown.returncode == 0 and "Usage: bash scripts/main.sh" in shown.stdout and "--port N" in shown.stdout
+        assert shown.stderr == ""
