@@ -5,6 +5,7 @@ marked sent; bad contact lists are refused naming the line; purging erases the a
 
 import asyncio
 import csv
+import datetime
 import email
 import email.policy
 import os
@@ -21,6 +22,7 @@ from aiosmtpd.controller import Controller
 from deniable.server.cli import main
 from deniable.server.demo import demo_survey
 from deniable.server.mailer import PREVIEW_TOKEN
+from deniable.storage.common import today
 from tests.server.conftest import free_port
 from tests.server.test_browser import browser  # noqa: F401 - the module's Chromium fixture
 
@@ -254,6 +256,13 @@ def test_a_dry_run_says_what_a_run_would_send_shows_each_language_and_sends_and_
     monkeypatch.delenv("DENIABLE_SMTP_URL")
     dry = runner.invoke(main, [*reminders, "--dry-run"])
     assert "a run now would send 0 reminders; nothing was sent" in dry.output and "--- the e-mail" not in dry.output
+    assert "Not reminded again: 9 contacts have had 1 reminders (--max)" in dry.output  # said why, not just "0"
+    slow = runner.invoke(main, [*reminders[:3], "0", "--max", "2", *reminders[6:], "--dry-run", "--rate", "0.1"])
+    assert "Sending 9 reminders at 0.1 a minute takes about 90 minutes" in slow.output, slow.output
+    waiting = runner.invoke(main, [*reminders[:3], "3", "--max", "2", *reminders[6:], "--dry-run"])
+    due_on = (datetime.date.fromisoformat(today()) + datetime.timedelta(days=3)).isoformat()
+    assert (f"Not due yet: 12 invited contacts were written to less than 3 days ago (--wait); the first is due on "
+            f"{due_on}") in waiting.output, waiting.output
     store.close_survey("tax")
     closed = runner.invoke(main, [*reminders, "--dry-run"])
     assert closed.exit_code != 0 and "survey 'tax' is closed: no invitation would be answered" in closed.output

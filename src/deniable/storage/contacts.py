@@ -146,6 +146,18 @@ class Contacts(Part):
             for contact in due:
                 languages[contact["language"]] = languages.get(contact["language"], 0) + 1
 
+    def waiting_for_reminders(self, survey_id: str, max_reminders: int, wait_days: int) -> dict:
+        """Why invited contacts are not due a reminder now (a dry run says it): ``waiting``, written to less than
+        ``wait_days`` ago (answered or not: answering is not looked up here), and the first day one of them is due;
+        ``reminded_enough``, reminded ``max_reminders`` times already."""
+        kept = "survey_id = ? AND invited_on IS NOT NULL AND bounced_on IS NULL AND opted_out_on IS NULL"
+        waiting, last = self.execute(f"SELECT COUNT(*), MIN(last_sent_on) FROM contacts WHERE {kept} AND reminders < ? "
+                                     "AND last_sent_on > ?", [survey_id, max_reminders, _days_ago(wait_days)]).fetchone()
+        enough = self.execute(f"SELECT COUNT(*) FROM contacts WHERE {kept} AND reminders >= ?",
+                              [survey_id, max_reminders]).fetchone()[0]
+        first_due = None if last is None else (dt.date.fromisoformat(last) + dt.timedelta(days=wait_days)).isoformat()
+        return {"waiting": int(waiting), "first_due": first_due, "reminded_enough": int(enough)}
+
     def _due(self, survey_id: str, kind: str, max_reminders: int, wait_days: int, after: str) -> tuple[list, str | None]:
         """The next page of contacts (by id, after ``after``) due ``kind``, and the id to go on after (None: the list
         is done). An invitation goes to a contact not yet invited; a reminder only to a contact invited at least

@@ -165,6 +165,7 @@ class Store:
     check_contacts = _forward("contacts", Contacts.check_contacts)
     claim_contact = _forward("contacts", Contacts.claim_contact)
     due_contacts = _forward("contacts", Contacts.due_contacts)
+    waiting_for_reminders = _forward("contacts", Contacts.waiting_for_reminders)
     confirm_sent = _forward("contacts", Contacts.confirm_sent)
     release_claim = _forward("contacts", Contacts.release_claim)
     release_uncertain = _forward("contacts", Contacts.release_uncertain)

@@ -118,6 +118,7 @@ def _send(store, survey_id: str, kind: str, base_url: str, mailer: Mailer, rate:
             click.echo(f"WARNING: {held} e-mails may or may not have gone (a run stopped between handing them to the "
                        "SMTP server and recording it); they are not sent twice. Check with the server's log, then "
                        "send them again with --resend-uncertain if they did not go.", err=True)
+    _say_how_long(sum(store.due_contacts(survey_id, kind, **due).values()), kind, rate)
     try:
         run = send_all(store, record.survey, kind, mailer, base_url, rate, **due)
     except MailError as error:
@@ -131,7 +132,7 @@ def _send(store, survey_id: str, kind: str, base_url: str, mailer: Mailer, rate:
 
 
 def _dry_run(store, survey_id: str, kind: str, base_url: str, sender: str, added: dict | None = None,
-             test_to: str | None = None, mailer: Mailer | None = None, **due):
+             test_to: str | None = None, mailer: Mailer | None = None, rate: float | None = None, **due):
     """What a run would send now (the contacts due, and those a list would add), per language, and each language's
     e-mail; nothing is sent to a contact, claimed or written. ``test_to``: each of those e-mails (the default
     language's when nobody is due) goes there too, through ``mailer``."""
@@ -150,6 +151,10 @@ def _dry_run(store, survey_id: str, kind: str, base_url: str, sender: str, added
     split = ", ".join(f"{language or 'the default language'} {by_language[language]}" for language in order)
     click.echo(f"Dry run: a run now would send {total} {what}" + (f" ({split})" if total else "")
                + "; nothing was sent and nothing changed.")
+    if rate is not None:
+        _say_how_long(total, kind, rate)
+    if kind == "remind":
+        _say_who_waits(store.waiting_for_reminders(survey_id, due["max_reminders"], due["wait_days"]), due)
     held = store.contact_summary(survey_id)["uncertain"]
     if held:
         click.echo(f"{held} e-mails of an interrupted run may or may not have gone: not counted (a run sends them "
@@ -160,6 +165,24 @@ def _dry_run(store, survey_id: str, kind: str, base_url: str, sender: str, added
         click.echo(preview(survey, kind, language, sender, base_url))
     if test_to is not None:
         _send_tests(survey, kind, order or [survey.default_language], sender, base_url, test_to, mailer)
+
+
+def _say_how_long(count: int, kind: str, rate: float):
+    """Minutes at the provider's pace, said before a run starts rather than discovered (3,000 at 60 a minute: 50)."""
+    if count > rate:
+        click.echo(f"Sending {count} {SENT_AS[kind]} at {rate:g} a minute takes about {count / rate:.0f} minutes "
+                   "(--rate: your provider's limit); a run stopped midway goes on where it stopped when run again.",
+                   err=True)
+
+
+def _say_who_waits(waiting: dict, due: dict):
+    """Why contacts a reminder run leaves alone are left: a dry run right after inviting said "0 reminders" alone."""
+    if waiting["waiting"]:
+        click.echo(f"Not due yet: {waiting['waiting']} invited contacts were written to less than {due['wait_days']} "
+                   f"days ago (--wait); the first is due on {waiting['first_due']} if it has not answered by then.")
+    if waiting["reminded_enough"]:
+        click.echo(f"Not reminded again: {waiting['reminded_enough']} contacts have had {due['max_reminders']} "
+                   "reminders (--max).")
 
 
 def _send_tests(survey, kind: str, languages: list, sender: str, base_url: str, test_to: str, mailer: Mailer):
@@ -210,7 +233,8 @@ def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, d
                        "the list).", err=True)
         if dry_run:
             _dry_run(store, survey_id, "invite", base_url, sender,
-                     added=None if contacts is None else added["languages"], test_to=test_to, mailer=mailer)
+                     added=None if contacts is None else added["languages"], test_to=test_to, mailer=mailer,
+                     rate=rate)
         else:
             _send(store, survey_id, "invite", base_url, mailer, rate, resend_uncertain)
 
@@ -235,7 +259,7 @@ def remind(survey_id, max_reminders, wait_days, base_url, sender, rate, resend_u
     mailer = _mailer_unless(dry_run, sender, test_to)
     with open_store(db, read_only=dry_run) as store:
         if dry_run:
-            _dry_run(store, survey_id, "remind", base_url, sender, test_to=test_to, mailer=mailer,
+            _dry_run(store, survey_id, "remind", base_url, sender, test_to=test_to, mailer=mailer, rate=rate,
                      max_reminders=max_reminders, wait_days=wait_days)
         else:
             _send(store, survey_id, "remind", base_url, mailer, rate, resend_uncertain, max_reminders=max_reminders,
