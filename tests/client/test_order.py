@@ -161,3 +161,10 @@ def test_the_randomness_source_is_named_rng_as_every_randomize_names_it():
     assert by_name == draw_order(survey, Listed(words(7)))
     with pytest.warns(DeprecationWarning, match="rng="):
         assert draw_order(survey, source=Listed(words(7))) == by_name
+
+
+def test_a_section_without_a_title_is_told_the_title_is_its_heading():
+    untitled = {key: value for key, value in BASE["sections"][3].items() if key != "title"}
+    spec = {**BASE, "sections": [*BASE["sections"][:3], untitled]}
+    with pytest.raises(SpecError, match=r"section 'end'\.title: required: the section's heading"):
+        Survey.from_dict(spec)

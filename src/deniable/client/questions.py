@@ -441,6 +441,8 @@ class Section:
         where = f"section {self.id!r}"
         refuse_unknown_fields(spec, _SECTION_FIELDS, where)
         self.languages = languages
+        if spec.get("title") is None:  # required, as the screen's heading: say so, not "got None"
+            raise SpecError(f"{where}.title: required: the section's heading, one text or one per language")
         self.titles = languages.text(spec.get("title"), f"{where}.title")
         self.intros = languages.text(spec.get("intro"), f"{where}.intro", required=False)
         self.relevant = _expression(spec.get("relevant"), f"{where}.relevant")

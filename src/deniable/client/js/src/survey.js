@@ -292,6 +292,7 @@ export class Section {
     const unknown = Object.keys(spec).filter((key) => !SECTION_FIELDS.includes(key)).sort();
     if (unknown.length) throw new SpecError(`${where}: unknown field '${unknown[0]}' (allowed: ${[...SECTION_FIELDS].sort().join(", ")})`);
     this.languages = languages;
+    if (spec.title == null) throw new SpecError(`${where}.title: required: the section's heading, one text or one per language`);
     this.titles = languages.text(spec.title, `${where}.title`);
     this.intros = languages.text(spec.intro, `${where}.intro`, false);
     this.relevant = readExpression(spec.relevant, `${where}.relevant`);

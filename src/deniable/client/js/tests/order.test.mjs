@@ -30,3 +30,9 @@ test("an order drawn with the CSPRNG is a permutation of each part", () => {
   assert.deepEqual([...order.options.region].sort(), [...survey.questions.region.options].sort());
   assert.equal(order.sections[0], "about");
 });
+
+test("a section without a title is told, as Python tells it, that the title is its heading", () => {
+  const spec = { id: "s", title: "t", sections: [{ id: "end", questions: [{ id: "q4", type: "yes_no", text: "4?" }] }] };
+  assert.throws(() => Survey.fromSpec(spec), (thrown) => thrown instanceof SpecError &&
+    thrown.message === "section 'end'.title: required: the section's heading, one text or one per language");
+});
