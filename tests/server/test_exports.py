@@ -122,3 +122,24 @@ def test_the_api_and_dashboard_serve_every_format(client, filled, tmp_path):
         assert link in page
         assert client.get(link).status_code == 200, fmt
     assert client.get("/admin/surveys/tax/versions/1/export.xlsx").status_code == 404
+
+
+def test_an_option_named_none_is_a_value_in_the_csv_and_the_codebook_says_how_to_read_it(runner, db_path, store, tmp_path):
+    from deniable.client import Survey
+    from tests.conftest import SeededSource
+
+    survey = Survey.from_dict({"id": "pets", "title": "Pets", "questions": [
+        {"id": "pets", "type": "choice", "text": "Pets?", "options": ["None", "NA", "Some"], "privacy": "none"},
+        {"id": "bitten", "type": "yes_no", "text": "Bitten?"}]})
+    store.add_survey(survey)
+    for i, pets in enumerate(["None", "NA", "Some", "None"]):
+        store.submit("pets", survey.hash, f"key-{i:04d}", survey.randomize({"pets": pets, "bitten": "no"}, rng=SeededSource(i)))
+    target = tmp_path / "pets.csv"
+    assert runner.invoke(main, ["export", "pets", "--db", db_path, "--output", str(target)]).exit_code == 0
+    codebook = (tmp_path / "pets.codebook.md").read_text()
+    assert "keep_default_na=False" in codebook and "`None` and `NA` included" in codebook
+    as_text = pd.read_csv(target, dtype=str, keep_default_na=False)
+    assert sorted(as_text["pets"]) == ["NA", "None", "None", "Some"]
+    with load(str(target), spec=survey) as data:
+        assert data.levels("pets") == ["None", "NA", "Some"]
+        assert data.question_counts("pets").tolist() == [2, 1, 1]

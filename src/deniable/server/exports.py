@@ -423,7 +423,10 @@ def _alphabet(question: Question) -> str:
 
 CSV_AND_CODES = ("CSV files have one 0/1 column per option of a multi-select question, named `question.option`; "
                  "SPSS and Stata files name it `question_option` and code the other answers as below "
-                 "(text in CSV).\n\n")
+                 "(text in CSV). An empty CSV cell is no answer; any other text is one, `None` and `NA` included "
+                 "(options may be named so): read the file as text, `pandas.read_csv(path, dtype=str, "
+                 "keep_default_na=False)` or R's `read.csv(path, colClasses = \"character\", na.strings = \"\")`, "
+                 "or use `deniable.analysis.load(path, spec=...)`.\n\n")
 
 
 def describe_version(record) -> str:
