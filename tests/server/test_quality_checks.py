@@ -183,8 +183,12 @@ COIN = {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}
 
 
 def matrix_spec(survey_id: str, layout: str, timed: bool) -> dict:
+    """`SPEC` with a section the answers skip (asked in the south only), the last two sections in a random order."""
     spec = json.loads(json.dumps(SPEC))
     spec["sections"][1]["questions"][0]["privacy"] = COIN
+    spec["sections"].append({"id": "south", "title": "The south", "relevant": "region = 'south'", "questions": [
+        {"id": "ferry", "type": "yes_no", "text": "Have you taken the ferry without a ticket?", "privacy": COIN}]})
+    spec["randomize_sections"] = ["taxes", "south"]
     if not timed:
         del spec["quality"]
     return {**spec, "id": survey_id, "layout": layout}
@@ -226,7 +230,7 @@ def test_every_width_and_layout_sends_what_the_server_takes(browser, live_server
     body = json.loads(post["body"])
     [row] = list(store.export(survey.id))
     if timed:
-        assert set(body["paradata"]["seconds"]) == {"intro", "taxes"}
+        assert set(body["paradata"]["seconds"]) == {"intro", "taxes"}  # none for the section the answers skipped
         assert row["seconds"] == body["paradata"]["seconds"]
     else:
         assert "paradata" not in body and not row.get("seconds")  # an untimed survey exports no times
