@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from aiosmtpd.controller import Controller
 
+from deniable import storage
+from deniable.client import Survey
 from deniable.server.cli import main
 from deniable.server.demo import demo_survey
 from deniable.server.mailer import PREVIEW_TOKEN
@@ -386,3 +388,27 @@ def test_the_opt_out_page_asks_then_confirms_axe_clean(browser, live_server, sto
         no_violations(page, f"{screen}: opted out")
         context.close()
     assert store.contact_summary("tax")["opted_out"] == 1
+
+
+@pytest.mark.parametrize("mark", ["\n", "\r\n", "\u2028", "\x85"], ids=["LF", "CRLF", "U+2028", "NEL"])
+def test_a_title_with_a_line_break_is_refused_where_it_is_added_and_a_stored_one_sends_nothing(
+        runner, db_path, store, smtp, tmp_path, monkeypatch, mark):
+    """A title goes into every e-mail's subject: with a line break it is refused by `survey check` and wherever a
+    survey is added. One stored before (by an older deniable) stops `deniable invite` with a message, not a
+    traceback, and its contact is not left "may or may not have gone": nothing was sent to it."""
+    spec = {**demo_survey().to_dict(), "title": f"Tax{mark}survey"}
+    path = tmp_path / "titled.json"
+    path.write_text(__import__("json").dumps(spec))
+    checked = runner.invoke(main, ["survey", "check", str(path), "--no-plan"])
+    assert checked.exit_code != 0 and "survey.title: one line, without a line break" in checked.output
+    with pytest.raises(storage.StorageError, match="survey.title: one line"):
+        store.add_survey(Survey.from_dict(spec))
+    monkeypatch.setattr(Survey, "check_fieldable", lambda survey: None)  # as an older deniable stored it
+    store.add_survey(Survey.from_dict(spec))
+    monkeypatch.undo()
+    dry = invite(runner, db_path, "--contacts", contact_list(tmp_path, count=2), "--dry-run")
+    assert dry.exit_code != 0 and "cannot be written" in dry.output and "Traceback" not in dry.output, dry.output
+    monkeypatch.setenv("DENIABLE_SMTP_URL", smtp.url)
+    sent = invite(runner, db_path, "--contacts", contact_list(tmp_path, count=2))
+    assert sent.exit_code != 0 and "cannot be written" in sent.output and "Traceback" not in sent.output, sent.output
+    assert smtp.messages == [] and store.contact_summary("tax")["uncertain"] == 0

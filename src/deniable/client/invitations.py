@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .errors import SpecError
 from .promises import email_promise
-from .questions import localize
+from .questions import LINE_BREAKS, localize
 
 _FIELDS = {"subject": "invite_subject", "body": "invite_body", "reminder_subject": "remind_subject",
            "reminder_body": "remind_body"}
@@ -33,7 +33,7 @@ def _check(text: str, field: str, where: str):
     if unknown:
         raise SpecError(f"{where}: {{{unknown[0]}}} is not a placeholder (allowed: "
                         + ", ".join(f"{{{name}}}" for name in sorted(allowed)) + ")")
-    if field.endswith("subject") and ("\n" in text or "\r" in text):
+    if field.endswith("subject") and any(mark in text for mark in LINE_BREAKS):
         raise SpecError(f"{where}: a subject is one line")
     if field.endswith("body"):
         for needed in ("link", "opt_out"):

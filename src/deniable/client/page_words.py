@@ -7,7 +7,7 @@ import difflib
 
 from . import catalogue
 from .errors import SpecError
-from .questions import _plain_text
+from .questions import _plain_text, refuse_line_breaks
 
 #: Placeholders a page word of a spec's own may leave out: what the e-mails say the survey does with the answers (the
 #: spec's own text then says it; older specs' texts had no such placeholder).
@@ -36,6 +36,8 @@ def read_page_words(raw, page_languages: list[str]) -> dict:
                                     + (f" (did you mean {close[0]!r}?)" if close else "")
                                     + "; `deniable survey words` lists them")
                 _plain_text(text, f"{where}.{code}.{key}")
+                if key.endswith("_subject"):
+                    refuse_line_breaks(text, f"{where}.{code}.{key}")
                 try:
                     names = catalogue.placeholders(text)
                 except ValueError as error:

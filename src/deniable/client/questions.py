@@ -52,6 +52,19 @@ def _plain_text(value, where: str) -> str:
     return value
 
 
+#: What ends a line anywhere a line is read (Python's str.splitlines, e-mail headers, the Unicode separators).
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def refuse_line_breaks(texts, where: str):
+    """A text that becomes one line (a title in an e-mail's subject, any header): refused with a line break in it, in
+    any of its languages (``texts``: one text or {language: text})."""
+    for code, text in (texts.items() if isinstance(texts, dict) else [(None, texts)]):
+        if text is not None and any(mark in text for mark in LINE_BREAKS):
+            raise SpecError(f"{where}{'.' + code if code else ''}: one line, without a line break (it is put in "
+                            "e-mail subjects and page titles)")
+
+
 def is_right_to_left(language: str | None) -> bool:
     return bool(language) and language.split("-")[0].lower() in RIGHT_TO_LEFT
 

@@ -50,6 +50,7 @@ from .questions import (
     _Languages,
     _plain_text,
     localize,
+    refuse_line_breaks,
     refuse_unknown_fields,
 )
 from .quotas import read_quotas
@@ -133,7 +134,10 @@ class Survey:
     def check_fieldable(self):
         """SpecError when a language of the survey has no privacy statement: deniable ships no page words for it and
         ``page_words`` does not give the ones its statements need. A respondent must read the guarantee in the
-        survey's language, so such a survey is refused where it is added (a stored one still loads)."""
+        survey's language, so such a survey is refused where it is added (a stored one still loads). So is a title with
+        a line break: it goes into e-mail subjects, where one cost `deniable invite` a traceback after it had claimed a
+        contact."""
+        refuse_line_breaks(self.titles, "survey.title")
         needed = self.statement_words()
         for code in self.page_languages:
             missing = [key for key in catalogue.fallbacks(code, self.page_words.get(code)) if key in needed]

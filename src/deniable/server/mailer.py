@@ -218,7 +218,13 @@ def send_all(store, survey, kind: str, mailer: Mailer, base_url: str, per_minute
             if last is not None:
                 sleep(max(0.0, last + spacing - clock()))
             last = clock()
-            message = build_message(survey, kind, contact, mailer.sender, base_url)
+            try:
+                message = build_message(survey, kind, contact, mailer.sender, base_url)
+            except (ValueError, TypeError) as error:  # a header that cannot be written (a title stored with a line break)
+                store.release_claim(survey.id, contact["id"], None)  # nothing went: not "may or may not have gone"
+                raise MailError(f"the {'invitation' if kind == 'invite' else 'reminder'} to contact {contact['id']} cannot "
+                                f"be written ({error}); "
+                                "nothing was sent to it") from None
             try:
                 outcome, said = mailer.send(message, contact["address"])
             except MailError:

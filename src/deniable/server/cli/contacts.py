@@ -162,7 +162,12 @@ def _dry_run(store, survey_id: str, kind: str, base_url: str, sender: str, added
     for language in order:
         click.echo(f"\n--- the e-mail in {language or 'the default language'} ({by_language[language]}; each contact's "
                    f"own link where this shows {PREVIEW_TOKEN}) ---")
-        click.echo(preview(survey, kind, language, sender, base_url))
+        try:
+            shown = preview(survey, kind, language, sender, base_url)
+        except (ValueError, TypeError) as error:  # a header that cannot be written (a title stored with a line break)
+            raise click.ClickException(f"the e-mail in {language or 'the default language'} cannot be written "
+                                       f"({error}): a run would send nothing") from None
+        click.echo(shown)
     if test_to is not None:
         _send_tests(survey, kind, order or [survey.default_language], sender, base_url, test_to, mailer)
 
