@@ -89,3 +89,34 @@ def test_tokens_made_before_scopes_keep_every_power(db_path, monkeypatch):
                         "'2026-11-01')", [storage.common.digest("dnb_old-token")])
     with storage.Store(db_path) as new:
         assert new.api_token_caller("dnb_old-token")[1] == storage.SCOPES
+
+
+def test_grouped_counts_give_a_read_token_no_group_of_fewer_than_five(client, store, runner, db_path, admin_headers):
+    """Grouped by a public question of many values (an exact age), each group of one was that respondent's reports:
+    a read token gets only groups of 5 or more, told how many were left out; the export scope gets every group,
+    audited; the admin token too. The counts of the groups kept are the same for both."""
+    from deniable.client import Survey
+    from deniable.server.api import SMALLEST_GROUP
+    from tests.conftest import SeededSource
+
+    survey = Survey.from_dict({"id": "ages", "title": "Ages", "questions": [
+        {"id": "age", "type": "number", "text": "Age?", "min": 18, "max": 99, "privacy": "none"},
+        {"id": "dodged", "type": "yes_no", "text": "Dodged?", "privacy": {"design": "warner", "p": "3/4"}}]})
+    store.add_survey(survey)
+    ages = [30] * 8 + [41, 52, 63, 74]
+    for i, age in enumerate(ages):
+        store.submit("ages", survey.hash, f"key-{i:04d}", survey.randomize({"age": age, "dodged": "no"},
+                                                                         rng=SeededSource(i)))
+    reader, exporter = _token(runner, db_path), _token(runner, db_path, "read", "export")
+    read = client.get("/api/v1/surveys/ages/counts?by=age", headers=reader).get_json()
+    assert [group["value"] for group in read["groups"]] == [30]
+    assert read["suppressed"] == {"groups": 4, "responses": 4, "smallest_group": SMALLEST_GROUP,
+                                  "why": read["suppressed"]["why"]} and "export scope" in read["suppressed"]["why"]
+    for headers in (exporter, admin_headers):
+        full = client.get("/api/v1/surveys/ages/counts?by=age", headers=headers).get_json()
+        assert [group["value"] for group in full["groups"]] == [30, 41, 52, 63, 74] and "suppressed" not in full
+        assert full["groups"][0] == read["groups"][0]
+    audited = [entry for entry in store.audit_log() if entry["action"] == "grouped counts read"]
+    assert len(audited) == 2 and audited[0]["detail"].startswith("by age")
+    plain = client.get("/api/v1/surveys/ages/counts", headers=reader).get_json()  # ungrouped: as before
+    assert "suppressed" not in plain and sum(c["count"] for c in plain["counts"]["age"]) == 12

@@ -20,7 +20,7 @@ from deniable.client.exact import MAX_JSON_DEPTH, JsonShapeError, check_json_tex
 from deniable.client.privacy import DEFAULT_PRIOR, posterior_bound
 from deniable.client.specfile import MAX_SPEC_BYTES
 
-from .auth import bearer_caller
+from .auth import bearer_caller, bearer_caller_and_scopes
 from .db import get_store
 from .exports import EXPORT_FORMATS, SUFFIXES, ExportUnavailable, PooledRecord, describe_version, export_rows
 
@@ -310,10 +310,43 @@ def create_tokens(survey_id):
     return {"tokens": tokens, "links": [f"{base}/s/{survey_id}?t={t}" for t in tokens]}, 201
 
 
+#: The fewest responses a group of grouped counts holds for a token that may not export: grouped by a public question
+#: of many values (an exact age), each group of one was that respondent's row of reports, an export by another name.
+SMALLEST_GROUP = 5
+
+
 @blueprint.get("/surveys/<survey_id>/counts")
 def counts(survey_id):
-    require_admin("read")
-    return get_store().counts(survey_id, request.args.get("spec_hash"), request.args.get("by"), request.args.get("version"))
+    """Report counts per question; ``by``: per level of a public question (or wave). A token with the ``export`` scope
+    gets every group, audited as the per-response data it can be; a ``read`` token only groups of `SMALLEST_GROUP` or
+    more responses, and ``suppressed`` says how many groups and responses were left out."""
+    caller, scopes = bearer_caller_and_scopes("read")
+    store = get_store()
+    by = request.args.get("by")
+    payload = store.counts(survey_id, request.args.get("spec_hash"), by, request.args.get("version"))
+    if by is None:
+        return payload
+    if "export" in scopes:
+        store.audit(caller, "grouped counts read", survey_id, f"by {by}, every group (export scope)")
+        return payload
+    kept, left = [], []
+    for group in payload["groups"]:
+        size = _group_size(group, by)
+        (kept if size >= SMALLEST_GROUP else left).append((group, size))
+    payload["groups"] = [group for group, _ in kept]
+    payload["suppressed"] = {"groups": len(left), "responses": sum(size for _, size in left),
+                             "smallest_group": SMALLEST_GROUP,
+                             "why": f"groups of fewer than {SMALLEST_GROUP} responses are left out for a token without "
+                                    "the export scope (they are per-response data)"}
+    return payload
+
+
+def _group_size(group: dict, by: str) -> int:
+    """The responses in one group: those reporting the level (the grouping question's own count), or, grouped by wave,
+    the most of any question's reports (every response answers some question)."""
+    if by in group["counts"]:
+        return sum(entry["count"] for entry in group["counts"][by])
+    return max((sum(entry["count"] for entry in entries) for entries in group["counts"].values()), default=0)
 
 
 @blueprint.get("/surveys/<survey_id>/quotas")

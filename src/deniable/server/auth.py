@@ -91,6 +91,11 @@ def api_caller(store: storage.Store, presented: str | None, configured: str | No
 def bearer_caller(scope: str) -> str:
     """The caller of an admin API endpoint that needs ``scope``, for the audit log; `NotAuthorized` without a valid
     admin or API token in ``Authorization: Bearer …``, `OutOfScope` (403, audited) when the token lacks the scope."""
+    return bearer_caller_and_scopes(scope)[0]
+
+
+def bearer_caller_and_scopes(scope: str) -> tuple[str, tuple]:
+    """`bearer_caller`, with every scope the token has (an endpoint that gives more to a token that may export)."""
     header = request.headers.get("Authorization", "")
     presented = header[7:].strip() if header.lower().startswith("bearer ") else None
     store = get_store()
@@ -105,7 +110,7 @@ def bearer_caller(scope: str) -> str:
                     f"{request.method} {request.path} needs {scope!r}; the token has {', '.join(scopes)}")
         raise OutOfScope(f"scope: {caller} may {', '.join(scopes)}; this needs {scope!r} (make a token with it: "
                          f"deniable admin token NAME --scope {scope})", "scope")
-    return caller
+    return caller, tuple(scopes)
 
 
 def secrets_match(presented: str | None, expected: str | None) -> bool:
