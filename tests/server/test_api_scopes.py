@@ -120,3 +120,21 @@ def test_grouped_counts_give_a_read_token_no_group_of_fewer_than_five(client, st
     assert len(audited) == 2 and audited[0]["detail"].startswith("by age")
     plain = client.get("/api/v1/surveys/ages/counts", headers=reader).get_json()  # ungrouped: as before
     assert "suppressed" not in plain and sum(c["count"] for c in plain["counts"]["age"]) == 12
+
+
+def test_a_randomized_question_renamed_and_asked_directly_needs_the_confirmation(client, survey, store, admin_headers,
+                                                                                 demo):
+    """The red team's bypass: version 2 drops `dodged` and asks it directly as `dodged_v2`; it was published with 201,
+    unconfirmed, the audit log saying only "survey new version"."""
+    spec = demo.to_dict()
+    for question in spec["questions"]:
+        if question["id"] == "dodged":
+            question.update(id="dodged_v2", privacy="none")
+    refused = client.post("/api/v1/surveys", json=spec, headers=admin_headers)
+    assert refused.status_code == 409 and refused.get_json()["error"]["field"] == "confirm"
+    assert "dodged → dodged_v2 (the same question under a new id)" in refused.get_json()["error"]["message"]
+    assert store.get_survey("tax").version == 1
+    published = client.post("/api/v1/surveys?confirm=lower-privacy,redesign", json=spec, headers=admin_headers)
+    assert published.status_code == 201 and store.get_survey("tax").version == 2
+    logged = [e for e in store.audit_log() if e["action"] == "survey new version"]
+    assert "privacy lowered, confirmed: dodged → dodged_v2" in logged[0]["detail"]

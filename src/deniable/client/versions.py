@@ -7,6 +7,8 @@ a read: a response names the full hash it was randomized under, never a prefix.
 
 from __future__ import annotations
 
+import difflib
+
 from . import skiplogic
 from .errors import DeniableError
 
@@ -70,18 +72,53 @@ def resolve_version(versions: list[dict], survey_id: str, spec_hash: str | None 
 
 def lowered_privacy(current, proposed) -> list[str]:
     """What a new version ``proposed`` makes less private than ``current`` (both `Survey`): a question asked
-    randomized that is now asked directly, or one whose ε grew (a weaker randomization). One line per question; empty
-    when nothing is lowered. Publishing such a version needs an explicit confirmation on every surface."""
+    randomized that is now asked directly, one whose ε grew (a weaker randomization), or one now asked directly of a
+    share of respondents (a split ballot's direct arm), whether it keeps its id or not: a randomized question removed
+    and a new one of the same type and answers and the same (or nearly the same) text added less private is the same
+    question renamed. One line per question; empty when nothing is lowered. Publishing such a version needs an
+    explicit confirmation on every surface."""
+    removed = [q for qid, q in current.questions.items() if qid not in proposed.questions and q.is_private]
+    added = [q for qid, q in proposed.questions.items() if qid not in current.questions]
+    pairs = [(before.id, before, before.id, proposed.questions[before.id])
+             for before in current.questions.values() if before.id in proposed.questions and before.is_private]
+    for before in removed:
+        renamed = next((after for after in added if _same_question(before, after)), None)
+        if renamed is not None:
+            added.remove(renamed)
+            pairs.append((before.id, before, renamed.id, renamed))
     lowered = []
-    for qid, before in current.questions.items():
-        after = proposed.questions.get(qid)
-        if after is None or not before.is_private:
-            continue
+    for qid, before, new_id, after in pairs:
+        named = qid if new_id == qid else f"{qid} → {new_id} (the same question under a new id)"
         if not after.is_private:
-            lowered.append(f"{qid}: randomized ({before.mechanism.design}, ε {before.epsilon:.3g}) → asked directly")
+            lowered.append(f"{named}: randomized ({before.mechanism.design}, ε {before.epsilon:.3g}) → asked directly")
         elif after.epsilon > before.epsilon * (1 + 1e-12):
-            lowered.append(f"{qid}: ε {before.epsilon:.3g} → {after.epsilon:.3g} ({after.mechanism.design})")
+            lowered.append(f"{named}: ε {before.epsilon:.3g} → {after.epsilon:.3g} ({after.mechanism.design})")
+        elif _direct_share(after) > _direct_share(before):
+            lowered.append(f"{named}: now asked directly of {_direct_share(after):.0%} of respondents (a split "
+                           f"ballot's direct arm; {_direct_share(before):.0%} before)")
     return lowered
+
+
+def _same_question(before, after) -> bool:
+    """Whether ``after`` (a question a new version adds) asks what ``before`` (one it removes) asked: the same type and
+    answers, and a text the same or nearly (in some language both have; case and spacing aside)."""
+    if before.type != after.type or list(before.mechanism.answers) != list(after.mechanism.answers):
+        return False
+
+    def texts(question) -> dict:
+        return question.texts if isinstance(question.texts, dict) else {None: question.texts}
+
+    def plain(text: str) -> str:
+        return " ".join(text.casefold().split())
+
+    first, second = texts(before), texts(after)
+    pairs = [(first[code], second[code]) for code in first if code in second] or [(before.text_in(), after.text_in())]
+    return any(difflib.SequenceMatcher(None, plain(a), plain(b)).ratio() >= 0.8 for a, b in pairs)
+
+
+def _direct_share(question) -> float:
+    """The share of respondents a question asks directly: a split ballot's direct arm (0 without one)."""
+    return float(question.split_ballot.direct) if question.split_ballot is not None else 0.0
 
 
 def channel_difference(first, second, question_id: str) -> str | None:
