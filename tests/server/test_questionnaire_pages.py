@@ -129,6 +129,38 @@ def test_on_a_desktop_the_whole_questionnaire_is_one_page(browser, live_server, 
     context.close()
 
 
+@pytest.mark.parametrize("width", ["phone", "desktop"])
+def test_an_invitation_survives_a_language_switch_without_being_in_any_link(browser, live_server, store, width):  # noqa: F811
+    """An invitation-only survey opened from its link: no language link's href holds the token, before or after a
+    switch (the other page's links are written with it); the switch keeps the answers and the response is accepted
+    with the invitation."""
+    survey = Survey.from_dict({"id": "inv", "title": {"en": "Health", "fr": "Santé"}, "languages": ["en", "fr"],
+                               "questions": [{"id": "ok", "type": "yes_no", "text": {"en": "All well?", "fr": "Ça va ?"},
+                                              "privacy": "none"}]})
+    store.add_survey(survey, access="token")
+    [token] = store.issue_tokens("inv", 1)
+    context = browser.new_context(**(PHONE if width == "phone" else DESKTOP))
+    page = context.new_page()
+    recorder = Recorder(page)
+    page.goto(f"{live_server}/s/inv?t={token}")
+    page.wait_for_load_state("load")
+
+    def hrefs():
+        return [page.get_attribute(f".languages a[lang={code}]", "href") for code in ("en", "fr")]
+
+    assert "t=" not in page.url and all(token not in href for href in hrefs())
+    page.check("#q-ok input[value='yes']")
+    page.click(".languages a[lang=fr]")
+    page.wait_for_selector("html[lang=fr]")
+    assert page.is_checked("#q-ok input[value='yes']")  # switched in place: the answer kept
+    assert all(token not in href for href in hrefs()) and token not in page.content().split("survey-data")[0]
+    with page.expect_response(lambda r: r.request.method == "POST" and "/responses" in r.url) as answered:
+        page.click("#send")
+    assert answered.value.status == 201 and store.token_status("inv", token) == "used"
+    assert json.loads(recorder.posts()[0]["body"])["token"] == token
+    context.close()
+
+
 def test_the_language_switcher_and_right_to_left_languages(browser, live_server, store):  # noqa: F811
     survey = Survey.from_dict({"id": "rtl", "title": {"en": "Health", "ar": "الصحة"}, "languages": ["en", "ar"],
                                "questions": [{"id": "ok", "type": "yes_no", "text": {"en": "All well?", "ar": "هل أنت بخير؟"}}]})
@@ -138,7 +170,7 @@ def test_the_language_switcher_and_right_to_left_languages(browser, live_server,
     page.goto(f"{live_server}/s/rtl?t=invitation-token-123")
     assert page.get_attribute("html", "lang") == "en"
     assert "t=" not in page.url  # the invitation leaves the address bar ...
-    assert "t=invitation-token-123" in page.get_attribute(".languages a[lang=ar]", "href")  # ... but not the page
+    assert "t=" not in page.get_attribute(".languages a[lang=ar]", "href")  # ... and the links: put in at the click
     page.click(".languages a[lang=ar]")
     page.wait_for_selector("html[lang=ar]")
     page.wait_for_load_state("load")  # the page's module script has run once the load event fired

@@ -8,6 +8,7 @@
 // when the browser is back online or the survey is opened again.
 import { Memo, Outbox, Survey, drawOrder, isUnreachable, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
 import { DraftStore, draftExpiry, inputState, isOrderOf, restoreInput } from "./resume.js";
+import { clearLanguageLinks, invited, takeInvitation } from "./invitation.js";
 import { Offline, fetchPage, layWordsOver } from "./language.js";
 import { SectionClock, sectionOf } from "./timing.js";
 import { describe, format, sendProblem } from "./wording.js";
@@ -21,18 +22,7 @@ const problem = document.getElementById("send-problem");
 const formProblem = document.getElementById("form-problem");
 const progress = document.getElementById("progress");
 const [backButton, nextButton, sendButton] = ["back", "next", "send"].map((id) => document.getElementById(id));
-const token = new URLSearchParams(window.location.search).get("t");
-// Keep the invitation token out of the address bar, the history and any later page.
-if (token) {
-  const asked = new URLSearchParams(window.location.search).get("lang");
-  history.replaceState(null, "", window.location.pathname + (asked ? `?lang=${encodeURIComponent(asked)}` : ""));
-  // Switching language reloads the page: carry the invitation along, then drop it from the URL again.
-  for (const link of document.querySelectorAll(".languages a")) {
-    const url = new URL(link.href);
-    url.searchParams.set("t", token);
-    link.href = url.toString();
-  }
-}
+const token = takeInvitation(); // kept out of the address bar, the history and the links (invitation.js)
 
 coinForm.remove();
 document.getElementById("device-words").hidden = false;
@@ -544,11 +534,12 @@ if (outbox?.entries().some((entry) => entry.surveyId === survey.id)) {
 }
 // Switching language (language.js) keeps the answers given so far, in this page's memory only.
 async function switchLanguage(link) {
-  const { page: next, data: nextData } = await fetchPage(link.href);
+  const { page: next, data: nextData } = await fetchPage(invited(link.href, token));
   if (nextData.hash !== data.hash) throw new Error("another version"); // a new version: its own page
   next.getElementById("coin-form")?.remove();
   if (order) applyOrder(next); // the same order as this page's, so the two match element by element
   layWordsOver(document.querySelector("main"), next.querySelector("main"));
+  clearLanguageLinks(); // the other page's links were written with the invitation
   document.documentElement.lang = next.documentElement.lang;
   document.documentElement.dir = next.documentElement.dir;
   document.title = next.title;
@@ -574,13 +565,15 @@ async function switchLanguage(link) {
 
 for (const link of document.querySelectorAll(".languages a")) {
   link.addEventListener("click", async (event) => {
-    if (!form.isConnected || link.lang === data.lang) return; // nothing on the page to keep: the link as it is
+    if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return; // another tab
     event.preventDefault();
+    // Nothing on the page to keep: the link followed, with the invitation.
+    if (!form.isConnected || link.lang === data.lang) return window.location.assign(invited(link.href, token));
     try {
       await switchLanguage(link);
     } catch (error) {
       if (error instanceof Offline) showProblem({ text: `${words.offline}.` });
-      else window.location.assign(link.href); // another version, or not the survey page: the page as the link gives it
+      else window.location.assign(invited(link.href, token)); // another version, or not the survey page: as the link gives it
     }
   });
 }
