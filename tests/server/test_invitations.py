@@ -103,6 +103,13 @@ def invite(runner, db_path, *args):
                                 *args])
 
 
+def _stored_bytes(store, db_path) -> list[bytes]:
+    """What a copy of the database's files holds: SQLite's file and its log; PostgreSQL's contacts table file."""
+    if store.engine.dialect == "sqlite":
+        return [Path(path).read_bytes() for path in (db_path, f"{db_path}-wal") if os.path.exists(path)]
+    return [bytes(store.execute("SELECT pg_read_binary_file(pg_relation_filepath('contacts'))").fetchone()[0])]
+
+
 def token_of(message) -> str:
     link = next(line for line in message.get_content().splitlines() if line.startswith(f"{BASE}/s/tax?t="))
     return urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["t"][0]
@@ -201,6 +208,12 @@ def test_reminders_go_only_to_those_who_have_not_answered_opted_out_or_bounced(r
     assert store.contact_summary("tax")["contacts"] == 0 and store.response_count("tax") == responses
     assert "example.net" not in str(store.execute("SELECT * FROM contacts").fetchall())
     assert store.token_status("tax", token["person11@example.net"]) == "unused"  # a link sent still answers once
+    # The red team's method: the files as a copy of the live server would hold them. Before, SQLite's log (and, without
+    # secure_delete, the free space of the main file) held all 12 addresses; PostgreSQL's table their dead versions.
+    for raw in _stored_bytes(store, db_path):
+        assert b"example.net" not in raw
+    assert ("log" in purged.output and "reset" in purged.output) if store.engine.dialect == "sqlite" else \
+        "VACUUM FULL" in purged.output
 
 
 def test_a_dry_run_says_what_a_run_would_send_shows_each_language_and_sends_and_changes_nothing(

@@ -262,15 +262,17 @@ class Contacts(Part):
                 "uncertain": sum(row[3] is not None for row in rows), "bounced": sum(row[4] is not None for row in rows),
                 "opted_out": sum(row[5] is not None for row in rows)}
 
-    def purge_contacts(self, survey_id: str, actor: str | None = None) -> int:
+    def purge_contacts(self, survey_id: str, actor: str | None = None) -> tuple[int, str]:
         """Erase the survey's contact list (addresses and the tokens kept to write to them); responses, tokens'
-        hashes and their use stay as they are, so a link already sent still answers once."""
+        hashes and their use stay as they are, so a link already sent still answers once. Then the files are
+        scrubbed of them (`Engine.scrub`: SQLite's log reset, PostgreSQL's table rewritten): (how many, what was
+        done to the files, in words)."""
         self._kept()
         self.store.surveys.get_survey(survey_id)
         with self.transaction():
             count = self.execute("DELETE FROM contacts WHERE survey_id = ?", [survey_id]).rowcount
             self.store.accounts.audit_if(actor, "contacts purged", survey_id, f"{count} addresses erased")
-        return count
+        return count, self.engine.scrub("contacts")
 
 
 def _frames(rows: list[tuple]) -> list | None:

@@ -116,6 +116,7 @@ class Engine(Protocol):
     def without_rowid(self) -> str: ...
     def lock_rows(self, table: str, shared: bool = False) -> str: ...
     def compact(self) -> tuple[int, int]: ...
+    def scrub(self, table: str) -> str: ...
     def close(self) -> None: ...
 
 
@@ -183,6 +184,9 @@ class SQLiteEngine:
             self.db.execute("PRAGMA cache_size=-32768")
             self.db.execute("PRAGMA wal_autocheckpoint=10000")
             self.db.execute("PRAGMA foreign_keys=ON")
+            # Deleted content (a purged contact list, a token bitmap's old page) is overwritten with zeros, not left in
+            # free space for a copy of the file to read; the platform's SQLite build may not do it by default.
+            self.db.execute("PRAGMA secure_delete=ON")
             self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the file is read now, not mid-request
         except sqlite3.DatabaseError as error:
             connection.close()
@@ -287,6 +291,17 @@ class SQLiteEngine:
         if self.path != ":memory:":
             self.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return before, size()
+
+    def scrub(self, table: str) -> str:
+        """After rows of ``table`` were deleted (and, with secure_delete, zeroed): the log checkpointed and truncated,
+        so no frame of it still holds them. Says what was done."""
+        if self.path == ":memory:":
+            return "nothing is kept on disk"
+        busy, _, _ = self.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            return (f"{os.path.basename(self.path)}-wal still holds them: a reader kept the log from being reset; run "
+                    "`deniable compact` when the server is idle")
+        return f"overwritten in {os.path.basename(self.path)}, and its log ({os.path.basename(self.path)}-wal) reset"
 
     def close(self):
         self.db.conn.close()

@@ -240,6 +240,13 @@ class PostgresEngine:
         writers of those rows only, not against other shared holders)."""
         return f" FOR {'SHARE' if shared else 'UPDATE'} OF {table}"
 
+    def scrub(self, table: str) -> str:
+        """After rows of ``table`` were deleted: the table rewritten (VACUUM FULL: a new file, the old one unlinked),
+        so no dead row version of them stays readable in its pages. Says what was done, and what it cannot reach."""
+        self.execute(f"VACUUM FULL {table}")
+        return ("the table rewritten (VACUUM FULL); PostgreSQL's own write-ahead log, its archive and any replica "
+                "keep them until those are recycled")
+
     def compact(self) -> tuple[int, int]:
         # Heap tables keep rows where they were inserted: CLUSTER rewrites them in key order.
         def size():

@@ -312,5 +312,5 @@ def contacts_purge(survey_id, yes, db):
     if not yes:
         click.confirm(f"Erase every address of survey {survey_id!r}? No reminder can be sent after", abort=True)
     with open_store(db) as store:
-        count = store.purge_contacts(survey_id, actor=cli_actor())
-    click.echo(f"{count} addresses erased; responses untouched.")
+        count, files = store.purge_contacts(survey_id, actor=cli_actor())
+    click.echo(f"{count} addresses erased ({files}); responses untouched.")
