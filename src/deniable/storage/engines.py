@@ -22,6 +22,7 @@ except ImportError:  # Windows: SQLite's own busy wait alone
     fcntl = None
 
 
+from . import link_window
 from .errors import NotFound, StorageError, Unavailable, refusal
 from .postgresql import PostgresEngine
 
@@ -223,6 +224,8 @@ class SQLiteEngine:
             # error would hide the refusal that ended the transaction.
             if commit or self.db.conn.in_transaction:
                 self.execute("COMMIT" if commit else "ROLLBACK")
+            if commit and self.path != ":memory:":
+                link_window.after_commit(self.db.conn, self.path)  # the log keeps no commit past its window
         finally:
             self._release_writer_lock()
 
