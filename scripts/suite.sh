@@ -22,7 +22,9 @@ lint-imports
 # Three workers on the machines' two cores: a quarter of two workers' time went waiting on browsers, servers
 # and subprocesses (7:50 with two, 7:02 with three, for 11.5 minutes of CPU in both). Then
 # the few tests that bound the process's CPU time, alone: a neighbour on the same core inflates it.
-python -m pytest -n "${DENIABLE_TEST_WORKERS:-3}" -m "not serial" "$@" || exit $?
+# worksteal: a worker that runs out takes tests queued on another, so one long test does not hold the end of the run
+# alone while its queue-mates wait behind it.
+python -m pytest -n "${DENIABLE_TEST_WORKERS:-3}" --dist worksteal -m "not serial" "$@" || exit $?
 python -m pytest -m serial "$@"
 status=$?
 [ "$status" -eq 5 ] && status=0  # "no tests collected": the arguments named none of them

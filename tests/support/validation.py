@@ -523,15 +523,19 @@ def _planning_section(out, reps: int = 1000, stated: int = 100):
               f"{mean} |", file=out)
 
 
-def simulation_study(reps: int = 2000, n: int = 2000, seed: int = 20261122, level: float = 0.95) -> list[dict]:
+def simulation_study(reps: int = 2000, n: int = 2000, seed: int = 20261122, level: float = 0.95,
+                     designs=None) -> list[dict]:
     """Over ``reps`` simulated surveys of ``n`` respondents: that the unbiased estimate is unbiased with the
     variance it states, how much closer the estimate of record (maximum likelihood) comes to the truth
-    (mean squared error relative to the unbiased one), and the coverage of its default intervals."""
+    (mean squared error relative to the unbiased one), and the coverage of its default intervals. ``designs``: some
+    of `SIMULATED`'s labels (default: all); each draws from its own seed, so a design's figures are the same alone."""
     from deniable.analysis.from_counts import estimate_counts
 
-    rng = np.random.default_rng(seed)
     rows = []
-    for label, (spec, truth) in SIMULATED.items():
+    for position, (label, (spec, truth)) in enumerate(SIMULATED.items()):
+        if designs is not None and label not in designs:
+            continue
+        rng = np.random.default_rng([seed, position])
         mechanism = _question(spec).mechanism
         pi, target = _answer_distribution(mechanism, truth)
         rates = channels.channel_matrix(mechanism) @ pi
