@@ -99,9 +99,18 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     if spread.mean is not None and not grouped:
         values = question_scores if question_scores is not None else np.array(mechanism.answers, dtype=float)
         estimate = float(values @ theta)
-        low, high = min(spread.mean.ci.low, estimate), max(spread.mean.ci.high, estimate)
+        design_variance = max(covariance.variance(values), 0.0)
+        # The interval at the mean's own design effect, not the mean one over every report direction: the channel's
+        # noise directions have a design effect near 1 and dilute that mean (1.20 where the mean's own was 1.72, and
+        # the intervals covered 0.908 of 120 two-stage samples). The effective-n interval is widened (or narrowed)
+        # about the estimate by √(own / mean design effect), keeping its asymmetry.
+        along = values[free] @ jacobian  # the mean's derivative in the report shares
+        simple = (along * along @ lam - (along @ lam) ** 2) / n  # its variance were the sample simple random
+        scale = math.sqrt(design_variance / simple / deff) if simple > 0 and deff > 0 else 1.0
+        low = max(estimate - (estimate - min(spread.mean.ci.low, estimate)) * scale, float(values.min()))
+        high = min(estimate + (max(spread.mean.ci.high, estimate) - estimate) * scale, float(values.max()))
         unbiased_variance = report_spread.covariance(left_rows(values[None, :], weights=True))[0, 0]
-        mean = MeanEstimate(estimate, float(np.sqrt(max(covariance.variance(values), 0.0))),
+        mean = MeanEstimate(estimate, float(np.sqrt(design_variance)),
                             type(spread.mean.ci)(low, high), level, spread.mean.method, float(values @ unbiased),
                             float(np.sqrt(max(unbiased_variance, 0.0))))
     split_table = None
