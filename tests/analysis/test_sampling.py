@@ -116,10 +116,30 @@ def test_replicate_weights_give_r_survey_s_replicate_variance():
     (dict(replicate_weights=["w1", "w2"]), "say what kind the replicate weights are"),
     (dict(strata="stype", variance="jk1"), "jk1 is the jackknife of an unstratified sample"),
     (dict(variance="bootstrap", replicates=1), "replicates: a whole number of at least 2"),
+    (dict(variance="bootstrap", replicate_weights=[]), "replicate_weights: none given"),  # was numpy's concatenate error
+    (dict(variance="bootstrap", replicate_weights=np.ones((200, 0))), "a column per replicate"),
 ])
 def test_replicate_designs_that_cannot_work_are_refused(design, words):
     with pytest.raises(AnalysisError, match=words):
         estimate(_api("apistrat"), "awards", design=SampleDesign(weights="pw", **design))
+
+
+@pytest.mark.parametrize("spoil, words, in_array", [
+    (np.nan, r"1 of 200 responses have no replicate_weights value \(column 'replicate_2'\)", "'column 1' has 1 missing"),
+    (-1.0, "'replicate_2' has 1 negative values", "'column 1' has 1 negative")])
+def test_a_replicate_weight_that_is_missing_or_negative_is_refused_naming_its_column(spoil, words, in_array):
+    data = _api("apistrat")
+    bootstrap = SampleDesign(weights="pw", strata="stype", variance="bootstrap", replicates=5)
+    exported = bootstrap.resolve(data.design_frame("awards", bootstrap.column_names())).replicate_frame()
+    exported.iloc[3, 1] = spoil
+    with_columns = load(data.frame().join(exported).join(data.auxiliary()), spec=data.survey)
+    given = SampleDesign(weights="pw", variance="bootstrap", replicate_weights=list(exported.columns))
+    with pytest.raises(AnalysisError, match=words) as refused:
+        estimate(with_columns, "awards", design=given)
+    assert refused.value.field == "replicate_weights"
+    as_array = SampleDesign(weights="pw", variance="bootstrap", replicate_weights=exported.to_numpy())
+    with pytest.raises(AnalysisError, match=in_array):
+        estimate(data, "awards", design=as_array)
 
 
 def test_the_difference_between_domains_is_r_survey_s_contrast():

@@ -30,6 +30,18 @@ RAKE_TOLERANCE = 1e-10
 RAKE_ITERATIONS = 1000
 
 
+def _check_replicate_columns(matrix: np.ndarray, names: list) -> None:
+    """Replicate weights are numbers ≥ 0 for every response: a missing or negative one is refused, naming its column
+    (it would turn the variance into NaN, or into a figure of no design)."""
+    for column, name in enumerate(names):
+        values = matrix[:, column]
+        missing, negative = int(np.isnan(values).sum()), int((values < 0).sum())
+        if missing or negative:
+            what = f"{missing} missing" if missing else f"{negative} negative"
+            raise AnalysisError(f"replicate_weights: {name!r} has {what} values (a replicate weight is a number ≥ 0 "
+                                "for every response)", "replicate_weights")
+
+
 @dataclass(frozen=True)
 class SampleDesign:
     """How the respondents were sampled. Each of ``weights``, ``strata``, ``clusters`` and ``fpc`` is the name of a
@@ -69,6 +81,10 @@ class SampleDesign:
         if self.replicate_weights is not None and self.variance == "linearization":
             raise AnalysisError("variance: say what kind the replicate weights are (\"jk1\", \"bootstrap\" or "
                                 "\"brr\")", "variance")
+        if isinstance(self.replicate_weights, (list, tuple)) and not self.replicate_weights:
+            raise AnalysisError("replicate_weights: none given; name the replicate weight columns (or give an array "
+                                "of one row per response), or leave it out to have deniable make them",
+                                "replicate_weights")
         if self.variance == "brr" and self.replicate_weights is None:
             raise AnalysisError("variance: brr needs the replicate weights of its half-samples (replicate_weights=)",
                                 "variance")
@@ -134,7 +150,8 @@ class SampleDesign:
                 series = pd.Series(array, index=index)
             missing = series.isna() | (series.astype(str) == "")
             if missing.any():
-                raise AnalysisError(f"{name}: {int(missing.sum())} of {n} responses have no {name} value", name)
+                column = f" (column {spec!r})" if isinstance(spec, str) and spec != name else ""
+                raise AnalysisError(f"{name}: {int(missing.sum())} of {n} responses have no {name} value{column}", name)
             return series
 
         weights = values("weights", self.weights)
@@ -179,18 +196,21 @@ class SampleDesign:
             if isinstance(self.replicate_weights, (list, tuple)) and all(isinstance(c, str) for c in self.replicate_weights):
                 columns = []
                 for name in self.replicate_weights:
-                    try:
-                        columns.append(pd.to_numeric(values("replicate_weights", name)).to_numpy(dtype=float))
-                    except (ValueError, TypeError):
-                        raise AnalysisError(f"replicate_weights: column {name!r} is not numbers",
-                                            "replicate_weights") from None
-                matrix = np.column_stack(columns)
+                    raw = pd.Series(values("replicate_weights", name))
+                    numbers = pd.to_numeric(raw, errors="coerce")
+                    empty = raw.isna() | (raw.astype(str).str.strip() == "")  # missing: said by the check below
+                    if (numbers.isna() & ~empty).any():
+                        raise AnalysisError(f"replicate_weights: column {name!r} is not numbers", "replicate_weights")
+                    columns.append(numbers.to_numpy(dtype=float))
+                matrix, names = np.column_stack(columns), list(self.replicate_weights)
             else:
                 matrix = np.asarray(self.replicate_weights, dtype=float)
-                if matrix.ndim != 2 or matrix.shape[0] != len(sample.weights):
+                if matrix.ndim != 2 or matrix.shape[0] != len(sample.weights) or matrix.shape[1] == 0:
                     raise AnalysisError(f"replicate_weights: expected column names or an array of one row per "
-                                        f"response ({len(sample.weights)}), got shape {matrix.shape}",
-                                        "replicate_weights")
+                                        f"response ({len(sample.weights)}) and a column per replicate, got shape "
+                                        f"{matrix.shape}", "replicate_weights")
+                names = [f"column {i}" for i in range(matrix.shape[1])]
+            _check_replicate_columns(matrix, names)
             return replication.supplied(sample.weights, matrix, self.variance, self.replicate_scale)
         if self.lonely_psu != "fail" and (sample.psu_per_stratum == 1).any():
             raise AnalysisError("variance: a stratum with one PSU has no replicate; collapse it with a neighbour",
