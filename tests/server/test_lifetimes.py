@@ -31,7 +31,16 @@ def answered(store, survey):
     return survey
 
 
-def test_a_hundred_loads_in_one_process_leave_nothing_open(db_path, answered, engine):
+@pytest.fixture
+def no_log_timer(monkeypatch):
+    """The log's reset timer (`storage.link_window`) opens a connection of its own for a moment when a window ends:
+    not a leak, but one more descriptor if it ends between the two counts. Its window is longer than the test."""
+    from deniable.storage import link_window
+
+    monkeypatch.setattr(link_window, "LINK_WINDOW_SECONDS", 3600.0)
+
+
+def test_a_hundred_loads_in_one_process_leave_nothing_open(no_log_timer, db_path, answered, engine):
     with load(db=db_path, survey_id="tax") as warm:  # imports and first-use files (not per load) before counting
         estimate(warm, "dodged")
     gc.collect()
@@ -69,7 +78,7 @@ def test_load_takes_an_open_store_and_leaves_it_open(store, answered):
 
 
 @pytest.mark.slow
-def test_a_hundred_dashboard_views_answer_200_and_leave_nothing_open(client, db_path, answered):
+def test_a_hundred_dashboard_views_answer_200_and_leave_nothing_open(no_log_timer, client, db_path, answered):
     sign_in(client)
     assert client.get("/admin/surveys/tax").status_code == 200  # the first view imports and plans
     wait_for_background()  # what the first view left to the background thread holds a connection while it runs
