@@ -135,8 +135,9 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
     is of all respondents.
 
     ``design``: the design effect to plan with (`planned_design`); without it, the spec's ``sample:`` as far as the
-    spec alone tells (`planned_design` without a frame: a design it cannot size is said, not planned). Every figure is
-    a simple random sample's at n / deff, and the n for ±target is deff times a simple random sample's."""
+    spec alone tells (`planned_design` without a frame: a design it cannot size is said, not planned). Every figure's
+    variance is a simple random sample's times its own design effect (`_under_design`), and the n for ±target deff
+    times a simple random sample's."""
     if not isinstance(n, int) or n < 1:
         raise AnalysisError(f"n must be a whole number of respondents ≥ 1, got {n!r}")
     design = design if design is not None else planned_design(survey, n)

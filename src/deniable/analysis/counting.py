@@ -31,6 +31,11 @@ def randomized_report(split, value):
     return inner if arm == "randomized" else None
 
 
+def level_keys(values: pd.Series) -> pd.Series:
+    """Each value's count key as a group's level, None where there is none (a missing value, an empty cell of a CSV)."""
+    return values.map(lambda value: None if is_missing(value) or value == "" else key(value))
+
+
 def tally(space, values) -> dict:
     """{report key: count} of the reports in ``values`` that are there (`is_missing`), zeros left out; ``space``: a
     question's report space (its mechanism, or its split ballot's two arms)."""

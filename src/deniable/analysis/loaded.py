@@ -16,8 +16,8 @@ from deniable.client.reports import WAVES
 from deniable.client.versions import channel_difference
 from deniable.client.versions import label as version_label
 
-from .counting import is_missing, tally
 from .counting import key as _key
+from .counting import level_keys, tally
 from .errors import LoadError, PoolingError
 from .results import EstimateResult
 
@@ -371,20 +371,15 @@ def _column_counts(version: Version, question_id: str, by: str) -> dict:
     """{level key: {report key: count}} of one version's reports of ``question_id``, grouped by the column ``by``
     of the rows its responses carry (a response without a value there is in no group)."""
     answers = version.framer([question_id])[question_id]
-    keys = _level_keys(version.columns()[by].reindex(answers.index))
+    keys = level_keys(version.columns()[by].reindex(answers.index))
     space = version.survey.questions[question_id].report_space
     return {level: tally(space, answers[(keys == level).to_numpy()]) for level in dict.fromkeys(keys.dropna())}
-
-
-def _level_keys(values: pd.Series) -> pd.Series:
-    """Each value's count key, None where there is none (a missing value, an empty cell of a CSV)."""
-    return values.map(lambda value: None if is_missing(value) or value == "" else _key(value))
 
 
 def _column_levels(values: pd.Series) -> list:
     """The distinct values of a column, in order: numbers by size, anything else by its text."""
     present = {}
-    for value, level in zip(values, _level_keys(values)):
+    for value, level in zip(values, level_keys(values)):
         if level is not None:
             present.setdefault(level, value)
     found = list(present.values())

@@ -1,15 +1,17 @@
 """The design effect a plan assumes for a spec's ``sample:``: how much wider than a simple random sample's the
 intervals of a weighted, clustered sample will be, before any response is in.
 
-A plan at n respondents under a design is a simple random sample's plan at the effective n = n / deff, and the n
-a margin needs is deff times a simple random sample's. Where deff comes from is said beside the plan, always:
+A figure planned at n respondents under a design has a simple random sample's variance at n times its design effect
+(its SE and margin √deff wider), and the n a margin needs is deff times a simple random sample's. Where deff comes
+from is said beside the plan, always:
 
 * given (``--design-effect``): a figure from an earlier round or a similar survey;
-* from the invitations' frame, Kish's approximation: deff = (1 + CV² of the weights) × (1 + (b̄ − 1) ρ), the weights'
-  share from the frame's own weights, b̄ the respondents a PSU is expected to hold (the frame's invitations per PSU,
-  weighted by size, scaled to the planned n) and ρ the intraclass correlation of the answers within PSUs, stated
-  (``--icc``) or assumed at `ASSUMED_ICC`. Strata are left out: proportionate stratification only narrows
-  intervals, so leaving it out errs wide;
+* from the invitations' frame, Kish's approximation: deff = (1 + CV² of the weights) × (1 + (b̄ − 1) ρ κ), the
+  weights' share from the frame's own weights, b̄ the respondents a PSU is expected to hold (the frame's invitations
+  per PSU, weighted by size, scaled to the planned n), ρ the intraclass correlation of the answers within PSUs, stated
+  (``--icc``) or assumed at `ASSUMED_ICC`, and κ ≤ 1 the figure's direct-to-randomized variance ratio
+  (`PlannedDesign`). Strata are left out: proportionate stratification only narrows intervals, so leaving it out
+  errs wide;
 * none: a spec without a sample design is planned as a simple random sample; one with a design but nothing to
   compute its effect from says that its plan is a simple random sample's, and how to plan with the design.
 

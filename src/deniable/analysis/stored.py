@@ -20,7 +20,7 @@ from deniable import storage
 from deniable.client.reports import WAVES, ReportError, grouping_question
 from deniable.storage import decoded_report
 
-from .counting import is_missing, key, payload_counter, tally
+from .counting import key, level_keys, payload_counter, tally
 from .errors import LoadError
 from .loaded import LoadedSurvey, Version
 
@@ -167,19 +167,19 @@ class _StoredVersion:
         groups them (levels in the question's order, or the waves' order; a level nobody reported left out)."""
         survey = self.record.survey
         questions = list(survey.questions)
-        if by == WAVES:
-            answers = self.frame(questions)
-            labels = self.wave_labels().reindex(answers.index)
-            levels = [wave["label"] for wave in self.reading().waves(self.record.id)]
-        else:
+        if by != WAVES:
             try:
                 grouping_question(survey, by)
             except ReportError as error:
                 raise LoadError(f"{self.where}: {error.message}", error.field) from None
-            answers = self.frame(questions)
+        answers = self.frame(questions)
+        if by == WAVES:
+            labels = self.wave_labels().reindex(answers.index)
+            levels = [wave["label"] for wave in self.reading().waves(self.record.id)]
+        else:
             labels = answers[by]
             levels = survey.questions[by].mechanism.reports
-        keys = labels.map(lambda value: None if is_missing(value) else key(value))
+        keys = level_keys(labels)
         counts: dict = {qid: {} for qid in questions}
         for level in map(key, levels):
             chosen = (keys == level).to_numpy()
