@@ -104,11 +104,12 @@ def test_a_point_mass_test_decides_as_the_whole_bootstrap_would(kind, k, epsilon
     surveys are never fitted."""
     q = channels.channel_matrix(mechanism(kind, k, epsilon))
     vertex = np.eye(k)[answer]
-    whole = spread.bootstrap(q, vertex, n, counts=vertex)  # seeded as the point mass's test seeds its surveys
+    tested = calibration.VertexSurveys(q, n, answer)
+    # Seeded as the point mass's test seeds its surveys, and as many (its first block: no more are drawn for it)
+    whole = spread.bootstrap(q, vertex, n, len(tested.draws), counts=vertex)
     at_vertex = calibration.loglikelihoods(q, whole.draws, np.broadcast_to(vertex, whole.fits.shape))
     statistics = np.clip(2 * (calibration.loglikelihoods(q, whole.draws, whole.fits) - at_vertex), 0, None)
     quantile = calibration._rank_quantile(statistics, 0.95)
-    tested = calibration.VertexSurveys(q, n, answer)
     assert np.array_equal(tested.draws, whole.draws)
     probes = [*np.quantile(statistics, [0.05, 0.5, 0.8, 0.9, 0.99]), quantile - 1e-6, quantile, quantile + 1e-6,
               statistics.max() * 3]
