@@ -99,7 +99,7 @@ def test_the_compliance_test_at_a_double_boundary_takes_its_null_distribution_fr
     """No cheaters and no honest "yes" either: the 50:50 χ² mixture rejected 8% of such honest surveys at 5%. There
     the p-value comes from the statistic's distribution at the fitted null, drawn with the groups' sizes as observed
     and seeded by the counts (docs/validation.md: its size over 1,500 surveys)."""
-    from deniable.analysis import channels, compliance
+    from deniable.analysis import channels, distributions
 
     rng = np.random.default_rng(40)
     q = channels.channel_matrix(CDM)
@@ -110,13 +110,37 @@ def test_the_compliance_test_at_a_double_boundary_takes_its_null_distribution_fr
         test = estimate(CDM, reports).compliance_test
         if test.statistic > 0:
             drawn += 1
-            assert (test.p_value * (compliance.TEST_DRAWS + 1)) == pytest.approx(
-                round(test.p_value * (compliance.TEST_DRAWS + 1)), abs=1e-6)  # a count of draws, not a χ² tail
+            # A count of draws over draws, not a χ² tail: 999 of them, or more while few reached the statistic
+            total = distributions.FIRST_DRAWS + 1 if test.p_value > 0.01 else None
+            if total is not None:
+                assert test.p_value * total == pytest.approx(round(test.p_value * total), abs=1e-6)
             if i < 3:
                 assert estimate(CDM, reports).compliance_test == test  # the same counts, the same draws
         else:
             assert test.p_value == 0.5  # γ̂ = 0: the statistic is 0, half the mixture
     assert drawn >= 10
+
+
+def test_a_compliance_test_far_beyond_its_draws_says_how_small_its_p_is_and_never_a_value_it_is_not():
+    """No honest "yes" and 20% cheaters (the audit's example: likelihood ratio about 97, where χ²₁/2 gives 4e-23):
+    999 draws printed "p = 0.001". The draws continue while fewer than 10 reach the statistic, up to 19,999; none
+    does, so the p is said as a bound. With 5% cheaters, some draws reach it: a count over draws, above the bound."""
+    from deniable.analysis import channels, distributions
+
+    q = channels.channel_matrix(CDM)
+    strong = estimate(CDM, _drawn(q, [0.0, 0.8, 0.2], 2000, 3)).compliance_test
+    assert strong.statistic > 50 and strong.bound
+    assert strong.p_value == pytest.approx(1 / (distributions.MOST_DRAWS + 1))
+    assert "p < 0.0001" in str(strong) and "p = " not in str(strong)
+    weak = [estimate(CDM, _drawn(q, [0.0, 0.95, 0.05], 500, seed)).compliance_test for seed in range(12)]
+    bootstrapped = [t for t in weak if t.statistic > 0 and not t.bound]
+    assert bootstrapped and all(t.p_value > 1 / (distributions.MOST_DRAWS + 1) for t in bootstrapped)
+    assert not any("p = 0.001" == str(t)[-9:] for t in weak)  # the old floor: never a value that is only a floor
+
+
+def _drawn(q, truth, n, seed):
+    counts = np.random.default_rng(seed).multinomial(n, q @ np.array(truth))
+    return [r for r, c in zip(CDM.reports, counts) for _ in range(c)]
 
 
 @pytest.mark.parametrize("mechanism, truth", [(CDM, [0.0, 1.0, 0.0]), (CDM, [0.3, 0.5, 0.2]), (SLD, [0.0, 0.0, 1.0]),

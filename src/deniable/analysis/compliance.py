@@ -29,14 +29,18 @@ METHODS = ("likelihood", "wald")
 class ComplianceTest:
     """A likelihood-ratio test that everyone complied (γ = 0 for cheating detection, t = 1 for the lie
     detector). The null sits on the boundary of the parameter space, so the statistic's null distribution
-    is the 50:50 mixture of χ²₀ and χ²₁ (Self & Liang 1987): p = P(χ²₁ ≥ LR) / 2."""
+    is the 50:50 mixture of χ²₀ and χ²₁ (Self & Liang 1987): p = P(χ²₁ ≥ LR) / 2. Where another class is at its
+    boundary too, a parametric bootstrap at the fitted null (`_bootstrap_p`); ``bound``: none of its draws reached
+    the statistic, so ``p_value`` only bounds the p from above (said as "p < …")."""
 
     hypothesis: str
     statistic: float
     p_value: float
+    bound: bool = False
 
     def __str__(self) -> str:
-        return f"test of {self.hypothesis}: likelihood ratio {self.statistic:.3g}, p = {self.p_value:.3g}"
+        return (f"test of {self.hypothesis}: likelihood ratio {self.statistic:.3g}, "
+                f"{distributions.p_words(self.p_value, self.bound)}")
 
 
 def class_matrix(mechanism, counts=None) -> np.ndarray:
@@ -181,8 +185,6 @@ def _truthful_row(q, counts, theta, covariance, unbiased, unbiased_spread, peak,
     return t, se, min(low, t), max(high, t), unbiased_t, unbiased_se
 
 
-#: Draws of the compliance test's parametric bootstrap (taken when another class is at its boundary too).
-TEST_DRAWS = 999
 
 
 def _compliance_test(mechanism, q, counts, peak) -> ComplianceTest:
@@ -201,28 +203,34 @@ def _compliance_test(mechanism, q, counts, peak) -> ComplianceTest:
         # Another class at its boundary as well (no honest "yes", no carriers): the statistic is no longer the 50:50
         # mixture of χ²₀ and χ²₁ (the test rejected 8% of honest surveys at 5%); its distribution at the fitted null,
         # drawn with the groups' sizes as observed, gives the p-value.
-        return ComplianceTest(hypothesis, float(statistic),
-                              _bootstrap_p(mechanism, q, kept, restricted @ shares, counts, statistic))
+        p, bound = _bootstrap_p(mechanism, q, kept, restricted @ shares, counts, statistic)
+        return ComplianceTest(hypothesis, float(statistic), p, bound)
     return ComplianceTest(hypothesis, float(statistic), float(distributions.chi2_sf(statistic, 1) / 2))
 
 
-def _bootstrap_p(mechanism, q, kept, rates, counts, statistic) -> float:
-    """(1 + draws whose statistic reaches the observed) / (1 + `TEST_DRAWS`): counts drawn group by group at the
-    null's fitted rates (seeded by the counts: the same counts give the same p), each refitted both ways."""
+def _bootstrap_p(mechanism, q, kept, rates, counts, statistic) -> tuple[float, bool]:
+    """(1 + draws whose statistic reaches the observed) / (1 + draws), sequentially (`distributions.sequential_p`:
+    with 999 draws alone a likelihood ratio of 97 printed p = 0.001), and whether no draw reached it. Counts are drawn
+    group by group at the null's fitted rates (seeded by the counts: the same counts give the same p), each refitted
+    both ways."""
     counts = np.asarray(counts, dtype=np.int64)
     groups = report_groups(mechanism)
     seed = int.from_bytes(hashlib.sha256(counts.tobytes()).digest()[:8], "big")
     rng = np.random.default_rng(seed)
-    draws = np.zeros((TEST_DRAWS, len(counts)), dtype=np.int64)
-    for g in range(len(mechanism.groups)):
-        rows = np.flatnonzero(groups == g)
-        size = int(counts[rows].sum())
-        if size:
-            within = rates[rows] / rates[rows].sum()
-            draws[:, rows] = rng.multinomial(size, within, size=TEST_DRAWS)
-    simulated = (two_group_statistics(mechanism, kept, draws) if len(mechanism.groups) == 2
-                 else np.array([_statistic(q, kept, drawn) for drawn in draws]))
-    return float((1 + np.sum(simulated >= statistic - 1e-9 * max(1.0, statistic))) / (TEST_DRAWS + 1))
+
+    def statistics(size: int) -> np.ndarray:
+        draws = np.zeros((size, len(counts)), dtype=np.int64)
+        for g in range(len(mechanism.groups)):
+            rows = np.flatnonzero(groups == g)
+            group_size = int(counts[rows].sum())
+            if group_size:
+                within = rates[rows] / rates[rows].sum()
+                draws[:, rows] = rng.multinomial(group_size, within, size=size)
+        return (two_group_statistics(mechanism, kept, draws) if len(mechanism.groups) == 2
+                else np.array([_statistic(q, kept, drawn) for drawn in draws]))
+
+    p, _, reaching = distributions.sequential_p(statistics, statistic)
+    return float(p), reaching == 0
 
 
 def _statistic(q, kept, counts) -> float:

@@ -127,3 +127,37 @@ def binom_pmf(k, n: int, p: float) -> np.ndarray:
     log_factor = 2 * _HALF_LOG_2PI + np.log(x) + np.log1p(-x / n)
     out[middle] = np.exp(log_core - 0.5 * log_factor)
     return out
+
+
+#: The sequential Monte Carlo test (`sequential_p`): draws first, then more in chunks while fewer than ``enough`` reach
+#: the statistic, up to ``most`` (the smallest p is then 1/20,000).
+FIRST_DRAWS = 999
+CHUNK_DRAWS = 2000
+MOST_DRAWS = 19_999
+ENOUGH_EXCEEDANCES = 10
+
+
+def sequential_p(statistics_of, observed: float) -> tuple[float, int, int]:
+    """(p, draws, draws reaching the statistic) of a Monte Carlo test, sequentially (Besag and Clifford 1991):
+    `FIRST_DRAWS` first, then more in chunks of `CHUNK_DRAWS` while fewer than `ENOUGH_EXCEEDANCES` reached
+    ``observed``, up to `MOST_DRAWS`; p = (1 + reaching)/(1 + draws), a valid p-value at any stopping point. Honest
+    data stop after the first block (their p is rarely small); data far from the null earn the draws that can say how
+    far. ``statistics_of(size)`` returns that many simulated statistics (the next ones of its own seeded stream).
+    With no draw reaching the statistic, p is a bound (the statistic's true p is smaller): say "p < …"
+    (`p_words`)."""
+    threshold = observed - 1e-9 * max(1.0, abs(observed))
+    drawn = reaching = 0
+    while True:
+        size = FIRST_DRAWS if drawn == 0 else min(CHUNK_DRAWS, MOST_DRAWS - drawn)
+        reaching += int(np.sum(np.asarray(statistics_of(size)) >= threshold))
+        drawn += size
+        if reaching >= ENOUGH_EXCEEDANCES or drawn >= MOST_DRAWS:
+            return (1 + reaching) / (drawn + 1), drawn, reaching
+
+
+def p_words(p: float, bound: bool = False) -> str:
+    """"p = 0.0312", or for a Monte Carlo p no draw reached (``bound``) "p < 0.0001": the bound rounded up to the next
+    power of ten, never printed as the value it only bounds."""
+    if bound:
+        return f"p < {10.0 ** math.ceil(math.log10(p)):g}"
+    return f"p = {p:.3g}"

@@ -40,13 +40,8 @@ from .compliance import class_matrix
 
 #: Below this p-value a question is named as unlike honest randomization.
 FLAG_P = 0.001
-#: Draws of the Monte Carlo route, and the expected count below which it is taken. Past the first `DRAWS`, more come
-#: in chunks of `CHUNK` until `ENOUGH_EXCEEDANCES` draws reach the statistic or `MAX_DRAWS` are drawn: the smallest
-#: p is then 1/20,000, well under `FLAG_P`.
-DRAWS = 999
-CHUNK = 2000
-MAX_DRAWS = 19_999
-ENOUGH_EXCEEDANCES = 10
+#: The expected count below which the Monte Carlo route is taken (`distributions.sequential_p`: its smallest p is
+#: 1/20,000, well under `FLAG_P`).
 SPARSE = 5.0
 #: Counts drawn at once by the Monte Carlo route (2²² of them: 32 MB, and as much for their terms).
 BLOCK_ENTRIES = 2**22
@@ -61,6 +56,8 @@ class FitTest:
     df: int
     pvalue: float
     method: str  # "exact", "chi-square", "monte carlo", or a combination for multi-select questions
+    #: The Monte Carlo route with no draw reaching the statistic: ``pvalue`` only bounds its p from above.
+    bound: bool = False
 
     def __post_init__(self):
         # G² is a sum of non-negative divergences: a fit at the saturated model sums to a round-off either side of 0,
@@ -74,7 +71,8 @@ class FitTest:
 
     def describe(self) -> str:
         statistic = "∞" if math.isinf(self.statistic) else f"{self.statistic:.2f}"
-        words = (f"goodness of fit: G² = {statistic} on {self.df} df, p = {self.pvalue:.3g} ({self.method}) against any "
+        words = (f"goodness of fit: G² = {statistic} on {self.df} df, {distributions.p_words(self.pvalue, self.bound)} "
+                 f"({self.method}) against any "
                  "population honestly randomized")
         if self.flagged:
             words = ("FIT FAILED: these reports are unlike honest randomization of any population "
@@ -119,7 +117,8 @@ def _test(counts: np.ndarray, rates: np.ndarray, rank: int, first_range: tuple[f
         return FitTest(max(observed, 0.0), df, 1.0, "chi-square")
     if n * rates[rates > 0].min() >= SPARSE:
         return FitTest(observed, df, float(special.chdtrc(df, observed)), "chi-square")  # χ²'s tail (`stats.chi2.sf`)
-    return FitTest(observed, df, _monte_carlo(counts, n, rates, observed), "monte carlo")
+    p, bound = _monte_carlo(counts, n, rates, observed)
+    return FitTest(observed, df, p, "monte carlo", bound)
 
 
 def _g2(counts: np.ndarray, n: float, rates: np.ndarray) -> float:
@@ -173,20 +172,18 @@ def _exact_two(first_range: tuple[float, float], counts: np.ndarray, observed: f
     return float(min(1.0, below + above))
 
 
-def _monte_carlo(counts: np.ndarray, n: float, rates: np.ndarray, observed: float) -> float:
-    """(1 + draws at least as extreme) / (1 + draws), sequentially (Besag and Clifford 1991): `DRAWS` first, then
-    more in chunks while fewer than `ENOUGH_EXCEEDANCES` draws reached the statistic, up to `MAX_DRAWS`. With 999
-    draws alone the smallest p was 1/1000, so the flag (p < `FLAG_P`) could never fire on this route; honest data
-    stop after the first 999 (their p is rarely small), suspect data earn the draws that can name them."""
+def _monte_carlo(counts: np.ndarray, n: float, rates: np.ndarray, observed: float) -> tuple[float, bool]:
+    """(1 + draws at least as extreme) / (1 + draws), sequentially (`distributions.sequential_p`: with 999 draws
+    alone the smallest p was 1/1000, so the flag, p < `FLAG_P`, could never fire on this route), and whether no draw
+    reached the statistic (the p is then a bound)."""
     seed = int.from_bytes(hashlib.sha256(np.asarray(counts, dtype=np.int64).tobytes()).digest()[:8], "big")
     rng = np.random.default_rng(seed)
-    threshold = observed - 1e-9 * max(1.0, observed)
-    drawn = exceeding = 0
     # Drawn in blocks of at most about 4 million reports' counts (a 0..10,000 grid's 999 draws of 30,001 would hold
     # 480 MB at once): the generator gives the same draws in blocks as all at once.
     block = max(1, BLOCK_ENTRIES // len(rates))
-    while True:
-        size = DRAWS if drawn == 0 else min(CHUNK, MAX_DRAWS - drawn)
+
+    def statistics(size: int) -> np.ndarray:
+        found = []
         for start in range(0, size, block):
             draws = rng.multinomial(int(n), rates, size=min(block, size - start))
             # G²'s terms worked in one array, in place (each is d·log(d / nλ), 0 where d = 0): a 0..1000 grid's 999 ×
@@ -196,10 +193,11 @@ def _monte_carlo(counts: np.ndarray, n: float, rates: np.ndarray, observed: floa
                 np.log(terms, out=terms)
                 terms *= draws
             terms[draws == 0] = 0.0
-            exceeding += int(np.sum(2 * terms.sum(axis=1) >= threshold))
-        drawn += size
-        if exceeding >= ENOUGH_EXCEEDANCES or drawn >= MAX_DRAWS:
-            return float((1 + exceeding) / (drawn + 1))
+            found.append(2 * terms.sum(axis=1))
+        return np.concatenate(found)
+
+    p, _, reaching = distributions.sequential_p(statistics, observed)
+    return p, reaching == 0
 
 
 def fit_test(mechanism, counts: np.ndarray, estimates: np.ndarray) -> FitTest:
