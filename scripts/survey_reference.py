@@ -148,6 +148,16 @@ def main():
                 "r <- rake(des, list(~stype, ~school_wide), list(pop.types, pop.wide), control = list(epsilon = 1e-12, maxit = 1000))",
                 f"mr <- svymean(~{us}, r)",
                 "out$raked <- list(estimate = unname(coef(mr)), se = unname(SE(mr)))",
+                # the same margins by calibrate(calfun = 'raking'): one calibration, its variance from one regression
+                # on the margins (rake() linearizes through its sequence of post-stratifications instead)
+                "cal <- calibrate(des, ~stype + school_wide, population = c(`(Intercept)` = 6194, stypeH = 755, "
+                "stypeM = 1018, school_wideyes = 5194), calfun = 'raking', epsilon = 1e-12, maxit = 1000)",
+                f"mc <- svymean(~{us}, cal)",
+                "out$calibrated <- list(estimate = unname(coef(mc)), se = unname(SE(mc)))",
+                # Korn and Graubard's interval of a public share, svyciprop(method = 'beta')
+                "kg <- svyciprop(~I(school_wide == 'yes'), des, method = 'beta')",
+                "out$korn_graubard <- list(estimate = as.numeric(kg), ci = as.numeric(confint(kg)), "
+                "se = as.numeric(SE(kg)))",
                 # the difference between two domains, which share PSUs: svyby's covariance, then a contrast
                 f"bc <- svyby(~{us}, ~year_round, des, svymean, covmat = TRUE)",
                 "ct <- svycontrast(bc, quote(`yes:u0` - `no:u0`))",
