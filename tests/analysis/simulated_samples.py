@@ -26,6 +26,8 @@ QUESTIONS = {
               "privacy": {"design": "k_rr", "epsilon": "ln 4"}},
     "ordinal": {"id": "q", "text": "?", "type": "ordinal", "options": ["1", "2", "3", "4"],
                 "privacy": {"design": "ordinal", "epsilon": 2}},
+    "number": {"id": "q", "text": "?", "type": "number", "min": 0, "max": 6, "step": 1,
+               "privacy": {"design": "laplace", "epsilon": 2}},
     "cheating_detection": {"id": "q", "text": "?", "type": "yes_no",
                            "privacy": {"design": "cheating_detection",
                                        "groups": {"a": {"yes": "1/3", "randomizer": "Birthday in January to April: yes."},
@@ -37,19 +39,34 @@ def survey_of(kind: str) -> Survey:
     return Survey.from_dict({"id": "s", "title": "t", "questions": [QUESTIONS[kind]]})
 
 
-def population(kind: str, seed: int = 1) -> np.ndarray:
+#: The SD of the cluster effect on the log-odds: people of one cluster answer alike (`intraclass_correlation`).
+CLUSTER_SD = 1.4
+
+
+def population(kind: str, seed: int = 1, cluster_sd: float = CLUSTER_SD) -> np.ndarray:
     """Each person's answer (or latent class) index, strata × clusters × people."""
     rng = np.random.default_rng(seed)
     mechanism = survey_of(kind).questions["q"].mechanism
     size = len(mechanism.latent_classes) if isinstance(mechanism, GroupedMechanism) else len(mechanism.answers)
     stratum_effect = rng.normal(0, 1.0, (STRATA, 1, size))
-    cluster_effect = rng.normal(0, 1.4, (STRATA, CLUSTERS, size))
+    cluster_effect = rng.normal(0, cluster_sd, (STRATA, CLUSTERS, size))
     logits = stratum_effect + cluster_effect
     if kind == "cheating_detection":
         logits[..., 2] -= 1.5  # cheaters: about one in eight
     shares = np.exp(logits) / np.exp(logits).sum(axis=2, keepdims=True)
     draws = rng.random((STRATA, CLUSTERS, PEOPLE, 1))
     return (draws > np.cumsum(shares, axis=2)[:, :, None, :]).sum(axis=3)
+
+
+def intraclass_correlation(values: np.ndarray) -> float:
+    """The population's intraclass correlation of a value per person (strata × clusters × people) within strata: the
+    between-cluster share of its variance (ANOVA's, with clusters of equal size)."""
+    centred = values - values.mean(axis=(1, 2), keepdims=True)  # within strata
+    cluster_means = centred.mean(axis=2)
+    between = cluster_means.var()
+    within = (centred - cluster_means[..., None]).var() * PEOPLE / (PEOPLE - 1)
+    between_corrected = between - within / PEOPLE
+    return float(max(between_corrected, 0.0) / (max(between_corrected, 0.0) + within))
 
 
 def truth(answers: np.ndarray, size: int) -> np.ndarray:
