@@ -32,18 +32,69 @@ SUPPLIED_SCALES = {"jk1": lambda r: (r - 1) / r, "bootstrap": lambda r: 1 / (r -
 
 @dataclass(frozen=True)
 class Replicates:
-    """Per response and replicate, the replicate's weight over the full weight (``multipliers``, n × R); the
-    per-replicate scales and the overall scale of the variance; the method's name; the degrees of freedom."""
+    """Each replicate's weight over the full weight, as ``factors`` (a row per PSU, ``rows`` giving each response's:
+    the jackknives and the bootstrap reweight whole PSUs, so an estimate that is a function of weighted totals needs
+    only the PSUs' totals, never the n × R weights; or a row per response, ``rows`` None: weights given with the data,
+    or raked per replicate); the per-replicate scales and the overall scale of the variance; the method's name; the
+    degrees of freedom."""
 
-    multipliers: np.ndarray
+    factors: np.ndarray
+    rows: np.ndarray | None
     rscales: np.ndarray
     scale: float
     method: str
     df: int
+    #: Raked per replicate (`sampling.Sample.raked`): each response's raking cell (its levels of the margins) and each
+    #: cell's factor per replicate (cells × R), by which that replicate's weights were calibrated beyond the full
+    #: sample's; None unraked.
+    cells: np.ndarray | None = None
+    cell_factors: np.ndarray | None = None
 
     @property
     def count(self) -> int:
-        return self.multipliers.shape[1]
+        return self.factors.shape[1]
+
+    @property
+    def multipliers(self) -> np.ndarray:
+        """The factors written out per response (n × R): for an export of the replicate weights."""
+        written = self.factors if self.rows is None else self.factors[self.rows]
+        return written if self.cells is None else written * self.cell_factors[self.cells]
+
+    def totals(self, values: np.ndarray) -> np.ndarray:
+        """Σᵢ m_ir·valuesᵢ for every replicate r (R × columns of ``values``, n × columns): the PSUs' (and raking
+        cells') totals through the factors."""
+        values = np.asarray(values, dtype=float)
+        if self.rows is None:
+            return self.multipliers.T @ values
+        groups, size = self._groups(np.arange(len(self.rows)))
+        grouped = np.zeros((size, values.shape[1]))
+        np.add.at(grouped, groups, values)
+        return self._through(grouped)
+
+    def tallied(self, subset: np.ndarray, categories: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+        """Σᵢ m_ir·wᵢ·[categoryᵢ = c] over the responses ``subset`` (their ``categories`` and ``weights``), for every
+        replicate r and category c < ``size`` (R × size): a PSU × category tally through the factors."""
+        if self.rows is None:
+            table = np.zeros((len(subset), size))
+            table[np.arange(len(subset)), categories] = weights
+            return self.multipliers[subset].T @ table
+        groups, count = self._groups(subset)
+        table = np.bincount(groups * size + categories, weights=weights, minlength=count * size).reshape(count, size)
+        return self._through(table)
+
+    def _groups(self, subset: np.ndarray) -> tuple[np.ndarray, int]:
+        """Each response's group of equal factors (its PSU, and its raking cell when raked), and how many groups."""
+        if self.cells is None:
+            return self.rows[subset], len(self.factors)
+        cells = len(self.cell_factors)
+        return self.rows[subset] * cells + self.cells[subset], len(self.factors) * cells
+
+    def _through(self, grouped: np.ndarray) -> np.ndarray:
+        """Group totals (groups × columns) to replicate totals (R × columns)."""
+        if self.cells is None:
+            return self.factors.T @ grouped
+        by_cell = grouped.reshape(len(self.factors), len(self.cell_factors), -1)
+        return np.einsum("pr,cr,pck->rk", self.factors, self.cell_factors, by_cell, optimize=True)
 
     def covariance(self, estimates: np.ndarray, diagonal: bool = False) -> np.ndarray:
         """scale · Σ_r rscale_r (θ_r − θ̄)(θ_r − θ̄)ᵀ of per-replicate estimates (R × k); ``diagonal``: its diagonal."""
@@ -68,14 +119,15 @@ def jackknife(strata: np.ndarray, psu: np.ndarray, fraction: np.ndarray | None, 
     if (per < 2).any():
         raise AnalysisError("variance: a stratum with one PSU has no jackknife replicate; collapse it with a "
                             "neighbour", "variance")
-    multipliers = np.where(strata[:, None] == psu_stratum[None, :], per[None, :] / (per[None, :] - 1), 1.0)
-    multipliers[np.arange(len(psu)), psu] = 0.0
+    # Replicate r drops PSU r and weighs the rest of its stratum n_h/(n_h − 1): PSU × PSU, whatever n
+    factors = np.where(psu_stratum[:, None] == psu_stratum[None, :], per[None, :] / (per[None, :] - 1), 1.0)
+    np.fill_diagonal(factors, 0.0)
     rscales = (per - 1) / per
     if fraction is not None:
         rscales = rscales * (1 - fraction[psu_stratum])
     if not stratified:  # R folds jk1's (n − 1)/n and (1 − f) into the overall scale
-        return Replicates(multipliers, np.ones(n_psu), float(rscales[0]), "JK1 jackknife", n_psu - 1)
-    return Replicates(multipliers, rscales, 1.0, "JKn jackknife", n_psu - int(psu_stratum.max()) - 1)
+        return Replicates(factors, psu, np.ones(n_psu), float(rscales[0]), "JK1 jackknife", n_psu - 1)
+    return Replicates(factors, psu, rscales, 1.0, "JKn jackknife", n_psu - int(psu_stratum.max()) - 1)
 
 
 def subbootstrap(strata: np.ndarray, psu: np.ndarray, replicates: int, seed: int) -> Replicates:
@@ -96,7 +148,7 @@ def subbootstrap(strata: np.ndarray, psu: np.ndarray, replicates: int, seed: int
         for r in range(replicates):
             drawn = np.bincount(rng.integers(0, size, size - 1), minlength=size)
             by_psu[members, r] = drawn * size / (size - 1)
-    return Replicates(by_psu[psu], np.ones(replicates), 1 / (replicates - 1), "Rao-Wu bootstrap", replicates - 1)
+    return Replicates(by_psu, psu, np.ones(replicates), 1 / (replicates - 1), "Rao-Wu bootstrap", replicates - 1)
 
 
 def supplied(weights: np.ndarray, columns: np.ndarray, method: str, scale: float | None) -> Replicates:
@@ -112,4 +164,5 @@ def supplied(weights: np.ndarray, columns: np.ndarray, method: str, scale: float
         raise AnalysisError("replicate_weights: at least two replicate columns", "replicate_weights")
     chosen = SUPPLIED_SCALES[method](count) if scale is None else float(scale)
     rank = int(np.linalg.matrix_rank(columns.T @ columns))
-    return Replicates(columns / weights[:, None], np.ones(count), chosen, f"{method} replicate weights", max(rank - 1, 1))
+    return Replicates(columns / weights[:, None], None, np.ones(count), chosen, f"{method} replicate weights",
+                      max(rank - 1, 1))

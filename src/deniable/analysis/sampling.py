@@ -317,11 +317,8 @@ class Sample:
                           self.description, calibration=x)
         # Each replicate is raked to the same margins (as R's rake of a replicate design): its spread then holds
         # the calibration, and no residual linearization is needed.
-        raked = np.column_stack([_rake(self.weights * self.replicates.multipliers[:, r], x, targets, groups, names)
-                                 for r in range(self.replicates.count)])
-        multipliers = np.divide(raked, w[:, None], out=np.zeros_like(raked), where=w[:, None] > 0)
         return Sample(self.index, w, self.strata, self.psu, self.fraction, self.lonely_psu, self.description,
-                      replicates=dataclasses.replace(self.replicates, multipliers=multipliers))
+                      replicates=_raked_replicates(self.replicates, self.weights, w, x, targets, groups, names))
 
     # --- the design-based covariance ------------------------------------------------------------------------
 
@@ -353,7 +350,7 @@ class Sample:
 
     def _covariance(self, scores: np.ndarray, diagonal: bool) -> np.ndarray:
         if self.replicates is not None:  # the replicate totals of the scores: Σᵢ (w_rᵢ/wᵢ)·scoresᵢ
-            return self.replicates.covariance(self.replicates.multipliers.T @ scores, diagonal)
+            return self.replicates.covariance(self.replicates.totals(scores), diagonal)
         if self.calibration is not None:
             scores = self._calibration_residuals(scores)
         totals = np.zeros((self.n_psu, scores.shape[1]))
@@ -459,11 +456,9 @@ class ReportSpread:
     def _replicate_frequencies(self) -> np.ndarray:
         """Each replicate's report frequencies (replicates × R), exactly: a ratio of its weighted totals."""
         rows = np.flatnonzero(self.counted)
-        replicate_weights = self.sample.replicates.multipliers[rows] * self.w[rows, None]  # rows × replicates
-        totals = np.zeros((len(self.lam), replicate_weights.shape[1]))
-        np.add.at(totals, self.positions[rows], replicate_weights)
-        sizes = totals.sum(axis=0)
-        return np.divide(totals, sizes, out=np.tile(self.lam[:, None], (1, len(sizes))), where=sizes > 0).T
+        totals = self.sample.replicates.tallied(rows, self.positions[rows], self.w[rows], len(self.lam))  # R × reports
+        sizes = totals.sum(axis=1, keepdims=True)
+        return np.divide(totals, sizes, out=np.tile(self.lam[None, :], (len(sizes), 1)), where=sizes > 0)
 
     def matrix(self) -> np.ndarray:
         """C written out (R × R), as the estimates of short report alphabets read it."""
@@ -483,6 +478,36 @@ class ReportSpread:
         scores[np.flatnonzero(counted), positions[counted]] = w[counted]
         scores -= w[:, None] * lam[None, :]
         return sample.covariance(scores / total)
+
+
+def _raked_replicates(replicates: Replicates, weights: np.ndarray, raked: np.ndarray, x: np.ndarray,
+                      targets: np.ndarray, groups: list, names: list) -> Replicates:
+    """``replicates`` each raked to the margins (``x``'s indicator columns, ``targets``), over the weights ``raked``
+    the full sample was raked to. Replicates that reweight whole PSUs are raked on the totals of the raking cells (the
+    responses alike on every margin, whose factor raking shares): a PSU × cell tally, never the n × R weights (JKn of
+    10⁶ responses in 2,000 PSUs: 2,000 rakes of a few cells). Weights given per response are raked response by
+    response."""
+    if replicates.rows is None:
+        rows = np.column_stack([_rake(weights * replicates.multipliers[:, r], x, targets, groups, names)
+                                for r in range(replicates.count)])
+        multipliers = np.divide(rows, raked[:, None], out=np.zeros_like(rows), where=raked[:, None] > 0)
+        return dataclasses.replace(replicates, factors=multipliers, rows=None, cells=None, cell_factors=None)
+    code = np.zeros(len(weights), dtype=np.int64)  # each response's levels as one number (mixed radix): its cell
+    for group in groups:
+        code = code * (group.stop - group.start) + np.argmax(x[:, group], axis=1)
+    _, first, cells = np.unique(code, return_index=True, return_inverse=True)  # 1-D: not a sort of x's rows
+    cells, cell_levels = cells.ravel(), x[first]
+    everyone = np.arange(len(weights))
+    totals = replicates.tallied(everyone, cells, weights, len(cell_levels))  # R × cells
+    full = np.bincount(cells, weights=raked, minlength=len(cell_levels))
+    start = np.bincount(cells, weights=weights, minlength=len(cell_levels))
+    full_factor = np.divide(full, start, out=np.ones_like(full), where=start > 0)  # the full sample's, per cell
+    factors = np.empty((len(cell_levels), replicates.count))
+    for r, cell_totals in enumerate(totals):
+        reached = _rake(cell_totals, cell_levels.astype(float), targets, groups, names)
+        factors[:, r] = np.divide(reached, cell_totals * full_factor, out=np.zeros_like(reached),
+                                  where=cell_totals * full_factor > 0)
+    return dataclasses.replace(replicates, cells=cells, cell_factors=factors)
 
 
 def _rake(weights: np.ndarray, x: np.ndarray, targets: np.ndarray, groups: list, names: list) -> np.ndarray:
