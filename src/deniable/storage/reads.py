@@ -12,6 +12,7 @@ from deniable.client.reports import WAVES, ReportError, grouping_question
 from .common import canonical, decoded_report
 from .errors import Invalid
 from .part import Part
+from .release import Release, release
 
 
 class Reads(Part):
@@ -135,11 +136,11 @@ class Reads(Part):
         response ids, which says nothing about when anyone answered."""
         record = self.store.surveys.find_version(survey_id, spec_hash, version)
         wave = "r.wave" if self.layout.has_waves else "NULL"
-        frame, join = ("f.frame", "LEFT JOIN frame_cells f ON f.survey_id = r.survey_id AND f.cell = r.frame_cell ") \
-            if self.layout.has_frames else ("NULL", "")
+        frame = "r.frame_cell" if self.layout.has_frames else "NULL"
+        released = self.released_frames(record.id, record.survey.sample).rows if self.layout.has_frames else {}
         times = "r.paradata" if self.layout.has_paradata else "NULL"
         rows = self.engine.stream(
-            f"SELECT r.id, r.received_on, {wave}, {frame}, {times}, p.question_id, p.value FROM responses r {join}"
+            f"SELECT r.id, r.received_on, {wave}, {frame}, {times}, p.question_id, p.value FROM responses r "
             "LEFT JOIN reports p ON p.spec_hash = r.spec_hash AND p.response_id = r.id WHERE r.spec_hash = ? ORDER BY r.id", [record.hash])
         order = list(record.survey.questions)
 
@@ -150,15 +151,16 @@ class Reads(Part):
         current = None
         timed = record.survey.quality is not None and record.survey.quality.section_times
         decoded: dict = {}  # `decoded_report`
-        for response_id, received_on, wave_label, frame_row, paradata, qid, value in rows:
+        for response_id, received_on, wave_label, frame_cell, paradata, qid, value in rows:
             if current is None or current["id"] != response_id:
                 if current is not None:
                     yield ordered(current)
                 current = {"id": response_id, "spec_hash": record.hash, "received_on": received_on}
                 if record.survey.repeated is not None:
                     current["wave"] = wave_label
-                if frame_row is not None:  # its invitation's frame row (`frames.py`): named apart from the own fields
-                    current.update(json.loads(frame_row))
+                frame_row = released.get(frame_cell)  # its invitation's, as released (`release.py`)
+                if frame_row is not None:  # named apart from the own fields (`frames.py`)
+                    current.update(frame_row)
                 if timed:  # seconds per section (`client.quality`); {} from a client that sent none
                     current["seconds"] = json.loads(paradata)["seconds"] if paradata else {}
                 current["reports"] = {}
@@ -177,12 +179,26 @@ class Reads(Part):
                                                    [spec_hash]).fetchall()]
 
     def frame_rows(self, spec_hash: str) -> list[tuple[str, dict]]:
-        """(response id, its invitation's frame row) of one version's responses that have one (`frames.py`)."""
+        """(response id, its invitation's frame row as released, `release.py`) of one version's responses that carry
+        one (`frames.py`)."""
         if not self.layout.has_frames:
             return []
-        return [(response_id, json.loads(frame)) for response_id, frame in self.execute(
-            "SELECT r.id, f.frame FROM responses r JOIN frame_cells f ON f.survey_id = r.survey_id AND f.cell = "
-            "r.frame_cell WHERE r.spec_hash = ?", [spec_hash]).fetchall()]
+        found = self.execute("SELECT r.id, r.frame_cell, r.survey_id FROM responses r WHERE r.spec_hash = ? AND "
+                             "r.frame_cell IS NOT NULL", [spec_hash]).fetchall()
+        if not found:
+            return []
+        record = self.store.surveys.find_version(found[0][2], spec_hash)
+        released = self.released_frames(record.id, record.survey.sample).rows
+        return [(response_id, released[cell]) for response_id, cell, _ in found if released.get(cell) is not None]
+
+    def released_frames(self, survey_id: str, sample: dict) -> Release:
+        """The frame rows the survey's responses carry out, each cell judged by its answers (`release.py`)."""
+        cells = {cell: json.loads(frame) for cell, frame in self.execute(
+            "SELECT cell, frame FROM frame_cells WHERE survey_id = ?", [survey_id]).fetchall()}
+        answers = {cell: int(count) for cell, count in self.execute(
+            "SELECT frame_cell, COUNT(*) FROM responses WHERE survey_id = ? AND frame_cell IS NOT NULL GROUP BY "
+            "frame_cell", [survey_id]).fetchall()}
+        return release(sample, cells, answers)
 
     def export_all_versions(self, survey_id: str):
         """`export`'s rows of every version, oldest first, each with its ``version`` number after its spec hash."""

@@ -192,6 +192,7 @@ class Store:
     export = _forward("reads", Reads.export)
     response_waves = _forward("reads", Reads.response_waves)
     frame_rows = _forward("reads", Reads.frame_rows)
+    released_frames = _forward("reads", Reads.released_frames)
     export_all_versions = _forward("reads", Reads.export_all_versions)
 
     add_admin = _forward("accounts", Accounts.add_admin)

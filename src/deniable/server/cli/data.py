@@ -3,6 +3,8 @@ out of its responses."""
 
 from __future__ import annotations
 
+import collections
+import json
 import re
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import click
 
 from deniable import storage
 from deniable.client.reports import WAVES
+from deniable.storage.release import RELEASE_AT, expected_merging
 
 from ..exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord, describe_version, export_rows
 from .common import cli_actor, db_option, open_store
@@ -48,11 +51,25 @@ def tokens(survey_id, count, frame_file, min_cell, db, base_url):
     if frame is not None:
         click.echo(f"{len(issued)} invitations with their frame rows, in {frame_file}'s row order (line k below is "
                    "its row k): send each to the unit of that row.", err=True)
+        click.echo(_expected_release(frame), err=True)
     if base_url is None:
         click.echo(f"No --base-url (or $DENIABLE_BASE_URL): the tokens alone follow; each invitation link is "
                    f"<your server>/s/{survey_id}?t=<token>.", err=True)
     for token in issued:
         click.echo(token if base_url is None else f"{base_url.rstrip('/')}/s/{survey_id}?t={token}")
+
+
+def _expected_release(frame: list[dict]) -> str:
+    """What the frame's cells will carry out, by response rate: a row answered fewer than `release.RELEASE_AT` times
+    is released merged with its stratum's other small rows (or joined to a neighbour's), not as issued."""
+    sizes = collections.Counter(json.dumps({k: v for k, v in row.items() if k != "token"}, sort_keys=True)
+                                for row in frame).values()
+    said = []
+    for rate in (0.2, 0.4, 0.6):
+        cells, share = expected_merging(sizes, rate)
+        said.append(f"at {rate:.0%}, about {cells:.0f} of {len(sizes)} rows ({share:.0%} of answers)")
+    return (f"Rows answered fewer than {RELEASE_AT} times are released merged within their stratum, not as issued "
+            f"(docs/privacy.md). Expected by response rate: {'; '.join(said)}.")
 
 
 @click.command()

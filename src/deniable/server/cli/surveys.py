@@ -326,6 +326,9 @@ def survey_show(survey_id, db, prior, planned, design_effect, icc):
                        f"answers in one {frame['fewest_answers']}"
                        + (f"; {frame['cells_with_one_answer']} rows have a single answer, which their frame row and "
                           "the tokens' use narrow to one invitation" if frame["cells_with_one_answer"] else "") + ".")
+            released = store.released_frames(survey_id, record.survey.sample).describe()
+            if released:
+                click.echo(f"Released: {released} (analysis and exports carry these rows).")
         for v in store.versions(survey_id):
             marker = " (current)" if v["hash"] == record.hash else ""
             click.echo(f"  version {v['version']} {v['hash'][:12]} added {v['added_on']}: {v['responses']} responses{marker}")
