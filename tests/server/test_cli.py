@@ -108,7 +108,7 @@ def test_tokens_print_links_and_switch_on_token_access(db_path):
 def test_export_to_stdout_and_to_a_file(db_path, tmp_path):
     assert run("demo", "--db", db_path, "--simulate", "25", "--no-serve").exit_code == 0
     jsonl = run("export", "tax", "--format", "jsonl", "--db", db_path)
-    rows = [json.loads(line) for line in jsonl.output.splitlines()]
+    rows = [json.loads(line) for line in jsonl.stdout.splitlines()]
     assert len(rows) == 25
     for row in rows:  # the section on work is shown to those who worked, and its reports sent by them only
         work = {"cash", "undeclared", "hours"} if row["reports"]["worked"] == "yes" else set()

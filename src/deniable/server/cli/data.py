@@ -14,6 +14,8 @@ from deniable import storage
 from deniable.client.reports import WAVES
 from deniable.storage.release import RELEASE_AT, expected_merging
 
+from ..disclosure import Remedies, RemedyError
+from ..disclosure import groups as disclosure_groups
 from ..exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord, describe_version, export_rows
 from .common import cli_actor, db_option, open_store
 from .files import atomic_write, read_frame, write_chunks
@@ -82,10 +84,17 @@ def _expected_release(frame: list[dict]) -> str:
 @click.option("--version", "version", type=click.IntRange(1), help="Export this version, by number.")
 @click.option("--all-versions", is_flag=True,
               help="Export every version in one file: a version column, columns of every version, a codebook per version.")
+@click.option("--coarsen", multiple=True, metavar="QUESTION=WIDTH",
+              help="A public number in bands of WIDTH (each value its band's lower end), e.g. age=10. Repeatable.")
+@click.option("--top-code", multiple=True, metavar="QUESTION=VALUE",
+              help="A public number's values above VALUE written as VALUE, e.g. age=80. Repeatable.")
+@click.option("--suppress", multiple=True, metavar="COLUMN",
+              help="Leave out a frame column or public question. Repeatable.")
 @db_option
-def export(survey_id, fmt, output, spec_hash, version, all_versions, db):
+def export(survey_id, fmt, output, spec_hash, version, all_versions, coarsen, top_code, suppress, db):
     """Export the stored reports of a survey version (or of all of them). Private columns hold randomized
-    reports: analyse them with `deniable estimate`, not by tabulating them."""
+    reports: analyse them with `deniable estimate`, not by tabulating them. Says how many responses are unique in
+    their combination of frame columns and public answers, which --coarsen, --top-code and --suppress reduce."""
     export = EXPORT_FORMATS[fmt]
     if export.binary and not output:
         raise click.UsageError(f"--format {fmt} writes a binary file: give --output FILE.{fmt}")
@@ -95,13 +104,20 @@ def export(survey_id, fmt, output, spec_hash, version, all_versions, db):
     # describe the same responses.
     with open_store(db, read_only=True) as store, store.snapshot():
         record = PooledRecord.of(store, survey_id) if all_versions else store.find_version(survey_id, spec_hash, version)
-        rows = _Counted(export_rows(store, record))
+        survey = record.versions[-1].survey if isinstance(record, PooledRecord) else record.survey
+        try:
+            remedies = Remedies.parse(survey, coarsen, top_code, suppress)
+        except RemedyError as error:
+            raise click.BadParameter(str(error)) from None
+        singled = disclosure_groups(export_rows(store, record), survey, remedies).describe()
+        rows = _Counted(map(remedies.apply, export_rows(store, record)) if remedies else export_rows(store, record))
         chunks = export.write(record, rows)
         try:
             if not output:
                 for chunk in chunks:
                     click.echo(chunk, nl=False)
                 _audit_export(db, record, fmt)
+                _say_disclosure(singled, remedies)
                 return
             target = Path(output)
             atomic_write(target, lambda path: write_chunks(path, chunks, export.binary))
@@ -113,6 +129,16 @@ def export(survey_id, fmt, output, spec_hash, version, all_versions, db):
         described = "the codebook" if fmt == "codebook" else f"{rows.count} responses of {describe_version(record)}"
     _audit_export(db, record, fmt)
     click.echo(f"Wrote {described} to {output}" + ("" if fmt == "codebook" else f" (codebook: {beside})"), err=True)
+    if fmt != "codebook":
+        _say_disclosure(singled, remedies)
+
+
+def _say_disclosure(singled: str, remedies: Remedies):
+    if remedies:
+        click.echo(f"Remedies: {remedies.describe()}.", err=True)
+    if singled:
+        click.echo(f"Quasi-identifiers: {singled}. Anyone who knows those of a respondent finds their row: coarsen, "
+                   "top-code or leave out columns (--coarsen, --top-code, --suppress) before sharing the file.", err=True)
 
 
 class _Counted:

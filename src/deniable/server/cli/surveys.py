@@ -14,6 +14,7 @@ from deniable.client.privacy import DEFAULT_PRIOR
 from deniable.client.questions import _LANGUAGE
 from deniable.client.xlsform import read_xlsform, write_xlsform
 
+from ..disclosure import groups as disclosure_groups
 from .common import cli_actor, db_option, load_spec_file, open_store
 from .files import atomic_write, read_frame
 
@@ -329,6 +330,10 @@ def survey_show(survey_id, db, prior, planned, design_effect, icc):
             released = store.released_frames(survey_id, record.survey.sample).describe()
             if released:
                 click.echo(f"Released: {released} (analysis and exports carry these rows).")
+        singled = disclosure_groups(store.export(survey_id, record.hash), record.survey).describe()
+        if singled:
+            click.echo(f"Quasi-identifiers (the current version): {singled}; `deniable export --coarsen/--top-code/"
+                       "--suppress` before sharing a file.")
         for v in store.versions(survey_id):
             marker = " (current)" if v["hash"] == record.hash else ""
             click.echo(f"  version {v['version']} {v['hash'][:12]} added {v['added_on']}: {v['responses']} responses{marker}")
