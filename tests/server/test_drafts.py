@@ -11,6 +11,7 @@ from tests.server.test_browser import TRUE, Recorder, browser, fill_demo  # noqa
 from tests.server.test_questionnaire_pages import DESKTOP, PHONE, no_violations
 
 DRAFT = "deniable.draft.tax"
+DAY_MS = 86_400_000
 
 
 def stored_draft(page):
@@ -68,6 +69,8 @@ def test_a_draft_is_forgotten_expires_and_is_discarded_for_another_version(brows
     page.check("#q-region input[value='North']")
     page.click("#save-draft")
     assert stored_draft(page)["answers"] == {"region": "North"}
+    now = page.evaluate("Date.now()")
+    assert now < stored_draft(page)["expires"] <= now + DAY_MS  # answers in clear on the device: a day at most
     page.click("#forget-draft")
     assert stored_draft(page) is None and "gone from this device" in page.text_content("#draft-status")
     assert page.is_hidden("#forget-draft")
@@ -86,4 +89,12 @@ def test_a_draft_is_forgotten_expires_and_is_discarded_for_another_version(brows
             no_violations(page, "desktop: draft of another version")
         else:
             assert page.is_hidden("#draft")  # expired: removed without a word
+    # A draft an older page kept for a week is resumed, and held to a day from now
+    week = {"hash": survey.hash, "expires": page.evaluate("Date.now()") + 6 * DAY_MS, "section": 0,
+            "answers": {"region": "North"}}
+    page.evaluate("([key, value]) => localStorage.setItem(key, value)", [DRAFT, json.dumps(week)])
+    page.reload()
+    assert page.is_checked("#q-region input[value='North']")
+    page.check("#q-dodged input[value='no']")  # kept up to date: written again with its expiry
+    assert stored_draft(page)["expires"] <= page.evaluate("Date.now()") + DAY_MS
     context.close()

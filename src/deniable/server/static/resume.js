@@ -1,11 +1,11 @@
 // Save and resume, only when the respondent asks ("save my answers on this device"): the answers on the page, the
 // version they answer, the section shown and when they expire are kept in this browser's localStorage under the
 // survey's id, then kept up to date as the respondent answers. Never sent. They go once the reports are sent (or wait
-// in the outbox), when they expire (a week, or the survey's closing if sooner), when another version is served (with
+// in the outbox), when they expire (a day, or the survey's closing if sooner), when another version is served (with
 // a notice), and when the respondent forgets them. What protects them is the device and its browser profile, not a
 // key (one kept beside them would protect nothing): the page says so and offers to forget them.
 
-const DRAFT_DAYS = 7;
+const DRAFT_HOURS = 24; // answers in clear on the device: a day at most
 
 /** One survey's draft in this browser's localStorage. `open` gives null where storage is switched off: no draft,
  * and no button offering one. */
@@ -54,9 +54,10 @@ export class DraftStore {
   }
 }
 
-/** When a draft begun now expires (ms since the epoch): a week, or the survey's closing (a Date, or none) if sooner. */
+/** When a draft begun now expires (ms since the epoch): in a day, or at the survey's closing (a Date, or none) if
+ *  sooner. A draft kept with a later expiry (an older page allowed a week) is held to this when resumed. */
 export function draftExpiry(closes) {
-  return Math.min(Date.now() + DRAFT_DAYS * 86_400_000, closes?.getTime() ?? Infinity);
+  return Math.min(Date.now() + DRAFT_HOURS * 3_600_000, closes?.getTime() ?? Infinity);
 }
 
 /** What a question's inputs hold, as typed (a draft keeps this, not the report shape). */

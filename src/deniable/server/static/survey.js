@@ -127,7 +127,7 @@ let keepingDraft = false;
 let draftExpires = null; // ms since the epoch
 
 function showDraftStatus(key) {
-  const date = new Date(draftExpires ?? Date.now()).toLocaleDateString(data.lang, { dateStyle: "long" });
+  const date = new Date(draftExpires ?? Date.now()).toLocaleString(data.lang, { dateStyle: "long", timeStyle: "short" });
   draftStatus.textContent = format(words[key], { date });
   draftStatus.dataset.word = key;
   forgetDraftButton.hidden = !keepingDraft;
@@ -176,7 +176,7 @@ function resumeDraft() {
     sections.splice(0, sections.length, ...form.querySelectorAll("section.section"));
   }
   keepingDraft = true;
-  draftExpires = draft.expires;
+  draftExpires = Math.min(draft.expires, draftExpiry(survey.schedule.closes));
   current = Number.isInteger(draft.section) ? draft.section : 0;
   if (consent) { // agreed before the draft was kept
     consent.hidden = true;
