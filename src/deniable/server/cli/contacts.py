@@ -57,7 +57,7 @@ def read_contacts(path: str) -> list[dict]:
     named = [column for column in columns if column.strip().lower() in ADDRESS_COLUMNS]
     if len(named) != 1:
         raise click.ClickException(f"{path}: needs one address column, named email (or address); its columns are "
-                                   f"{', '.join(columns)}")
+                                   f"{', '.join(map(repr, columns))}")
     contacts = []
     for row in rows:
         frame = {column: value for column, value in row.items() if column not in (named[0], LANGUAGE_COLUMN)}
