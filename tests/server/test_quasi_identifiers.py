@@ -61,6 +61,14 @@ def test_the_export_says_how_many_rows_are_unique_and_its_remedies_bring_that_do
     assert f"{unique} of 300 responses are unique" in shown.output
 
 
+def test_the_api_export_says_it_in_its_headers(answered, client, admin_headers):
+    response = client.get("/api/v1/surveys/q/export?format=csv", headers=admin_headers)
+    assert response.status_code == 200
+    unique = _unique(response.get_data(as_text=True), ["age", "region"])
+    assert response.headers["X-Deniable-Quasi-Identifiers"] == "age, region"
+    assert response.headers["X-Deniable-Unique-Rows"] == str(unique) and unique > 100
+
+
 @pytest.mark.parametrize("option, words", [
     (["--coarsen", "dodged=10"], "'dodged' is not a public number question"),
     (["--coarsen", "region=10"], "'region' is not a public number question"),

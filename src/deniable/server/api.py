@@ -22,6 +22,7 @@ from deniable.client.specfile import MAX_SPEC_BYTES
 
 from .auth import bearer_caller, bearer_caller_and_scopes
 from .db import get_store
+from .disclosure import groups as disclosure_groups
 from .exports import EXPORT_FORMATS, SUFFIXES, ExportUnavailable, PooledRecord, describe_version, export_rows
 
 blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -394,10 +395,15 @@ def export_response(store, record, fmt: str, actor: str) -> Response:
     """One version's reports, or every version's (`PooledRecord`), as a download (API and dashboard alike),
     written to the audit log."""
     export = EXPORT_FORMATS[fmt]
+    survey = record.versions[-1].survey if isinstance(record, PooledRecord) else record.survey
     with store.snapshot():  # the rows and the codebook's counts of one moment, though responses keep arriving
         body = export.write(record, export_rows(store, record))
         body = b"".join(body) if export.binary else "".join(body)
+        singled = disclosure_groups(export_rows(store, record), survey) if fmt != "codebook" else None
     store.audit(actor, "responses exported", record.id, f"{describe_version(record)}, {fmt}")
     name = f"{record.id}-all-versions" if isinstance(record, PooledRecord) else f"{record.id}-v{record.version}"
-    return Response(body, mimetype=export.mimetype, headers={
-        "Content-Disposition": f'attachment; filename="{name}.{SUFFIXES[fmt]}"'})
+    headers = {"Content-Disposition": f'attachment; filename="{name}.{SUFFIXES[fmt]}"'}
+    if singled is not None and singled.columns:  # what `deniable export` says on its error stream
+        headers["X-Deniable-Quasi-Identifiers"] = ", ".join(singled.columns)
+        headers["X-Deniable-Unique-Rows"] = str(singled.unique)
+    return Response(body, mimetype=export.mimetype, headers=headers)
