@@ -56,16 +56,21 @@ def _answer(store, survey, tokens, rows, seed=3):
     return sent
 
 
-def test_a_frame_row_goes_with_each_invitation_to_its_response_and_into_the_design(db_path, runner, tmp_path):
-    survey = _framed_survey()
-    rows = _frame_rows()
+def issue_with_frame(db_path, runner, tmp_path, survey, rows):
+    """The survey stored and a token issued per frame row by `deniable tokens --frame`: (its result, the tokens)."""
     frame_file = tmp_path / "sample.csv"
     frame_file.write_text(_frame_csv(rows), encoding="utf-8")
     with storage.Store(db_path) as store:
         store.add_survey(survey)
     issued = runner.invoke(main, ["tokens", "tax", "--db", db_path, "--frame", str(frame_file)])
     assert issued.exit_code == 0, issued.output
-    tokens = issued.stdout.split()
+    return issued, issued.stdout.split()
+
+
+def test_a_frame_row_goes_with_each_invitation_to_its_response_and_into_the_design(db_path, runner, tmp_path):
+    survey = _framed_survey()
+    rows = _frame_rows()
+    _, tokens = issue_with_frame(db_path, runner, tmp_path, survey, rows)
     assert len(tokens) == 120 and len(set(tokens)) == 120
     with storage.Store(db_path) as store:
         sent = _answer(store, survey, tokens, rows)

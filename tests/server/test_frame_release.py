@@ -11,12 +11,11 @@ import pytest
 
 from deniable import storage
 from deniable.analysis import SampleDesign, estimate, load
-from deniable.client import Survey
 from deniable.server.cli import main
 from deniable.storage.release import MERGED_PSU, RELEASE_AT, expected_merging, release
-from tests.conftest import EXAMPLES, SeededSource
+from tests.conftest import SeededSource
 from tests.server.conftest import ANSWERS
-from tests.server.test_frame import FRAME_SAMPLE, _frame_csv
+from tests.server.test_frame import _framed_survey, issue_with_frame
 
 SAMPLE = {"frame": ["stratum", "psu", "weight", "area"], "weights": "weight", "strata": "stratum", "clusters": "psu"}
 
@@ -63,16 +62,10 @@ def _singled_out(frame: pd.DataFrame, columns) -> float:
 @pytest.mark.both_engines
 @pytest.mark.parametrize("rate", [0.2, 0.4, 0.6])
 def test_no_released_frame_row_singles_out_a_respondent_at_any_response_rate(db_path, runner, tmp_path, rate):
-    survey = Survey.from_dict({**Survey.from_file(EXAMPLES / "tax.yaml").to_dict(), "sample": FRAME_SAMPLE})
+    survey = _framed_survey()
     rows = _red_team_rows()
-    frame_file = tmp_path / "sample.csv"
-    frame_file.write_text(_frame_csv(rows), encoding="utf-8")
-    with storage.Store(db_path) as store:
-        store.add_survey(survey)
-    issued = runner.invoke(main, ["tokens", "tax", "--db", db_path, "--frame", str(frame_file)])
-    assert issued.exit_code == 0, issued.output
+    issued, tokens = issue_with_frame(db_path, runner, tmp_path, survey, rows)
     assert "Expected by response rate: at 20%, about" in issued.stderr  # said before anyone answers
-    tokens = issued.stdout.split()
     rng, coins = random.Random(int(rate * 100)), SeededSource(7)
     answered = [i for i in range(len(tokens)) if rng.random() < rate]
     with storage.Store(db_path) as store:
