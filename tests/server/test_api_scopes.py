@@ -138,3 +138,41 @@ def test_a_randomized_question_renamed_and_asked_directly_needs_the_confirmation
     assert published.status_code == 201 and store.get_survey("tax").version == 2
     logged = [e for e in store.audit_log() if e["action"] == "survey new version"]
     assert "privacy lowered, confirmed: dodged → dodged_v2" in logged[0]["detail"]
+
+
+def test_no_endpoint_gives_a_read_token_per_response_data(app, client, store, runner, db_path):
+    """Every GET endpoint of the API, walked with a read token on a survey with an exact public age (every query
+    parameter that groups or formats tried): no body holds a response's id or a group of fewer than 5 responses. The
+    export scope does get the rows (the walk can see them)."""
+    from deniable.client import Survey
+    from tests.conftest import SeededSource
+
+    survey = Survey.from_dict({"id": "ages", "title": "Ages", "questions": [
+        {"id": "age", "type": "number", "text": "Age?", "min": 18, "max": 99, "privacy": "none"},
+        {"id": "dodged", "type": "yes_no", "text": "Dodged?"}]})
+    store.add_survey(survey)
+    for i, age in enumerate([30] * 6 + list(range(40, 52))):
+        store.submit("ages", survey.hash, f"key-{i:04d}", survey.randomize({"age": age, "dodged": "no"},
+                                                                         rng=SeededSource(i)))
+    ids = [row["id"] for row in store.export("ages")]
+    reader, exporter = _token(runner, db_path), _token(runner, db_path, "read", "export")
+    queries = ["", "?by=age", "?by=dodged", "?format=csv", "?format=jsonl", "?format=codebook", "?version=1",
+               "?all_versions=1"]
+    walked = 0
+    for rule in app.url_map.iter_rules():
+        if not rule.rule.startswith("/api/v1") or "GET" not in rule.methods:
+            continue
+        path = rule.rule.replace("<survey_id>", "ages")
+        assert "<" not in path, path  # a parameter this walk does not fill: add it
+        for query in queries:
+            response = client.get(path + query, headers=reader)
+            walked += 1
+            body = response.get_data(as_text=True)
+            assert not any(response_id in body for response_id in ids), (path, query, response.status_code)
+            if response.status_code == 200 and response.is_json:
+                for group in (response.get_json() or {}).get("groups", []) if isinstance(response.get_json(), dict) \
+                        else []:
+                    assert sum(c["count"] for c in next(iter(group["counts"].values()))) >= 5, (path, query, group)
+    assert walked >= 7 * len(queries)
+    exported = client.get("/api/v1/surveys/ages/export?format=csv", headers=exporter).get_data(as_text=True)
+    assert all(response_id in exported for response_id in ids)
