@@ -89,3 +89,15 @@ def test_groups_count_the_smallest_combination_and_the_responses_alone():
     assert (found.responses, found.smallest, found.unique, found.small) == (5, 1, 2, 5)
     banded = groups(rows, survey, Remedies(coarsen={"age": 50.0}))
     assert (banded.smallest, banded.unique) == (5, 0)
+
+
+def test_survey_check_says_before_fieldwork_how_many_respondents_share_a_combination(runner, tmp_path):
+    spec = tmp_path / "ages.json"
+    spec.write_text(__import__("json").dumps(SPEC), encoding="utf-8")
+    checked = runner.invoke(main, ["survey", "check", str(spec), "--n", "400"])
+    assert checked.exit_code == 0, checked.output
+    assert ("WARNING: public answers: 328 combinations of age, region, 1.2 respondents each on average at n = 400"
+            in checked.output) and "ask age in bands" in checked.output
+    plenty = runner.invoke(main, ["survey", "check", str(spec), "--n", "100000"])
+    assert "Public answers: 328 combinations of age, region, 305 respondents each" in plenty.output
+    assert "WARNING: public answers" not in plenty.output

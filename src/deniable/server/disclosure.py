@@ -120,3 +120,24 @@ def groups(rows, survey, remedies: Remedies | None = None) -> Groups:
     sizes = list(counts.values())
     return Groups(columns, sum(sizes), min(sizes, default=None), sizes.count(1),
                   sum(size for size in sizes if size < SMALL_GROUP))
+
+
+def expected_groups(survey, n: int, frame_rows: int | None = None) -> str:
+    """Before fieldwork: how many combinations the public answers (and the frame's distinct rows, when known) make,
+    and how many of ``n`` respondents each holds on average; a warning when that is under `SMALL_GROUP`, naming the
+    widest public question (the one to ask, or export, in bands)."""
+    sizes = {qid: len(question.mechanism.answers) for qid, question in survey.questions.items()
+             if not question.mechanism.is_private}
+    combinations = math.prod(sizes.values()) * (frame_rows or 1)
+    if not sizes or combinations <= 1:
+        return ""
+    named = ", ".join(sizes) + (f" and the frame's {frame_rows} rows" if frame_rows else "")
+    per = n / combinations
+    each = f"{per:.1f}" if per < 10 else f"{per:,.0f}"
+    said = f"public answers: {combinations:,} combinations of {named}, {each} respondents each on average at n = {n:,}"
+    if per >= SMALL_GROUP:
+        return said
+    widest = max(sizes, key=sizes.get)
+    return (f"WARNING: {said}: many respondents would be alone in theirs, which anyone who knows those answers of them "
+            f"finds in an export; ask {widest} in bands, or export it coarsened (deniable export --coarsen, --top-code, "
+            "--suppress)")

@@ -14,6 +14,7 @@ from deniable.client.privacy import DEFAULT_PRIOR
 from deniable.client.questions import _LANGUAGE
 from deniable.client.xlsform import read_xlsform, write_xlsform
 
+from ..disclosure import expected_groups
 from ..disclosure import groups as disclosure_groups
 from .common import cli_actor, db_option, load_spec_file, open_store
 from .files import atomic_write, read_frame
@@ -96,6 +97,10 @@ def check(spec_file, prior, as_json, planned, planning, asked, compare, plan_sec
         click.echo(parsed.privacy_summary(prior))
         for warning in parsed.warnings:
             click.echo(f"WARNING: {warning}")
+        groups_said = expected_groups(parsed, planned, None if frame is None else len(
+            {json.dumps({k: v for k, v in row.items() if k != "token"}, sort_keys=True) for row in frame}))
+        if groups_said:
+            click.echo(groups_said[:1].upper() + groups_said[1:] if not groups_said.startswith("WARNING") else groups_said)
         if planning:
             _echo_plans(plans)
         if compare:
