@@ -1,4 +1,4 @@
-"""The goodness-of-fit test every estimate carries (issue 21 §3): exact where it claims to be, calibrated on
+"""The goodness-of-fit test every estimate carries: exact where it claims to be, calibrated on
 honest data (it errs toward not flagging), and it names reports no honest population could send."""
 
 from __future__ import annotations

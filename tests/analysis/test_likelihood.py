@@ -367,7 +367,7 @@ def test_every_estimate_is_certified_as_good_as_an_independent_optimiser_and_ins
 
 
 def test_the_property_run_reports_its_worst_certificate(capsys):
-    # Runs after the property test (file order): the figure quoted in the closing note of issue 9.
+    # Runs after the property test (file order): the worst certificate over its examples, printed.
     if WORST["examples"]:
         with capsys.disabled():
             print(f"\n[certificate] worst KKT residual {WORST['kkt_residual']:.2e} over {WORST['examples']} examples")

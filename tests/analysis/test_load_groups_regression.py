@@ -267,7 +267,7 @@ def test_logistic_through_a_crosswise_outcome_recovers_known_coefficients():
         logistic(crosswise, ["same", "yes"], pd.DataFrame({"a": [1.0, 2.0]}))
 
 
-# --- separation: a coefficient at the boundary, and Firth's penalized fit (issue 23 §4) ---------------------
+# --- separation: a coefficient at the boundary, and Firth's penalized fit ---------------------
 
 def _separated(rng, n=600):
     """A forced-response outcome whose "gt5" group never has the sensitive answer: its reports are all the design's

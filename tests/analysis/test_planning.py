@@ -65,7 +65,7 @@ def test_compare_designs_ranks_by_variance():
     assert many.loc["unary optimized", "worst unit variance"] > many.loc["k_rr", "worst unit variance"]
 
 
-# --- advice before fielding (issue 13 §3) -----------------------------------------------------------
+# --- advice before fielding -----------------------------------------------------------
 
 def test_plan_gives_the_figures_the_planning_functions_give():
     from deniable.analysis import plan
@@ -232,7 +232,7 @@ def test_yes_no_designs_side_by_side():
     assert math.isinf(table.loc["triangular (p 1/4)", "epsilon"])
 
 
-# --- skip logic: precision at the respondents a question is asked of (issue 23 §3) ---------------------
+# --- skip logic: precision at the respondents a question is asked of ---------------------
 
 SKIPPING = {"id": "s", "title": "t", "questions": [
     {"id": "handles_cash", "text": "?", "type": "yes_no", "privacy": "none"},

@@ -1,4 +1,4 @@
-"""The ε audit of the shipped clients, in CI (issue 21 §4): for every design family's worst-case pair of
+"""The ε audit of the shipped clients, in CI: for every design family's worst-case pair of
 answers, the simultaneous lower bound on the ε each client realises never exceeds the stated ε, comes within
 10% of it wherever ε ≥ 0.5 (so the audit can see a leak), and the reports fit the stated channel. A sampler
 made to leak is caught. The figures are scripts/epsilon_audit.py's (docs/validation.md prints the table)."""

@@ -1,4 +1,4 @@
-"""The shortcuts ingest takes (issue 24's batch ingest) answer exactly as the long way does."""
+"""The shortcuts ingest takes answer exactly as the long way does."""
 
 import pytest
 

@@ -1,5 +1,5 @@
 """Page words in every shipped language, a survey's own page_words, and privacy statements that say the same
-figures in every language (issue 23 §1)."""
+figures in every language."""
 
 import math
 import re

@@ -1,4 +1,4 @@
-"""Repeated surveys: the memo, the two layers, and the guarantee over waves (issue 21 §1)."""
+"""Repeated surveys: the memo, the two layers, and the guarantee over waves."""
 
 from __future__ import annotations
 

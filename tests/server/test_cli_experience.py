@@ -123,7 +123,7 @@ def test_the_command_runs_blas_on_one_thread_unless_told_otherwise():
     assert chosen.stdout.strip() == "2"
 
 
-# --- advice before fielding (issue 13 §3) -----------------------------------------------------------
+# --- advice before fielding -----------------------------------------------------------
 
 def _spec(tmp_path, *questions) -> str:
     path = tmp_path / "plan.json"

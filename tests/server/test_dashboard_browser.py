@@ -1,6 +1,6 @@
 """The dashboard on a phone (390 px) in real Chromium: charts scale with readable text, tables scroll
 inside their box instead of cutting columns off, downloads carry the numbers the page shows, axe-core
-finds nothing (issue 13 §6)."""
+finds nothing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exports people open (issue 13 §6): CSV with one 0/1 column per multi-select option, labelled SPSS and
+"""Exports people open: CSV with one 0/1 column per multi-select option, labelled SPSS and
 Stata files that round-trip through pyreadstat and pandas, and the codebook beside them."""
 
 from __future__ import annotations

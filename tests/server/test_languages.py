@@ -1,6 +1,6 @@
 """A study in any language on the server side: the page in the survey's language (statements, buttons, labels), page
 words a survey overrides, a language without a statement refused by the API and `survey check`, XLSForm labels and
-a ui sheet through import and export (issue 23 §1)."""
+a ui sheet through import and export."""
 
 import json
 

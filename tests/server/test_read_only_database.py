@@ -1,4 +1,4 @@
-"""A database that cannot be written (issue 22 §13): serving says so at start, commands that only read still read it,
+"""A database that cannot be written: serving says so at start, commands that only read still read it,
 a running server answers 503 naming the cause while it lasts and writes again once it is over, never a traceback.
 
 The processes run without the capabilities that let root ignore file modes (setpriv), so the test means the same as

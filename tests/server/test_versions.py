@@ -1,4 +1,4 @@
-"""A new version must not hide the old responses (issue 13 §1): versions named by number or hash
+"""A new version must not hide the old responses: versions named by number or hash
 prefix on every surface, per-version counts, estimates per version and pooled where the
 randomization of a question is the same, a refusal naming the change where it is not."""
 
@@ -233,7 +233,7 @@ def test_the_dashboard_reaches_every_version(client, study):
     assert client.get("/admin/surveys/tax/versions/5").status_code == 404
 
 
-# --- every version in one export (issue 23 §2) ------------------------------------------------------
+# --- every version in one export ------------------------------------------------------
 
 def _third_version(second: Survey) -> Survey:
     """`cash` offers one more answer, listed first: every old code of it moves."""

@@ -1,5 +1,5 @@
 """An ε audit of the shipped clients: draw from their public randomization API for the worst-case pair of
-inputs of each design family and bound the ε they realise from below (issue 21 §4).
+inputs of each design family and bound the ε they realise from below.
 
 For each design, a pair of answers (a, a') and an event S (a set of reports) at which P(S | a) / P(S | a')
 equals the stated e^ε (the exact channel says so; `test_epsilon_audit` checks it). Each client draws n reports

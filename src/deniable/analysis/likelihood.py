@@ -17,7 +17,7 @@ maximum likelihood estimate of a mixing distribution", JRSS B): each step maximi
 second-order model of ℓ over the simplex face spanned by the current support and every coordinate
 whose gradient exceeds the multiplier, then backtracks along the segment to the model's maximiser.
 Why this and not EM: EM's multiplicative update can never revive a coordinate that reached 0, so an
-accelerated EM can stop in a wrong corner and look converged (it did: issue 9). Here a zero coordinate
+accelerated EM can stop in a wrong corner and look converged (it has). Here a zero coordinate
 whose gradient says it should be positive re-enters the next model, the step is Newton's (quadratic
 convergence, so the certificate is reached to ~1e-12 in a handful of steps), and the stopping rule *is*
 the certificate rather than a small change between iterates.
