@@ -50,7 +50,7 @@ def decoyed(db_path, engine, demo, tmp_path, monkeypatch):
 def _run(runner, *args) -> str:
     result = runner.invoke(main, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout  # what a pipe gets: notes such as the export's go to the error stream
 
 
 def test_every_reader_reads_the_database_the_variable_names(decoyed, runner, demo):
