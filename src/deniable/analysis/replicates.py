@@ -74,10 +74,10 @@ class Replicates:
     def tallied(self, subset: np.ndarray, categories: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
         """Σᵢ m_ir·wᵢ·[categoryᵢ = c] over the responses ``subset`` (their ``categories`` and ``weights``), for every
         replicate r and category c < ``size`` (R × size): a PSU × category tally through the factors."""
-        if self.rows is None:
-            table = np.zeros((len(subset), size))
-            table[np.arange(len(subset)), categories] = weights
-            return self.multipliers[subset].T @ table
+        if self.rows is None:  # weights given per response: added by category, never a responses × categories table
+            tallies = np.zeros((size, self.count))
+            np.add.at(tallies, categories, self.multipliers[subset] * np.asarray(weights, dtype=float)[:, None])
+            return tallies.T
         groups, count = self._groups(subset)
         table = np.bincount(groups * size + categories, weights=weights, minlength=count * size).reshape(count, size)
         return self._through(table)
