@@ -19,6 +19,7 @@ from deniable.client.errors import DeniableError
 from deniable.client.exact import MAX_JSON_DEPTH, JsonShapeError, check_json_text
 from deniable.client.privacy import DEFAULT_PRIOR, posterior_bound
 from deniable.client.specfile import MAX_SPEC_BYTES
+from deniable.storage.release import RELEASE_AT
 
 from .auth import bearer_caller, bearer_caller_and_scopes
 from .db import get_store
@@ -313,7 +314,7 @@ def create_tokens(survey_id):
 
 #: The fewest responses a group of grouped counts holds for a token that may not export: grouped by a public question
 #: of many values (an exact age), each group of one was that respondent's row of reports, an export by another name.
-SMALLEST_GROUP = 5
+SMALLEST_GROUP = RELEASE_AT
 
 
 @blueprint.get("/surveys/<survey_id>/counts")

@@ -10,8 +10,10 @@ import collections
 import math
 from dataclasses import dataclass, field
 
+from deniable.storage.release import RELEASE_AT
+
 #: A combination held by fewer responses than this is named as small (the frame's release bound).
-SMALL_GROUP = 5
+SMALL_GROUP = RELEASE_AT
 
 
 class RemedyError(ValueError):
@@ -134,10 +136,10 @@ def expected_groups(survey, n: int, frame_rows: int | None = None) -> str:
     named = ", ".join(sizes) + (f" and the frame's {frame_rows} rows" if frame_rows else "")
     per = n / combinations
     each = f"{per:.1f}" if per < 10 else f"{per:,.0f}"
-    said = f"public answers: {combinations:,} combinations of {named}, {each} respondents each on average at n = {n:,}"
+    said = f"{combinations:,} combinations of {named}, {each} respondents each on average at n = {n:,}"
     if per >= SMALL_GROUP:
-        return said
+        return f"Public answers: {said}"
     widest = max(sizes, key=sizes.get)
-    return (f"WARNING: {said}: many respondents would be alone in theirs, which anyone who knows those answers of them "
+    return (f"WARNING: public answers: {said}: many respondents would be alone in theirs, which anyone who knows those answers of them "
             f"finds in an export; ask {widest} in bands, or export it coarsened (deniable export --coarsen, --top-code, "
             "--suppress)")

@@ -22,13 +22,17 @@ said wherever the rows are read (`survey show`, the analysis's notes).
 from __future__ import annotations
 
 import collections
+import json
 import math
 from dataclasses import dataclass
 
 from deniable.client.sample import frame_roles
 
-#: The fewest answers a released frame row is shared by (the issuing bound's default, `frames.MIN_CELL`).
-RELEASE_AT = 5
+from .frames import MIN_CELL
+
+#: The fewest answers a released frame row is shared by (the issuing bound's default): also the fewest responses any
+#: group a reader without the export scope sees holds (grouped counts, the quasi-identifiers' small groups).
+RELEASE_AT = MIN_CELL
 #: The PSU label of a stratum's pooled small cells (numbered).
 MERGED_PSU = "(merged)"
 
@@ -112,6 +116,12 @@ def _groups_of_enough(answered: list, answers: dict, label) -> list[list]:
     if current:
         groups[-1].extend(current)
     return groups
+
+
+def row_sizes(frame: list[dict]) -> list[int]:
+    """How many of a frame file's rows (a supplied token aside) each distinct row is."""
+    return list(collections.Counter(json.dumps({k: v for k, v in row.items() if k != "token"}, sort_keys=True)
+                                    for row in frame).values())
 
 
 def expected_merging(sizes, rate: float) -> tuple[float, float]:

@@ -3,8 +3,6 @@ out of its responses."""
 
 from __future__ import annotations
 
-import collections
-import json
 import re
 from pathlib import Path
 
@@ -12,7 +10,7 @@ import click
 
 from deniable import storage
 from deniable.client.reports import WAVES
-from deniable.storage.release import RELEASE_AT, expected_merging
+from deniable.storage.release import RELEASE_AT, expected_merging, row_sizes
 
 from ..disclosure import Remedies, RemedyError
 from ..disclosure import groups as disclosure_groups
@@ -64,8 +62,7 @@ def tokens(survey_id, count, frame_file, min_cell, db, base_url):
 def _expected_release(frame: list[dict]) -> str:
     """What the frame's cells will carry out, by response rate: a row answered fewer than `release.RELEASE_AT` times
     is released merged with its stratum's other small rows (or joined to a neighbour's), not as issued."""
-    sizes = collections.Counter(json.dumps({k: v for k, v in row.items() if k != "token"}, sort_keys=True)
-                                for row in frame).values()
+    sizes = row_sizes(frame)
     said = []
     for rate in (0.2, 0.4, 0.6):
         cells, share = expected_merging(sizes, rate)

@@ -13,6 +13,7 @@ from deniable.client.errors import DeniableError
 from deniable.client.privacy import DEFAULT_PRIOR
 from deniable.client.questions import _LANGUAGE
 from deniable.client.xlsform import read_xlsform, write_xlsform
+from deniable.storage.release import row_sizes
 
 from ..disclosure import expected_groups
 from ..disclosure import groups as disclosure_groups
@@ -97,10 +98,9 @@ def check(spec_file, prior, as_json, planned, planning, asked, compare, plan_sec
         click.echo(parsed.privacy_summary(prior))
         for warning in parsed.warnings:
             click.echo(f"WARNING: {warning}")
-        groups_said = expected_groups(parsed, planned, None if frame is None else len(
-            {json.dumps({k: v for k, v in row.items() if k != "token"}, sort_keys=True) for row in frame}))
+        groups_said = expected_groups(parsed, planned, None if frame is None else len(row_sizes(frame)))
         if groups_said:
-            click.echo(groups_said[:1].upper() + groups_said[1:] if not groups_said.startswith("WARNING") else groups_said)
+            click.echo(groups_said)
         if planning:
             _echo_plans(plans)
         if compare:
