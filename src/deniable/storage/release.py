@@ -16,7 +16,7 @@ disclosure control does it (sdcMicro's k-anonymity, strata collapsed as survey s
 * a stratum with no cell to join is withheld: those responses carry no frame row.
 
 Every released row is then shared by at least `RELEASE_AT` answers. What was done is counted (`Release.counts`) and
-said wherever the rows are read (`survey show`, the analysis's notes).
+said by `survey show`.
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def release(sample: dict, cells: dict, answers: dict) -> Release:
                 rows.update({cell: merged for cell in group})
             counts["merged"] += total
             continue
-        released = [cell for cell in rows if stratum is None or cells[cell].get(stratum) == level]
-        released = [cell for cell in released if cell in cells and answers.get(cell, 0) >= RELEASE_AT]
+        released = [cell for cell, row in cells.items() if answers.get(cell, 0) >= RELEASE_AT
+                    and (stratum is None or row.get(stratum) == level)]  # its stratum's cells released as issued
         if released:
             neighbour = min(released, key=lambda cell: (answers[cell], cell))
             rows.update({cell: cells[neighbour] for cell in answered})
