@@ -242,3 +242,14 @@ def test_a_long_grid_s_surveys_drawn_at_wide_shares_are_fitted_from_the_sparse_s
     from_uniform = np.array([likelihood.maximise(q, survey, start=uniform)[0] for survey in draws])
     np.testing.assert_allclose(fits, from_uniform, atol=1e-7)
     assert all(np.count_nonzero(fit) < 20 for fit in fits)  # the maxima sit on a few answers
+
+
+def test_one_share_reads_the_same_by_every_route():
+    """A share asked for as a functional (a range of one value in `binned`) is read as `variances` reads it, plainly:
+    the control variate serves figures of several answers only."""
+    q, grid, counts, fit = _long_grid_estimate()
+    surveys = spread.bootstrap(q, fit, 1000, counts=counts)
+    for answer in np.flatnonzero(fit > 0):
+        unit = np.eye(len(grid))[answer]
+        assert surveys.variance(unit) == surveys.variances()[answer]
+    assert surveys.variance(grid) != pytest.approx(np.var(surveys.fits @ grid, ddof=1), rel=1e-6)  # the mean's: not

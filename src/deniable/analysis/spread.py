@@ -156,7 +156,9 @@ class Bootstrap:
             return plain, 0.0
         centred = values - values.mean()
         best = plain, _standard_error_error(centred**2 * replicates / (replicates - 1), plain)
-        control = self._control(functional)
+        # One share alone is read plainly, as `variances` reads it, by whichever route it is asked for (a range of
+        # one value, a unit functional): its fits pile at its face, which the linearization does not follow.
+        control = self._control(functional) if np.count_nonzero(functional) > 1 else None
         if control is not None:
             linear, exact = control
             remainder = values - linear
