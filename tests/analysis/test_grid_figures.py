@@ -62,7 +62,8 @@ def figures(name: str) -> dict:
     rng = np.random.default_rng(len(name))
     counts = rng.multinomial(n, q @ _truth(truth, q.shape[1], rng))
     scores = np.arange(q.shape[1], dtype=float) if spec["type"] == "ordinal" else None
-    result = estimate_counts(mechanism, counts, 0.95, None, "q", scores=scores)
+    # Every value's row: a wide number publishes bins unless asked (the figures pinned are the per-value ones).
+    result = estimate_counts(mechanism, counts, 0.95, None, "q", scores=scores, values=spec["type"] == "number")
     table = result.table
     return {"counts": counts.tolist(),
             **{column: table[column].tolist() for column in ("estimate", "se", "ci_low", "ci_high")},
@@ -109,12 +110,20 @@ def test_a_ten_thousand_point_number_is_estimated_through_its_structure():
     result = estimate_counts(mechanism, rng.multinomial(10_000, q.matvec(truth)), 0.95, None, "q")
     grid = np.arange(10_001, dtype=float)
     mean = result.mean
-    assert result.converged and not result.fit.flagged and len(result.table) == 10_001
+    assert result.converged and not result.fit.flagged and len(result.table) == 10  # bins of 1,000
     assert mean.ci.low < mean.estimate < mean.ci.high and mean.ci.low < grid @ truth < mean.ci.high
     assert 0.8 < (mean.ci.high - mean.ci.low) / (2 * 1.96 * mean.se) < 1.25
     assert abs(mean.unbiased - grid @ truth) < 3 * mean.unbiased_se
     assert (result.table["ci_low"] <= result.table["estimate"]).all()
     assert (result.table["estimate"] <= result.table["ci_high"]).all()
+    bin_truths = [truth[members].sum() for members in result.bin_members.values()]
+    assert ((result.table["ci_low"] <= bin_truths) & (np.array(bin_truths) <= result.table["ci_high"])).all()
+    quartiles = np.searchsorted(np.cumsum(truth), [0.25, 0.5, 0.75])
+    quantiles = result.quantiles
+    assert ((quantiles["ci_low"] <= quartiles) & (quartiles <= quantiles["ci_high"])).all()
+    assert ((quantiles["ci_low"] <= quantiles["estimate"]) & (quantiles["estimate"] <= quantiles["ci_high"])).all()
+    rows = result.value_rows([0, 5_000, 10_000])  # per-value rows, only those read
+    assert list(rows.index) == [0, 5_000, 10_000] and (rows["ci_low"] <= rows["estimate"]).all()
     # The dashboard leads with ranges of values on a grid this wide: each range's interval maximises over the faces
     # "inside it" and "outside it" through the structure, and covers the truth's share of the range.
     binned = result.binned()

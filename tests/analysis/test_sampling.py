@@ -483,7 +483,8 @@ def test_a_long_grid_s_design_estimate_is_read_through_functionals():
                           "s": clusters % 2})
     data = load(frame, spec=survey)
     design = SampleDesign(weights="w", strata="s", clusters="c")
-    result = estimate(data, "q", design=design)
+    result = estimate(data, "q", design=design, values=True)
+    published = estimate(data, "q", design=design)  # a wide number's default: bins, linearized as the mean is
     sample = design.resolve(data.design_frame("q", design.column_names()))
     positions = report_positions(mechanism, frame["q"].tolist())
     lam, spread, n, _ = sample.report_spread(positions, structure.shape[0])
@@ -498,6 +499,16 @@ def test_a_long_grid_s_design_estimate_is_read_through_functionals():
                                rtol=1e-8)
     grid = np.arange(1501.0)
     assert result.mean.se == pytest.approx(np.sqrt(grid @ jacobian @ written @ jacobian.T @ grid), rel=1e-8)
+    assert published.mean.se == pytest.approx(result.mean.se, rel=1e-12)
+    for label, row in published.table.iterrows():
+        indicator = np.zeros(1501)
+        indicator[published.bin_members[label]] = 1.0
+        assert row["estimate"] == pytest.approx(indicator @ theta, abs=1e-12)
+        assert row["se"] == pytest.approx(np.sqrt(indicator @ jacobian @ written @ jacobian.T @ indicator), rel=1e-8,
+                                          abs=1e-12)
+        assert row["ci_low"] <= row["estimate"] <= row["ci_high"]
+    assert (published.quantiles["ci_low"] <= published.quantiles["estimate"]).all()
+    assert (published.quantiles["estimate"] <= published.quantiles["ci_high"]).all()
     assert result.mean.unbiased_se == pytest.approx(np.sqrt(grid @ left @ written @ left.T @ grid), rel=1e-8)
     seen = lam > 0
     multinomial = (np.diag(lam[seen]) - np.outer(lam[seen], lam[seen])) / n

@@ -252,28 +252,32 @@ def interval(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, functional: np.n
     law *at θ*, which is the law of surveys drawn at the constrained maximiser π̃(θ), not at π̂; where that quantile
     is higher the end moves out to it (`_end_cut`). Last, each end is tested at the point mass beyond it
     (`reaches_vertex`)."""
+    return (end(q, counts, pi, functional, level, calibrated, -1.0),
+            end(q, counts, pi, functional, level, calibrated, 1.0))
+
+
+def end(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, functional: np.ndarray, level: float,
+        calibrated: Calibration | None, side: float) -> float:
+    """One end of `interval`: the lower (``side`` −1) or the upper (+1), worked as `interval` works both."""
     long_grid = q.shape[1] > spread.BATCH_ANSWERS
-    cut = likelihood.likelihood_cut(level) if calibrated is None or long_grid else calibrated.cut(functional, level)
-    low, high = likelihood.profile_interval(q, counts, pi, functional, cut)
-    if calibrated is None:
-        return low, high
     functional = np.asarray(functional, dtype=float)
-    ends = []
-    for end, side in ((low, -1.0), (high, 1.0)):
-        oriented = side * functional
-        extreme = float(oriented.max())
-        if side * end < extreme - 1e-9 * max(abs(extreme), 1.0) and not long_grid:
-            key = (functional.tobytes(), end, level)
-            if key not in calibrated._ends:
-                calibrated._ends[key] = _end_cut(q, counts, pi, functional, end, level)
-            wider = calibrated._ends[key]
-            if wider > cut:
-                end = likelihood.profile_interval(q, counts, pi, functional, wider)[side > 0]
-        vertex = np.flatnonzero(oriented >= extreme - 1e-12 * max(abs(extreme), 1.0))
-        if len(vertex) == 1 and side * end < extreme and reaches_vertex(q, counts, pi, int(vertex[0]), level, cut):
-            end = side * extreme
-        ends.append(end)
-    return ends[0], ends[1]
+    cut = likelihood.likelihood_cut(level) if calibrated is None or long_grid else calibrated.cut(functional, level)
+    bound = likelihood.profile_end(q, counts, pi, functional, cut, side)
+    if calibrated is None:
+        return bound
+    oriented = side * functional
+    extreme = float(oriented.max())
+    if side * bound < extreme - 1e-9 * max(abs(extreme), 1.0) and not long_grid:
+        key = (functional.tobytes(), bound, level)
+        if key not in calibrated._ends:
+            calibrated._ends[key] = _end_cut(q, counts, pi, functional, bound, level)
+        wider = calibrated._ends[key]
+        if wider > cut:
+            bound = likelihood.profile_end(q, counts, pi, functional, wider, side)
+    vertex = np.flatnonzero(oriented >= extreme - 1e-12 * max(abs(extreme), 1.0))
+    if len(vertex) == 1 and side * bound < extreme and reaches_vertex(q, counts, pi, int(vertex[0]), level, cut):
+        bound = side * extreme
+    return bound
 
 
 def _end_cut(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, functional: np.ndarray, end: float,

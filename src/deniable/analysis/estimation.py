@@ -28,7 +28,7 @@ from .weighted import design_estimate
 
 
 def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: str | None = None,
-             simultaneous: bool = False, language: str | None = None, design=None) -> EstimateResult:
+             simultaneous: bool = False, language: str | None = None, design=None, values: bool = False) -> EstimateResult:
     """Estimates for one question: maximum likelihood on the parameter space, with intervals.
 
     ``estimate(question_or_mechanism, reports)`` with a list, numpy array or pandas Series of report
@@ -43,6 +43,10 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
     ``design``: a `SampleDesign` (weights, strata, clusters, fpc, raking) of loaded data: the weighted
     pseudo-likelihood's maximum with design-based standard errors (`weighted.design_estimate`). Without one the
     result says it assumes a simple random sample.
+
+    A number with more than `ranges.WIDE_GRID` values is published as its mean, median and quartiles and its shares
+    over bins (the question's ``bins``, else about ten round ones); ``values=True`` asks for a row per value instead
+    (`EstimateResult.value_rows` gives a few of them without it).
     """
     if not isinstance(level, (int, float)) or not 0 < level < 1:
         raise AnalysisError(f"level must be between 0 and 1, got {level!r}")
@@ -54,14 +58,15 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         if empty is not None:
             raise AnalysisError(f"{question_id}: {empty}")
         if design is not None:
-            result = design_estimate(loaded, question_id, design, level, method, simultaneous)
+            result = design_estimate(loaded, question_id, design, level, method, simultaneous, values=values)
             split = result.split_ballot
         else:
             # A panel's fit is tested wave by wave (`pooled_over_waves`): the pooled counts' own test is not read.
             result = estimate_counts(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
-                                     simultaneous, scores=scores(question), test_fit=not panel)
+                                     simultaneous, scores=scores(question), test_fit=not panel, bins=question.bins,
+                                     values=values)
             if panel:
-                result = pooled_over_waves(loaded, question_id, result, level, method, simultaneous)
+                result = pooled_over_waves(loaded, question_id, result, level, method, simultaneous, values=values)
             split = splitballot.comparison(
                 result, loaded.direct_counts(question_id), level,
                 [loaded.direct_counts(question_id, WAVES, wave) for wave in loaded.waves] if panel else None,
@@ -89,8 +94,10 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
             raise AnalysisError(f"{question_id or 'question'}: {no_randomized_reports(int(sum(direct)))}")
     else:
         counts, direct = count_reports(mechanism, reports), None
+    asked = question_or_mechanism if isinstance(question_or_mechanism, Question) else None
     result = estimate_counts(mechanism, counts, level, method, question_id, simultaneous,
-                       scores=scores(question_or_mechanism) if isinstance(question_or_mechanism, Question) else None)
+                             scores=None if asked is None else scores(asked), bins=None if asked is None else asked.bins,
+                             values=values)
     split = None if direct is None else splitballot.comparison(result, direct, level)
     if not isinstance(question_or_mechanism, Question):
         return result if split is None else dataclasses.replace(result, split_ballot=split)

@@ -287,5 +287,7 @@ def estimates_of(result) -> np.ndarray:
     """The fitted shares in the analysis channel's column order (answers, or a compliance design's classes)."""
     if isinstance(result.mechanism, GroupedMechanism):
         return np.asarray(result.class_shares, dtype=float)
+    if result.shares is not None:  # a wide number's table is its bins
+        return np.asarray(result.shares, dtype=float)
     table = result.table  # all numbers here (labels come later); one array, not a column Series (40 µs on a new table)
     return table.to_numpy(dtype=float)[:, table.columns.get_loc("estimate")]

@@ -20,7 +20,7 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import UnaryMechanism
 
-from . import blas, calibration, channels, compliance, distributions, fit, likelihood, spread
+from . import blas, calibration, channels, compliance, distributions, fit, likelihood, ranges, spread
 from . import estimators as est
 from .errors import AnalysisError
 from .results import (
@@ -35,8 +35,11 @@ from .results import (
 
 
 def estimate_counts(mechanism, counts, level, method, question_id, simultaneous=False, warn=True, scores=None,
-                    test_fit=True) -> EstimateResult:
-    """``scores``: what the result's mean averages (`planning.scores`); a number's grid by default. ``test_fit=False``:
+                    test_fit=True, bins=None, values=False) -> EstimateResult:
+    """``scores``: what the result's mean averages (`planning.scores`); a number's grid by default. A wide number
+    (`ranges.is_wide`) is published as its mean, quartiles and bins (``bins``: the spec's lower edges, else round ones),
+    its per-value rows read on request (`EstimateResult.value_rows`), or all of them in the table when ``values``;
+    ``values`` on a question with no grid of values is an error. ``test_fit=False``:
     no fit test (``fit`` None), for counts that are not the reports' own (a design's or a panel's at an effective n,
     whose callers test the reports themselves: on a 0..10,000 grid the test of such counts was 19 s of Monte Carlo).
 
@@ -44,20 +47,27 @@ def estimate_counts(mechanism, counts, level, method, question_id, simultaneous=
     than they compute (a k = 100 estimate took ten times the CPU with OpenBLAS's default threads). k-ary randomized
     response and public choices are worked in O(k) vector operations, no BLAS call: they skip the limit, whose setting
     and restoring cost 50 µs (an eighth of such an estimate)."""
+    if values and not isinstance(mechanism, LaplaceMechanism):
+        raise AnalysisError(f"values: {question_id or 'this question'} is not a number question; its rows are its "
+                            "answers already (per-value rows are a number's)", "values")
+    publication = (bins, values)
     if channels.symmetric_channel(mechanism) is not None:
         return _estimate_on_one_thread(mechanism, counts, level, method, question_id, simultaneous, warn, scores,
-                                       test_fit)
+                                       test_fit, publication)
     with blas.one_thread():
         return _estimate_on_one_thread(mechanism, counts, level, method, question_id, simultaneous, warn, scores,
-                                       test_fit)
+                                       test_fit, publication)
 
 
 def _estimate_on_one_thread(mechanism, counts, level, method, question_id, simultaneous, warn, scores,
-                            test_fit) -> EstimateResult:
+                            test_fit, publication) -> EstimateResult:
     counts = np.asarray(counts, dtype=np.int64)
     if counts.sum() == 0:
         raise AnalysisError(f"{question_id or 'question'}: no reports to estimate from")
-    result = ESTIMATORS[shape(mechanism)](mechanism, counts, level, method, question_id, simultaneous, scores)
+    if shape(mechanism) == "numeric":
+        result = _grid(mechanism, counts, level, method, question_id, simultaneous, scores, publication)
+    else:
+        result = ESTIMATORS[shape(mechanism)](mechanism, counts, level, method, question_id, simultaneous, scores)
     tested = fit.fit_test(mechanism, counts, fit.estimates_of(result)) if test_fit else None
     lead, trail = [], []
     certificate = result.certificate
@@ -76,7 +86,7 @@ def _estimate_on_one_thread(mechanism, counts, level, method, question_id, simul
 
     def refit(level, method, simultaneous):
         return estimate_counts(mechanism, counts, level, method, question_id, simultaneous, warn=False, scores=averaged,
-                               test_fit=test_fit)
+                               test_fit=test_fit, bins=publication[0], values=publication[1])
 
     return dataclasses.replace(result, fit=tested, scores=averaged, refit=refit,
                                notes=(*lead, *result.notes, *trail))
@@ -179,9 +189,11 @@ def _multi_select(mechanism, counts, level, method, question_id, simultaneous):
                           likelihood.Certificate.worst(certificates), simultaneous=simultaneous, notes=notes)
 
 
-def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=None):
-    """Single choice, ordinal, public choice and numeric grids: the simplex of answer shares."""
+def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=None, publication=(None, False)):
+    """Single choice, ordinal, public choice and numeric grids: the simplex of answer shares. ``publication``: a
+    number's (bins, values), see `estimate_counts`."""
     numeric = isinstance(mechanism, LaplaceMechanism)
+    wide = ranges.is_wide(mechanism) and not publication[1]
     # k-ary randomized response and public choices are worked from their two numbers, in O(k): the k × k matrix is
     # written out only for what needs it (profile intervals, a mean, the covariance when read).
     marginal = None if numeric else channels.symmetric_channel(mechanism)
@@ -218,12 +230,15 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
         se = np.sqrt(np.clip(fitted.variances(), 0, None))
         unbiased, unbiased_spread = est.unbiased(q(), counts)
         unbiased_se = np.sqrt(np.clip(unbiased_spread.variances(), 0, None))
-    each = est.per_answer_level(level, len(pi), simultaneous)
     notes = []
     if numeric:
         scores = np.array(mechanism.answers, dtype=float) if scores is None else scores
     if calibrated is not None:
         notes.append(_calibration_note(calibrated, len(pi) <= spread.BATCH_ANSWERS, scores))
+    if wide:
+        return _wide(mechanism, counts, level, method, question_id, simultaneous, scores, publication[0], q(), pi,
+                     certificate, fitted, calibrated, unbiased, unbiased_spread, se, unbiased_se, notes)
+    each = est.per_answer_level(level, len(pi), simultaneous)
     row_method = method
     if marginal is not None and method == "clopper-pearson":
         low, high = _clopper_pearson_shares(marginal, counts, n, each)
@@ -255,6 +270,40 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
     # The k × k covariance is written out when read (`EstimateResult.covariance`): what is published reads it as `fitted`.
     return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
                           fitted, mean=mean, simultaneous=simultaneous, notes=notes)
+
+
+def _wide(mechanism, counts, level, method, question_id, simultaneous, scores, edges, q, pi, certificate, fitted,
+          calibrated, unbiased, unbiased_spread, se, unbiased_se, notes) -> EstimateResult:
+    """A wide number's publication (`ranges`): its bins as the table, its quartiles, its mean; per-value rows only as
+    read (`EstimateResult.value_rows`)."""
+    values = np.array(mechanism.answers, dtype=float)
+    if edges is None:
+        edges = ranges.default_edges(mechanism.minimum, mechanism.maximum, mechanism.step)
+    members = ranges.groups(values, edges)
+    each = est.per_answer_level(level, len(members), simultaneous)
+    table = ranges.range_table(q, counts, pi, members, fitted.variance, each, calibrated, unbiased,
+                               unbiased_spread.variance)
+    quantiles = ranges.QuantileSearch(q, counts, pi, values, level, calibrated).table()
+    mean = _mean(q, counts, pi, fitted, unbiased, unbiased_spread, scores, level, method, calibrated)
+
+    def value_rows(indices):
+        z = distributions.norm_isf((1 - level) / 2)
+        rows = []
+        for i in indices:
+            if method == "wald":
+                low, high = max(pi[i] - z * se[i], 0.0), min(pi[i] + z * se[i], 1.0)
+            else:
+                low, high = calibration.interval(q, counts, pi, np.eye(1, len(pi), i)[0], level, calibrated)
+            rows.append((pi[i], se[i], min(max(low, 0.0), pi[i]), max(min(high, 1.0), pi[i]), unbiased[i],
+                         unbiased_se[i]))
+        return pd.DataFrame(rows, columns=COLUMNS, index=pd.Index(values[list(indices)], name="value"))
+
+    notes = [*notes, f"rows are shares of ranges of values ({len(members)} bins); the quartiles' intervals invert "
+             "the test of the distribution function at the grid points; per-value shares on request (values=True): "
+             f"single values of a grid of {len(values)} are seldom identified at this ε and n"]
+    return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
+                          fitted, mean=mean, simultaneous=simultaneous, notes=notes, quantiles=quantiles,
+                          shares=pi, rows_of=value_rows, bin_members=dict(members))
 
 
 #: The table's columns as an Index, built once: a DataFrame given a list spends 90 µs making one (a fifth of a small

@@ -38,7 +38,8 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     question = loaded.question(question_id)
     panel = by != WAVES and loaded.pools_waves
     results = {value: estimate_counts(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
-                                      question_id, simultaneous, scores=scores(question), test_fit=not panel)
+                                      question_id, simultaneous, scores=scores(question), test_fit=not panel,
+                                      bins=question.bins)
                for value in loaded.levels(by) if nothing_to_estimate(loaded, question_id, by, value) is None}
     per_level, direct_waves = wave_counts_by(loaded, question_id, by) if panel else ({}, {})
     if panel:

@@ -452,16 +452,19 @@ def profile_interval(q: np.ndarray, counts: np.ndarray, mle: np.ndarray, functio
     the path π(τ) = argmax ℓ(π) + τ·aᵀπ crosses the cut (ℓ falls and aᵀπ rises with τ > 0; both
     reverse for τ < 0); when even the extreme face of the simplex stays above the cut, the endpoint is
     that extreme (the interval reaches the edge of the parameter space)."""
+    return profile_end(q, counts, mle, functional, cut, -1.0, xtol), profile_end(q, counts, mle, functional, cut, 1.0, xtol)
+
+
+def profile_end(q: np.ndarray, counts: np.ndarray, mle: np.ndarray, functional: np.ndarray, cut: float, side: float,
+                xtol: float = 1e-10) -> float:
+    """One end of `profile_interval`: the lower (``side`` −1) or the upper (+1). A quantile's interval reads one end
+    of each distribution function it inverts, never both."""
     q, counts = channels.as_channel(q), np.asarray(counts, dtype=float)
     functional = np.asarray(functional, dtype=float)
     peak = loglikelihood(q, counts, mle)
     centre = float(functional @ mle)
-    threshold = peak - cut
-    ends = []
-    for side in (-1.0, 1.0):
-        ends.append(_profile_end(q, counts, mle, functional, side, threshold, centre, peak, xtol))
-    low, high = ends
-    return min(low, centre), max(high, centre)
+    end = _profile_end(q, counts, mle, functional, side, peak - cut, centre, peak, xtol)
+    return min(end, centre) if side < 0 else max(end, centre)
 
 
 def _profile_end(q, counts, mle, functional, side, threshold, centre, peak, xtol) -> float:

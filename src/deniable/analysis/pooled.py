@@ -21,7 +21,7 @@ from .results import MeanEstimate
 
 
 def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, simultaneous: bool,
-                      wave_counts: dict | None = None):
+                      wave_counts: dict | None = None, values: bool = False):
     """A repeated survey's estimate over all its waves, with a standard error that holds under memoization. The pooled
     counts treat every report as another person's; a person who answers in several waves sends correlated reports
     (the same permanent one, re-randomized), so the naive SE was too small (over 100 simulated panels: stated 0.0164,
@@ -38,14 +38,15 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     if wave_counts is None:
         wave_counts = {wave: loaded.question_counts(question_id, WAVES, wave) for wave in loaded.waves}
     # Each wave as `waves.by_wave` estimates it (the same call as each of `groups.subgroups`' levels).
-    waves = {wave: estimate_counts(question.mechanism, counts, level, method, question_id, scores=scores(question))
+    waves = {wave: estimate_counts(question.mechanism, counts, level, method, question_id, scores=scores(question),
+                                   bins=question.bins, values=values)
              for wave, counts in wave_counts.items() if np.sum(counts) > 0}
     tested = fit.over_waves({label: result.fit for label, result in waves.items()})
     failed = [tested.describe()] if tested is not None and tested.flagged else []
 
     def refit(level, method, simultaneous):
         return pooled_over_waves(loaded, question_id, pooled.refit(level, method, simultaneous), level, method,
-                                 simultaneous, wave_counts)
+                                 simultaneous, wave_counts, values)
 
     if len(waves) < 2:  # one wave's reports: nothing to bound; its test is the pooled counts' own
         return dataclasses.replace(pooled, fit=tested, notes=[*failed, *pooled.notes], refit=refit)
@@ -62,11 +63,15 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     counts = np.asarray(pooled.counts)
     effective = rounded_counts(counts / counts.sum(), counts.sum() / factor**2)
     wide = estimate_counts(pooled.mechanism, effective, level, method, question_id, simultaneous, scores=pooled.scores,
-                           test_fit=False)
+                           test_fit=False, bins=question.bins, values=values)
     table = pooled.table.copy()
     table["se"], table["unbiased_se"] = bound["se"], bound["unbiased_se"]
     table["ci_low"] = np.minimum(wide.table["ci_low"].to_numpy(), table["estimate"].to_numpy())
     table["ci_high"] = np.maximum(wide.table["ci_high"].to_numpy(), table["estimate"].to_numpy())
+    quantiles = pooled.quantiles
+    if quantiles is not None:  # a wide number's: the effective n's intervals, holding the pooled estimate
+        quantiles = quantiles.assign(ci_low=np.minimum(wide.quantiles["ci_low"], quantiles["estimate"]),
+                                     ci_high=np.maximum(wide.quantiles["ci_high"], quantiles["estimate"]))
     mean, widened = pooled.mean, ""
     if mean is not None:
         # The mean's interval: the independent-reports one widened about the estimate by the mean's own ratio (an
@@ -84,7 +89,7 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
             f"the intervals are {factor:.2f}× the independent-reports ones{widened}; estimate wave by wave (--by-wave) "
             "for each wave's own figure")
     notes = [*failed, note, *pooled.notes]
-    return dataclasses.replace(pooled, table=table, mean=mean, fit=tested, notes=notes, refit=refit,
+    return dataclasses.replace(pooled, table=table, mean=mean, fit=tested, notes=notes, refit=refit, quantiles=quantiles,
                                covariance_source=None if pooled.covariance_source is None
                                else est.ScaledCovariance(pooled.covariance_source, factor**2))
 

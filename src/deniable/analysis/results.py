@@ -19,7 +19,7 @@ import pandas as pd
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism
 
-from . import calibration, channels, likelihood, spread
+from . import calibration, channels, likelihood, ranges, spread
 from . import estimators as est
 from .splitballot import comparison_lines
 
@@ -120,6 +120,16 @@ class EstimateResult:
     design_effect: float | None = None
     effective_n: float | None = None
     design_df: int | None = None
+    #: A wide number's median and quartiles (`ranges.QuantileSearch`): rows 0.25, 0.5, 0.75 with estimate, ci_low and
+    #: ci_high at ``level``; None where the table holds every value's share.
+    quantiles: pd.DataFrame | None = None
+    #: Each answer's estimated share where the table is not a row per answer (a wide number's bins); None: the table's.
+    shares: np.ndarray | None = field(repr=False, default=None, compare=False)
+    #: A wide number's per-value rows for the grid indices given (`value_rows` reads it): each interval computed when
+    #: a row is asked for.
+    rows_of: Callable | None = field(repr=False, default=None, compare=False)
+    #: A wide number's bins: each row's label and the grid indices it sums.
+    bin_members: dict | None = field(repr=False, default=None, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "notes", tuple(self.notes))  # a builder's list, frozen with the rest
@@ -141,6 +151,32 @@ class EstimateResult:
         if hasattr(source, "variance"):
             return source.variance(functional)
         return math.nan if self.covariance is None else float(functional @ self.covariance @ functional)
+
+    @property
+    def answer_shares(self) -> np.ndarray:
+        """The estimated share of each answer (each grid value of a number), in the mechanism's order, whatever the
+        table's rows are."""
+        if self.shares is not None:
+            return np.asarray(self.shares, dtype=float)
+        return self.table["estimate"].to_numpy(dtype=float)
+
+    def value_rows(self, values=None) -> pd.DataFrame:
+        """A number's per-value rows (the columns of the table) for ``values`` (grid values; None: every one). A wide
+        number publishes bins and quartiles; its per-value rows are worked out here, only for the values asked for
+        (each an interval's worth of work). Single values of a wide grid are seldom identified at a survey's ε and n:
+        read their intervals."""
+        if not isinstance(self.mechanism, LaplaceMechanism):
+            raise ValueError("value_rows(): only number questions have per-value rows")
+        grid = np.array(self.mechanism.answers, dtype=float)
+        wanted = grid if values is None else np.atleast_1d(np.asarray(values, dtype=float))
+        indices = np.searchsorted(grid, wanted)
+        missing = [v for v, i in zip(wanted, indices) if i >= len(grid) or not math.isclose(grid[i], v, abs_tol=1e-9)]
+        if missing:
+            raise ValueError(f"value_rows(): {missing[0]:g} is not on the grid {grid[0]:g}..{grid[-1]:g} "
+                             f"step {float(self.mechanism.step):g}")
+        if self.rows_of is None:
+            return self.table.iloc[indices]
+        return self.rows_of(indices)
 
     @property
     def estimate(self) -> pd.Series:
@@ -185,24 +221,14 @@ class EstimateResult:
         if not (isinstance(bins, int) and bins >= 1):
             raise ValueError(f"binned(): bins must be a whole number ≥ 1, got {bins!r}")
         values = np.array(self.mechanism.answers, dtype=float)
-        pi = self.table["estimate"].to_numpy()
+        pi = self.answer_shares
         q = channels.channel_matrix(self.mechanism)
 
         calibrated = None
         if spread.needs_bootstrap(self.mechanism) and not calibration.is_interior(q, pi, self.n):
             calibrated = calibration.at_estimate(q, self.counts, pi)  # the estimate's own surveys (seeded by counts)
-        rows, index = [], []
-        for members in np.array_split(np.arange(len(values)), min(bins, len(values))):
-            indicator = np.zeros(len(values))
-            indicator[members] = 1.0
-            share = float(indicator @ pi)
-            se = math.sqrt(max(self._variance(indicator), 0.0))
-            low, high = calibration.interval(q, self.counts, pi, indicator, self.level, calibrated)
-            low, high = min(max(low, 0.0), share), max(min(high, 1.0), share)
-            first, last = (f"{v:g}" for v in (values[members[0]], values[members[-1]]))
-            index.append(first if first == last else f"{first}–{last}")
-            rows.append((share, se, low, high))
-        return pd.DataFrame(rows, columns=["estimate", "se", "ci_low", "ci_high"], index=pd.Index(index, name="values"))
+        return ranges.range_table(q, self.counts, pi, ranges.equal_count_groups(values, bins), self._variance,
+                                  self.level, calibrated)
 
     def to_frame(self) -> pd.DataFrame:
         frame = self.table.copy()
@@ -249,6 +275,15 @@ class EstimateResult:
             ("" if self.converged else " NOT CERTIFIED") + ">"
 
 
+def quantile_line(quantiles: pd.DataFrame, level: float) -> str:
+    """"Median: 12 [10, 15]; quartiles 5 [3, 7] and 30 [25, 36] (95% CI)": a wide number's quantiles in words."""
+    def figure(p):
+        row = quantiles.loc[p]
+        return f"{row['estimate']:g} [{row['ci_low']:g}, {row['ci_high']:g}]"
+
+    return f"Median: {figure(0.5)}; quartiles {figure(0.25)} and {figure(0.75)} ({level:.0%} CI)"
+
+
 class Summary:
     """A result as text, HTML or CSV (statsmodels style)."""
 
@@ -265,6 +300,8 @@ class Summary:
             m = r.mean
             lines.append(f"Mean: {m.estimate:.4g} (SE {m.se:.3g}), {m.level:.0%} CI [{m.ci.low:.4g}, {m.ci.high:.4g}] "
                          f"{m.method}, on {r.scores[0]:g}–{r.scores[-1]:g}; unbiased {m.unbiased:.4g} (SE {m.unbiased_se:.3g})")
+        if r.quantiles is not None:
+            lines.append(quantile_line(r.quantiles, r.level))
         if r.population:
             lines.append(f"Asked of: {r.population}; the estimates describe them (n = {r.n})")
         if r.versions and len(r.versions) > 1:

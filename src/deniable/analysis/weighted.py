@@ -87,7 +87,7 @@ def _korn_graubard_rows(table, mechanism, lam, variances, n, df, level):
 
 
 def design_estimate(loaded, question_id: str, design: SampleDesign, level: float = 0.95, method: str | None = None,
-                    simultaneous: bool = False, by: str | None = None, group=None):
+                    simultaneous: bool = False, by: str | None = None, group=None, values: bool = False):
     """``question_id``'s design-based estimate (among the respondents with ``by`` = ``group``: a domain, whose
     standard error is the domain's, every PSU kept). A panel's waves pooled by a design without clusters: every
     covariance bounded over the waves (`panel_sample`)."""
@@ -106,7 +106,8 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     question_scores = scores(question)
     counts = rounded_counts(lam, effective_n)
     spread = estimate_counts(mechanism, counts, level, method, question_id, simultaneous, scores=question_scores,
-                             test_fit=False)
+                             test_fit=False, bins=question.bins, values=values)
+    wide = spread.shares is not None  # a wide number's bins: its rows are ranges of values, linearized below
 
     grouped = isinstance(mechanism, GroupedMechanism)
     q = compliance.class_matrix(mechanism) if grouped else channels.channel_matrix(mechanism)
@@ -116,7 +117,8 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     theta, certificate = likelihood.certified_maximum(q, lam * n)
     free, jacobian = free_jacobian(q, theta, lam)
     unbiased, left_rows = _unbiased_rows(q, lam)
-    table = spread.table.copy()
+    base = per_value_table(spread, mechanism) if wide else spread.table
+    table = base.copy()
     if grouped:  # the table's rows are linear in the class shares, but for the lie detector's "truthful"
         rows = compliance._linear_rows(mechanism)
         functionals = np.array([row for _, row in rows])
@@ -138,9 +140,9 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
         unbiased_variances = report_spread.variances(left_rows, q.shape[1])
     design_se = np.sqrt(np.clip(design_variances, 0, None))
     shares = table.loc[labels, "estimate"].to_numpy(dtype=float)
-    at_face = ((shares <= 1e-12) | (shares >= 1 - 1e-12)) & (spread.table.loc[labels, "se"].to_numpy() > 0)
+    at_face = ((shares <= 1e-12) | (shares >= 1 - 1e-12)) & (base.loc[labels, "se"].to_numpy() > 0)
     if at_face.any():  # the linearization does not move an answer held at 0 (or 1): its spread at the effective n
-        design_se[at_face] = spread.table.loc[labels, "se"].to_numpy()[at_face]
+        design_se[at_face] = base.loc[labels, "se"].to_numpy()[at_face]
         notes.append(f"{named_answers(list(np.array(labels, dtype=object)[at_face]))}: on the boundary of the parameter "
                      "space, where the linearization is zero; the standard error shown is the one at the effective n")
     table.loc[labels, "se"] = design_se
@@ -162,6 +164,9 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
         scales, 0.0, 1.0)
     if spread.method == "clopper-pearson" and not grouped and channels.is_binary(mechanism):
         _korn_graubard_rows(table, mechanism, lam, report_spread.report_variances(), n, sample.df, level)
+    if wide:
+        table, quantiles = _design_ranges(spread, theta, unbiased, covariance, report_spread, left_rows, free, jacobian,
+                                          lam, n, deff)
     mean = None
     if spread.mean is not None and not grouped:
         values = question_scores if question_scores is not None else np.array(mechanism.answers, dtype=float)
@@ -191,10 +196,11 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     notes = [*([tested.describe()] if tested.flagged else []), *notes,
              *(note for note in spread.notes if note not in notes)]
     def refit(level, method, simultaneous):
-        return design_estimate(loaded, question_id, design, level, method, simultaneous, by, group)
+        return design_estimate(loaded, question_id, design, level, method, simultaneous, by, group, values)
 
     return dataclasses.replace(
-        spread, counts=raw, table=table, certificate=certificate, covariance_source=covariance, mean=mean,
+        spread, counts=raw, table=table, shares=theta if wide else None, rows_of=None,
+        quantiles=quantiles if wide else None, certificate=certificate, covariance_source=covariance, mean=mean,
         fit=tested, notes=notes, class_shares=theta if grouped else None, split_ballot=split_table, sample=sample.description,
         design_effect=deff, effective_n=n / deff, design_df=sample.df, refit=refit)
 
@@ -229,6 +235,41 @@ def _frame(loaded, question_id: str, design: SampleDesign, by: str | None) -> pd
     names = design.column_names() + ([by] if by is not None and by not in design.column_names() else [])
     names += [WAVES] if loaded.pools_waves and WAVES not in names else []
     return loaded.design_frame(question_id, names)
+
+
+def per_value_table(result, mechanism) -> pd.DataFrame:
+    """A wide number's per-value estimates and standard errors at the effective n, without intervals (the design's
+    own are its bins' and its quantiles'): what the linearization below overwrites."""
+    shares = result.answer_shares
+    se = np.sqrt(np.clip(result.covariance_source.variances(), 0, None))
+    return pd.DataFrame({"estimate": shares, "se": se, "ci_low": shares, "ci_high": shares, "unbiased": np.nan,
+                         "unbiased_se": np.nan}, index=pd.Index(mechanism.answers, name="value"))
+
+
+def _design_ranges(spread, theta, unbiased, covariance, report_spread, left_rows, free, jacobian, lam, n, deff):
+    """A wide number's bins and quartiles with the design: each bin's share of the weighted fit, its linearized
+    standard error, its effective-n interval at its own design effect (`own_scale`, as the mean's); each quartile at
+    the weighted fit, its effective-n interval widened to hold it."""
+    k = len(theta)
+    rows = []
+    for label, (share_n, _, low_n, high_n, _, _) in spread.table.iterrows():
+        indicator = np.zeros(k)
+        indicator[spread.bin_members[label]] = 1.0
+        share = float(indicator @ theta)
+        variance = max(covariance.variance(indicator), 0.0)
+        scale = own_scale(indicator[free] @ jacobian, lam, n, variance, deff)
+        low, high = map(float, scaled_interval(share, low_n, high_n, scale, 0.0, 1.0))
+        unbiased_variance = report_spread.covariance(left_rows(indicator[None, :], weights=True))[0, 0]
+        rows.append((share, math.sqrt(variance), low, high, float(indicator @ unbiased),
+                     math.sqrt(max(unbiased_variance, 0.0))))
+    table = pd.DataFrame(rows, columns=spread.table.columns, index=spread.table.index)
+    values = np.array(spread.mechanism.answers, dtype=float)
+    cumulative = np.cumsum(theta)
+    quantiles = spread.quantiles.copy()
+    for p in quantiles.index:
+        at = values[min(int(np.searchsorted(cumulative, p - 1e-9)), k - 1)]
+        quantiles.loc[p] = at, min(quantiles.at[p, "ci_low"], at), max(quantiles.at[p, "ci_high"], at)
+    return table, quantiles
 
 
 def _unbiased_rows(q, lam: np.ndarray):

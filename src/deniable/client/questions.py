@@ -29,7 +29,7 @@ _SURVEY_FIELDS = {"id", "title", "description", "version", "languages", "default
                   "questions", "sections", "max_epsilon", "repeated", "page_words", "sample", "opens", "closes", "completion", "consent",
                   "quotas", "randomize_sections", "invitations", "quality"}
 _SECTION_FIELDS = {"id", "title", "intro", "relevant", "questions", "randomize"}
-_QUESTION_FIELDS = {"id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required",
+_QUESTION_FIELDS = {"id", "type", "text", "hint", "options", "min", "max", "step", "bins", "privacy", "required",
                     "relevant", "constraint_message", "control", "split_ballot", "randomize", "check"}
 _NOTE_FIELDS = {"id", "type", "text", "hint", "relevant"}
 _OPTION_FIELDS = {"value", "label"}
@@ -216,6 +216,7 @@ class Question(_Item):
         self.options = self._read_options(spec, where)
         self.randomize = order.read_option_flag(spec.get("randomize", False), self.type, f"{where}.randomize")
         self.grid = self._read_grid(spec, where)
+        self.bins = self._read_bins(spec.get("bins"), f"{where}.bins")
         self.constraint_messages = languages.text(spec.get("constraint_message"), f"{where}.constraint_message",
                                                   required=False)
         if self.constraint_messages is not None and self.type != "number":
@@ -351,6 +352,35 @@ class Question(_Item):
                             f"got {points + 1}; choose a coarser step")
         return low, high, step
 
+    def _read_bins(self, bins, where):
+        """The lower edges of the ranges a wide number is published over (values on its grid, increasing): ``[0, 1,
+        5, 10]`` bins 0..100 as 0, 1–4, 5–9 and 10–100. None: the analysis's round ones."""
+        if bins is None:
+            return None
+        if self.type != "number":
+            raise SpecError(f"{where}: only number questions are published over bins")
+        if not isinstance(bins, list) or not bins:
+            raise SpecError(f"{where}: must be a list of the bins' lower edges, values on the grid, got {bins!r}")
+        low, high, step = self.grid
+        edges = []
+        for i, raw in enumerate(bins):
+            if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+                raise SpecError(f"{where}[{i}]: must be a number, got {raw!r}")
+            try:
+                edge = parse_fraction(raw, f"{where}[{i}]")
+            except ValueError as error:
+                raise SpecError(str(error)) from None
+            if not low <= edge <= high:
+                raise SpecError(f"{where}[{i}]: {raw!r} is outside the question's range "
+                                f"[{json_number(low)}, {json_number(high)}]")
+            if ((edge - low) / step).denominator != 1:
+                raise SpecError(f"{where}[{i}]: {raw!r} is not on the grid {json_number(low)}..{json_number(high)} "
+                                f"step {json_number(step)}")
+            if edges and edge <= edges[-1]:
+                raise SpecError(f"{where}[{i}]: the edges must increase; {raw!r} follows {json_number(edges[-1])}")
+            edges.append(edge)
+        return tuple(edges)
+
     @property
     def is_private(self) -> bool:
         """Randomized on the device (any design but ``none``), even one whose ε is infinite."""
@@ -421,6 +451,8 @@ class Question(_Item):
             spec["options"] = [{"value": o, "label": self.option_labels[o]} for o in ("yes", "no")]
         if self.grid is not None:
             spec.update(zip(("min", "max", "step"), map(json_number, self.grid)))
+        if self.bins is not None:
+            spec["bins"] = [json_number(edge) for edge in self.bins]
         if self.constraint_messages is not None:
             spec["constraint_message"] = self.constraint_messages
         spec["privacy"] = "none" if self.mechanism.design == "none" else dict(self.permanent.params)
