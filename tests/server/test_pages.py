@@ -248,9 +248,10 @@ def test_the_dashboard_plans_a_conditional_question_at_the_share_asked_so_far(cl
 
 
 @pytest.mark.slow
-def test_a_number_too_noisy_value_by_value_leads_with_its_mean_and_ranges(client, store):
-    """0–30 at ε = 1 and n = 60: each of 31 values is uninformative, so the page shows the mean and five ranges,
-    the per-value bars folded away; the ranges are `binned()`'s figures."""
+def test_a_wide_number_is_drawn_as_a_histogram_of_its_bins_with_its_mean_and_quartiles(client, store):
+    """0–30 at ε = 1 and n = 60: a number of more than 24 values is published as its mean, quartiles and bins: the page
+    draws the bins as a histogram (the mean and median marked), lists the quartiles and each bin's figures (the
+    estimate's own), and links each value's rows as a CSV computed on request; a choice keeps its bars."""
     from deniable.analysis import load
 
     survey = Survey.from_dict({"id": "hours", "title": "Hours", "questions": [
@@ -261,15 +262,22 @@ def test_a_number_too_noisy_value_by_value_leads_with_its_mean_and_ranges(client
         store.submit("hours", survey.hash, secrets.token_hex(8), survey.randomize({"h": number % 8, "c": "a"}))
     sign_in(client)
     page = client.get("/admin/surveys/hours").get_data(as_text=True)
-    data = load(db=store.url, survey_id="hours")
-    ranges = data.estimate("h").binned()
-    assert 'id="binned-h"' in page and "<details><summary>Each of the 31 values</summary>" in page
-    assert list(ranges.index) == ["0–6", "7–12", "13–18", "19–24", "25–30"]
-    for label, row in ranges.iterrows():
+    result = load(db=store.url, survey_id="hours").estimate("h")
+    assert list(result.table.index) == ["0–4", "5–9", "10–14", "15–19", "20–24", "25–30"]
+    assert 'class="histogram"' in page and page.count('class="histogram"') == 1
+    assert 'class="mean"' in page and 'class="median"' in page
+    for label, row in result.table.iterrows():
         assert f"<td>{label}</td><td>{row['estimate']:.3f}</td>" in page
         assert row["ci_low"] <= row["estimate"] <= row["ci_high"]
-    assert page.index('id="binned-h"') < page.index("<details>")
-    assert 'id="binned-c"' not in page  # a choice keeps its bars
+    median = result.quantiles.loc[0.5]
+    assert f"Median: <strong>{median['estimate']:g}</strong>\n     [{median['ci_low']:g}, {median['ci_high']:g}]" in page
+    assert 'id="binned-h"' not in page and 'id="binned-c"' not in page  # a choice keeps its bars
+    link = re.search(r'href="([^"]+estimates\.csv\?values=1)"', page).group(1)
+    per_value = client.get(link).get_data(as_text=True)
+    assert sum(line.startswith("h,") for line in per_value.splitlines()) == 31
+    plain = client.get(link.removesuffix("?values=1")).get_data(as_text=True)
+    assert sum(line.startswith("h,") for line in plain.splitlines()) == 6
+    assert "median,median_ci_low,median_ci_high" in plain.splitlines()[0]
 
 
 def test_the_responses_per_day_chart_keeps_its_height_when_everything_came_on_one_day(client, survey, store):
@@ -322,10 +330,9 @@ def test_the_no_javascript_form_keeps_its_arms_and_groups_and_takes_no_others(cl
 
 
 @pytest.mark.slow
-def test_a_long_grid_s_values_are_one_curve_on_the_page(client, store, monkeypatch):
-    """0..1000 at ε = 1 and n = 80: the page leads with the mean and ranges, and each of the 1,001 values is one curve
-    in its band (a bar and a table row each made the page 619 KB; now 23 KB), every value's figures one click away
-    in the CSV."""
+def test_a_long_grid_s_page_is_its_histogram_and_each_value_is_a_csv_on_request(client, store, monkeypatch):
+    """0..1000 at ε = 1 and n = 80: the page draws ten bins of 100 (a bar and a table row for each of 1,001 values
+    made the page 619 KB), each value's figures one link away, computed when asked for."""
     survey = Survey.from_dict({"id": "income", "title": "Income", "questions": [
         {"id": "x", "type": "number", "text": "Income?", "min": 0, "max": 1000,
          "privacy": {"design": "laplace", "epsilon": 1}}]})
@@ -337,9 +344,8 @@ def test_a_long_grid_s_values_are_one_curve_on_the_page(client, store, monkeypat
     monkeypatch.setattr(dashboard, "PAGE_SECONDS", 600.0)
     response = client.get("/admin/surveys/income")
     page = response.get_data(as_text=True)
-    assert 'id="binned-x"' in page and "<details><summary>Each of the 1001 values</summary>" in page
-    assert 'class="curve"' in page and 'aria-label="Estimated share of each of 1001 values' in page
+    assert 'class="histogram"' in page and "<td>900–1000</td>" in page
     assert page.count("<rect") < 50 and len(response.data) < 100_000
-    link = re.search(r'href="([^"]+estimates\.csv)"', page).group(1)  # the page's own link to every value's figures
+    link = re.search(r'href="([^"]+estimates\.csv\?values=1)"', page).group(1)  # every value's figures
     csv = client.get(link).get_data(as_text=True)
     assert sum(line.startswith("x,") for line in csv.splitlines()) == 1001

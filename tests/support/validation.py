@@ -744,7 +744,14 @@ def _profile_reading(rows, reps: int) -> str:
 #: ``<!-- begin NAME -->`` and ``<!-- end NAME -->`` in docs/validation.md.
 SECTIONS = {"grid": lambda out: _grid_section(out), "random": lambda out: _random_section(out),
             "se": lambda out: _se_section(out),
-            "poisoning": lambda out: _poisoning_section(out), "audit": lambda out: _audit_section(out)}
+            "poisoning": lambda out: _poisoning_section(out), "audit": lambda out: _audit_section(out),
+            "wide": lambda out: _wide_section(out)}
+
+
+def _wide_section(out):
+    from .wide_coverage import wide_section  # it reads this module's truths
+
+    wide_section(out)
 
 
 #: Surveys per simulated cell of the grid (each estimate bootstraps where a face is near, so the grid is a check of

@@ -308,11 +308,11 @@ class LoadedSurvey:
         return frame
 
     def estimate(self, question_id: str, level: float = 0.95, method: str | None = None, simultaneous: bool = False,
-                 language: str | None = None, design=None):
+                 language: str | None = None, design=None, values: bool = False):
         from .estimation import estimate  # a front door: estimation reads LoadedSurvey
 
         return estimate(self, question_id, level=level, method=method, simultaneous=simultaneous, language=language,
-                        design=design)
+                        design=design, values=values)
 
     def by_wave(self, question_id: str, level: float = 0.95, method: str | None = None, design=None) -> dict:
         """{wave label: EstimateResult} of a repeated survey's question, wave by wave (`analysis.waves`); with a

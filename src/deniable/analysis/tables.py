@@ -67,12 +67,14 @@ def _wave_change(data: LoadedSurvey, question_id: str, level: float, waves: list
 
 
 def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, level: float = 0.95,
-                   simultaneous: bool = False, language: str | None = None, design=None) -> EstimateTable:
+                   simultaneous: bool = False, language: str | None = None, design=None,
+                   values: bool = False) -> EstimateTable:
     """Estimates of ``questions`` (default: all with reports) as one long table. Unless asked for by name (when
     the error is raised), a question is left out, with the reason, where pooled data changed its randomization
     between versions (``refused``) or it has nothing to estimate from yet (``empty``: an optional question nobody
     answered, a split ballot's randomized arm early in fieldwork): the others are still estimated. ``design``: a
-    `SampleDesign` for every estimate (groups of ``by``, waves too, as domains)."""
+    `SampleDesign` for every estimate (groups of ``by``, waves too, as domains). A wide number's rows are its bins,
+    with its median and quartiles in columns beside the mean's; ``values``: a row per value instead."""
     if questions:  # asked for by name: estimated, or the error raised
         wanted = ((qid, None) for qid in questions)
     else:
@@ -102,7 +104,9 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
                 text += f"\nNote: {next(iter(results.values())).notes[-1]}"
             texts.append(text)
         else:
-            result = estimate_with_design(data, qid, design, level=level, simultaneous=simultaneous, language=language)
+            options = {"values": True} if values and data.question(qid).type == "number" else {}
+            result = estimate_with_design(data, qid, design, level=level, simultaneous=simultaneous, language=language,
+                                          **options)
             frame = result.to_frame().reset_index().rename(columns={result.table.index.name: "answer"})
             texts.append(result.summary().as_text())
             if result.mean is not None:
@@ -110,6 +114,11 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
                 frame["mean"], frame["mean_se"] = mean.estimate, mean.se
                 frame["mean_ci_low"], frame["mean_ci_high"] = mean.ci.low, mean.ci.high
                 frame["mean_unbiased"] = mean.unbiased
+            if result.quantiles is not None:
+                for p, name in QUANTILE_COLUMNS.items():
+                    row = result.quantiles.loc[p]
+                    frame[name], frame[f"{name}_ci_low"], frame[f"{name}_ci_high"] = row["estimate"], row["ci_low"], \
+                        row["ci_high"]
             if result.split_ballot is not None:  # on the "yes" row: the direct arm and the difference
                 split = result.split_ballot
                 on_yes = frame["answer"] == "yes"
@@ -130,6 +139,8 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
     return EstimateTable(table, texts, refused, empty)
 
 
+#: A wide number's quantiles in the long table: columns median, median_ci_low, median_ci_high, and the quartiles'.
+QUANTILE_COLUMNS = {0.5: "median", 0.25: "lower_quartile", 0.75: "upper_quartile"}
 #: The split-ballot figures the long table carries on a split-ballot question's "yes" row.
 SPLIT_COLUMNS = {"direct": ("direct", "estimate"), "direct_se": ("direct", "se"), "direct_ci_low": ("direct", "ci_low"),
                  "direct_ci_high": ("direct", "ci_high"), "direct_n": ("direct", "n"),

@@ -16,7 +16,7 @@ from .xlsform_privacy import _privacy
 
 #: Columns of the survey sheet this reader understands (besides label::, hint::, privacy:: ...).
 _SURVEY_COLUMNS = {"type", "name", "label", "hint", "required", "relevant", "constraint", "constraint_message",
-                   "split_ballot", "control", "appearance", "parameters", "check"}
+                   "split_ballot", "control", "appearance", "parameters", "check", "bins"}
 #: Columns whose cell is a mapping written as JSON text: a split ballot, a known-share control.
 _JSON_COLUMNS = ("split_ballot", "control")
 _LOCALIZED = ("label", "hint", "constraint_message")
@@ -175,7 +175,7 @@ def _read(workbook, path: Path) -> dict:
             if used:
                 problems.add("survey", used[0][0], column, used[0][1],
                              "this column is not supported; remove it (deniable reads type, name, label, hint, required, "
-                             "relevant, constraint, constraint_message, appearance, split_ballot, control and the "
+                             "relevant, constraint, constraint_message, appearance, split_ballot, control, bins and the "
                              "privacy:: columns)")
     for column in header:
         for base in _LOCALIZED:
@@ -381,6 +381,13 @@ def _read_item(number, record, kind, name, choices, localized, problems):
             problems.add("survey", number, "privacy::step", None, "a decimal question needs privacy::step, the grid "
                                                                   "its answers are rounded to (e.g. 0.5)")
         item["step"] = _number(_cell_text(step)) if step is not None else 1
+        bins = _cell_text(record.get("bins", "")).replace(",", " ").split()
+        if bins:  # a wide number's bins: their lower edges, written "0 1 5 10" (the spec checks them)
+            try:
+                item["bins"] = [_number(edge) for edge in bins]
+            except ValueError:
+                problems.add("survey", number, "bins", record["bins"],
+                             "the bins' lower edges as numbers separated by spaces, e.g. '0 1 5 10 20 50'")
     item["text"] = text
     if hint:
         item["hint"] = hint

@@ -48,11 +48,12 @@ def write_xlsform(survey: Survey, path) -> None:
     scales = any(isinstance(item, dict) and item.get("type") == "ordinal" for _, item in items)
     # ODK's parameters column carries randomize=true: a group's questions or a select's choices in a random order.
     checks = any(isinstance(item, dict) and "check" in item for _, item in items)
+    binned = any(isinstance(item, dict) and "bins" in item for _, item in items)
     randomized = any((isinstance(item, dict) and item.get("randomize")) or (item is None and section.get("randomize"))
                      for section, item in items)
     columns = ["type", "name", *[f"label{s}" for s in suffixes], *[f"hint{s}" for s in suffixes], "required",
                "relevant", "constraint", *[f"constraint_message{s}" for s in suffixes], *(["appearance"] * scales),
-               *(["parameters"] * randomized), *(["check"] * checks), "privacy::design", *privacy_columns, *extras]
+               *(["parameters"] * randomized), *(["check"] * checks), *(["bins"] * binned), "privacy::design", *privacy_columns, *extras]
     book = Workbook()
     sheet = book.active
     sheet.title = "survey"
@@ -97,6 +98,8 @@ def write_xlsform(survey: Survey, path) -> None:
                     row["parameters"] = "randomize=true"
                 if "check" in item:
                     row["check"] = item["check"]
+                if "bins" in item:
+                    row["bins"] = " ".join(str(edge) for edge in item["bins"])
                 if qtype == "yes_no" and "options" in item:  # its own labels: a list of its own
                     row["type"] = f"select_one {item['id']}"
                     for option in item["options"]:

@@ -211,16 +211,18 @@ def estimates_download(survey_id, fmt, number=None):
     if fmt not in ("csv", "json"):
         abort(404)
     by = request.args.get("by") or None  # a public question or a frame column: each group a domain of the sample
+    values = request.args.get("values") in ("1", "true")  # a wide number's row per value, not its bins
     store = get_store()
     store.get_survey(survey_id)
     if number is not None:
         store.find_version(survey_id, version=number)  # an unknown version is a 404 page
     try:
         data = load(store=store, survey_id=survey_id, version=number, all_versions=number is None)
-        table = estimate_table(data, by=by, design=SampleDesign.of(data.survey))
+        table = estimate_table(data, by=by, design=SampleDesign.of(data.survey), values=values)
     except DeniableError as error:
         return render_template("message.html", heading="Cannot estimate", message=str(error), error=True), 422
-    which = ("pooled" if number is None else f"v{number}") + (f"-by-{re.sub(r'[^A-Za-z0-9_.-]', '_', by)}" if by else "")
+    which = ("pooled" if number is None else f"v{number}") + (f"-by-{re.sub(r'[^A-Za-z0-9_.-]', '_', by)}" if by else "") \
+        + ("-values" if values else "")
     return current_app.response_class(
         table.to_csv() if fmt == "csv" else table.to_json(), mimetype="text/csv" if fmt == "csv" else "application/json",
         headers={"Content-Disposition": f'attachment; filename="{survey_id}-{which}-estimates.{fmt}"'})

@@ -106,12 +106,14 @@ def _chart(data, qid, design) -> dict:
     chart["notes"] = [note for note in result.notes if note != described]  # said once, above
     if result.mean is not None:
         chart["mean"] = result.mean
-    if isinstance(question.mechanism, LaplaceMechanism) and len(result.table) > PER_VALUE_BARS:
+    if result.quantiles is not None:  # a wide number: its bins as a histogram, the mean and quartiles marked
+        chart.update(histogram=histogram(result), rows=bars(result.table), quantiles=quantile_rows(result.quantiles))
+    elif isinstance(question.mechanism, LaplaceMechanism) and len(result.table) > PER_VALUE_BARS:
         chart["curve"] = distribution(result.table)
     else:
         chart["rows"] = bars(result.table, question)
     widest = float(((result.table["ci_high"] - result.table["ci_low"]) / 2).max())
-    if isinstance(question.mechanism, LaplaceMechanism) and widest > UNINFORMATIVE_MARGIN:
+    if result.quantiles is None and isinstance(question.mechanism, LaplaceMechanism) and widest > UNINFORMATIVE_MARGIN:
         # Per-value bars would be noise (`survey check` says so before fielding): lead with the mean and
         # ranges of values, the per-value bars one click away.
         chart.update(bins=bars(result.binned()), widest=widest)
@@ -173,6 +175,56 @@ def distribution(table) -> dict:
     values = list(table.index)
     return {"line": "M" + " L".join(line), "band": "M" + " L".join(upper + lower[::-1]) + " Z", "top": top,
             "height": CURVE_HEIGHT, "count": count, "first": str(values[0]), "last": str(values[-1])}
+
+
+#: The histogram's plot height (SVG user units), in the bar charts' width.
+HISTOGRAM_HEIGHT = 150
+
+
+def histogram(result) -> dict:
+    """A wide number's bins drawn on its value axis: each bin as wide as its values (the last value's step included),
+    as tall as its share per unit of value (bins of unequal width compare as densities), with its interval as a
+    whisker; the mean (solid) and the median (dashed) marked on the axis, the quartiles as a band under it. The height
+    runs to the tallest interval's top."""
+    mechanism = result.mechanism
+    values = [float(v) for v in mechanism.answers]
+    step = float(mechanism.step)
+    low, high = values[0], values[-1] + step
+    top = 1e-300
+    spans = []
+    for label, row in result.table.iterrows():
+        members = result.bin_members[label]
+        start, stop = values[members[0]], values[members[-1]] + step
+        spans.append((label, row, start, stop))
+        top = max(top, float(row["ci_high"]) / (stop - start))
+
+    def x(value: float) -> float:
+        return PLOT_LEFT + PLOT_WIDTH * (value - low) / (high - low)
+
+    def y(density: float) -> float:
+        return HISTOGRAM_HEIGHT * (1 - min(density, top) / top)
+
+    bars_drawn = []
+    for label, row, start, stop in spans:
+        width = stop - start
+        bars_drawn.append({"label": str(label), "x": x(start), "width": max(x(stop) - x(start) - 1, 0.5),
+                           "middle": (x(start) + x(stop)) / 2, "y": y(row["estimate"] / width),
+                           "height": HISTOGRAM_HEIGHT - y(row["estimate"] / width),
+                           "y_low": y(row["ci_low"] / width), "y_high": y(row["ci_high"] / width),
+                           "estimate": float(row["estimate"]), "low": float(row["ci_low"]),
+                           "high": float(row["ci_high"])})
+    quantiles = result.quantiles
+    median, lower, upper = (float(quantiles.at[p, "estimate"]) for p in (0.5, 0.25, 0.75))
+    return {"bars": bars_drawn, "height": HISTOGRAM_HEIGHT, "first": f"{values[0]:g}", "last": f"{values[-1]:g}",
+            "mean": x(result.mean.estimate + step / 2), "median": x(median + step / 2),
+            "quartiles": (x(lower + step / 2), x(upper + step / 2))}
+
+
+def quantile_rows(quantiles) -> list[dict]:
+    """The median and quartiles as the page lists them."""
+    names = {0.25: "Lower quartile", 0.5: "Median", 0.75: "Upper quartile"}
+    return [{"label": names.get(p, f"{p:.0%} quantile"), "estimate": float(row["estimate"]),
+             "low": float(row["ci_low"]), "high": float(row["ci_high"])} for p, row in quantiles.iterrows()]
 
 
 def wave_rows(data, question_id: str) -> dict:

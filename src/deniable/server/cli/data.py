@@ -191,11 +191,14 @@ def flagged_note(data) -> str | None:
 @click.option("--design", "design_choice", type=click.Choice(["spec", "none"]), default="spec", show_default=True,
               help="The sample design the spec names (sample: strata, clusters, weights), or none: as if a simple "
                    "random sample.")
+@click.option("--values", is_flag=True,
+              help="A wide number (more than 24 values): a row per value, not its bins (single values of a wide grid "
+                   "are seldom identified; this takes seconds a question).")
 @click.option("--leave-out-flagged", is_flag=True,
               help="Leave out the responses the spec's quality checks flag (an attention check answered otherwise, "
                    "faster than quality.min_seconds); says how many either way.")
 def estimate_command(survey_id, db, url, token, by, by_wave, questions, level, simultaneous, fmt, language, version,
-                     spec_hash, all_versions, design_choice, leave_out_flagged):
+                     spec_hash, all_versions, design_choice, values, leave_out_flagged):
     """Debiased estimates with standard errors and confidence intervals for every question."""
     # pandas and scipy (0.5 s): only the commands that estimate
     from deniable.analysis.loading import load
@@ -214,7 +217,7 @@ def estimate_command(survey_id, db, url, token, by, by_wave, questions, level, s
     data = load(url=url, survey_id=survey_id, token=token, **chosen) if url else \
         load(db=db, survey_id=survey_id, leave_out_flagged=leave_out_flagged, **chosen)
     design = SampleDesign.of(data.survey) if design_choice == "spec" else None
-    table = estimate_table(data, questions, by, level, simultaneous, language, design=design)
+    table = estimate_table(data, questions, by, level, simultaneous, language, design=design, values=values)
     if fmt == "table":
         which = (f"versions {', '.join(v.label for v in data.versions)} pooled" if data.pooled
                  else f"version {data.versions[0].label}")
