@@ -14,7 +14,10 @@ split into
 * rows: the per-row profile intervals; mean: the mean's;
 * the whole `estimate`, which also builds the unbiased estimate, the fit test and the table: cold (as the first
   estimate in a fresh process: the remembered channel, its left inverse, the surveys at the estimate and at the point
-  masses forgotten first) and again (the same counts a second time, as a second dashboard view).
+  masses forgotten first) and again (the same counts a second time, as a second dashboard view). A number wider than
+  `ranges.WIDE_GRID` publishes its mean, quartiles and bins by default; "values" is its per-value table
+  (``values=True``), cold;
+* peak: the resident memory of a fresh process that makes one cold estimate (the default publication), in MB.
 
 The truth is a Dirichlet(½) draw (seeded): lumpy, with shares near 0, as survey answers are.
 """
@@ -23,10 +26,11 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 
-from deniable.analysis import calibration, channels, likelihood, spread
+from deniable.analysis import calibration, channels, likelihood, ranges, spread
 from deniable.analysis.from_counts import estimate_counts
 from deniable.analysis.planning import scores
 from deniable.client import Survey
@@ -76,7 +80,7 @@ def main():
     args = parser.parse_args()
     print(f"CPU seconds per estimate, n = {args.n:,}, the minimum of {args.repeats} (one BLAS thread, as `estimate` runs)")
     print(f"{'question':<16}{'answers':>8}{'reports':>8}{'fit':>8}{'bootstrap':>10}{'rows':>8}{'mean':>8}{'estimate':>10}"
-          f"{'again':>8}")
+          f"{'again':>8}{'values':>8}{'peak MB':>9}")
     from threadpoolctl import threadpool_limits
 
     for name in args.only or [name for name in CASES if name not in ONLY_WHEN_ASKED]:
@@ -95,13 +99,36 @@ def main():
             rows = cpu(lambda: [likelihood.profile_interval(q, counts, pi, unit, cut) for unit in np.eye(k)], args.repeats) \
                 if k <= 101 else float("nan")
             mean = cpu(lambda: likelihood.profile_interval(q, counts, pi, grid, cut), args.repeats)
-        def whole():
-            return estimate_counts(mechanism, counts, 0.95, None, "q", scores=averaged)
+        def whole(values=False):
+            return estimate_counts(mechanism, counts, 0.95, None, "q", scores=averaged, values=values)
 
         cold = cpu(whole, args.repeats, before=forget)
         again = cpu(whole, args.repeats)
+        per_value = cpu(lambda: whole(values=True), 1, before=forget) if ranges.is_wide(mechanism) else float("nan")
+        peak = _peak_megabytes(name, args.n)
         print(f"{name:<16}{k:>8}{q.shape[0]:>8}{fit:>8.3f}{bootstrap:>10.3f}{rows:>8.3f}{mean:>8.3f}{cold:>10.3f}"
-              f"{again:>8.3f}")
+              f"{again:>8.3f}{per_value:>8.3f}{peak:>9.0f}")
+
+
+def _peak_megabytes(name: str, n: int) -> float:
+    """The resident peak of a fresh process that imports deniable and makes one cold estimate of the case."""
+    import json
+    import subprocess
+    import sys
+
+    code = (f"import resource, sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r}); import grids; "
+            f"grids.one_estimate({name!r}, {n}); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.split()[-1]) / 1024
+
+
+def one_estimate(name: str, n: int):
+    kind, k, epsilon = CASES[name]
+    asked = question(kind, k, epsilon)
+    q = channels.channel_matrix(asked.mechanism)
+    rng = np.random.default_rng(k)
+    counts = rng.multinomial(n, channels.apply(q, rng.dirichlet(np.full(k, 0.5))))
+    return estimate_counts(asked.mechanism, counts, 0.95, None, "q", scores=scores(asked) if kind == "ordinal" else None)
 
 
 if __name__ == "__main__":

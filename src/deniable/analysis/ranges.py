@@ -150,15 +150,29 @@ class QuantileSearch:
 
     def _least_reaching(self, probability: float, side: float, floor: int, ceiling: int, guess: int) -> int:
         """The least index in [``floor``, ``ceiling``] whose ``side`` bound of F reaches ``probability``, known to
-        be reached at ``ceiling``: bisection (the bound rises with the index), its first value read at ``guess``."""
-        low, high = floor - 1, ceiling  # low does not reach (or is below the bracket), high does
+        be reached at ``ceiling``. The bound rises with the index, so the bracket (low: not reached, high: reached)
+        only narrows: its first value read is ``guess``, the next where the line through the bracket's two bounds
+        crosses ``probability`` (regula falsi on the bounds read: three or four values, where halving took seven on
+        101), halving whenever that line would not move the bracket by more than a value or two."""
+        low, high = floor - 1, ceiling
+        low_bound = high_bound = None
         middle = guess if low < guess < high else (low + high) // 2
+        moved = []  # which end each read moved: the same end twice running halves next (the Illinois safeguard)
         while high - low > 1:
-            if self.bound(middle, side) >= probability - 1e-12:
-                high = middle
+            value = self.bound(middle, side)
+            if value >= probability - 1e-12:
+                high, high_bound = middle, value
+                moved.append("high")
             else:
-                low = middle
+                low, low_bound = middle, value
+                moved.append("low")
             middle = (low + high) // 2
+            stuck = len(moved) >= 2 and moved[-1] == moved[-2]
+            if not stuck and low_bound is not None and high_bound is not None and high_bound > low_bound:
+                crossing = low + (probability - low_bound) / (high_bound - low_bound) * (high - low)
+                # Just inside the crossing on the side the bracket should shrink from, so one read may settle it.
+                middle = min(max(int(math.ceil(crossing)) if side > 0 else int(math.floor(crossing)) + 1, low + 1),
+                             high - 1) if high - low > 2 else low + 1
         return high
 
     def quantile(self, probability: float, floors: tuple[int, int] = (0, 0)) -> tuple[float, float, float]:
