@@ -68,6 +68,7 @@ def forget():
     channels._number_channel.cache_clear()
     channels._LEFT_INVERSES.clear()
     calibration._RECENT.clear()
+    calibration._ENDS.clear()
     calibration.VertexSurveys._KEPT.clear()
 
 

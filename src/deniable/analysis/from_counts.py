@@ -287,16 +287,14 @@ def _wide(mechanism, counts, level, method, question_id, simultaneous, scores, e
     mean = _mean(q, counts, pi, fitted, unbiased, unbiased_spread, scores, level, method, calibrated)
 
     def value_rows(indices):
-        z = distributions.norm_isf((1 - level) / 2)
-        rows = []
-        for i in indices:
-            if method == "wald":
-                low, high = max(pi[i] - z * se[i], 0.0), min(pi[i] + z * se[i], 1.0)
-            else:
-                low, high = calibration.interval(q, counts, pi, np.eye(1, len(pi), i)[0], level, calibrated)
-            rows.append((pi[i], se[i], min(max(low, 0.0), pi[i]), max(min(high, 1.0), pi[i]), unbiased[i],
-                         unbiased_se[i]))
-        return pd.DataFrame(rows, columns=COLUMNS, index=pd.Index(values[list(indices)], name="value"))
+        """The rows ``values=True`` gives these values (its intervals, at its per-answer level), and no others."""
+        indices = np.asarray(indices, dtype=int)
+        each_value = est.per_answer_level(level, len(pi), simultaneous)
+        row_method = "wald" if method == "wald" or len(pi) > PROFILE_GRID_LIMIT else method
+        low, high = _share_intervals(q, counts, pi, se, each_value, row_method, calibrated, indices)
+        answers = mechanism.answers
+        return pd.DataFrame(np.array([pi[indices], se[indices], low, high, unbiased[indices], unbiased_se[indices]]).T,
+                            columns=COLUMNS, index=pd.Index([answers[i] for i in indices], name="value"))
 
     notes = [*notes, f"rows are shares of ranges of values ({len(members)} bins); the quartiles' intervals invert "
              "the test of the distribution function at the grid points; per-value shares on request (values=True): "
@@ -372,12 +370,14 @@ def _calibration_note(calibrated: calibration.Calibration, short: bool, scores: 
             "point mass only if surveys drawn at that point mass reject it")
 
 
-def _share_intervals(q, counts, pi, se, level, method, calibrated=None):
+def _share_intervals(q, counts, pi, se, level, method, calibrated=None, indices=None):
+    """Each answer's interval (``indices``: those answers' only)."""
+    indices = np.arange(len(pi)) if indices is None else indices
     if method == "wald":
         z = distributions.norm_isf((1 - level) / 2)
-        return np.clip(pi - z * se, 0, None), np.clip(pi + z * se, None, 1)
-    ends = [calibration.interval(q, counts, pi, unit, level, calibrated) for unit in np.eye(len(pi))]
-    low, high = np.array(ends).T
+        return np.clip(pi[indices] - z * se[indices], 0, None), np.clip(pi[indices] + z * se[indices], None, 1)
+    ends = [calibration.interval(q, counts, pi, np.eye(1, len(pi), i)[0], level, calibrated) for i in indices]
+    low, high = np.array(ends, dtype=float).reshape(-1, 2).T
     return np.clip(low, 0, 1), np.clip(high, 0, 1)
 
 
