@@ -180,3 +180,28 @@ def test_a_quantile_at_a_point_mass_is_that_value_and_its_interval_holds_it():
     mechanism, q, counts = _counts(51, 1.0, 5_000, np.eye(51)[30], 7)
     result = estimate_counts(mechanism, counts, 0.95, None, "q")
     assert (result.quantiles["ci_low"] <= 30).all() and (30 <= result.quantiles["ci_high"]).all()
+
+
+def test_groups_compare_a_wide_number_s_bin_with_and_without_the_design():
+    """A bin is an answer of the published table: compared between groups as a share, and with a design through the
+    sum of its values' shares (the functional over the grid, not over the table's rows)."""
+    from deniable.analysis import compare
+    from deniable.analysis.sampling import SampleDesign
+
+    survey = Survey.from_dict({"id": "s", "title": "s", "questions": [
+        {"id": "g", "text": "Group?", "type": "choice", "options": ["a", "b"], "privacy": "none"},
+        {"id": "h", "text": "Hours?", "type": "number", "min": 0, "max": 40, "privacy": {"design": "laplace", "epsilon": 3}}]})
+    rng = np.random.default_rng(8)
+    groups = rng.choice(["a", "b"], size=600)
+    hours = np.where(groups == "a", rng.choice([2, 12], size=600, p=[0.7, 0.3]), rng.choice([2, 12], size=600))
+    mechanism = survey.questions["h"].mechanism
+    frame = pd.DataFrame({"g": groups, "h": [mechanism.randomize(int(v), rng=_Seeded(rng)) for v in hours],
+                          "w": rng.choice([1.0, 2.0], size=600)})
+    data = load(frame, spec=survey)
+    plain = compare(data, "h", "g", "a", "b", answer="0–4")
+    first, second = plain.results
+    assert plain.difference == pytest.approx(first.table.at["0–4", "estimate"] - second.table.at["0–4", "estimate"])
+    weighted = compare(data, "h", "g", "a", "b", answer="0–4", design=SampleDesign(weights="w"))
+    assert weighted.se > 0 and math.isfinite(weighted.se) and weighted.ci.low <= weighted.difference <= weighted.ci.high
+    with pytest.raises(AnalysisError, match="'0–9' is not one of"):
+        compare(data, "h", "g", "a", "b", answer="0–9")

@@ -152,6 +152,9 @@ def compare(loaded, question_id: str, by: str, a, b, answer=None, level: float =
     if design is not None:
         if answer == "mean":
             functional = first.scores
+        elif first.bin_members is not None:  # a wide number's bin: the sum of its values' shares
+            functional = np.zeros(len(first.answer_shares))
+            functional[first.bin_members[answer]] = 1.0
         else:
             functional = (first.table.index == answer).astype(float)
         se, df = domain_difference_se(loaded, question_id, by, a, b, design, np.asarray(functional, dtype=float))
