@@ -25,7 +25,7 @@ const MAX_TEXT_LENGTH = 5000;
 const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
 const SURVEY_FIELDS = ["id", "title", "description", "version", "languages", "default_language", "layout", "questions", "sections", "max_epsilon", "repeated", "page_words", "sample", "opens", "closes", "completion", "consent", "quotas", "randomize_sections", "invitations", "quality"];
 const SECTION_FIELDS = ["id", "title", "intro", "relevant", "questions", "randomize"];
-const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control", "split_ballot", "randomize", "check"];
+const QUESTION_FIELDS = ["id", "type", "text", "hint", "options", "min", "max", "step", "privacy", "required", "relevant", "constraint_message", "control", "split_ballot", "randomize", "check", "bins"];
 const NOTE_FIELDS = ["id", "type", "text", "hint", "relevant"];
 const RIGHT_TO_LEFT = new Set(["ar", "arc", "dv", "fa", "ha", "he", "khw", "ks", "ku", "ps", "sd", "ur", "yi"]);
 const SUGGESTIONS = {
@@ -149,6 +149,8 @@ export class Question extends Item {
     this.grid = this._readGrid(spec, where);
     this.constraintMessages = languages.text(spec.constraint_message, `${where}.constraint_message`, false);
     if (this.constraintMessages !== null && this.type !== "number") throw new SpecError(`${where}.constraint_message: only number questions have a range to explain`);
+    // A wide number's bins shape its publication, not its page: the server checks them; the page only refuses them elsewhere.
+    if (spec.bins != null && this.type !== "number") throw new SpecError(`${where}.bins: only number questions are published over bins`);
     const privacy = spec.privacy ?? DEFAULT_PRIVACY[this.type];
     if (privacy === undefined) {
       throw new SpecError(`${where}.privacy: required for ${this.type} questions (a design such as ${SUGGESTIONS[this.type]}, or 'none' for a public question)`);

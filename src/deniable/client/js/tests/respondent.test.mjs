@@ -50,3 +50,11 @@ test("bad parameters name the field, as in Python", () => {
   ];
   for (const [privacy, message] of refused) assert.throws(() => question(privacy), (e) => e instanceof SpecError && message.test(e.message));
 });
+
+test("a wide number's bins are read as the server wrote them; a question that is not a number refuses them", () => {
+  const survey = (question) => ({ id: "b", title: "b", questions: [question] });
+  const hours = { id: "h", type: "number", text: "Hours?", min: 0, max: 100, bins: [0, 1, 5, 10, 20, 50], privacy: { design: "laplace", epsilon: 1 } };
+  assert.equal(Survey.fromSpec(survey(hours)).questions.h.type, "number");
+  const yesNo = { id: "y", type: "yes_no", text: "?", bins: [0], privacy: { design: "warner", p: 0.75 } };
+  assert.throws(() => Survey.fromSpec(survey(yesNo)), (e) => e instanceof SpecError && /y'?\.bins: only number questions/.test(e.message));
+});
