@@ -205,3 +205,19 @@ def test_groups_compare_a_wide_number_s_bin_with_and_without_the_design():
     assert weighted.se > 0 and math.isfinite(weighted.se) and weighted.ci.low <= weighted.difference <= weighted.ci.high
     with pytest.raises(AnalysisError, match="'0–9' is not one of"):
         compare(data, "h", "g", "a", "b", answer="0–9")
+
+
+def test_at_a_bin_holding_everyone_the_statistic_s_law_is_drawn_on_that_face():
+    """A bin's share at 1 is a face of the simplex: the shares of the other values sit on their bounds and the
+    likelihood-ratio statistic runs above χ²₁ (a bin holding a point mass was covered 90% of 100 surveys at χ²₁'s
+    cut, 99% with this test); its law is a bootstrap at the counts' best point on the face, remembered."""
+    from deniable.analysis import likelihood
+
+    mechanism, q, counts = _counts(41, 1.0, 3_000, np.eye(41)[22], 11)
+    face = np.zeros(41, dtype=bool)
+    face[20:25] = True
+    best = likelihood.maximise(q, counts, face=face)[0]
+    surveys = calibration.FaceSurveys.at(q, counts, face, best)
+    assert surveys is calibration.FaceSurveys.at(q, counts, face, best)
+    assert surveys.quantile(0.95) > 2 * likelihood.likelihood_cut(0.95)  # above χ²₁'s 3.84
+    assert np.all(best[~face] == 0) and best.sum() == pytest.approx(1)
