@@ -340,12 +340,14 @@ def reaches_vertex(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, answer: in
 
 def reaches_face(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, face: np.ndarray, level: float,
                  cut: float) -> bool:
-    """Does the interval reach the face of the simplex on the answers ``face`` (a mask: a range of values' share at 1;
-    tested on faces of at most `spread.BATCH_ANSWERS` answers, whose surveys' maxima on the face are fitted together:
-    a wider face's, one by one, cost a 0..76 estimate 2.4 s, for quartiles that covered 99% without it)? There the shares off the face are all on their bounds and the statistic's law is a mixture of up to
-    k − |face| degrees of freedom (a long grid's bin holding a point mass: χ²₁'s cut covered 90% of 100 surveys). Its
-    law is taken from surveys drawn at the best point of the face for these counts (`FaceSurveys`), tested only where
-    the statistic lies between the estimate's cut and the χ² quantile of k − |face| degrees, as `reaches_vertex`."""
+    """Does the interval reach the face of the simplex on the answers ``face`` (a mask: a range of values' share at
+    1)? There the shares off the face are all on their bounds and the statistic's law is a mixture of up to
+    k − |face| degrees of freedom (a long grid's bin holding a point mass: χ²₁'s cut covered 90% of 100 surveys).
+    Its law is taken from surveys drawn at the best point of the face for these counts (`FaceSurveys`), tested only
+    where the statistic lies between the estimate's cut and the χ² quantile of k − |face| degrees, as
+    `reaches_vertex`. Only faces of at most `spread.BATCH_ANSWERS` answers, whose surveys' maxima on the face are
+    fitted together: a wider face's, one by one, cost a 0..76 estimate 2.4 s, for quartiles that covered 99% without
+    the test."""
     best = likelihood.maximise(q, counts, face=face)[0]
     statistic = 2 * (likelihood.loglikelihood(q, counts, pi) - likelihood.loglikelihood(q, counts, best))
     if statistic <= 2 * cut:
