@@ -117,8 +117,11 @@ def _peak_megabytes(name: str, n: int) -> float:
     import subprocess
     import sys
 
-    code = (f"import resource, sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r}); import grids; "
-            f"grids.one_estimate({name!r}, {n}); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    # VmHWM, not getrusage's maxrss: Linux keeps a process's maxrss across exec, so a child started by a process that
+    # had grown reported the parent's peak.
+    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import grids; "
+            f"grids.one_estimate({name!r}, {n}); "
+            "print([line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM')][0])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(done.stdout.split()[-1]) / 1024
 

@@ -26,6 +26,9 @@ from .validation import TRUTH_KINDS, _pool_map, random_truth
 WIDE_SEED = 20261129
 WIDE_CELLS = 16
 WIDE_REPS = 100
+#: A cell whose lowest figure is below this at `WIDE_REPS` surveys is run again with `WIDE_RECHECK` (its first
+#: surveys among them): at 100 a true 95% reads below 0.94 a third of the time (Monte Carlo error 0.022).
+WIDE_RECHECK_BELOW, WIDE_RECHECK = 0.94, 400
 
 
 def wide_cells(count: int = WIDE_CELLS, seed: int = WIDE_SEED) -> list[tuple]:
@@ -69,26 +72,36 @@ def wide_cell(job) -> dict:
 
 
 def wide_study(count: int = WIDE_CELLS, seed: int = WIDE_SEED, reps: int = WIDE_REPS, processes: int = 2) -> list:
-    return _pool_map(wide_cell, [(i, cell, reps) for i, cell in enumerate(wide_cells(count, seed))], processes)
+    jobs = [(i, cell, reps) for i, cell in enumerate(wide_cells(count, seed))]
+    rows = _pool_map(wide_cell, jobs, processes)
+    again = [(i, cell, WIDE_RECHECK) for (i, cell, _), row in zip(jobs, rows) if _lowest(row) < WIDE_RECHECK_BELOW]
+    for (i, _, _), row in zip(again, _pool_map(wide_cell, again, processes)):
+        rows[i] = row
+    return rows
+
+
+def _lowest(row: dict) -> float:
+    return min(row["q0.25"], row["q0.5"], row["q0.75"], row["bins (min)"])
 
 
 def wide_section(out, count: int = WIDE_CELLS, seed: int = WIDE_SEED, reps: int = WIDE_REPS, processes: int = 4):
     rows = wide_study(count, seed, reps, processes)
-    error = math.sqrt(0.95 * 0.05 / reps)
+    error, recheck_error = math.sqrt(0.95 * 0.05 / reps), math.sqrt(0.95 * 0.05 / WIDE_RECHECK)
     print("## Wide numbers: the median's, quartiles' and bins' intervals\n", file=out)
     print(f"{count} cells drawn with seed {seed} (`tests/support/wide_coverage.py`): numbers 0..k−1 with k from 25 "
           "to 101 (published as bins and quartiles), the random space's truth kinds in turn, ε log-uniform on [0.25, "
-          f"4], n log-uniform on [200, 20,000]; {reps} surveys a cell, each estimated as `estimate` does. A coverage "
-          f"of 95% has a Monte Carlo standard error of {error:.4f}; the bins' column is the lowest of the cell's "
-          "bins. Figures below 0.94 are in bold.\n", file=out)
-    print("| k | ε | n | truth | lower quartile | median | upper quartile | bins (lowest of) |", file=out)
-    print("|---|---|---|---|---|---|---|---|", file=out)
+          f"4], n log-uniform on [200, 20,000]; {reps} surveys a cell, each estimated as `estimate` does; a cell whose "
+          f"lowest figure is below {WIDE_RECHECK_BELOW} is run again with {WIDE_RECHECK}. A coverage of 95% has a "
+          f"Monte Carlo standard error of {error:.4f} at {reps} surveys, {recheck_error:.4f} at {WIDE_RECHECK}; the "
+          "bins' column is the lowest of the cell's bins. Figures below 0.94 are in bold.\n", file=out)
+    print("| k | ε | n | truth | surveys | lower quartile | median | upper quartile | bins (lowest of) |", file=out)
+    print("|---|---|---|---|---|---|---|---|---|", file=out)
 
     def cell(value):
         return f"**{value:.2f}**" if value < 0.94 else f"{value:.2f}"
 
     for row in rows:
-        print(f"| {row['k']} | {row['epsilon']:g} | {row['n']:,} | {row['truth']} | {cell(row['q0.25'])} | "
+        print(f"| {row['k']} | {row['epsilon']:g} | {row['n']:,} | {row['truth']} | {row['reps']} | {cell(row['q0.25'])} | "
               f"{cell(row['q0.5'])} | {cell(row['q0.75'])} | {cell(row['bins (min)'])} ({row['bins']}) |", file=out)
     lowest = min(min(row["q0.25"], row["q0.5"], row["q0.75"], row["bins (min)"]) for row in rows)
     print(f"\nLowest figure over every cell: {lowest:.2f}.", file=out)
