@@ -398,10 +398,15 @@ class VertexSurveys:
     @classmethod
     def at(cls, q: np.ndarray, n: int, answer: int) -> "VertexSurveys":
         key = (spread._seed(q, likelihood.point_mass(q.shape[1], answer), n), q.shape)
+        return cls._kept(key, lambda: cls(channels.as_channel(q), n, answer))
+
+    @classmethod
+    def _kept(cls, key, make) -> "VertexSurveys":
+        """The surveys kept under ``key``, made (``make()``) when not kept; all dropped past `KEPT_BYTES`."""
         if key not in cls._KEPT:
             if sum(kept.points.nbytes for kept in cls._KEPT.values()) > cls.KEPT_BYTES or len(cls._KEPT) > 4096:
                 cls._KEPT.clear()
-            cls._KEPT[key] = cls(channels.as_channel(q), n, answer)
+            cls._KEPT[key] = make()
         return cls._KEPT[key]
 
     def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
@@ -494,8 +499,4 @@ class FaceSurveys(VertexSurveys):
     @classmethod
     def at(cls, q: np.ndarray, counts: np.ndarray, face: np.ndarray, best: np.ndarray) -> "FaceSurveys":
         key = ("face", spread._seed(q, np.concatenate([counts, face]).astype(float), int(np.sum(counts))), q.shape)
-        if key not in cls._KEPT:
-            if sum(kept.points.nbytes for kept in cls._KEPT.values()) > cls.KEPT_BYTES or len(cls._KEPT) > 4096:
-                cls._KEPT.clear()
-            cls._KEPT[key] = cls(channels.as_channel(q), np.asarray(counts), np.asarray(face, dtype=bool), best)
-        return cls._KEPT[key]
+        return cls._kept(key, lambda: cls(channels.as_channel(q), np.asarray(counts), np.asarray(face, dtype=bool), best))

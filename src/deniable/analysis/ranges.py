@@ -34,8 +34,10 @@ from . import calibration, distributions
 WIDE_GRID = 24
 #: About this many bins when the spec declares none.
 DEFAULT_BINS = 10
-#: The quantiles published beside the mean: the quartiles and the median.
-PROBABILITIES = (0.25, 0.5, 0.75)
+#: The quantiles published beside the mean, by name: the quartiles and the median (the long table's columns are these
+#: names with underscores, the dashboard's rows and the summary's words these names).
+NAMES = {0.25: "lower quartile", 0.5: "median", 0.75: "upper quartile"}
+PROBABILITIES = tuple(NAMES)
 #: Round bin widths: these times a power of ten.
 _ROUND = (1, 2, 2.5, 5)
 

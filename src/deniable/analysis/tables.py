@@ -11,6 +11,7 @@ import pandas as pd
 from deniable.client.exact import CsvLines
 from deniable.client.reports import WAVES
 
+from . import ranges
 from .groups import subgroup_frame, subgroups
 from .loaded import LoadedSurvey, nothing_to_estimate
 from .sweep import each_question, estimate_with_design
@@ -140,7 +141,7 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
 
 
 #: A wide number's quantiles in the long table: columns median, median_ci_low, median_ci_high, and the quartiles'.
-QUANTILE_COLUMNS = {0.5: "median", 0.25: "lower_quartile", 0.75: "upper_quartile"}
+QUANTILE_COLUMNS = {p: ranges.NAMES[p].replace(" ", "_") for p in (0.5, 0.25, 0.75)}
 #: The split-ballot figures the long table carries on a split-ballot question's "yes" row.
 SPLIT_COLUMNS = {"direct": ("direct", "estimate"), "direct_se": ("direct", "se"), "direct_ci_low": ("direct", "ci_low"),
                  "direct_ci_high": ("direct", "ci_high"), "direct_n": ("direct", "n"),

@@ -22,7 +22,7 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.mechanisms import UnaryMechanism
 from deniable.client.reports import WAVES
 
-from . import channels, compliance, distributions, fit, likelihood
+from . import channels, compliance, distributions, fit, likelihood, ranges
 from . import estimators as est
 from .counting import is_missing, key, randomized_report, report_positions, rounded_counts
 from .errors import AnalysisError, DesignNotSupported
@@ -252,7 +252,7 @@ def _design_ranges(spread, theta, unbiased, covariance, report_spread, left_rows
     the weighted fit, its effective-n interval widened to hold it."""
     k = len(theta)
     rows = []
-    for label, (share_n, _, low_n, high_n, _, _) in spread.table.iterrows():
+    for label, (_, _, low_n, high_n, _, _) in spread.table.iterrows():
         indicator = np.zeros(k)
         indicator[spread.bin_members[label]] = 1.0
         share = float(indicator @ theta)
@@ -267,7 +267,7 @@ def _design_ranges(spread, theta, unbiased, covariance, report_spread, left_rows
     cumulative = np.cumsum(theta)
     quantiles = spread.quantiles.copy()
     for p in quantiles.index:
-        at = values[min(int(np.searchsorted(cumulative, p - 1e-9)), k - 1)]
+        at = values[min(ranges.quantile_index(cumulative, p), k - 1)]
         quantiles.loc[p] = at, min(quantiles.at[p, "ci_low"], at), max(quantiles.at[p, "ci_high"], at)
     return table, quantiles
 

@@ -12,6 +12,7 @@ from deniable.analysis.advice import UNINFORMATIVE_MARGIN
 from deniable.analysis.deadline import OutOfTime
 from deniable.analysis.errors import AnalysisError
 from deniable.analysis.groups import default_answer
+from deniable.analysis.ranges import NAMES
 from deniable.analysis.splitballot import ASSUMPTION
 from deniable.analysis.sweep import NoEstimate, each_estimate
 from deniable.client.errors import DeniableError
@@ -222,8 +223,7 @@ def histogram(result) -> dict:
 
 def quantile_rows(quantiles) -> list[dict]:
     """The median and quartiles as the page lists them."""
-    names = {0.25: "Lower quartile", 0.5: "Median", 0.75: "Upper quartile"}
-    return [{"label": names.get(p, f"{p:.0%} quantile"), "estimate": float(row["estimate"]),
+    return [{"label": NAMES.get(p, f"{p:.0%} quantile").capitalize(), "estimate": float(row["estimate"]),
              "low": float(row["ci_low"]), "high": float(row["ci_high"])} for p, row in quantiles.iterrows()]
 
 
