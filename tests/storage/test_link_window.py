@@ -55,8 +55,13 @@ def test_a_busy_server_resets_its_log_at_a_commit_once_the_window_has_passed(db_
             _answer(store, survey, tokens, batch * 10, 10)
             sizes.append((time.monotonic() - started, len(_copied_log(db_path, tmp_path))))
             time.sleep(0.05)
-        # The log is cut to nothing at a commit once the window has passed: it never grows over a window's commits.
-        resets = sum(1 for (_, before), (_, after) in zip(sizes, sizes[1:]) if after < before)
-        elapsed = sizes[-1][0]
-        assert resets >= int(elapsed / WINDOW) - 1, (resets, elapsed)
+        # The log is cut to nothing at the first commit once the window has passed: no stretch without a cut lasts
+        # longer than the window and the batches around it. Read from the samples' own times, so a loaded machine's
+        # slower batches widen the bound instead of failing it.
+        times = [at for at, _ in sizes]
+        longest_gap = max(b - a for a, b in zip([0.0, *times], times))
+        cuts = [0.0] + [at for (_, before), (at, after) in zip(sizes, sizes[1:]) if after < before] + [times[-1]]
+        assert len(cuts) > 3, sizes  # the log was cut again and again, not once
+        longest_stretch = max(b - a for a, b in zip(cuts, cuts[1:]))
+        assert longest_stretch <= WINDOW + 2 * longest_gap, (longest_stretch, longest_gap, sizes)
         assert store.response_count("tax") == 400
