@@ -263,16 +263,36 @@ def two_group_statistics(mechanism, kept, draws) -> np.ndarray:
     def edge(a: int, b: int) -> np.ndarray:  # the best point between corners a and b, per draw
         start, step = corners[:, a][None, :], (corners[:, b] - corners[:, a])[None, :]
 
-        def slope(position):
+        def slope_and_curvature(position, rows=slice(None)):
             rates = np.clip(start + position[:, None] * step, 1e-12, 1 - 1e-12)
-            return (step * (yes / rates - (sizes - yes) / (1 - rates))).sum(axis=1)
+            yes_part, no_part = yes[rows] / rates, (sizes[rows] - yes[rows]) / (1 - rates)
+            return ((step * (yes_part - no_part)).sum(axis=1),
+                    -(step ** 2 * (yes_part / rates + no_part / (1 - rates))).sum(axis=1))
 
-        low, high = np.zeros(len(draws)), np.ones(len(draws))
+        # Newton's steps inside a shrinking bracket (a bisection where a step would leave it): the slope falls, so
+        # the bracket always holds its zero; 6–9 steps reach round-off where bisection took 60 (a compliance p
+        # drawn 20,000 times spent 90% of its CPU here).
+        count = len(draws)
+        at_first = slope_and_curvature(np.zeros(count))[0] <= 0
+        at_second = ~at_first & (slope_and_curvature(np.ones(count))[0] >= 0)
+        position = np.where(at_second, 1.0, 0.0)
+        inner = np.flatnonzero(~at_first & ~at_second)
+        low, high, middle = np.zeros(len(inner)), np.ones(len(inner)), np.full(len(inner), 0.5)
+        moving = np.arange(len(inner))  # the draws not yet settled: a few slow ones do not hold the rest
         for _ in range(60):
-            middle = (low + high) / 2
-            rising = slope(middle) > 0
-            low, high = np.where(rising, middle, low), np.where(rising, high, middle)
-        position = np.where(slope(np.zeros(len(draws))) <= 0, 0.0, np.where(slope(np.ones(len(draws))) >= 0, 1.0, low))
+            slope, curvature = slope_and_curvature(middle[moving], inner[moving])
+            rising = slope > 0
+            low[moving] = np.where(rising, middle[moving], low[moving])
+            high[moving] = np.where(rising, high[moving], middle[moving])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                newton = middle[moving] - slope / curvature
+            moved = np.where((newton >= low[moving]) & (newton <= high[moving]), newton, (low[moving] + high[moving]) / 2)
+            settled = np.abs(moved - middle[moving]) <= 1e-15 + 1e-13 * np.abs(moved)
+            middle[moving] = moved
+            moving = moving[~settled]
+            if not len(moving):
+                break
+        position[inner] = middle
         return loglikelihood(start + position[:, None] * step)
 
     system = np.vstack([corners, np.ones(3)])
