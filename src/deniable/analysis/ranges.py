@@ -14,7 +14,10 @@ shares read 0.000 with intervals reaching 0.1 to 0.9), while a range of values, 
   above v) or F(v⁻)'s wholly at or above p (it is below v). F's profile bounds rise with v (F(v) does, for every
   distribution), so the interval's ends are the least v whose upper bound reaches p and the least v whose lower bound
   does: each end found by a search over the grid that reads one bound per value it visits (the bounds are shared by
-  the three quartiles).
+  the three quartiles). The bootstrap's surveys give cheaper intervals that fall short: their own quantiles' order
+  statistics (the percentile interval) covered a point mass's lower quartile 0.88 (k 76, ε 0.51, n 15,129) and a
+  near-a-face median 0.885 (k 44, ε 0.82, n 258), 400 surveys each, since the estimate's quantile leans toward the
+  grid's end and surveys drawn at the estimate lean with it; F̂ ± z·SD over them, inverted (Woodruff's), read 0.77.
 """
 
 from __future__ import annotations
