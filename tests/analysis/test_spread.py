@@ -197,9 +197,12 @@ def test_a_fit_moved_in_its_last_digits_keeps_its_standard_error(spec, monkeypat
 
 @pytest.mark.parametrize("rates", [np.array([0.1, 0.2, 0.4, 0.2, 0.1]), np.array([0.0, 0.7, 0.0, 0.3]),
                                    np.array([0.98, 0.01, 0.005, 0.005])])
-def test_the_bootstrap_s_draws_are_multinomial_and_unmoved_by_round_off(rates):
+@pytest.mark.parametrize("reports_per_rate", [0, 100], ids=["chain", "report by report"])
+def test_the_bootstrap_s_draws_are_multinomial_and_unmoved_by_round_off(rates, reports_per_rate, monkeypatch):
     """`stable_multinomial` draws the multinomial's law (means n·λ, covariances n·(diag λ − λλᵀ), zeros stay zero) and
-    the same surveys for rates that differ by round-off, symmetric ones included (their conditional share is ½)."""
+    the same surveys for rates that differ by round-off, symmetric ones included (their conditional share is ½), by
+    either of its ways (a chain of binomials; each report placed among the cumulative rates)."""
+    monkeypatch.setattr(spread, "REPORTS_PER_RATE", reports_per_rate)
     n, size = 50, 40_000
     draws = spread.stable_multinomial(np.random.default_rng(11), n, rates, size)
     assert (draws.sum(axis=1) == n).all() and (draws[:, rates == 0] == 0).all()
