@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import SpecError
+from .errors import DeniableError, SpecError
 
 #: The grain of a section's time, and its cap (a page left open over lunch counts an hour).
 SECONDS_STEP = 10
@@ -31,10 +31,12 @@ CHECK_TYPES = ("yes_no", "choice", "ordinal")
 WHOLE_SURVEY = "all"
 
 
-class ParadataError(ValueError):
+class ParadataError(DeniableError, ValueError):
+    """Paradata (the times and checks a page sends beside its reports) that cannot be read; its field is
+    ``paradata``."""
+
     def __init__(self, message: str):
-        super().__init__(message)
-        self.message, self.field = message, "paradata"
+        super().__init__(message, "paradata")
 
 
 @dataclass(frozen=True)

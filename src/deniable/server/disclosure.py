@@ -10,14 +10,15 @@ import collections
 import math
 from dataclasses import dataclass, field
 
+from deniable.client.errors import DeniableError
 from deniable.storage.release import RELEASE_AT
 
 #: A combination held by fewer responses than this is named as small (the frame's release bound).
 SMALL_GROUP = RELEASE_AT
 
 
-class RemedyError(ValueError):
-    """A remedy that names no column of the export, or cannot apply to it."""
+class RemedyError(DeniableError, ValueError):
+    """A remedy that names no column of the export, or cannot apply to it; the message starts with its option."""
 
 
 def quasi_identifiers(survey) -> list[str]:

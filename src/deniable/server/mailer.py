@@ -23,13 +23,18 @@ from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
+from deniable.client.errors import DeniableError
 from deniable.client.invitations import message as invitation_text
 
 SCHEMES = {"smtp": ("starttls", 587), "smtps": ("ssl", 465), "smtp+insecure": ("none", 25)}
 
 
-class MailError(Exception):
-    """The SMTP server cannot be used (unreachable, refuses the sender or the credentials): the run stops."""
+class MailError(DeniableError):
+    """The SMTP server cannot be used (unreachable, refuses the sender or the credentials, or ``DENIABLE_SMTP_URL``
+    does not say how to reach it): the run stops. Its field is ``smtp``."""
+
+    def __init__(self, message: str):
+        super().__init__(message, "smtp")
 
 
 @dataclass(frozen=True)

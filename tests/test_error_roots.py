@@ -1,0 +1,34 @@
+"""Every error deniable raises derives from `DeniableError` and every warning from `DeniableWarning`, so a caller (the
+CLI, a notebook, an embedding app) catches or silences one name: read off every class every module defines, so an
+error class added anywhere is held to it."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+from werkzeug.exceptions import HTTPException
+
+import deniable
+from deniable.client.errors import DeniableError, DeniableWarning
+
+
+def _classes_defined_in_deniable():
+    for module_info in pkgutil.walk_packages(deniable.__path__, "deniable."):
+        module = importlib.import_module(module_info.name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__:
+                yield cls
+
+
+def test_every_error_and_warning_has_the_one_root():
+    classes = list(_classes_defined_in_deniable())
+    assert len(classes) > 100  # the walk reached every room, server and storage included
+    warnings = [cls for cls in classes if issubclass(cls, Warning)]
+    # An HTTP exception is the server's answer (its status and JSON body name the field), not an error a caller catches.
+    errors = [cls for cls in classes if issubclass(cls, BaseException) and cls not in warnings
+              and not issubclass(cls, HTTPException)]
+    assert DeniableError in errors and DeniableWarning in warnings
+    assert [cls.__qualname__ for cls in errors if not issubclass(cls, DeniableError)] == []
+    assert [cls.__qualname__ for cls in warnings if not issubclass(cls, DeniableWarning)] == []
