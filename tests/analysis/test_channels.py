@@ -327,6 +327,21 @@ def test_a_long_number_grid_is_applied_through_its_structure(top, epsilon, repea
         np.testing.assert_allclose(vertices, counts @ np.log(q), rtol=1e-13)
     else:
         assert vertices is None  # a layered channel's entries are sums: the matrix's logarithms are read instead
+    some, rows = np.sort(rng.choice(q.shape[1], 40, replace=False)), np.flatnonzero(counts)
+    rows = np.union1d(rows, [0, q.shape[0] - 1])  # the folded tails among them
+    np.testing.assert_array_equal(structure.columns(some, rows), q[rows[:, None], some])
+    np.testing.assert_array_equal(channels.columns(q, some), q[:, some])
+    # The curvature a block of reports at a time (a few blocks here) is the written-out matrix's, to round-off.
+    from deniable.analysis import likelihood
+
+    rates = (q @ answers[0])[counts > 0]
+    monkeypatched, likelihood.CURVATURE_BLOCK = likelihood.CURVATURE_BLOCK, 40 * 200
+    try:
+        blocked = likelihood._Problem(structure, counts).curvature(some, rates)
+    finally:
+        likelihood.CURVATURE_BLOCK = monkeypatched
+    written = q[counts > 0][:, some] * (np.sqrt(counts[counts > 0]) / rates)[:, None]
+    np.testing.assert_allclose(blocked, written.T @ written, rtol=1e-10, atol=1e-12 * np.abs(blocked).max())
     with pytest.raises(ValueError):
         q[0, 0] = 1.0
     assert channels.structure(q[1:]) is None and channels.structure(q.copy()) is None

@@ -54,10 +54,14 @@ def _rank_quantile(statistics: np.ndarray, level: float) -> float:
 
 def loglikelihoods(q: np.ndarray, counts: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Σ_r c_r log (Qπ)_r per row of ``counts`` and ``points`` (reports with count 0 left out)."""
-    rates = channels.rates(q, points)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.where(counts > 0, np.log(np.clip(rates, 1e-300, None)), 0.0)
-    return (counts * logs).sum(axis=1)
+    values = np.empty(len(counts))
+    for rows in spread.row_blocks(len(counts), counts.shape[1]):
+        rates = channels.rates(q, points[rows])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = np.where(counts[rows] > 0, np.log(np.clip(rates, 1e-300, None)), 0.0)
+        values[rows] = (counts[rows] * logs).sum(axis=1)
+    return values
+
 
 
 #: Surveys read for a calibrated cut: the first this many of the standard errors' bootstrap (all of a long grid's
@@ -378,7 +382,8 @@ class VertexSurveys:
     #: EM steps per round, and rounds before the undecided surveys are fitted.
     STEPS, ROUNDS = 10, 6
     _KEPT: dict = {}
-    #: The points behind the bounds are dropped past this many bytes in all (a 0..1000 grid's: 1.6 MB a vertex).
+    #: The surveys and the points behind their bounds are dropped past this many bytes in all (a 0..1000 grid's: 6.4 MB
+    #: a vertex; a 0..10,000 grid's 64 MB, kept one at a time).
     KEPT_BYTES = 64 * 2**20
 
     def __init__(self, q: np.ndarray, n: int, answer: int):
@@ -404,27 +409,31 @@ class VertexSurveys:
     def _kept(cls, key, make) -> "VertexSurveys":
         """The surveys kept under ``key``, made (``make()``) when not kept; all dropped past `KEPT_BYTES`."""
         if key not in cls._KEPT:
-            if sum(kept.points.nbytes for kept in cls._KEPT.values()) > cls.KEPT_BYTES or len(cls._KEPT) > 4096:
+            if sum(kept.points.nbytes + kept.draws.nbytes for kept in cls._KEPT.values()) > cls.KEPT_BYTES \
+                    or len(cls._KEPT) > 4096:
                 cls._KEPT.clear()
             cls._KEPT[key] = make()
         return cls._KEPT[key]
 
     def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        rates = channels.rates(self.q, self.points)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            weights = np.where(self.draws > 0, self.draws / rates, 0.0)
-        gap = channels.pulled_back(self.q, weights).max(axis=1) - self.totals
+        gap = np.empty(len(self.draws))
+        for rows in spread.row_blocks(len(self.draws), self.draws.shape[1]):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                weights = np.where(self.draws[rows] > 0, self.draws[rows] / channels.rates(self.q, self.points[rows]), 0.0)
+            gap[rows] = channels.pulled_back(self.q, weights).max(axis=1) - self.totals[rows]
         low = 2 * (loglikelihoods(self.q, self.draws, self.points) - self.at_vertex)
         return low, low + 2 * np.clip(gap, 0, None)
 
     def _em_round(self) -> None:
         undecided = ~self.exact
         points, draws = self.points[undecided], self.draws[undecided]
+        totals = self.totals[undecided]
         for _ in range(self.STEPS):
             check_time()
-            with np.errstate(divide="ignore", invalid="ignore"):
-                weights = np.where(draws > 0, draws / channels.rates(self.q, points), 0.0)
-            points = points * channels.pulled_back(self.q, weights) / self.totals[undecided, None]
+            for rows in spread.row_blocks(len(draws), draws.shape[1]):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    weights = np.where(draws[rows] > 0, draws[rows] / channels.rates(self.q, points[rows]), 0.0)
+                points[rows] = points[rows] * channels.pulled_back(self.q, weights) / totals[rows, None]
         self.points[undecided] = points
         low, high = self._bounds()
         # A bound only ever tightens: each round's is valid, so keep the better of the two.

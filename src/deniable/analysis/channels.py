@@ -297,17 +297,20 @@ class FoldedGeometric:
         """(reports, answers), as the written-out matrix's."""
         return 3 * self.points + 1, self.points + 1
 
-    def columns(self, answers) -> np.ndarray:
-        """The written-out matrix's columns ``answers`` (all reports), entry for entry as `channel_matrix` writes them:
-        α^|v − a|·(1 − α)/(1 + α), the two folded tails α^d/(1 + α), under a panel's layer other + (keep − other)·Q."""
-        alpha = self.alpha
+    def columns(self, answers, reports=None) -> np.ndarray:
+        """The written-out matrix's columns ``answers`` (at the rows ``reports``, 0..3N, increasing; None: all), entry
+        for entry as `channel_matrix` writes them: α^|v − a|·(1 − α)/(1 + α), the two folded tails α^d/(1 + α), under
+        a panel's layer other + (keep − other)·Q."""
+        alpha, last = self.alpha, 3 * self.points
+        rows = np.arange(last + 1) if reports is None else np.asarray(reports)
         # Written answer by answer (the transpose's rows are the matrix's columns, so it comes out laid out by columns,
         # as the estimators read it), each α^d looked up among the 2N + 1 distances rather than raised again: a 0..1000
         # grid's 3 million powers took 60 ms, and its copy into columns 24 MB more.
-        distance = np.abs(np.subtract.outer(np.asarray(answers), np.arange(-self.points, 2 * self.points + 1)))
+        distance = np.abs(np.subtract.outer(np.asarray(answers), rows - self.points))
         powers = alpha ** np.arange(2 * self.points + 1)
         transposed = (1 - alpha) / (1 + alpha) * powers[distance]
-        transposed[:, [0, -1]] = powers[distance[:, [0, -1]]] / (1 + alpha)  # the folded tails
+        tails = np.flatnonzero((rows == 0) | (rows == last))
+        transposed[:, tails] = powers[distance[:, tails]] / (1 + alpha)  # the folded tails
         return self._layer(transposed).T
 
     def row(self, report: int) -> np.ndarray:
@@ -535,9 +538,12 @@ def as_channel(q):
     return q if isinstance(q, FoldedGeometric) else np.asarray(q, dtype=float)
 
 
-def columns(q, answers) -> np.ndarray:
-    """The channel's columns ``answers`` as a matrix (reports × len(answers)), from the structure when ``q`` is one."""
-    return q.columns(answers) if isinstance(q, FoldedGeometric) else q[:, answers]
+def columns(q, answers, reports=None) -> np.ndarray:
+    """The channel's columns ``answers`` as a matrix (reports × len(answers); only the rows ``reports`` when given),
+    from the structure when ``q`` is one (the rows not asked for never written out)."""
+    if isinstance(q, FoldedGeometric):
+        return q.columns(answers, reports)
+    return q[:, answers] if reports is None else q[np.asarray(reports)[:, None], answers]
 
 
 def row(q, report: int) -> np.ndarray:

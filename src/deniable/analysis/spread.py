@@ -303,7 +303,11 @@ def maximise_each(q: np.ndarray, counts: np.ndarray, starts: np.ndarray | None, 
     starts = None if starts is None else np.broadcast_to(starts, (rows, q.shape[1]))
     tilts = None if tilt is None else np.broadcast_to(tilt, (rows, q.shape[1]))
     if q.shape[1] <= BATCH_ANSWERS:
-        fits, certified = _batched_maximise(q, counts, starts, tilt=tilts)
+        fits, certified = np.empty((rows, q.shape[1])), np.empty(rows, dtype=bool)
+        for block in row_blocks(rows, q.shape[0]):  # each row is fitted on its own: a block of them at a time
+            fits[block], certified[block] = _batched_maximise(
+                q, counts[block], None if starts is None else starts[block],
+                tilt=None if tilts is None else tilts[block])
     else:
         fits, certified = np.empty((rows, q.shape[1])), np.zeros(rows, dtype=bool)
     for row in np.flatnonzero(~certified):
@@ -413,7 +417,11 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
     x = np.where(start > 0, start, 0.0) * np.ones((rows, 1))  # one start for all rows, or one per row
     x /= x.sum(axis=1, keepdims=True)
     tolerance = likelihood.KKT_TOLERANCE
-    outer = (q[:, :, None] * q[:, None, :]).reshape(q.shape[0], k * k)  # each report's q_r q_rᵀ, flattened
+    # Each report's q_r q_rᵀ, flattened, written once; for a face of a long grid (30,001 reports × 24² answers: 138 MB)
+    # a block of reports at a time, as each pass reads it.
+    blocks = [slice(first, min(first + max(1, OUTER_ENTRIES // (k * k)), q.shape[0]))
+              for first in range(0, q.shape[0], max(1, OUTER_ENTRIES // (k * k)))]
+    outer = _outer_products(q, blocks[0]) if len(blocks) == 1 else None
     diagonal = np.s_[:, ::k + 1]  # the diagonal of each row's k × k block, flattened
 
     def weights_at(lam, c, observed):
@@ -453,7 +461,11 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
                 if not len(moving):
                     break
             free = (xm > 0) | (gradient > multiplier[:, None] + n[:, None] * tolerance)
-            curvature = (weights / np.maximum(lam, 1e-300)) @ outer  # Σ_r w_r q_r q_rᵀ, one GEMM (flattened)
+            scaled = weights / np.maximum(lam, 1e-300)
+            if outer is not None:
+                curvature = scaled @ outer  # Σ_r w_r q_r q_rᵀ, one GEMM (flattened)
+            else:
+                curvature = sum(scaled[:, block] @ _outer_products(q, block) for block in blocks)
             curvature[diagonal] += 1e-12 * curvature[diagonal].sum(axis=1)[:, None]
             curvature = curvature.reshape(-1, k, k)
             direction = _newton_on_face(curvature, gradient, free)
@@ -494,6 +506,24 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
         lam = x @ q.T
         weights = weights_at(lam, counts, counts > 0)
         return x, residual(x, weights @ q if tilt is None else weights @ q + tilt, totals)[0] <= tolerance
+
+
+#: Entries of a surveys × reports array worked at once (16 MB): 200 surveys of a 0..10,000 grid's 30,001 reports
+#: made four or five such temporaries at once, a quarter of a GB, for each end tested at a point mass or a face.
+BLOCK_ENTRIES = 1 << 21
+#: Entries of the reports' outer products written at once by `_batched_maximise` (16 MB).
+OUTER_ENTRIES = BLOCK_ENTRIES
+
+
+def row_blocks(rows: int, width: int) -> list[slice]:
+    """Slices of ``rows`` rows, each with at most `BLOCK_ENTRIES` entries of ``width`` columns (one at least)."""
+    step = max(1, BLOCK_ENTRIES // max(width, 1))
+    return [slice(first, min(first + step, rows)) for first in range(0, rows, step)]
+
+
+def _outer_products(q: np.ndarray, reports: slice) -> np.ndarray:
+    rows = q[reports]
+    return (rows[:, :, None] * rows[:, None, :]).reshape(len(rows), -1)
 
 
 def _newton_on_face(curvature: np.ndarray, gradient: np.ndarray, free: np.ndarray) -> np.ndarray | None:
