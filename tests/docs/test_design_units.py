@@ -55,6 +55,22 @@ def test_each_design_has_its_section_in_the_mechanisms_page(name):
     assert any(DESIGNS[name].docs in heading for heading in headings), f"no heading of docs/mechanisms.md names {name}"
 
 
+@pytest.mark.parametrize("name", sorted(name for name, design in DESIGNS.items() if "yes_no" in design.types))
+def test_each_yes_no_design_is_compared_with_its_own_reference_parameters(name):
+    """`plan --compare` reads the registry: each yes/no design's textbook parameter sets are its own, build, and are in
+    the table beside a survey's own questions, with the non-compliance the design measures."""
+    from deniable.analysis.planning import compare_yes_no_designs
+
+    design = DESIGNS[name]
+    assert design.references, f"{name} has no reference parameters for plan --compare"
+    table = compare_yes_no_designs(1000)
+    for label, privacy in design.references:
+        assert privacy["design"] == name
+        Survey.from_dict({"id": "r", "title": "r", "questions": [
+            {"id": "q", "type": "yes_no", "text": "?", "privacy": privacy}]})
+        assert table.loc[label, "measures compliance"] == (design.measures or "no")
+
+
 def test_the_javascript_twin_registers_the_same_designs_with_the_same_types_and_parameters(node):
     twins = _node("import { DESIGNS } from './src/designs.js'; console.log(JSON.stringify(DESIGNS));", node)
     assert twins == {name: [list(d.types), list(d.params)] for name, d in DESIGNS.items()}

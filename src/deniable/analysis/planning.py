@@ -19,6 +19,7 @@ import numpy as np
 
 from deniable.client import Question, Survey
 from deniable.client.compliance import GroupedMechanism
+from deniable.client.designs import DESIGNS
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
@@ -202,20 +203,10 @@ def compare_designs(options: int, epsilon: float, distribution=None):
     return frame
 
 
-#: The yes/no designs `compare_yes_no_designs` sets beside a survey's own, with textbook parameters.
-REFERENCE_YES_NO = {
-    "forced response, coin (1/2, 1/4, 1/4)": {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"},
-    "unrelated question (p 2/3, innocuous 1/12)": {"design": "unrelated_question", "p": "2/3", "innocuous_yes": "1/12"},
-    "crosswise (p 1/4)": {"design": "crosswise", "p": "1/4", "companion": "…"},
-    "triangular (p 1/4)": {"design": "triangular", "p": "1/4", "companion": "…"},
-    "cheating detection (yes 1/3 | 2/3)": {"design": "cheating_detection", "groups": {
-        "a": {"yes": "1/3", "randomizer": "…"}, "b": {"yes": "2/3", "randomizer": "…"}}},
-    "cheating detection, symmetric (2/3, 1/12 | 1/12, 2/3)": {"design": "cheating_detection", "groups": {
-        "a": {"yes": "2/3", "no": "1/12", "randomizer": "…"}, "b": {"yes": "1/12", "no": "2/3", "randomizer": "…"}}},
-    "stochastic lie detector (p 2/12 | 10/12)": {"design": "stochastic_lie_detector", "groups": {
-        "a": {"p": "2/12", "randomizer": "…"}, "b": {"p": "10/12", "randomizer": "…"}}},
-}
-_MEASURES = {"cheating_detection": "anyone saying no regardless (γ)", "stochastic_lie_detector": "true yes denying it (t)"}
+#: The yes/no designs `compare_yes_no_designs` sets beside a survey's own, with textbook parameters: label → privacy
+#: field, every yes/no design's own (`designs.Design.references`), in the registry's order.
+REFERENCE_YES_NO = {label: privacy for design in DESIGNS.values() if "yes_no" in design.types
+                    for label, privacy in design.references}
 NOTE = ("ε is infinite for one-sided designs (triangular, cheating detection without 'no' shares, the lie detector): "
         "one report reveals an answer. Each compliance design is right only about its own kind: cheating detection "
         "when people may say 'no' to anything (the lie detector reads true 'no' who do so as lying carriers: π 0.46 for "
@@ -243,7 +234,7 @@ def compare_yes_no_designs(n: int = 1000, questions=(), level: float = 0.95, tar
         se = math.sqrt(variance / n)
         rows.append({"design": name, "epsilon": question.epsilon,
                      "randomized by": "respondent" if mechanism.respondent_randomizes else "device",
-                     "measures compliance": _MEASURES.get(mechanism.design, "no"),
+                     "measures compliance": DESIGNS[mechanism.design].measures or "no",
                      "se of yes": se, "margin of yes": two_sided_z(level) * se, f"n for ±{target:g}": n_for(variance, target, level),
                      "n to detect 5% cheaters": (n_to_detect_cheaters(question)
                                                  if mechanism.design == "cheating_detection" else None)})

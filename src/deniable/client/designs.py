@@ -236,13 +236,18 @@ class Design:
     (the builder of the same name in client/js/src/designs.js); how analysis estimates it (``shape``, one of
     `SHAPES`); its section in docs/mechanisms.md (``docs``, the heading's text); the catalogue words of its privacy
     statement when the respondent randomizes (``respondent_words``: how, and the fact the guarantee assumes unknown);
-    its cases in the shared vectors are found by name in tests/vectors/channels.json."""
+    for a yes/no design, the textbook parameter sets a plan sets beside a survey's own (``references``: label →
+    privacy field; `analysis.planning.compare_yes_no_designs`, a test checks every yes/no design has one) and the
+    non-compliance it measures (``measures``); its cases in the shared vectors are found by name in
+    tests/vectors/channels.json."""
     types: tuple[str, ...]
     params: tuple[str, ...]
     build: Callable[..., Mechanism]
     shape: str
     docs: str
     respondent_words: tuple[str, str] | None = None
+    references: tuple[tuple[str, dict], ...] = ()
+    measures: str | None = None
 
 
 _RESPONDENT_DRAW = ("respondent_instruction", "respondent_draw_fact")
@@ -250,38 +255,66 @@ _RESPONDENT_COMPANION = ("respondent_combined", "respondent_companion_fact")
 
 #: design name → its `Design`.
 DESIGNS = {
-    "forced_response": Design(("yes_no",), ("truth", "yes", "no", "randomizer"),
-                              lambda params, where, options, grid, text: forced_response(params, where, text),
-                              "binary", "`forced_response` (yes_no)", _RESPONDENT_DRAW),
-    "crosswise": Design(("yes_no",), ("companion", "p"),
-                        lambda params, where, options, grid, text: crosswise(params, where, text),
-                        "binary", "Designs in which the respondent randomizes", _RESPONDENT_COMPANION),
-    "cheating_detection": Design(("yes_no",), ("groups",),
-                                 lambda params, where, options, grid, text: compliance.cheating_detection(params, where,
-                                                                                                            text),
-                                 "grouped", "Designs that measure compliance", _RESPONDENT_DRAW),
-    "stochastic_lie_detector": Design(("yes_no",), ("groups",),
-                                      lambda params, where, options, grid, text:
-                                      compliance.stochastic_lie_detector(params, where, text),
-                                      "grouped", "Designs that measure compliance", _RESPONDENT_DRAW),
-    "triangular": Design(("yes_no",), ("companion", "p"),
-                         lambda params, where, options, grid, text: triangular(params, where, text),
-                         "binary", "Designs in which the respondent randomizes", _RESPONDENT_COMPANION),
-    "warner": Design(("yes_no",), ("p",), lambda params, where, options, grid, text: warner(params, where),
-                     "binary", "`warner` (yes_no)"),
-    "unrelated_question": Design(("yes_no",), ("p", "innocuous_yes"),
-                                 lambda params, where, options, grid, text: unrelated_question(params, where),
-                                 "binary", "`unrelated_question` (yes_no)"),
-    "k_rr": Design(("yes_no", "choice", "ordinal"), ("epsilon", "p_truth"),
-                   lambda params, where, options, grid, text: k_rr(params, where, options),
-                   "symmetric", "`k_rr` (choice, ordinal, yes_no)"),
-    "ordinal": Design(("ordinal",), ("epsilon",), lambda params, where, options, grid, text: ordinal(params, where, options),
-                      "channel", "`ordinal` (ordinal)"),
-    "unary": Design(("multi_select",), ("epsilon", "variant"),
-                    lambda params, where, options, grid, text: unary(params, where, options),
-                    "unary", "`unary` (multi_select)"),
-    "laplace": Design(("number",), ("epsilon",), lambda params, where, options, grid, text: laplace(params, where, *grid),
-                      "numeric", "`laplace` (number)"),
+    "forced_response": Design(
+        types=("yes_no",), params=("truth", "yes", "no", "randomizer"),
+        build=lambda params, where, options, grid, text: forced_response(params, where, text),
+        shape="binary", docs="`forced_response` (yes_no)", respondent_words=_RESPONDENT_DRAW,
+        references=(("forced response, coin (1/2, 1/4, 1/4)",
+                     {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}),)),
+    "warner": Design(
+        types=("yes_no",), params=("p",), build=lambda params, where, options, grid, text: warner(params, where),
+        shape="binary", docs="`warner` (yes_no)",
+        references=(("Warner (p 3/4)", {"design": "warner", "p": "3/4"}),)),
+    "unrelated_question": Design(
+        types=("yes_no",), params=("p", "innocuous_yes"),
+        build=lambda params, where, options, grid, text: unrelated_question(params, where),
+        shape="binary", docs="`unrelated_question` (yes_no)",
+        references=(("unrelated question (p 2/3, innocuous 1/12)",
+                     {"design": "unrelated_question", "p": "2/3", "innocuous_yes": "1/12"}),)),
+    "crosswise": Design(
+        types=("yes_no",), params=("companion", "p"),
+        build=lambda params, where, options, grid, text: crosswise(params, where, text),
+        shape="binary", docs="Designs in which the respondent randomizes", respondent_words=_RESPONDENT_COMPANION,
+        references=(("crosswise (p 1/4)", {"design": "crosswise", "p": "1/4", "companion": "…"}),)),
+    "triangular": Design(
+        types=("yes_no",), params=("companion", "p"),
+        build=lambda params, where, options, grid, text: triangular(params, where, text),
+        shape="binary", docs="Designs in which the respondent randomizes", respondent_words=_RESPONDENT_COMPANION,
+        references=(("triangular (p 1/4)", {"design": "triangular", "p": "1/4", "companion": "…"}),)),
+    "cheating_detection": Design(
+        types=("yes_no",), params=("groups",),
+        build=lambda params, where, options, grid, text: compliance.cheating_detection(params, where, text),
+        shape="grouped", docs="Designs that measure compliance", respondent_words=_RESPONDENT_DRAW,
+        references=(("cheating detection (yes 1/3 | 2/3)", {"design": "cheating_detection", "groups": {
+                        "a": {"yes": "1/3", "randomizer": "…"}, "b": {"yes": "2/3", "randomizer": "…"}}}),
+                    ("cheating detection, symmetric (2/3, 1/12 | 1/12, 2/3)", {"design": "cheating_detection", "groups": {
+                        "a": {"yes": "2/3", "no": "1/12", "randomizer": "…"},
+                        "b": {"yes": "1/12", "no": "2/3", "randomizer": "…"}}})),
+        measures="anyone saying no regardless (γ)"),
+    "stochastic_lie_detector": Design(
+        types=("yes_no",), params=("groups",),
+        build=lambda params, where, options, grid, text: compliance.stochastic_lie_detector(params, where, text),
+        shape="grouped", docs="Designs that measure compliance", respondent_words=_RESPONDENT_DRAW,
+        references=(("stochastic lie detector (p 2/12 | 10/12)", {"design": "stochastic_lie_detector", "groups": {
+                        "a": {"p": "2/12", "randomizer": "…"}, "b": {"p": "10/12", "randomizer": "…"}}}),),
+        measures="true yes denying it (t)"),
+    "k_rr": Design(
+        types=("yes_no", "choice", "ordinal"), params=("epsilon", "p_truth"),
+        build=lambda params, where, options, grid, text: k_rr(params, where, options),
+        shape="symmetric", docs="`k_rr` (choice, ordinal, yes_no)",
+        references=(("k-ary randomized response (p_truth 2/3)", {"design": "k_rr", "p_truth": "2/3"}),)),
+    "ordinal": Design(
+        types=("ordinal",), params=("epsilon",),
+        build=lambda params, where, options, grid, text: ordinal(params, where, options),
+        shape="channel", docs="`ordinal` (ordinal)"),
+    "unary": Design(
+        types=("multi_select",), params=("epsilon", "variant"),
+        build=lambda params, where, options, grid, text: unary(params, where, options),
+        shape="unary", docs="`unary` (multi_select)"),
+    "laplace": Design(
+        types=("number",), params=("epsilon",),
+        build=lambda params, where, options, grid, text: laplace(params, where, *grid),
+        shape="numeric", docs="`laplace` (number)"),
 }
 
 DEFAULT_PRIVACY = {"yes_no": {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}}
