@@ -12,6 +12,34 @@ import pytest
 from tests.support import epsilon_audit as audit
 
 
+def test_every_design_the_device_randomizes_is_audited_from_the_registry():
+    """A design added to the registry is audited once it names its question (`Design.audit`); one the device can
+    randomize without it fails here. Only a design whose every reference question the respondent randomizes (a
+    companion question, a randomizer of their own) has nothing on the device to draw."""
+    from deniable.client import Survey
+    from deniable.client.designs import DESIGNS
+
+    def respondent_randomizes(privacy) -> bool:
+        spec = {"id": "r", "title": "r", "questions": [{"id": "q", "type": "yes_no", "text": "?", "privacy": privacy}]}
+        return Survey.from_dict(spec).questions["q"].mechanism.respondent_randomizes
+
+    audited = {case.spec["questions"][0]["privacy"]["design"] for case in audit.registry_cases()}
+    for name, design in DESIGNS.items():
+        if design.audit is None:
+            assert design.references and all(respondent_randomizes(p) for _, p in design.references), name
+        assert (name in audited) == (design.audit is not None), name
+    assert len(audited) == 7
+
+
+def test_the_worst_pair_is_found_from_the_exact_channel():
+    """The pair and event the audit derives reach the channel's largest ratio: on a 0..4 number at ε 1 the two ends
+    and every report at or beyond the lower one; on k_rr any two options and the first's own report."""
+    by_name = {case.name: case for case in audit.CASES}
+    laplace = by_name["laplace ε = 1, 0..4"]
+    assert laplace.pair == (0, 4) and laplace.event == ("-4", "-3", "-2", "-1", "0")
+    assert by_name["k_rr ln 3, 4 options"].pair == ("a", "b") and by_name["k_rr ln 3, 4 options"].event == ('"a"',)
+
+
 def test_each_event_reaches_the_stated_epsilon_exactly():
     for case in audit.CASES:
         stated, at_event = audit.stated(case)

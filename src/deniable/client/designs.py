@@ -238,8 +238,11 @@ class Design:
     statement when the respondent randomizes (``respondent_words``: how, and the fact the guarantee assumes unknown);
     for a yes/no design, the textbook parameter sets a plan sets beside a survey's own (``references``: label →
     privacy field; `analysis.planning.compare_yes_no_designs`, a test checks every yes/no design has one) and the
-    non-compliance it measures (``measures``); its cases in the shared vectors are found by name in
-    tests/vectors/channels.json."""
+    non-compliance it measures (``measures``); for a design the device can randomize, the question its ε audit draws
+    from (``audit``: a label, the question's fields, the draws per answer; tests/support/epsilon_audit.py finds the
+    worst pair of answers and the event from the exact channel, and a test fails when such a design has none; a
+    design only the respondent randomizes draws nothing on the device to audit); its cases in the shared vectors are
+    found by name in tests/vectors/channels.json."""
     types: tuple[str, ...]
     params: tuple[str, ...]
     build: Callable[..., Mechanism]
@@ -248,6 +251,7 @@ class Design:
     respondent_words: tuple[str, str] | None = None
     references: tuple[tuple[str, dict], ...] = ()
     measures: str | None = None
+    audit: tuple[str, dict, int] | None = None
 
 
 _RESPONDENT_DRAW = ("respondent_instruction", "respondent_draw_fact")
@@ -260,17 +264,22 @@ DESIGNS = {
         build=lambda params, where, options, grid, text: forced_response(params, where, text),
         shape="binary", docs="`forced_response` (yes_no)", respondent_words=_RESPONDENT_DRAW,
         references=(("forced response, coin (1/2, 1/4, 1/4)",
-                     {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}),)),
+                     {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}),),
+        audit=("forced_response 1/2, 1/4, 1/4", {"type": "yes_no", "privacy": {
+            "design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}}, 20000)),
     "warner": Design(
         types=("yes_no",), params=("p",), build=lambda params, where, options, grid, text: warner(params, where),
         shape="binary", docs="`warner` (yes_no)",
-        references=(("Warner (p 3/4)", {"design": "warner", "p": "3/4"}),)),
+        references=(("Warner (p 3/4)", {"design": "warner", "p": "3/4"}),),
+        audit=("warner p = 0.6", {"type": "yes_no", "privacy": {"design": "warner", "p": "3/5"}}, 12000)),
     "unrelated_question": Design(
         types=("yes_no",), params=("p", "innocuous_yes"),
         build=lambda params, where, options, grid, text: unrelated_question(params, where),
         shape="binary", docs="`unrelated_question` (yes_no)",
         references=(("unrelated question (p 2/3, innocuous 1/12)",
-                     {"design": "unrelated_question", "p": "2/3", "innocuous_yes": "1/12"}),)),
+                     {"design": "unrelated_question", "p": "2/3", "innocuous_yes": "1/12"}),),
+        audit=("unrelated_question 2/3, 1/12", {"type": "yes_no", "privacy": {
+            "design": "unrelated_question", "p": "2/3", "innocuous_yes": "1/12"}}, 20000)),
     "crosswise": Design(
         types=("yes_no",), params=("companion", "p"),
         build=lambda params, where, options, grid, text: crosswise(params, where, text),
@@ -302,19 +311,27 @@ DESIGNS = {
         types=("yes_no", "choice", "ordinal"), params=("epsilon", "p_truth"),
         build=lambda params, where, options, grid, text: k_rr(params, where, options),
         shape="symmetric", docs="`k_rr` (choice, ordinal, yes_no)",
-        references=(("k-ary randomized response (p_truth 2/3)", {"design": "k_rr", "p_truth": "2/3"}),)),
+        references=(("k-ary randomized response (p_truth 2/3)", {"design": "k_rr", "p_truth": "2/3"}),),
+        audit=("k_rr ln 3, 4 options", {"type": "choice", "options": ["a", "b", "c", "d"],
+                                         "privacy": {"design": "k_rr", "epsilon": "ln 3"}}, 25000)),
     "ordinal": Design(
         types=("ordinal",), params=("epsilon",),
         build=lambda params, where, options, grid, text: ordinal(params, where, options),
-        shape="channel", docs="`ordinal` (ordinal)"),
+        shape="channel", docs="`ordinal` (ordinal)",
+        audit=("ordinal ε = 1, 5 points", {"type": "ordinal", "options": ["1", "2", "3", "4", "5"],
+                                            "privacy": {"design": "ordinal", "epsilon": 1}}, 64000)),
     "unary": Design(
         types=("multi_select",), params=("epsilon", "variant"),
         build=lambda params, where, options, grid, text: unary(params, where, options),
-        shape="unary", docs="`unary` (multi_select)"),
+        shape="unary", docs="`unary` (multi_select)",
+        audit=("unary ε = 2, 2 options", {"type": "multi_select", "options": ["a", "b"],
+                                           "privacy": {"design": "unary", "epsilon": 2}}, 24000)),
     "laplace": Design(
         types=("number",), params=("epsilon",),
         build=lambda params, where, options, grid, text: laplace(params, where, *grid),
-        shape="numeric", docs="`laplace` (number)"),
+        shape="numeric", docs="`laplace` (number)",
+        audit=("laplace ε = 1, 0..4", {"type": "number", "min": 0, "max": 4, "step": 1,
+                                        "privacy": {"design": "laplace", "epsilon": 1}}, 45000)),
 }
 
 DEFAULT_PRIVACY = {"yes_no": {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}}
