@@ -115,8 +115,8 @@ class _Problem:
 
     def curvature(self, answers: np.ndarray, rates: np.ndarray) -> np.ndarray:
         """Σ_r c_r/λ_r² q_r q_rᵀ over the observed reports, on ``answers``: the log-likelihood's negated Hessian. A
-        structure's columns are written a block of reports at a time: all of a 0..10,000 grid's 30,001 reports at
-        once, on a profile's face of thousands of answers, took 0.7 GB."""
+        structure's columns are written a block of reports at a time: a 0..10,000 grid's 30,001 reports on a face of
+        a thousand answers would be 240 MB at once."""
         scale = np.sqrt(self.c) / rates
         if self.structure is None:
             weighted = self.a[:, answers] * scale[:, None]
