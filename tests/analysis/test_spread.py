@@ -34,6 +34,23 @@ def test_the_batched_fits_are_the_certified_maxima(spec, n):
                                                                              abs=1e-6)
 
 
+def test_the_fits_worked_in_blocks_are_the_fits_worked_whole(monkeypatch):
+    """A long face's surveys are fitted a block of rows at a time and read the reports' outer products a block at a
+    time (`spread.row_blocks`): the same fits as in one piece, here with blocks of a few rows and reports."""
+    q = channels.channel_matrix(question(**DESIGNS[3]).mechanism)
+    k = q.shape[1]
+    truth = np.r_[0.8, np.zeros(k - 2), 0.2]
+    draws = np.random.default_rng(5).multinomial(300, q @ truth, size=40).astype(float)
+    whole = spread.maximise_each(q, draws, truth)
+    monkeypatch.setattr(spread, "BLOCK_ENTRIES", 3 * k * k)  # 3 reports' outer products, 3·k²/R surveys a block
+    assert len(spread.row_blocks(len(draws), q.shape[0])) > 1 and len(spread.row_blocks(q.shape[0], k * k)) > 1
+    np.testing.assert_allclose(spread.maximise_each(q, draws, truth), whole, atol=1e-9)
+    from deniable.analysis import calibration  # its surveys × reports arrays, a block of surveys at a time
+
+    direct = (draws * np.log(np.clip(whole @ q.T, 1e-300, None))).sum(axis=1)
+    np.testing.assert_allclose(calibration.loglikelihoods(q, draws, whole), direct, rtol=1e-12)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", DESIGNS)
 def test_a_share_s_standard_error_is_the_spread_of_its_fit_and_never_above_a_half(spec):

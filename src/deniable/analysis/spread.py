@@ -419,8 +419,7 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
     tolerance = likelihood.KKT_TOLERANCE
     # Each report's q_r q_rᵀ, flattened, written once; for a face of a long grid (30,001 reports × 24² answers: 138 MB)
     # a block of reports at a time, as each pass reads it.
-    blocks = [slice(first, min(first + max(1, OUTER_ENTRIES // (k * k)), q.shape[0]))
-              for first in range(0, q.shape[0], max(1, OUTER_ENTRIES // (k * k)))]
+    blocks = row_blocks(q.shape[0], k * k)
     outer = _outer_products(q, blocks[0]) if len(blocks) == 1 else None
     diagonal = np.s_[:, ::k + 1]  # the diagonal of each row's k × k block, flattened
 
@@ -511,12 +510,11 @@ def _batched_maximise(q: np.ndarray, counts: np.ndarray, start: np.ndarray, iter
 #: Entries of a surveys × reports array worked at once (16 MB): 200 surveys of a 0..10,000 grid's 30,001 reports
 #: made four or five such temporaries at once, a quarter of a GB, for each end tested at a point mass or a face.
 BLOCK_ENTRIES = 1 << 21
-#: Entries of the reports' outer products written at once by `_batched_maximise` (16 MB).
-OUTER_ENTRIES = BLOCK_ENTRIES
 
 
 def row_blocks(rows: int, width: int) -> list[slice]:
-    """Slices of ``rows`` rows, each with at most `BLOCK_ENTRIES` entries of ``width`` columns (one at least)."""
+    """Slices of ``rows`` rows, each with at most `BLOCK_ENTRIES` entries of ``width`` columns (one at least): surveys
+    × reports arrays, and the reports' outer products (a row of k² entries each)."""
     step = max(1, BLOCK_ENTRIES // max(width, 1))
     return [slice(first, min(first + step, rows)) for first in range(0, rows, step)]
 
