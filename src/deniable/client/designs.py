@@ -257,7 +257,7 @@ class Design:
 _RESPONDENT_DRAW = ("respondent_instruction", "respondent_draw_fact")
 _RESPONDENT_COMPANION = ("respondent_combined", "respondent_companion_fact")
 
-#: design name → its `Design`.
+#: design name → its `Design`, in the JS twin's order (a refusal lists the designs in this order on both).
 DESIGNS = {
     "forced_response": Design(
         types=("yes_no",), params=("truth", "yes", "no", "randomizer"),
@@ -267,29 +267,11 @@ DESIGNS = {
                      {"design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}),),
         audit=("forced_response 1/2, 1/4, 1/4", {"type": "yes_no", "privacy": {
             "design": "forced_response", "truth": "1/2", "yes": "1/4", "no": "1/4"}}, 20000)),
-    "warner": Design(
-        types=("yes_no",), params=("p",), build=lambda params, where, options, grid, text: warner(params, where),
-        shape="binary", docs="`warner` (yes_no)",
-        references=(("Warner (p 3/4)", {"design": "warner", "p": "3/4"}),),
-        audit=("warner p = 0.6", {"type": "yes_no", "privacy": {"design": "warner", "p": "3/5"}}, 12000)),
-    "unrelated_question": Design(
-        types=("yes_no",), params=("p", "innocuous_yes"),
-        build=lambda params, where, options, grid, text: unrelated_question(params, where),
-        shape="binary", docs="`unrelated_question` (yes_no)",
-        references=(("unrelated question (p 2/3, innocuous 1/12)",
-                     {"design": "unrelated_question", "p": "2/3", "innocuous_yes": "1/12"}),),
-        audit=("unrelated_question 2/3, 1/12", {"type": "yes_no", "privacy": {
-            "design": "unrelated_question", "p": "2/3", "innocuous_yes": "1/12"}}, 20000)),
     "crosswise": Design(
         types=("yes_no",), params=("companion", "p"),
         build=lambda params, where, options, grid, text: crosswise(params, where, text),
         shape="binary", docs="Designs in which the respondent randomizes", respondent_words=_RESPONDENT_COMPANION,
         references=(("crosswise (p 1/4)", {"design": "crosswise", "p": "1/4", "companion": "…"}),)),
-    "triangular": Design(
-        types=("yes_no",), params=("companion", "p"),
-        build=lambda params, where, options, grid, text: triangular(params, where, text),
-        shape="binary", docs="Designs in which the respondent randomizes", respondent_words=_RESPONDENT_COMPANION,
-        references=(("triangular (p 1/4)", {"design": "triangular", "p": "1/4", "companion": "…"}),)),
     "cheating_detection": Design(
         types=("yes_no",), params=("groups",),
         build=lambda params, where, options, grid, text: compliance.cheating_detection(params, where, text),
@@ -307,6 +289,24 @@ DESIGNS = {
         references=(("stochastic lie detector (p 2/12 | 10/12)", {"design": "stochastic_lie_detector", "groups": {
                         "a": {"p": "2/12", "randomizer": "…"}, "b": {"p": "10/12", "randomizer": "…"}}}),),
         measures="true yes denying it (t)"),
+    "triangular": Design(
+        types=("yes_no",), params=("companion", "p"),
+        build=lambda params, where, options, grid, text: triangular(params, where, text),
+        shape="binary", docs="Designs in which the respondent randomizes", respondent_words=_RESPONDENT_COMPANION,
+        references=(("triangular (p 1/4)", {"design": "triangular", "p": "1/4", "companion": "…"}),)),
+    "warner": Design(
+        types=("yes_no",), params=("p",), build=lambda params, where, options, grid, text: warner(params, where),
+        shape="binary", docs="`warner` (yes_no)",
+        references=(("Warner (p 3/4)", {"design": "warner", "p": "3/4"}),),
+        audit=("warner p = 0.6", {"type": "yes_no", "privacy": {"design": "warner", "p": "3/5"}}, 12000)),
+    "unrelated_question": Design(
+        types=("yes_no",), params=("p", "innocuous_yes"),
+        build=lambda params, where, options, grid, text: unrelated_question(params, where),
+        shape="binary", docs="`unrelated_question` (yes_no)",
+        references=(("unrelated question (p 2/3, innocuous 1/12)",
+                     {"design": "unrelated_question", "p": "2/3", "innocuous_yes": "1/12"}),),
+        audit=("unrelated_question 2/3, 1/12", {"type": "yes_no", "privacy": {
+            "design": "unrelated_question", "p": "2/3", "innocuous_yes": "1/12"}}, 20000)),
     "k_rr": Design(
         types=("yes_no", "choice", "ordinal"), params=("epsilon", "p_truth"),
         build=lambda params, where, options, grid, text: k_rr(params, where, options),
