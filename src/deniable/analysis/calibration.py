@@ -63,6 +63,11 @@ def loglikelihoods(q: np.ndarray, counts: np.ndarray, points: np.ndarray) -> np.
     return values
 
 
+def _report_weights(q, draws: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """c_r / (Qπ)_r per survey, 0 where a report was not drawn: the EM step's and its bounds' weights."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(draws > 0, draws / channels.rates(q, points), 0.0)
+
 
 #: Surveys read for a calibrated cut: the first this many of the standard errors' bootstrap (all of a long grid's
 #: 200). Each functional's cut costs a fit of every survey (an 11-point scale: 20 ms per 400); the coverage's Monte
@@ -418,8 +423,7 @@ class VertexSurveys:
     def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
         gap = np.empty(len(self.draws))
         for rows in spread.row_blocks(len(self.draws), self.draws.shape[1]):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                weights = np.where(self.draws[rows] > 0, self.draws[rows] / channels.rates(self.q, self.points[rows]), 0.0)
+            weights = _report_weights(self.q, self.draws[rows], self.points[rows])
             gap[rows] = channels.pulled_back(self.q, weights).max(axis=1) - self.totals[rows]
         low = 2 * (loglikelihoods(self.q, self.draws, self.points) - self.at_vertex)
         return low, low + 2 * np.clip(gap, 0, None)
@@ -431,8 +435,7 @@ class VertexSurveys:
         for _ in range(self.STEPS):
             check_time()
             for rows in spread.row_blocks(len(draws), draws.shape[1]):
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    weights = np.where(draws[rows] > 0, draws[rows] / channels.rates(self.q, points[rows]), 0.0)
+                weights = _report_weights(self.q, draws[rows], points[rows])
                 points[rows] = points[rows] * channels.pulled_back(self.q, weights) / totals[rows, None]
         self.points[undecided] = points
         low, high = self._bounds()
