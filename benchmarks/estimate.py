@@ -67,10 +67,10 @@ def store(path: str, k: int, reports: np.ndarray) -> float:
                 part = reports[chunk:chunk + 200_000]
                 # sequential ids: the server draws random ones, but random keys only slow this set-up
                 ids = [f"{chunk + i:032x}" for i in range(len(part))]
-                db.db.conn.executemany(
+                db.connection.executemany(
                     "INSERT INTO responses (id, survey_id, spec_hash, received_on, idempotency_key, fingerprint) "
                     "VALUES (?, 'bench', ?, '2026-01-01', ?, '')", [(i, survey.hash, i) for i in ids])
-                db.db.conn.executemany("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES (?, ?, 'q', ?)",
+                db.connection.executemany("INSERT INTO reports (response_id, spec_hash, question_id, value) VALUES (?, ?, 'q', ?)",
                                        [(i, survey.hash, values[r]) for i, r in zip(ids, part)])
         db.rebuild_counts()  # the rows went in around `submit`, so bring its running totals up to date
     return time.perf_counter() - start

@@ -38,6 +38,7 @@ import re
 import secrets
 import shutil
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -47,8 +48,6 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-
-import sqlite_utils
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.postgres: the throwaway cluster
 
@@ -160,17 +159,17 @@ def raw_floor(survey: Survey, count: int, per_transaction: int, url: str) -> flo
         path = str(Path(folder) / "floor.db")
         with storage.Store(path):
             pass  # the same schema
-        db = sqlite_utils.Database(path)
-        db.enable_wal()
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
         db.execute("PRAGMA cache_size=-32768")  # the settings deniable's engine uses: the floor gets them too
         db.execute("PRAGMA wal_autocheckpoint=10000")
         start = time.perf_counter()
         for batch in batches:
-            with db.conn:
+            with db:
                 pairs = [records(body) for body in batch]
-                db.conn.executemany(insert_response + "(?, ?, ?, ?, ?, ?)", [p[0] for p in pairs])
-                db.conn.executemany(insert_report + "(?, ?, ?, ?)", [r for p in pairs for r in p[1]])
+                db.executemany(insert_response + "(?, ?, ?, ?, ?, ?)", [p[0] for p in pairs])
+                db.executemany(insert_report + "(?, ?, ?, ?)", [r for p in pairs for r in p[1]])
         elapsed = time.perf_counter() - start
         db.close()
         return elapsed

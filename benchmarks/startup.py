@@ -7,8 +7,8 @@ far each median is above the floor (`python -c "import deniable.client"`). Goal:
 and `deniable survey check` within 0.2 s of the floor. `survey check` prints planning figures by
 default, which load numpy (55 ms here) and bootstrap the ordinal and numeric questions (50-60 ms for
 the examples); `--no-plan` only validates. `deniable survey list` opens a SQLite database (a scratch one with the
-example survey): sqlite-utils is loaded without pandas and numpy (storage/engines.py), which it would otherwise
-import (0.3 s).
+example survey) through the standard library's sqlite3: neither sqlite-utils nor the pandas and numpy it would import
+(0.3 s) are loaded (sqlite-utils only writes `deniable export --format sqlite`).
 """
 
 from __future__ import annotations

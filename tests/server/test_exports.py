@@ -1,14 +1,21 @@
 """Exports people open: CSV with one 0/1 column per multi-select option, labelled SPSS and
-Stata files that round-trip through pyreadstat and pandas, and the codebook beside them."""
+Stata files that round-trip through pyreadstat and pandas, a SQLite file Datasette serves, and the codebook beside
+them."""
 
 from __future__ import annotations
+
+import asyncio
+import sqlite3
+import sys
 
 import pandas as pd
 import pyreadstat
 import pytest
+from datasette.app import Datasette
 
 from deniable.analysis import load
 from deniable.server.cli import main
+from deniable.server.export_formats import EXPORT_FORMATS
 from tests.server.conftest import ADMIN, ANSWERS, sign_in
 
 RESPONSES = [
@@ -102,6 +109,72 @@ def test_the_codebook_documents_each_column_alphabet(runner, db_path, filled):
     assert "`undeclared.Side jobs`" in text and "undeclared_Side_jobs" in text
 
 
+def _sqlite_export(runner, db_path, target, *options):
+    result = runner.invoke(main, ["export", "tax", "--db", db_path, "--format", "sqlite", "--output", str(target), *options])
+    assert result.exit_code == 0, result.output
+    assert "Wrote 3 responses" in result.output and target.with_name(f"{target.stem}.codebook.md").exists()
+    return sqlite3.connect(target)
+
+
+def test_a_sqlite_export_holds_the_csv_cells_typed_and_keyed(runner, db_path, filled, tmp_path):
+    csv = tmp_path / "tax.csv"
+    assert runner.invoke(main, ["export", "tax", "--db", db_path, "--output", str(csv)]).exit_code == 0
+    expected = pd.read_csv(csv, dtype=str, keep_default_na=False).set_index("id")
+    with _sqlite_export(runner, db_path, tmp_path / "tax.sqlite") as db:
+        assert {name for name, in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} == {
+            "responses", "versions", "questions", "notes"}
+        types = {name: kind for _, name, kind, *_ in db.execute("PRAGMA table_info(responses)")}
+        assert list(types) == ["id", *expected.columns]  # the CSV's columns, in its order
+        assert (types["hours"], types["undeclared.Tips"], types["dodged"], types["region"]) == ("REAL", "INTEGER", "TEXT", "TEXT")
+        cursor = db.execute("SELECT * FROM responses")
+        names = [column[0] for column in cursor.description]
+        rows = {row[0]: dict(zip(names, row)) for row in cursor}
+        assert set(rows) == set(expected.index)
+        for response, cells in rows.items():
+            for column, value in cells.items():
+                written = expected.loc[response, column] if column != "id" else response
+                # an empty CSV cell is NULL; a number the same number; text the same text
+                assert (value is None and written == "") or (
+                    float(written) == value if types[column] == "REAL" else str(value) == written), (column, value, written)
+        assert db.execute("PRAGMA foreign_key_list(responses)").fetchall()[0][2:5] == ("versions", "spec_hash", "spec_hash")
+        assert db.execute("SELECT version, responses FROM versions").fetchall() == [(1, 3)]
+        questions = {row[0]: row[1:] for row in db.execute("SELECT question, randomized, epsilon, columns FROM questions")}
+        assert questions["region"] == (0, None, "region")
+        assert questions["dodged"][0] == 1 and questions["dodged"][1] > 0
+        assert questions["undeclared"][2].startswith("undeclared.Tips, undeclared.Rental income")
+        assert "tabulating them directly gives wrong shares" in db.execute(
+            "SELECT text FROM notes WHERE topic = 'randomized columns'").fetchone()[0]
+
+
+def test_a_sqlite_export_opens_in_datasette_with_each_response_linked_to_its_version(runner, db_path, filled, tmp_path):
+    target = tmp_path / "tax.sqlite"
+    _sqlite_export(runner, db_path, target, "--all-versions").close()
+
+    async def read(path):
+        datasette = Datasette([str(target)])
+        await datasette.invoke_startup()
+        return (await datasette.client.get(path)).json()
+
+    rows = asyncio.run(read("/tax/responses.json?_shape=array&_labels=on"))
+    assert len(rows) == 3 and {row["version"] for row in rows} == {1}  # pooled: the version is a number
+    assert {row["spec_hash"]["value"] for row in rows} == {filled_hash(db_path)}  # a link to the versions row
+    counted = asyncio.run(read("/tax.json?sql=select+count(*)+as+n+from+responses+where+dodged+%3D+'yes'&_shape=array"))
+    assert counted[0]["n"] == sum(reports["dodged"] == "yes" for reports in filled)
+
+
+def test_without_sqlite_utils_a_sqlite_export_is_refused_and_nothing_is_written(runner, db_path, filled, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "sqlite_utils", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "deniable.storage.export_file", raising=False)
+    target = tmp_path / "tax.sqlite"
+    result = runner.invoke(main, ["export", "tax", "--db", db_path, "--format", "sqlite", "--output", str(target)])
+    assert result.exit_code == 1 and "SQLite exports need sqlite-utils: pip install 'deniable[server]'" in result.output
+    assert "Traceback" not in result.output and list(tmp_path.glob("tax*")) == []
+
+
+def filled_hash(db_path) -> str:
+    return load(db=db_path, survey_id="tax").survey.hash
+
+
 def test_binary_formats_need_an_output_file(runner, db_path, filled):
     result = runner.invoke(main, ["export", "tax", "--db", db_path, "--format", "sav"])
     assert result.exit_code == 2 and "--output" in result.output
@@ -117,7 +190,7 @@ def test_the_api_and_dashboard_serve_every_format(client, filled, tmp_path):
     assert client.get("/api/v1/surveys/tax/export?format=codebook", headers=headers).data.startswith(b"# Codebook")
     sign_in(client)
     page = client.get("/admin/surveys/tax").get_data(as_text=True)
-    for fmt in ("csv", "jsonl", "sav", "dta", "codebook"):
+    for fmt in EXPORT_FORMATS:
         link = f"/admin/surveys/tax/versions/1/export.{fmt}"
         assert link in page
         assert client.get(link).status_code == 200, fmt

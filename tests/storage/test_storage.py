@@ -14,7 +14,7 @@ def test_schema_is_created_and_migrations_are_idempotent(db_path, engine):
     with storage.Store(db_path) as store:
         assert store.schema_version() == storage.SCHEMA_VERSION
         if engine == "sqlite":
-            assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert store.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = set(store.engine.table_names())
         assert {"surveys", "survey_versions", "responses", "reports", "report_counts", "version_counts", "tokens",
                 "settings"} <= tables
@@ -39,10 +39,10 @@ def test_a_spent_token_is_rolled_back_when_the_response_fails(store, survey):
 
     record = store.get_survey("tax")
     [token] = store.issue_tokens("tax", 1)
-    store.db.execute("CREATE TRIGGER fail BEFORE INSERT ON reports BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+    store.connection.execute("CREATE TRIGGER fail BEFORE INSERT ON reports BEGIN SELECT RAISE(ABORT, 'disk full'); END")
     with pytest.raises(sqlite3.DatabaseError, match="disk full"):
         store.submit("tax", record.hash, "k" * 16, survey.randomize(ANSWERS), token)
-    store.db.execute("DROP TRIGGER fail")
+    store.connection.execute("DROP TRIGGER fail")
     assert store.token_counts("tax") == {"issued": 1, "used": 0}
     assert store.response_count("tax") == 0
     store.submit("tax", record.hash, "k" * 16, survey.randomize(ANSWERS), token)
@@ -123,7 +123,7 @@ def test_schema_7_keys_responses_and_reports_by_version_and_keeps_every_figure(d
                                 or run(sql, params))
         assert _figures(new) == before[0]
         if engine == "sqlite":
-            plans = {sql: " | ".join(row[-1] for row in new.db.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
+            plans = {sql: " | ".join(row[-1] for row in new.connection.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
                      for sql, params in statements if " responses" in sql or " reports" in sql}
             # by a public question, by wave, the export (and its frame cells' answers), the rows of some questions,
             # per day, per wave
@@ -181,8 +181,8 @@ def test_a_stored_response_writes_few_pages(db_path, demo):
         store.add_survey(demo)
         for _ in range(2):  # a table of 1,000 responses: their pages are no longer all hot
             store.submit_many("tax", [(demo.hash, secrets.token_hex(16), demo.randomize(ANSWERS), None) for _ in range(500)])
-        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        frame = store.db.execute("PRAGMA page_size").fetchone()[0] + 24
+        store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        frame = store.connection.execute("PRAGMA page_size").fetchone()[0] + 24
         for _ in range(100):
             store.submit("tax", demo.hash, secrets.token_hex(16), demo.randomize(ANSWERS))
         assert store.response_count("tax") == 1100
@@ -215,11 +215,11 @@ def test_migration_from_schema_1_backfills_the_totals(tmp_path, demo):
         assert store.schema_version() == storage.SCHEMA_VERSION == 15
         assert store.get_survey("tax").responses == 25
         # schema 3 moved every response and report into tables clustered by the random id (schema 7: by version, then id)
-        assert [row[0] for row in store.db.execute("SELECT id FROM responses WHERE spec_hash = ?", [demo.hash])] == sorted(f"r{i}" for i in range(25))
-        assert store.db.execute("SELECT COUNT(*) FROM reports").fetchone()[0] == 25 * len(ANSWERS)
+        assert [row[0] for row in store.connection.execute("SELECT id FROM responses WHERE spec_hash = ?", [demo.hash])] == sorted(f"r{i}" for i in range(25))
+        assert store.connection.execute("SELECT COUNT(*) FROM reports").fetchone()[0] == 25 * len(ANSWERS)
         for table in ("responses", "reports"):
-            assert "WITHOUT ROWID" in store.db.execute("SELECT sql FROM sqlite_master WHERE name = ?", [table]).fetchone()[0]
-        totals = sorted(store.db.execute("SELECT question_id, value, SUM(count) FROM report_counts "
+            assert "WITHOUT ROWID" in store.connection.execute("SELECT sql FROM sqlite_master WHERE name = ?", [table]).fetchone()[0]
+        totals = sorted(store.connection.execute("SELECT question_id, value, SUM(count) FROM report_counts "
                                          "GROUP BY question_id, value").fetchall())
         assert totals == _scanned_counts(store, demo.hash)
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == storage.SCHEMA_VERSION

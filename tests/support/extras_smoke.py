@@ -8,6 +8,7 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -80,12 +81,16 @@ def _deniable(*arguments: str, cwd: Path) -> str:
 
 
 def server(repo: Path, work: Path) -> None:
-    """The documented production install: the demo set up, `deniable estimate`, and a served dashboard page."""
+    """The documented production install: the demo set up, `deniable estimate`, a SQLite export and a served dashboard
+    page."""
     database = str(work / "smoke.db")
     output = _deniable("demo", "--simulate", "40", "--no-serve", "--db", database, cwd=work)
     token = re.search(r"Admin token[^:]*: (\S+)", output).group(1)
     estimated = _deniable("estimate", "tax", "--db", database, cwd=work)
     assert "dodged" in estimated, estimated
+    _deniable("export", "tax", "--db", database, "--format", "sqlite", "--output", str(work / "tax.sqlite"), cwd=work)
+    with sqlite3.connect(work / "tax.sqlite") as exported:
+        assert exported.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 40
     port = _free_port()
     served = subprocess.Popen([str(Path(sys.executable).with_name("deniable")), "serve", "--db", database,
                                "--port", str(port)], cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -107,7 +112,7 @@ def server(repo: Path, work: Path) -> None:
     finally:
         served.terminate()
         served.wait(timeout=30)
-    print("server: demo, estimate and the dashboard's survey page served")
+    print("server: demo, estimate, export and the dashboard's survey page served")
 
 
 def postgresql(repo: Path, work: Path) -> None:

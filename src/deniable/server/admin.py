@@ -33,7 +33,8 @@ from .auth import (
 )
 from .background import finish_later, pending
 from .db import get_store
-from .exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord
+from .export_formats import EXPORT_FORMATS
+from .exports import ExportUnavailable, PooledRecord
 
 blueprint = Blueprint("admin", __name__, url_prefix="/admin")
 
@@ -281,6 +282,7 @@ def _estimates_page(survey_id, version: int | None = None, pooled: bool = False)
         # The rest is worked out by this process's background thread; the next view finds it remembered.
         planning_later = finish_later(job, lambda: plan(data.survey, planned, asked=observed, design=sample))
     return render_template("estimates.html", record=record, current=current, survey=data.survey, charts=charts,
+                           export_formats=EXPORT_FORMATS,
                            n=data.n, inf=math.inf, pooled=pooled, loaded=data, days=day_bars(store.responses_per_day(survey_id)),
                            waves=store.waves(survey_id) if current.survey.repeated is not None else None,
                            quotas=store.quota_counts(survey_id) if current.survey.quotas else None,

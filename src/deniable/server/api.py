@@ -24,7 +24,8 @@ from deniable.storage.release import RELEASE_AT
 from .auth import bearer_caller, bearer_caller_and_scopes
 from .db import get_store
 from .disclosure import groups as disclosure_groups
-from .exports import EXPORT_FORMATS, SUFFIXES, ExportUnavailable, PooledRecord, describe_version, export_rows
+from .export_formats import EXPORT_FORMATS
+from .exports import ExportUnavailable, PooledRecord, describe_version, export_rows
 
 blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
 #: What publishing a version may need confirmed (`storage.Unconfirmed`): lowering a question's privacy, and
@@ -403,7 +404,7 @@ def export_response(store, record, fmt: str, actor: str) -> Response:
         singled = disclosure_groups(export_rows(store, record), survey) if fmt != "codebook" else None
     store.audit(actor, "responses exported", record.id, f"{describe_version(record)}, {fmt}")
     name = f"{record.id}-all-versions" if isinstance(record, PooledRecord) else f"{record.id}-v{record.version}"
-    headers = {"Content-Disposition": f'attachment; filename="{name}.{SUFFIXES[fmt]}"'}
+    headers = {"Content-Disposition": f'attachment; filename="{name}.{export.suffix}"'}
     if singled is not None and singled.columns:  # what `deniable export` says on its error stream
         headers["X-Deniable-Quasi-Identifiers"] = ", ".join(singled.columns)
         headers["X-Deniable-Unique-Rows"] = str(singled.unique)

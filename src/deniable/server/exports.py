@@ -73,7 +73,7 @@ def export_rows(store, record):
     return store.export(record.id, record.hash)
 
 
-def _versions(record) -> list:
+def versions_of(record) -> list:
     """The versions an export holds, newest first."""
     return list(reversed(record.versions)) if isinstance(record, PooledRecord) else [record]
 
@@ -82,8 +82,8 @@ def _union(lists) -> list:
     return list(dict.fromkeys(item for items in lists for item in items))
 
 
-def _columns(record) -> list[str]:
-    columns = _union(_survey_columns(version.survey) for version in _versions(record))
+def export_columns(record) -> list[str]:
+    columns = _union(_survey_columns(version.survey) for version in versions_of(record))
     if isinstance(record, PooledRecord):
         columns.insert(columns.index("spec_hash") + 1, VERSION_COLUMN)
     return columns
@@ -96,17 +96,21 @@ def _survey_columns(survey) -> list[str]:
     columns += survey.sample.get("frame", [])
     columns += [seconds_column(key) for key in timed_sections(survey)]
     for qid, question in survey.questions.items():
-        if question.split_ballot is not None:
-            columns.append(arm_column(qid))
-        if question.type == "multi_select":
-            columns += [option_column(qid, option) for option in question.options]
-        elif _grouped(question):
-            columns += [group_column(qid), qid]
-        else:
-            columns.append(qid)
-        if question.split_ballot is not None:
-            columns.append(direct_column(qid))
+        columns += question_columns(qid, question)
     return columns
+
+
+def question_columns(qid: str, question: Question) -> list[str]:
+    """The columns of a CSV (or SQLite) export that hold one question's reports."""
+    split = question.split_ballot is not None
+    columns = [arm_column(qid)] if split else []
+    if question.type == "multi_select":
+        columns += [option_column(qid, option) for option in question.options]
+    elif _grouped(question):
+        columns += [group_column(qid), qid]
+    else:
+        columns.append(qid)
+    return columns + ([direct_column(qid)] if split else [])
 
 
 def timed_sections(survey) -> list[str]:
@@ -131,7 +135,7 @@ def export_jsonl(record, rows):
         yield json.dumps(row, ensure_ascii=False) + "\n"
 
 
-class _CsvCells:
+class RowCells:
     """A version's cells of one row, by column name, with what the version's spec decides worked out once (an export
     of a million rows asked the spec the same questions a million times)."""
 
@@ -178,8 +182,8 @@ class _CsvCells:
 def export_csv(record, rows):
     """One column per question, and one 0/1 column per option of a multi-select question (empty when the
     question was not answered, or, pooled, not asked in the row's version)."""
-    columns = _columns(record)
-    cells_of = {version.hash: _CsvCells(version.survey) for version in _versions(record)}
+    columns = export_columns(record)
+    cells_of = {version.hash: RowCells(version.survey) for version in versions_of(record)}
     lines = CsvLines()
     yield lines.line(columns)  # the header on its own: a version with no responses yet still has its columns
     for row in rows:
@@ -313,7 +317,7 @@ def _pooled_variables(record: PooledRecord) -> list[Variable]:
     A coded answer keeps the newest version's codes and labels; a value only an older version has gets the
     next free code. A name whose meaning changed (a number become a choice, or other value labels) gets its
     older version's own variable, suffixed ``_v<version>``."""
-    versions = _versions(record)
+    versions = versions_of(record)
     merged: dict[str, dict] = {}  # name → {"variable": the newest's, "readers": {hash: read}, codes…}
     taken: set = set()
     for version in versions:
@@ -403,7 +407,7 @@ def export_dta(record, rows):
     yield _labelled(record, rows, ".dta")
 
 
-def _alphabet(question: Question) -> str:
+def describe_reports(question: Question) -> str:
     if question.type == "number":
         reports = question.mechanism.reports
         low, high, step = (json_number(value) for value in question.grid)
@@ -488,13 +492,18 @@ def _pooled_codebook(record: PooledRecord) -> Iterable[str]:
         yield from _questions(version.survey, "###")
 
 
+def describe_privacy(question: Question) -> str:
+    if not question.is_private:
+        return "public: sent as given, not randomized"
+    who = "by the respondent" if question.mechanism.respondent_randomizes else "on the respondent's device"
+    return f"randomized {who}: {question.mechanism.design}, ε = {question.epsilon:.4g}"
+
+
 def _questions(survey, heading: str) -> Iterable[str]:
     taken = {"id", "spec_hash", "received_on"}
     for qid, question in survey.questions.items():
         private = question.is_private
-        who = "by the respondent" if question.mechanism.respondent_randomizes else "on the respondent's device"
-        privacy = (f"randomized {who}: {question.mechanism.design}, ε = {question.epsilon:.4g}"
-                   if private else "public: sent as given, not randomized")
+        privacy = describe_privacy(question)
         split = question.split_ballot
         names = ([_name(f"{qid}_arm", taken)] if split is not None else []) + (
             [_name(f"{qid}_{o}", taken) for o in question.options] if question.type == "multi_select"
@@ -502,7 +511,7 @@ def _questions(survey, heading: str) -> Iterable[str]:
             else [_name(qid, taken)]) + ([_name(f"{qid}_direct", taken)] if split is not None else [])
         yield (f"{heading} `{qid}`{' [randomized]' if private else ''}\n\n"
                f"- Text: {question.text}\n- Type: {question.type}\n- Privacy: {privacy}\n"
-               f"- Report values: {_alphabet(question)}\n"
+               f"- Report values: {describe_reports(question)}\n"
                f"- SPSS/Stata variable{'s' if len(names) > 1 else ''}: {', '.join(names)}\n")
         if question.type == "multi_select":
             yield "".join(f"  - `{option_column(qid, o)}`: {question.option_label(o)}\n" for o in question.options)
@@ -522,22 +531,3 @@ class ExportUnavailable(DeniableError):
     """A format whose library is not installed."""
 
     status = 501
-
-
-@dataclass(frozen=True)
-class ExportFormat:
-    write: Callable
-    mimetype: str
-    binary: bool = False
-
-
-EXPORT_FORMATS = {
-    "csv": ExportFormat(export_csv, "text/csv"),
-    "jsonl": ExportFormat(export_jsonl, "application/x-ndjson"),
-    "sav": ExportFormat(export_sav, "application/x-spss-sav", binary=True),
-    "dta": ExportFormat(export_dta, "application/x-stata-dta", binary=True),
-    "codebook": ExportFormat(codebook, "text/markdown"),
-}
-
-#: The file name ending of each format (the codebook is Markdown).
-SUFFIXES = {"csv": "csv", "jsonl": "jsonl", "sav": "sav", "dta": "dta", "codebook": "codebook.md"}

@@ -1,6 +1,6 @@
 """deniable.storage: the only code that speaks SQL.
 
-One facade, `Store`, over two engines chosen by the database URL (SQLite through sqlite-utils, the
+One facade, `Store`, over two engines chosen by the database URL (SQLite through the standard library's sqlite3, the
 embedded default; PostgreSQL through psycopg 3 and a pool). Its concerns each have a module:
 ``engines`` (the engine protocol, SQLite's engine), ``postgresql`` (PostgreSQL's engine and its pool),
 ``transactions`` (transactions, savepoints, retries), ``errors`` (what a failure means to the sender),
@@ -9,7 +9,8 @@ embedded default; PostgreSQL through psycopg 3 and a pool). Its concerns each ha
 and the sampling frame it carries), ``writes`` (responses and running
 totals), ``group_commit`` (a server process's concurrent submissions in one transaction), ``reads``
 (counts, report rows, exports), ``accounts`` (admins, sessions, API tokens, audit), ``maintenance``
-(copy, backup), ``location`` (which database: `resolve_database`).
+(copy, backup), ``location`` (which database: `resolve_database`), ``export_file`` (an export as a SQLite file
+Datasette opens, written with sqlite-utils).
 
 Readers (every reading command, the dashboard and the analysis) open ``Store(url, read_only=True)``,
 which reads any schema from 1 on without migrating it.

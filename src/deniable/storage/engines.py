@@ -1,5 +1,5 @@
 """The two database engines behind every store, chosen by the database URL: SQLite (a path or
-``sqlite:///…``, through sqlite-utils; the embedded default), here, and PostgreSQL (``postgresql://…``, psycopg 3
+``sqlite:///…``, through the standard library's sqlite3; the embedded default), here, and PostgreSQL (``postgresql://…``, psycopg 3
 with a psycopg_pool pool per process), in `postgresql`. Every query is written once, with ``?`` placeholders; the
 PostgreSQL engine numbers them ``$1, $2, …`` (raw cursors). Transactions and their retries: `transactions`.
 """
@@ -7,12 +7,9 @@ PostgreSQL engine numbers them ``$1, $2, …`` (raw cursors). Transactions and t
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
 import os
 import re
 import sqlite3
-import sys
-import threading
 import urllib.parse
 from typing import Protocol, runtime_checkable
 
@@ -23,39 +20,8 @@ except ImportError:  # Windows: SQLite's own busy wait alone
 
 
 from . import link_window
-from .errors import NotFound, StorageError, Unavailable, refusal
+from .errors import NotFound, Unavailable, refusal
 from .postgresql import PostgresEngine
-
-
-class _WithoutDataFrames(importlib.abc.MetaPathFinder):
-    """Refuses pandas and numpy to the thread that imports sqlite-utils, for that import only (`_import_sqlite_utils`):
-    any other thread imports them as usual meanwhile."""
-
-    REFUSED = ("pandas", "numpy")
-
-    def __init__(self):
-        self.thread = threading.get_ident()
-
-    def find_spec(self, name, path=None, target=None):
-        if threading.get_ident() == self.thread and name.partition(".")[0] in self.REFUSED:
-            raise ImportError(f"{name}: not loaded for sqlite-utils", name=name)
-        return None
-
-
-def _import_sqlite_utils():
-    """sqlite-utils, without the pandas and numpy it imports when they are installed (to store their values; the store
-    never gives it either): 0.3 s of CPU and 45 MB in every process that opens a SQLite database, most of which never
-    estimate (the server's respondent pages, `deniable survey list`, tokens, export). Where a program has them loaded
-    already (a notebook), sqlite-utils finds them as before. Here, not at the top: `deniable --help` opens nothing."""
-    if "sqlite_utils" in sys.modules:
-        return sys.modules["sqlite_utils"]
-    finder = _WithoutDataFrames()
-    sys.meta_path.insert(0, finder)
-    try:
-        import sqlite_utils  # the refused imports fail inside it, which it takes as "not installed"
-    finally:
-        sys.meta_path.remove(finder)
-    return sqlite_utils
 
 
 def is_postgres(url: str) -> bool:
@@ -122,7 +88,7 @@ class Engine(Protocol):
 
 
 class SQLiteEngine:
-    """One SQLite connection (sqlite-utils), WAL, ``synchronous=FULL``; writers queue on
+    """One SQLite connection (the standard library's sqlite3), WAL, ``synchronous=FULL``; writers queue on
     ``BEGIN IMMEDIATE``. Schema version in ``PRAGMA user_version``."""
 
     dialect = "sqlite"
@@ -154,21 +120,14 @@ class SQLiteEngine:
                               "read it as it is)", "db")
         else:
             connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        try:
-            sqlite_utils = _import_sqlite_utils()
-        except ImportError:
-            connection.close()
-            raise StorageError("SQLite databases need sqlite-utils: pip install 'deniable[analysis]' (or "
-                               "'deniable[server]')", "db") from None
-
-        self.db = sqlite_utils.Database(connection)
+        self.connection = connection
         self._writer_lock = None  # the open lock file, once this connection has written (`begin_transaction`)
         # Not to be kept when it is (or turns out) read-only: opened while the file could not be written, SQLite keeps
         # the connection read-only for its life.
         self.reopen = not read_only and self.path != ":memory:" and not os.access(self.path, os.W_OK)
         if self.path != ":memory:" and not read_only:
             try:
-                self.db.enable_wal()
+                self.connection.execute("PRAGMA journal_mode=WAL")
             except sqlite3.OperationalError as error:
                 connection.close()
                 refused = refusal(error)
@@ -178,17 +137,17 @@ class SQLiteEngine:
                                   "written)", "db") from None
         try:
             # FULL: a commit reaches the disk before the client hears "201" (invariant 6).
-            self.db.execute("PRAGMA synchronous=FULL")
+            self.connection.execute("PRAGMA synchronous=FULL")
             # Rows are keyed by random ids (nothing stored keeps arrival order), so each insert dirties a page of its
             # own: a larger page cache and checkpoints every 40 MiB of log instead of 4 rewrite hot pages less often
             # (batch ingest +20% measured; durability unchanged, the log is synced at each commit).
-            self.db.execute("PRAGMA cache_size=-32768")
-            self.db.execute("PRAGMA wal_autocheckpoint=10000")
-            self.db.execute("PRAGMA foreign_keys=ON")
+            self.connection.execute("PRAGMA cache_size=-32768")
+            self.connection.execute("PRAGMA wal_autocheckpoint=10000")
+            self.connection.execute("PRAGMA foreign_keys=ON")
             # Deleted content (a purged contact list, a token bitmap's old page) is overwritten with zeros, not left in
             # free space for a copy of the file to read; the platform's SQLite build may not do it by default.
-            self.db.execute("PRAGMA secure_delete=ON")
-            self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the file is read now, not mid-request
+            self.connection.execute("PRAGMA secure_delete=ON")
+            self.connection.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the file is read now, not mid-request
         except sqlite3.DatabaseError as error:
             connection.close()
             refused = refusal(error)
@@ -222,10 +181,10 @@ class SQLiteEngine:
         try:
             # SQLite rolls a transaction back itself on some errors (a full disk): a ROLLBACK then fails, and its
             # error would hide the refusal that ended the transaction.
-            if commit or self.db.conn.in_transaction:
+            if commit or self.connection.in_transaction:
                 self.execute("COMMIT" if commit else "ROLLBACK")
             if commit and self.path != ":memory:":
-                link_window.after_commit(self.db.conn, self.path)  # the log keeps no commit past its window
+                link_window.after_commit(self.connection, self.path)  # the log keeps no commit past its window
         finally:
             self._release_writer_lock()
 
@@ -235,13 +194,13 @@ class SQLiteEngine:
 
     def execute(self, sql: str, params=()):
         try:
-            return self.db.conn.execute(sql, params)
+            return self.connection.execute(sql, params)
         except sqlite3.OperationalError as error:
             raise self._refused(error) from None
 
     def executemany(self, sql: str, rows):
         try:
-            return self.db.conn.executemany(sql, rows)
+            return self.connection.executemany(sql, rows)
         except sqlite3.OperationalError as error:
             raise self._refused(error) from None
 
@@ -254,18 +213,18 @@ class SQLiteEngine:
         return refused or error
 
     def stream(self, sql: str, params=()):
-        yield from self.db.conn.execute(sql, params)
+        yield from self.connection.execute(sql, params)
 
     def pipeline(self):
         return contextlib.nullcontext()
 
     @property
     def in_transaction(self) -> bool:
-        return self.db.conn.in_transaction
+        return self.connection.in_transaction
 
     def rollback(self):
-        if self.db.conn.in_transaction:
-            self.db.conn.rollback()
+        if self.connection.in_transaction:
+            self.connection.rollback()
 
     def schema_version(self) -> int:
         return self.execute("PRAGMA user_version").fetchone()[0]
@@ -277,7 +236,7 @@ class SQLiteEngine:
         pass  # BEGIN IMMEDIATE already holds the write lock
 
     def table_names(self) -> list[str]:
-        return self.db.table_names()
+        return [name for name, in self.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
 
     def without_rowid(self) -> str:
         return " WITHOUT ROWID"
@@ -307,7 +266,7 @@ class SQLiteEngine:
         return f"overwritten in {os.path.basename(self.path)}, and its log ({os.path.basename(self.path)}-wal) reset"
 
     def close(self):
-        self.db.conn.close()
+        self.connection.close()
         if self._writer_lock not in (None, NO_WRITER_LOCK):
             os.close(self._writer_lock)
         self._writer_lock = None

@@ -58,7 +58,7 @@ def backup_sqlite(source_url: str, output: str, compact: bool = False) -> int:
         else:
             target = sqlite3.connect(output)
             try:
-                source.engine.db.conn.backup(target)
+                source.engine.connection.backup(target)
             finally:
                 target.close()
     return os.path.getsize(output)

@@ -75,9 +75,9 @@ class Store:
             self.layout = Layout.of(SCHEMA_VERSION)
 
     @property
-    def db(self) -> "sqlite_utils.Database":  # noqa: F821 - imported by the engine
-        """The sqlite-utils database (SQLite only; tests and benchmarks poke at it)."""
-        return self.engine.db
+    def connection(self) -> "sqlite3.Connection":  # noqa: F821 - opened by the engine
+        """The SQLite connection (SQLite only; tests and benchmarks poke at it below the store)."""
+        return self.engine.connection
 
     def execute(self, sql: str, params=()):
         """Run one statement written with ``?`` placeholders, on either engine."""

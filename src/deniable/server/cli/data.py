@@ -14,7 +14,8 @@ from deniable.storage.release import RELEASE_AT, expected_merging, row_sizes
 
 from ..disclosure import Remedies, RemedyError
 from ..disclosure import groups as disclosure_groups
-from ..exports import EXPORT_FORMATS, ExportUnavailable, PooledRecord, describe_version, export_rows
+from ..export_formats import EXPORT_FORMATS
+from ..exports import ExportUnavailable, PooledRecord, describe_version, export_rows
 from .common import cli_actor, db_option, open_store
 from .files import atomic_write, read_frame, write_chunks
 
@@ -73,8 +74,9 @@ def _expected_release(frame: list[dict]) -> str:
 
 @click.command()
 @click.argument("survey_id")
-@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "sav", "dta", "codebook"]), default="csv",
-              show_default=True, help="csv, jsonl, SPSS (sav) or Stata (dta) with labels, or the codebook alone.")
+@click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default="csv", show_default=True,
+              help="csv, jsonl, SPSS (sav) or Stata (dta) with labels, a SQLite file Datasette opens (sqlite), or "
+                   "the codebook alone.")
 @click.option("--output", type=click.Path(dir_okay=False, writable=True),
               help="Write here (and the codebook beside it, NAME.codebook.md) instead of standard output.")
 @click.option("--spec-hash", help="Export this version: its hash or a unique prefix (default: the current one).")
