@@ -19,6 +19,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || install_debian postgresql
 # Habits before tests: lint (ruff) and the layers contract (import-linter, in pyproject.toml).
 ruff check .
 lint-imports
+# Types users' checkers see (py.typed): the client and the analysis, checked as pyproject.toml's [tool.mypy] says.
+mypy
 # Three workers on the machines' two cores: a quarter of two workers' time went waiting on browsers, servers
 # and subprocesses (7:50 with two, 7:02 with three, for 11.5 minutes of CPU in both). Then
 # the few tests that bound the process's CPU time, alone: a neighbour on the same core inflates it.

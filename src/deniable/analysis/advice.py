@@ -82,7 +82,7 @@ class QuestionPlan:
 
     @property
     def shares_usable(self) -> bool:
-        return self.shares_planned and self.margin <= UNINFORMATIVE_MARGIN
+        return self.margin is not None and self.margin <= UNINFORMATIVE_MARGIN
 
 
 class Plans(list):
@@ -196,8 +196,8 @@ def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.0
             if question.split_ballot is not None:
                 entry.n_to_detect_cheaters = int(math.ceil(entry.n_to_detect_cheaters / (1 - float(question.split_ballot.direct))))
         entry.split_ballot = split_ballot_plan(question, reached, level)
-        if mean_se is not None:
-            values = scores(question)
+        values = scores(question)
+        if mean_se is not None and values is not None:  # a mean's SE is planned for questions with scores only
             entry.mean_se = mean_se
             entry.mean_margin = z * entry.mean_se
             entry.scale = (float(values[0]), float(values[-1]))
@@ -218,7 +218,7 @@ def _under_design(entry: QuestionPlan, question, randomized: int, design: Planne
     """``entry``, a simple random sample's plan, as the sample ``design`` will give it: each figure's variance times
     its design effect, whose clustering part is diluted by κ, the figure's direct-to-randomized variance ratio at the
     uniform answers the plan assumes (`PlannedDesign.for_figure`)."""
-    if entry.se is not None:
+    if entry.se is not None and entry.margin is not None:
         answers = 2 if question.type in ("yes_no", "multi_select") else len(question.mechanism.answers)
         share = 1 / answers
         effect = design.for_figure(share * (1 - share) / (randomized * entry.se**2) if entry.se > 0 else 1.0)
@@ -227,7 +227,7 @@ def _under_design(entry: QuestionPlan, question, randomized: int, design: Planne
         entry.margin *= math.sqrt(effect)
         if entry.n_for_margin is not None:
             entry.n_for_margin = int(math.ceil(entry.n_for_margin * effect - 1e-9))
-    if entry.mean_se is not None:
+    if entry.mean_se is not None and entry.mean_margin is not None:
         values = np.asarray(scores(question), dtype=float)
         direct = float(np.var(values))  # the scores' variance at uniform answers
         effect = design.for_figure(direct / (randomized * entry.mean_se**2) if entry.mean_se > 0 else 1.0)
@@ -284,7 +284,7 @@ def _uniform_shares(survey: Survey, question_ids: list) -> dict:
     else:
         rng = np.random.default_rng(20261124)
         combinations = [tuple(_drawn_answer(q, rng) for q in questions) for _ in range(SAMPLED_ANSWERS)]
-    shown = collections.Counter()
+    shown: collections.Counter = collections.Counter()
     for combination in combinations:
         shown.update(set(survey.shown(dict(zip(read, combination)))) & set(question_ids))
     return {qid: shown[qid] / len(combinations) for qid in question_ids}
@@ -306,7 +306,8 @@ def _drawn_answer(question: Question, rng):
 
 #: A channel's planning figures by `_channel_identity`, n, target and level: deterministic (seeded bootstraps), so a
 #: second dashboard view or `survey check` reuses them; the 512 latest are kept.
-_PRECISION, _PRECISION_KEPT = collections.OrderedDict(), 512
+_PRECISION: collections.OrderedDict = collections.OrderedDict()
+_PRECISION_KEPT = 512
 
 
 def _remembered_precision(key: tuple, stage: str, question: Question, seconds: float | None):
@@ -339,8 +340,9 @@ def _closed_form(question: Question, n: int, target: float, level: float) -> tup
         mean_variance = mean_unit_variance(question)
         worst = float(np.max(unit_variance(question)))
         return worst, None, n_for(worst, target, level), None if mean_variance is None else math.sqrt(mean_variance / n)
-    if _mean_in_closed_form(question):
-        return None, None, None, math.sqrt(mean_unit_variance(question) / n)
+    closed_mean = mean_unit_variance(question) if _mean_in_closed_form(question) else None
+    if closed_mean is not None:
+        return None, None, None, math.sqrt(closed_mean / n)
     return _NOTHING_YET
 
 
@@ -349,6 +351,7 @@ def _bootstrapped(question: Question, n: int, target: float, level: float) -> tu
     parametric bootstrap, and the mean's SE from the same surveys (None where it has a closed form)."""
     values = scores(question)
     bootstrapped = published_spread(question, n)
+    assert bootstrapped is not None  # a bootstrap channel's
     se = float(np.sqrt(np.max(bootstrapped.variances())))
     mean_se = None if values is None or _mean_in_closed_form(question) else math.sqrt(
         max(bootstrapped.variance(values), 0.0))
@@ -377,8 +380,10 @@ def _channel_identity(question: Question):
     return (type(mechanism), size, key, None if values is None else values.tobytes())
 
 
-def _points(margin: float) -> str:
-    """A share's margin in percentage points ("±6.2 points"), or that it spans every possible share."""
+def _points(margin: float | None) -> str:
+    """A share's margin in percentage points ("±6.2 points"), or that it spans every possible share (None: not planned)."""
+    if margin is None:
+        return "not planned"
     return f"±{margin * 100:.1f} points" if margin < 1 else "wider than 0–100%"
 
 
@@ -404,7 +409,7 @@ def describe_plan(plans: list[QuestionPlan]) -> str:
         if p.asked_share < 1:
             whence = "as given" if p.asked_from == "given" else "if every public answer is equally likely; --asked"
             line += f"; asked of {p.asked_share:.0%} ({p.asked_n:,} of {p.n:,}, {whence})"
-        if p.mean_se is not None:
+        if p.mean_se is not None and p.scale is not None:
             low, high = p.scale
             line += f"; mean ±{p.mean_margin:.3g} on {low:g}–{high:g}"
         if p.design_effect != 1 or p.mean_design_effect != 1:

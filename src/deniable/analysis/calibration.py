@@ -23,6 +23,7 @@ import hashlib
 import math
 import threading
 from dataclasses import dataclass, field
+from typing import Callable, TypeVar
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from .deadline import check_time
 INTERIOR_MARGIN = 3.0
 
 
-def is_interior(q: np.ndarray, pi: np.ndarray, n: int) -> bool:
+def is_interior(q: channels.Channel, pi: np.ndarray, n: int) -> bool:
     """Is every share more than `INTERIOR_MARGIN` standard errors (inverse information, `channels.fitted_covariance`)
     from 0? A share at 0 answers at once, without the k × k inverse (a 0..1000 grid's costs a second; a longer grid's
     structure reads the variances in O(k))."""
@@ -52,7 +53,7 @@ def _rank_quantile(statistics: np.ndarray, level: float) -> float:
     return float(ordered[rank - 1])
 
 
-def loglikelihoods(q: np.ndarray, counts: np.ndarray, points: np.ndarray) -> np.ndarray:
+def loglikelihoods(q: channels.Channel, counts: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Σ_r c_r log (Qπ)_r per row of ``counts`` and ``points`` (reports with count 0 left out)."""
     values = np.empty(len(counts))
     for rows in spread.row_blocks(len(counts), counts.shape[1]):
@@ -125,7 +126,7 @@ class Calibration:
         return np.clip(2 * (peaks - constrained), 0, None)
 
 
-def at_estimate(q: np.ndarray, counts: np.ndarray, pi: np.ndarray) -> Calibration:
+def at_estimate(q: channels.Channel, counts: np.ndarray, pi: np.ndarray) -> Calibration:
     """The calibration at an estimate from ``counts``: its seeded surveys (`spread.bootstrap`), remembered for the
     last few estimates (a refit at another level, a binning, the simultaneous intervals read the same ones)."""
     q, counts = channels.as_channel(q), np.asarray(counts)
@@ -162,7 +163,7 @@ def constrained_maximum(boot: spread.Bootstrap, functional: np.ndarray, target: 
 
 def _face_maximum(boot: spread.Bootstrap, face: np.ndarray):
     """max ℓ_b over the face of the simplex on ``face`` (the functional at an end of its range)."""
-    sub = boot.q[:, face]
+    sub = channels.written_out(boot.q, "a face's maximum")[:, face]
     points = np.zeros_like(boot.fits)
     if len(face) == 1:
         points[:, face[0]] = 1.0
@@ -178,7 +179,7 @@ def _face_maximum(boot: spread.Bootstrap, face: np.ndarray):
     return values, points
 
 
-def _restricted_starts(boot: spread.Bootstrap, columns: np.ndarray, q: np.ndarray) -> np.ndarray:
+def _restricted_starts(boot: spread.Bootstrap, columns: np.ndarray, q: channels.Channel) -> np.ndarray:
     """Where each survey's constrained maximum is sought from: its own fit on ``columns``, renormalised, zeros kept. An
     answer the survey's maximum leaves out is mostly out of the constrained one too, and each one the fitter had to
     drive back to zero cost it a pass (the demo's hours: 0.41 → 0.33 s of CPU, every figure within 1e-12). A row
@@ -194,11 +195,12 @@ def _restricted_starts(boot: spread.Bootstrap, columns: np.ndarray, q: np.ndarra
     return starts
 
 
-def _share_maximum(boot: spread.Bootstrap, answer: int, share: float) -> np.ndarray:
+def _share_maximum(boot: spread.Bootstrap, answer: int, share: float) -> tuple[np.ndarray, np.ndarray]:
     """max ℓ_b with π_j = s: π = s·e_j + (1 − s)·ρ, ρ on the simplex of the other answers, is a simplex problem in ρ
     through Q' = (1 − s)·Q_{−j} + s·q_j·1ᵀ (Σρ = 1): every survey fitted together."""
     others = np.delete(np.arange(boot.q.shape[1]), answer)
-    reduced = (1 - share) * boot.q[:, others] + share * boot.q[:, [answer]]
+    q = channels.written_out(boot.q, "a share's maximum")
+    reduced = (1 - share) * q[:, others] + share * q[:, [answer]]
     starts = _restricted_starts(boot, others, reduced)
     fits = spread.maximise_each(reduced, boot.draws, starts)
     points = np.zeros_like(boot.fits)
@@ -212,7 +214,7 @@ def _share_maximum(boot: spread.Bootstrap, answer: int, share: float) -> np.ndar
 _TARGET_TOLERANCE = 1e-4
 
 
-def _tilted_maximum(boot: spread.Bootstrap, functional: np.ndarray, target: float) -> np.ndarray:
+def _tilted_maximum(boot: spread.Bootstrap, functional: np.ndarray, target: float) -> tuple[np.ndarray, np.ndarray]:
     """max ℓ_b with aᵀπ = target, for every survey: the maximiser of ℓ_b + τ·aᵀπ has aᵀπ increasing in τ, so each
     survey's τ is found by a safeguarded secant (bracketed, bisected when the secant leaves the bracket), all surveys
     together. ℓ_prof(m) = ℓ_b(π(τ)) − τ·(m − aᵀπ(τ)) to first order closes the last gap."""
@@ -253,7 +255,7 @@ def _tilted_maximum(boot: spread.Bootstrap, functional: np.ndarray, target: floa
     return loglikelihoods(q, draws, points) - tau * (target - points @ functional), points
 
 
-def interval(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, functional: np.ndarray, level: float,
+def interval(q: channels.Channel, counts: np.ndarray, pi: np.ndarray, functional: np.ndarray, level: float,
              calibrated: Calibration | None) -> tuple[float, float]:
     """The profile-likelihood interval of ``functional``ᵀπ at ``level``.
 
@@ -266,7 +268,7 @@ def interval(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, functional: np.n
             end(q, counts, pi, functional, level, calibrated, 1.0))
 
 
-def end(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, functional: np.ndarray, level: float,
+def end(q: channels.Channel, counts: np.ndarray, pi: np.ndarray, functional: np.ndarray, level: float,
         calibrated: Calibration | None, side: float) -> float:
     """One end of `interval`: the lower (``side`` −1) or the upper (+1), worked as `interval` works both, and
     remembered for the last `ENDS_KEPT` asked: the same counts estimated again (a second view of the dashboard, the
@@ -317,7 +319,7 @@ def _end(q, counts, pi, functional, level, calibrated, side) -> float:
     return bound
 
 
-def _end_cut(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, functional: np.ndarray, end: float,
+def _end_cut(q: channels.Channel, counts: np.ndarray, pi: np.ndarray, functional: np.ndarray, end: float,
              level: float) -> float:
     """The calibrated cut at an interval's end: surveys drawn at the maximiser of the likelihood where the
     functional equals ``end`` (the null the end is tested against)."""
@@ -330,7 +332,7 @@ def _end_cut(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, functional: np.n
     return Calibration(surveys).cut(functional, level)
 
 
-def reaches_vertex(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, answer: int, level: float, cut: float) -> bool:
+def reaches_vertex(q: channels.Channel, counts: np.ndarray, pi: np.ndarray, answer: int, level: float, cut: float) -> bool:
     """Does the interval reach the point mass on ``answer``? There the nuisance shares are all on their bounds and the
     statistic's law is a mixture of up to k − 1 degrees of freedom, which a bootstrap at an estimate a little inside
     the simplex under-states (an 11-point scale with everyone on one answer: 81% coverage). That law does not depend
@@ -347,7 +349,7 @@ def reaches_vertex(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, answer: in
     return VertexSurveys.at(q, n, answer).within(statistic, level)
 
 
-def reaches_face(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, face: np.ndarray, level: float,
+def reaches_face(q: channels.Channel, counts: np.ndarray, pi: np.ndarray, face: np.ndarray, level: float,
                  cut: float) -> bool:
     """Does the interval reach the face of the simplex on the answers ``face`` (a mask: a range of values' share at
     1)? There the shares off the face are all on their bounds and the statistic's law is a mixture of up to
@@ -366,10 +368,14 @@ def reaches_face(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, face: np.nda
     return FaceSurveys.at(q, counts, face, best).within(statistic, level)
 
 
-def vertex_quantile(q: np.ndarray, n: int, answer: int, level: float) -> float:
+def vertex_quantile(q: channels.Channel, n: int, answer: int, level: float) -> float:
     """The ``level`` quantile (order statistic of rank ⌈(R + 1)·level⌉) of 2(ℓ(π̂) − ℓ(e_j)) over surveys of n
     reports drawn at the point mass e_j: the exact parametric bootstrap of the test that the distribution is e_j."""
     return VertexSurveys.at(q, n, answer).quantile(level)
+
+
+#: `VertexSurveys` or a subclass: what `VertexSurveys._kept` gives back is what it was asked for.
+_Surveys = TypeVar("_Surveys", bound="VertexSurveys")
 
 
 class VertexSurveys:
@@ -391,7 +397,7 @@ class VertexSurveys:
     #: a vertex; a 0..10,000 grid's 64 MB, kept one at a time).
     KEPT_BYTES = 64 * 2**20
 
-    def __init__(self, q: np.ndarray, n: int, answer: int):
+    def __init__(self, q: channels.Channel, n: int, answer: int):
         k = q.shape[1]
         self.q, self.vertex = q, likelihood.point_mass(k, answer)
         # Seeded by the point mass itself: exact, so no last bit can move it, and each vertex draws its own surveys.
@@ -406,12 +412,12 @@ class VertexSurveys:
         self._lock = threading.Lock()
 
     @classmethod
-    def at(cls, q: np.ndarray, n: int, answer: int) -> "VertexSurveys":
+    def at(cls, q: channels.Channel, n: int, answer: int) -> "VertexSurveys":
         key = (spread._seed(q, likelihood.point_mass(q.shape[1], answer), n), q.shape)
         return cls._kept(key, lambda: cls(channels.as_channel(q), n, answer))
 
     @classmethod
-    def _kept(cls, key, make) -> "VertexSurveys":
+    def _kept(cls: type[_Surveys], key, make: Callable[[], _Surveys]) -> _Surveys:
         """The surveys kept under ``key``, made (``make()``) when not kept; all dropped past `KEPT_BYTES`."""
         if key not in cls._KEPT:
             if sum(kept.points.nbytes + kept.draws.nbytes for kept in cls._KEPT.values()) > cls.KEPT_BYTES \
@@ -493,7 +499,7 @@ class FaceSurveys(VertexSurveys):
     EM steps and fitted only where the bounds leave the test open. The face's own maxima are fitted together (a bin's
     few values: `spread.maximise_each`). Seeded by the counts and the face."""
 
-    def __init__(self, q: np.ndarray, counts: np.ndarray, face: np.ndarray, best: np.ndarray):
+    def __init__(self, q: channels.Channel, counts: np.ndarray, face: np.ndarray, best: np.ndarray):
         k, n = q.shape[1], int(np.sum(counts))
         self.q, self.vertex = q, np.asarray(best, dtype=float)
         _, self.draws = spread.draw_surveys(q, self.vertex, n, counts=np.concatenate([counts, face]).astype(float))
@@ -509,6 +515,7 @@ class FaceSurveys(VertexSurveys):
         self._lock = threading.Lock()
 
     @classmethod
-    def at(cls, q: np.ndarray, counts: np.ndarray, face: np.ndarray, best: np.ndarray) -> "FaceSurveys":
+    def at(cls, q: channels.Channel, counts: np.ndarray, face: np.ndarray,  # type: ignore[override]  # a face's own null
+           best: np.ndarray) -> "FaceSurveys":
         key = ("face", spread._seed(q, np.concatenate([counts, face]).astype(float), int(np.sum(counts))), q.shape)
         return cls._kept(key, lambda: cls(channels.as_channel(q), np.asarray(counts), np.asarray(face, dtype=bool), best))

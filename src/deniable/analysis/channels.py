@@ -8,6 +8,7 @@ import math
 import threading
 import weakref
 from dataclasses import dataclass
+from typing import Union
 
 import numpy as np
 
@@ -16,13 +17,19 @@ from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, OrdinalMechanism, SymmetricMechanism, UnaryMechanism
 from deniable.client.panels import MemoizedLaplace
 
+from .errors import AnalysisError
+
 #: The longest number grid whose channel is written out as a matrix (3,001 × 1,001: 24 MB); a longer grid's channel is
 #: its structure alone (`FoldedGeometric`: 0..10,000 written out would be 2.4 GB), which the fit, its certificate, the
 #: bootstrap, the fit test, the unbiased estimate and the mean's interval read as it is.
 WRITTEN_OUT_POINTS = 1001
 
+#: A channel as the analysis passes it: the matrix written out, or (a number grid longer than `WRITTEN_OUT_POINTS`)
+#: its structure alone.
+Channel = Union[np.ndarray, "FoldedGeometric"]
 
-def channel_matrix(mechanism: Mechanism) -> np.ndarray | FoldedGeometric:
+
+def channel_matrix(mechanism: Mechanism) -> Channel:
     """Q[r, a] as floats (reports × answers). The shapes with a formula are built from it with numpy
     (a 1000-option k-ary channel, a 1001-point number grid: milliseconds, where converting a million
     exact fractions takes seconds); any other channel is converted entry by entry from its exact form.
@@ -40,9 +47,9 @@ def channel_matrix(mechanism: Mechanism) -> np.ndarray | FoldedGeometric:
         distance = np.abs(np.subtract.outer(np.arange(k), np.arange(k)))
         weights = float(mechanism.base) ** distance  # w^|r − a| ≤ 1: no overflow at any k
         return weights / weights.sum(axis=0)
-    if isinstance(mechanism, LaplaceMechanism) and mechanism.alpha is None:
-        return np.eye(mechanism.points + 1)  # a public number: reported as answered
     if isinstance(mechanism, LaplaceMechanism):
+        if mechanism.alpha is None:
+            return np.eye(mechanism.points + 1)  # a public number: reported as answered
         keep, other = 1.0, 0.0
         if isinstance(mechanism, MemoizedLaplace):  # a repeated survey's number: the layer re-randomizes the window
             keep, other = float(mechanism.layer.keep), float(mechanism.layer.other)
@@ -65,6 +72,15 @@ def _number_channel(alpha: float, points: int, keep: float, other: float) -> np.
     matrix = np.ascontiguousarray(matrix)  # a short grid's is read by rows (products with the matrix written out)
     matrix.flags.writeable = False
     return matrix
+
+
+def written_out(q: Channel, what: str) -> np.ndarray:
+    """The channel as a matrix, for a computation that reads its entries (a joint channel, a left inverse written
+    out); a number grid too long to write out is refused, naming ``what`` would need it."""
+    if isinstance(q, FoldedGeometric):
+        raise AnalysisError(f"{what}: a number grid of {q.points + 1:,} values is too long to write out its channel "
+                            f"(at most {WRITTEN_OUT_POINTS:,}); coarsen the question's step")
+    return q
 
 
 def left_inverse(q: np.ndarray) -> np.ndarray:
@@ -126,6 +142,7 @@ def _mirror_join(even: np.ndarray | None, odd: np.ndarray | None, length: int, a
     (None: zero)."""
     half = length // 2
     given = even if even is not None else odd
+    assert given is not None, "an even or an odd part is needed"
     # Written in the layout of the result (through a view along ``axis``), with one temporary of half its size: a
     # 0..1000 grid's left inverse, 1,001 × 3,001, took 0.16 s of a cold estimate zeroed first and then added to across
     # its rows.
@@ -154,7 +171,7 @@ def symmetric_covariance(channel: "BinaryChannel", rates: np.ndarray) -> np.ndar
     return (np.diag(rates) - np.outer(rates, rates)) / (channel.p - channel.q) ** 2
 
 
-def fitted_covariance(q: np.ndarray, pi: np.ndarray) -> np.ndarray:
+def fitted_covariance(q: Channel, pi: np.ndarray) -> np.ndarray:
     """Covariance of the maximum-likelihood estimate for one respondent, at the fitted rates λ = Qπ:
     the inverse Fisher information Qᵀdiag(1/λ)Q, restricted to the simplex (Σπ = 1). For a square
     channel it equals the moment estimator's covariance Q⁻¹(diag λ − λλᵀ)Q⁻ᵀ evaluated at λ = Qπ, so
@@ -250,7 +267,7 @@ def symmetric_channel(mechanism: Mechanism) -> BinaryChannel | None:
     return None
 
 
-def marginal_channel(q: np.ndarray) -> BinaryChannel | None:
+def marginal_channel(q: Channel) -> BinaryChannel | None:
     """For a square channel with one value on the diagonal and one off it (k-ary randomized response, a
     public question), the count of report j is Binomial(n, o + (p − o)π_j): each answer's share has a
     two-answer channel of its own, (p, o). None for any other channel."""
@@ -336,7 +353,7 @@ class FoldedGeometric:
             array.flags.writeable = False
         return powers
 
-    def _two_sided(self, x: np.ndarray, up: np.ndarray, down: np.ndarray) -> np.ndarray:
+    def _two_sided(self, x: np.ndarray, up: np.ndarray, down: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Σ_a α^|v − a| x_a for v = 0..N along the last axis: B_v + α·F_(v−1), with F_v = Σ_(a≤v) α^(v−a) x_a and
         B_v = Σ_(a≥v) α^(a−v) x_a (the two overlap only at a = v, counted once)."""
         forward = up * np.cumsum(x * down, axis=-1)
@@ -512,13 +529,13 @@ def _remember_structure(matrix: np.ndarray, structure: FoldedGeometric) -> np.nd
     return matrix
 
 
-def rates(q: np.ndarray, points: np.ndarray) -> np.ndarray:
+def rates(q: Channel, points: np.ndarray) -> np.ndarray:
     """Q·π for each row π of ``points`` (through the structure where the channel has one)."""
     known = structure(q)
-    return points @ q.T if known is None else known.matvec(points)
+    return points @ written_out(q, "rates").T if known is None else known.matvec(points)
 
 
-def pulled_back(q: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def pulled_back(q: Channel, weights: np.ndarray) -> np.ndarray:
     """Qᵀ·w for each row w of ``weights`` (through the structure where the channel has one)."""
     known = structure(q)
     return weights @ q if known is None else known.rmatvec(weights)

@@ -46,7 +46,7 @@ class ComplianceTest:
 def class_matrix(mechanism, counts=None) -> np.ndarray:
     """Q[r, c]: reports × latent classes, as floats (the analysis channel of `channels.channel_matrix`). With
     ``counts`` (or weighted frequencies), conditioned on the groups' observed sizes (`conditioned`)."""
-    q = channels.channel_matrix(mechanism)
+    q = channels.written_out(channels.channel_matrix(mechanism), "latent classes")  # groups: never a number grid
     return q if counts is None else conditioned(mechanism, q, counts)
 
 
@@ -83,7 +83,8 @@ def estimate_compliance(mechanism, counts: np.ndarray, level: float, method: str
     unbiased_theta, unbiased_spread = est.unbiased(q, counts)
     z = distributions.norm_isf((1 - level) / 2)
     peak = likelihood.loglikelihood(q, counts, theta)
-    rows, notes = [], []
+    rows: list = []
+    notes: list[str] = []
     cut = _cut(mechanism, theta, theta_covariance, level, notes)
     for label, functional in _linear_rows(mechanism):
         estimate = float(functional @ theta)
@@ -100,7 +101,7 @@ def estimate_compliance(mechanism, counts: np.ndarray, level: float, method: str
     labels = [row[0] for row in rows]
     table = pd.DataFrame([row[1:] for row in rows], index=pd.Index(labels, name="answer"),
                          columns=["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"])
-    if "truthful" in table.index and np.isnan(table.at["truthful", "estimate"]):
+    if "truthful" in table.index and pd.isna(table.at["truthful", "estimate"]):
         table = table.drop(index="truthful")  # not identified: a row of NaN is nothing to publish (the note says why)
     table["ci_low"] = np.minimum(np.clip(table["ci_low"], 0, 1), table["estimate"])
     table["ci_high"] = np.maximum(np.clip(table["ci_high"], 0, 1), table["estimate"])

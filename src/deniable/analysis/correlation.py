@@ -84,9 +84,9 @@ def correlation(data, first: str, second: str, *, level: float = 0.95, design: S
             raise AnalysisError(f"{question.id}: a {question.type} question has no order to correlate (yes/no, ordinal "
                                 "or number questions)", question.id)
     given = design is not None
-    design = design if given else SampleDesign()
-    frame = data.design_frame(first, [second, *design.column_names()])
-    sample = panel_sample(data, design, first, frame, design.resolve(frame))
+    sampled = design if design is not None else SampleDesign()
+    frame = data.design_frame(first, [second, *sampled.column_names()])
+    sample = panel_sample(data, sampled, first, frame, sampled.resolve(frame))
     # (what the result says the sample was, the degrees of freedom of its interval: none for a simple random sample)
     described = (sample.description, sample.df) if given else ("simple random sample", None)
     if sample.waves is not None:
@@ -129,7 +129,8 @@ def _gradient(function, point: np.ndarray, step: float = 1e-6) -> np.ndarray:
 
 def _joint(questions, frame, sample, level, described: tuple) -> Correlation:
     a, b = questions
-    q = np.kron(channels.channel_matrix(a.mechanism), channels.channel_matrix(b.mechanism))
+    q = np.kron(channels.written_out(channels.channel_matrix(a.mechanism), f"correlation of {a.id!r}"),
+                channels.written_out(channels.channel_matrix(b.mechanism), f"correlation of {b.id!r}"))
     position_a = report_positions(a.mechanism, frame[a.id].tolist())
     position_b = report_positions(b.mechanism, frame[b.id].tolist())
     reports_b = len(b.mechanism.reports)
@@ -166,7 +167,7 @@ def _moments(questions, frame, sample, level, described: tuple) -> Correlation:
         raise AnalysisError(f"correlation: {n} responses answer both {scored.id!r} and {number.id!r}; at least 3 are "
                             "needed")
     # Each report's unbiased transform of the true answer's score and of its square (E over the channel = the truth's).
-    inverse = channels.left_inverse(q)
+    inverse = channels.left_inverse(channels.written_out(q, f"correlation with {number.id!r}"))
     scores = _scores(scored)
     transform = np.where(keep, (scores @ inverse)[np.maximum(positions, 0)], 0.0)
     transform_square = np.where(keep, (scores**2 @ inverse)[np.maximum(positions, 0)], 0.0)

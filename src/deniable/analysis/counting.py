@@ -157,7 +157,8 @@ def report_positions(mechanism: Mechanism, reports) -> np.ndarray:
         distinct, keys = [key(v) for v in uniques], None
     except TypeError:  # multi-select and grouped reports (lists, dicts: unhashable): by their canonical text
         keys = [None if v is None or (isinstance(v, float) and math.isnan(v)) else key(v) for v in values]
-        codes, distinct = pd.factorize(pd.Series(keys, dtype=object), use_na_sentinel=True)
+        codes, texts = pd.factorize(pd.Series(keys, dtype=object), use_na_sentinel=True)
+        distinct = list(texts)
     index = {key(r): i for i, r in enumerate(mechanism.reports)}
     lookup = np.empty(len(distinct), dtype=np.int64)
     for code, text in enumerate(distinct):

@@ -79,7 +79,7 @@ def _stirling_error(n: np.ndarray) -> np.ndarray:
     return out
 
 
-def _deviance(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
+def _deviance(x: np.ndarray | float, mean: np.ndarray | float) -> np.ndarray:
     """x log(x / mean) + mean − x, by its series where x is near the mean (no cancellation)."""
     x, mean = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(mean, dtype=float))
     out = np.empty(x.shape)

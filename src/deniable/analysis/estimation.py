@@ -137,9 +137,10 @@ def _marker_test(loaded, question_id: str, question: Question, among: tuple):
     splits = {None if (split := v.survey.questions[question_id].split_ballot) is None else split.direct
               for v in loaded.versions_for(question_id)}
     if loaded.has_split_ballot(question_id):
-        if len(splits) != 1:  # pooled with versions asking it otherwise: no one share the arms were drawn with
+        drawn = next(iter(splits))
+        if len(splits) != 1 or drawn is None:  # pooled with versions asking it otherwise: no one share the arms were drawn with
             return None
-        share = float(next(iter(splits)))
+        share = float(drawn)
         return assignment_test("arm", {"direct": int(loaded.direct_counts(question_id, *among).sum()),
                                        "randomized": int(loaded.question_counts(question_id, *among).sum())},
                                {"direct": share, "randomized": 1 - share})
@@ -159,7 +160,7 @@ def _control(result: EstimateResult, question: Question, wave_counts: list | Non
     if getattr(question, "control", None) is None:
         return None, None
     share = float(question.control)
-    low, high = result.table.loc["yes", ["ci_low", "ci_high"]]
+    low, high = (float(result.table.at["yes", column]) for column in ("ci_low", "ci_high"))
     q = channels.channel_matrix(result.mechanism)
 
     def tested(counts) -> float:

@@ -21,7 +21,16 @@ import numpy as np
 from scipy import special
 
 from . import distributions
-from .channels import BinaryChannel, FoldedGeometric, fitted_covariance, left_inverse, marginal_channel, structure, symmetric_covariance
+from .channels import (
+    BinaryChannel,
+    Channel,
+    FoldedGeometric,
+    fitted_covariance,
+    left_inverse,
+    marginal_channel,
+    structure,
+    symmetric_covariance,
+)
 from .errors import AnalysisError
 
 BINARY_METHODS = ("likelihood", "clopper-pearson", "wilson", "wald")
@@ -35,7 +44,7 @@ class ConfidenceInterval(NamedTuple):
     high: float
 
 
-def unbiased(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, "LinearSpread"]:
+def unbiased(q: Channel, counts: np.ndarray) -> tuple[np.ndarray, "LinearSpread"]:
     """π̂ = Q⁺λ̂ and its estimated covariance (`LinearSpread`: read as each share's variance or a functional's)."""
     n = counts.sum()
     if n == 0:
@@ -135,7 +144,9 @@ class ScaledCovariance:
         return float(functional @ self.matrix() @ functional)
 
     def matrix(self) -> np.ndarray:
-        return written_out(self.source) * self.scale
+        matrix = written_out(self.source)
+        assert matrix is not None  # a scaled covariance scales one that is there
+        return matrix * self.scale
 
 
 def written_out(source) -> np.ndarray | None:
@@ -314,7 +325,8 @@ def _rate_crossing(k: int, n: int, floor: float, top: float, far: float) -> floa
         rate = following
     from scipy import optimize  # the rare fallback: importing scipy.optimize costs 0.2 s of every estimate's CPU
 
-    return optimize.brentq(excess, *sorted((rate, top)), xtol=1e-15)
+    low, high = sorted((rate, top))
+    return optimize.brentq(excess, low, high, xtol=1e-15)
 
 
 def per_answer_level(level: float, count: int, simultaneous: bool) -> float:

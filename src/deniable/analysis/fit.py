@@ -82,7 +82,7 @@ class FitTest:
         return words
 
 
-def saturated_test(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, fixed_margins: int = 0) -> FitTest:
+def saturated_test(q: channels.Channel, counts: np.ndarray, pi: np.ndarray, fixed_margins: int = 0) -> FitTest:
     """The test for a channel ``q`` (reports × classes), counts per report, and the fitted class shares.
     ``fixed_margins``: constraints the model meets by construction (a compliance design's group sizes, conditioned
     on: G − 1), each a degree of freedom fewer."""
@@ -229,7 +229,7 @@ def test_counts(mechanism, counts: np.ndarray) -> FitTest:
         return _multi_select(mechanism, counts)
     symmetric = channels.symmetric_channel(mechanism)
     found = None if symmetric is None else likelihood.symmetric_maximum(symmetric, counts)
-    if found is not None:
+    if symmetric is not None and found is not None:
         return symmetric_test(symmetric, counts, found[0])
     q = class_matrix(mechanism, counts) if isinstance(mechanism, GroupedMechanism) else channels.channel_matrix(mechanism)
     shares, _ = likelihood.certified_maximum(q, counts)

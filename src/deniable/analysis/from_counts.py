@@ -335,7 +335,7 @@ def _clopper_pearson_shares(channel, counts, n, level):
     return np.minimum(np.maximum(low, 0.0), 1.0), np.minimum(np.maximum(high, 0.0), 1.0)
 
 
-def published_spread(mechanism, q: np.ndarray, counts: np.ndarray, pi: np.ndarray):
+def published_spread(mechanism, q: channels.Channel, counts: np.ndarray, pi: np.ndarray):
     """The covariance published beside an estimate ``pi`` on the simplex of answers (not k-ary randomized response,
     whose shares are binomial), and the calibration behind it when there is one: the inverse information where it
     describes the spread (a public number, or an estimate whose shares are all several standard errors inside the

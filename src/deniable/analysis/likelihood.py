@@ -90,7 +90,7 @@ class _Problem:
     O(k + R) products instead of O(k·R). ``face``: the answers x may hold (a mask; None: all), for the best point of a
     face of the simplex through a structure, whose columns of the face are not written out."""
 
-    def __init__(self, q: np.ndarray, counts: np.ndarray, tilt: np.ndarray | None = None,
+    def __init__(self, q: channels.Channel, counts: np.ndarray, tilt: np.ndarray | None = None,
                  offset: np.ndarray | None = None, face: np.ndarray | None = None):
         observed = counts > 0
         self.face = face
@@ -101,7 +101,7 @@ class _Problem:
         self.tilt = tilt
         self.offset = None if offset is None else np.asarray(offset, dtype=float)[observed]
         if self.structure is None:
-            self.a = np.ascontiguousarray(q[observed], dtype=float)
+            self.a = np.ascontiguousarray(channels.written_out(q, "the fit")[observed], dtype=float)
             reachable = self.a.max(axis=1, initial=0.0) + (0.0 if self.offset is None else self.offset)
             if (reachable <= 0).any():
                 raise AnalysisError("a report was observed that no answer can produce under this channel")
@@ -291,7 +291,7 @@ NEWTON_BEFORE_EM = 60
 EM_STEPS = 200
 
 
-def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = None, offset: np.ndarray | None = None,
+def maximise(q: channels.Channel, counts: np.ndarray, *, tilt: np.ndarray | None = None, offset: np.ndarray | None = None,
              start: np.ndarray | None = None, tolerance: float = KKT_TOLERANCE,
              max_iterations: int = 1000, face: np.ndarray | None = None) -> tuple[np.ndarray, Certificate]:
     """The maximiser of Σ_r c_r log (offset + Qπ)_r (+ tiltᵀπ) over the simplex, and its certificate.
@@ -346,7 +346,7 @@ def maximise(q: np.ndarray, counts: np.ndarray, *, tilt: np.ndarray | None = Non
     return x, problem.certificate(x, problem.gradient(rates), iteration)
 
 
-def certified_maximum(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, "Certificate"]:
+def certified_maximum(q: channels.Channel, counts: np.ndarray) -> tuple[np.ndarray, "Certificate"]:
     """The maximum-likelihood shares on the simplex and the certificate that proves them (KKT residual,
     optimality gap, iterations, uniqueness): what every estimate of record is built from."""
     marginal = channels.marginal_channel(q)  # k-ary randomized response: the closed form, which the certificate proves
@@ -389,12 +389,12 @@ def symmetric_maximum(channel: channels.BinaryChannel, counts: np.ndarray,
     return (pi, certificate) if certificate.converged else None
 
 
-def loglikelihood(q: np.ndarray, counts: np.ndarray, pi: np.ndarray) -> float:
+def loglikelihood(q: channels.Channel, counts: np.ndarray, pi: np.ndarray) -> float:
     """Σ_r c_r log (Qπ)_r over the observed reports (−inf when an observed report has rate 0)."""
     return _Problem(channels.as_channel(q), np.asarray(counts, dtype=float)).value(np.asarray(pi, dtype=float))
 
 
-def certify(q: np.ndarray, counts: np.ndarray, pi: np.ndarray, tolerance: float = KKT_TOLERANCE) -> Certificate:
+def certify(q: channels.Channel, counts: np.ndarray, pi: np.ndarray, tolerance: float = KKT_TOLERANCE) -> Certificate:
     """The KKT certificate of ``pi`` (however it was found), with the uniqueness check."""
     q, counts, pi = channels.as_channel(q), np.asarray(counts, dtype=float), np.asarray(pi, dtype=float)
     problem = _Problem(q, counts)
@@ -428,12 +428,12 @@ def _unique(columns, gradient: np.ndarray, pi: np.ndarray, slack: float) -> bool
 
     result = optimize.linprog(-np.where(positive, 0.0, 1.0), A_eq=system, b_eq=np.zeros(len(system)), bounds=bounds,
                               method="highs")
-    return not (result.status == 0 and -result.fun > 1e-9)
+    return not (result.status == 0 and result.fun is not None and -result.fun > 1e-9)
 
 
 # --- profile likelihood of a linear functional --------------------------------------------------------
 
-def profile_loglikelihood(q: np.ndarray, counts: np.ndarray, answer: int, share: float, start=None) -> float:
+def profile_loglikelihood(q: channels.Channel, counts: np.ndarray, answer: int, share: float, start=None) -> float:
     """max ℓ(π) over the simplex with π[answer] = share, computed directly: π = share·e_j + (1 − share)·ρ
     with ρ free on the other answers (an offset problem, no search). The interval of `profile_interval`
     for e_j is exactly {share : this ≥ ℓ(π̂) − cut}; tests and the coverage study use this to check it."""
@@ -462,7 +462,7 @@ def likelihood_cut(level: float) -> float:
     return float(distributions.chi2_ppf(level, 1)) / 2
 
 
-def profile_interval(q: np.ndarray, counts: np.ndarray, mle: np.ndarray, functional: np.ndarray, cut: float,
+def profile_interval(q: channels.Channel, counts: np.ndarray, mle: np.ndarray, functional: np.ndarray, cut: float,
                      xtol: float = 1e-10) -> tuple[float, float]:
     """{aᵀπ : max over π ∈ simplex with that value of ℓ(π) ≥ ℓ(π̂) − cut}, for a = ``functional``.
 
@@ -473,7 +473,7 @@ def profile_interval(q: np.ndarray, counts: np.ndarray, mle: np.ndarray, functio
     return profile_end(q, counts, mle, functional, cut, -1.0, xtol), profile_end(q, counts, mle, functional, cut, 1.0, xtol)
 
 
-def profile_end(q: np.ndarray, counts: np.ndarray, mle: np.ndarray, functional: np.ndarray, cut: float, side: float,
+def profile_end(q: channels.Channel, counts: np.ndarray, mle: np.ndarray, functional: np.ndarray, cut: float, side: float,
                 xtol: float = 1e-10) -> float:
     """One end of `profile_interval`: the lower (``side`` −1) or the upper (+1). A quantile's interval reads one end
     of each distribution function it inverts, never both."""

@@ -53,7 +53,15 @@ class Version:
         """`auxiliary`, read once."""
         if callable(self.auxiliary):
             self.auxiliary = self.auxiliary()
-        return self.auxiliary
+        return self.auxiliary if isinstance(self.auxiliary, pd.DataFrame) else None
+
+    def column(self, name: str) -> pd.Series:
+        """One column of the rows its responses carry (`LoadedSurvey.versions_grouped_by` names the versions that
+        carry it)."""
+        columns = self.columns()
+        if columns is None or name not in columns.columns:
+            raise LoadError(f"version {self.spec_hash}: its responses carry no column {name!r}", "by")
+        return columns[name]
 
     @property
     def label(self) -> str:
@@ -87,8 +95,8 @@ class LoadedSurvey:
         self.flags = {key: sum(f[key] for f in known) for key in ("flagged", "failed_check", "too_fast")} \
             if known else None
         self.left_out = any(v.left_out for v in self.versions)
-        self._cache = {}
-        self._pools = {}
+        self._cache: dict = {}
+        self._pools: dict = {}
         self._auxiliary: pd.DataFrame | None = None  # `auxiliary`, once read
         self._wave_order: list | None = None  # the waves' count keys, in the order they opened (`waves`)
 
@@ -141,7 +149,7 @@ class LoadedSurvey:
         if by == WAVES:
             return [v for v in self.versions if v.survey.repeated is not None]
         if self.is_column(by):
-            return [v for v in self.versions if v.columns() is not None and by in v.columns().columns]
+            return [v for v in self.versions if (columns := v.columns()) is not None and by in columns.columns]
         return self.versions_for(by)
 
     def is_column(self, by: str) -> bool:
@@ -203,7 +211,8 @@ class LoadedSurvey:
             total: dict = {}
             for version in wanted:
                 split = version.survey.questions[question_id].split_ballot
-                counted = _column_counts(version, question_id, by) if column else version.counter(question_id, by)
+                counted = (_column_counts(version, question_id, by) if column and by is not None
+                           else version.counter(question_id, by))
                 for group, counts in counted.items():
                     into = total.setdefault(group, {})
                     for report, count in counts.items():
@@ -253,7 +262,7 @@ class LoadedSurvey:
         if by == WAVES:
             return self.waves
         if self.is_column(by):
-            return _column_levels(pd.concat([v.columns()[by] for v in self.versions_grouped_by(by)]))
+            return _column_levels(pd.concat([v.column(by) for v in self.versions_grouped_by(by)]))
         if not any(by in v.survey.questions for v in self.versions):
             columns = list(self.auxiliary().columns)
             raise LoadError(f"by: no question or column {by!r} in survey {self.survey.id!r}" +
@@ -371,14 +380,14 @@ def _column_counts(version: Version, question_id: str, by: str) -> dict:
     """{level key: {report key: count}} of one version's reports of ``question_id``, grouped by the column ``by``
     of the rows its responses carry (a response without a value there is in no group)."""
     answers = version.framer([question_id])[question_id]
-    keys = level_keys(version.columns()[by].reindex(answers.index))
+    keys = level_keys(version.column(by).reindex(answers.index))
     space = version.survey.questions[question_id].report_space
     return {level: tally(space, answers[(keys == level).to_numpy()]) for level in dict.fromkeys(keys.dropna())}
 
 
 def _column_levels(values: pd.Series) -> list:
     """The distinct values of a column, in order: numbers by size, anything else by its text."""
-    present = {}
+    present: dict = {}
     for value, level in zip(values, level_keys(values)):
         if level is not None:
             present.setdefault(level, value)

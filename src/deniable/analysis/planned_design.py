@@ -92,7 +92,7 @@ def planned_design(survey, n: int, frame=None, icc: float | None = None,
     columns = set().union(*(row for row, _ in rows))
     parts, effect, kish, per_psu, rho = [], 1.0, 1.0, 1.0, 0.0
     weights = roles.get("weights")
-    if weights in columns:
+    if weights is not None and weights in columns:
         values = [(_positive(row.get(weights), weights), count) for row, count in rows]
         total = sum(w * count for w, count in values)
         kish = invitations * sum(w * w * count for w, count in values) / total**2

@@ -56,7 +56,8 @@ def unit_variance(question_or_mechanism, distribution=None) -> np.ndarray:
     if distribution is None:
         pi = np.full(len(answers), 1 / len(answers))
     elif np.isscalar(distribution) and answers == ["yes", "no"]:
-        pi = np.array([distribution, 1 - distribution], dtype=float)
+        share = float(distribution)  # type: ignore[arg-type]  # a scalar: the share of yes
+        pi = np.array([share, 1 - share], dtype=float)
     else:
         pi = np.asarray(distribution, dtype=float)
     q = channels.channel_matrix(mechanism)
@@ -125,7 +126,9 @@ def sample_size(question_or_mechanism, margin: float, level: float = 0.95, distr
     z = two_sided_z(level)
 
     def meets(n: int) -> bool:  # each step's SE good to about 5%: the n found, to about 10%
-        variances = published_spread(mechanism, n, distribution, replicates=SEARCH_REPLICATES).variances()
+        surveys = published_spread(mechanism, n, distribution, replicates=SEARCH_REPLICATES)
+        assert surveys is not None  # a bootstrap channel's (checked above)
+        variances = surveys.variances()
         return z * float(np.sqrt(np.max(variances))) <= margin
 
     # The unbiased estimator's n is an upper bound (the simplex only shrinks the spread, and by that n the fit is
@@ -285,7 +288,7 @@ def n_to_detect_cheaters(question_or_mechanism, share: float = CHEATER_SHARE, po
     σ₀ and σ₁ the per-respondent SD of γ̂ with no cheaters and with ``share`` of them (honest answers split
     evenly between yes and no, as the rest of planning assumes)."""
     mechanism = _mechanism(question_or_mechanism)
-    if mechanism.design != "cheating_detection":
+    if mechanism.design != "cheating_detection" or not isinstance(mechanism, GroupedMechanism):
         raise AnalysisError(f"only cheating detection estimates a share of cheaters, not {mechanism.design}")
     if not 0 < share < 1 or not 0 < power < 1 or not 0 < level < 1:
         raise AnalysisError("share, power and level must each be between 0 and 1")

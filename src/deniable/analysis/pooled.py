@@ -69,20 +69,22 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     table["ci_low"] = np.minimum(wide.table["ci_low"].to_numpy(), table["estimate"].to_numpy())
     table["ci_high"] = np.maximum(wide.table["ci_high"].to_numpy(), table["estimate"].to_numpy())
     quantiles = pooled.quantiles
-    if quantiles is not None:  # a wide number's: the effective n's intervals, holding the pooled estimate
+    if quantiles is not None and wide.quantiles is not None:  # a wide number's: the effective n's intervals, holding the pooled estimate
         quantiles = quantiles.assign(ci_low=np.minimum(wide.quantiles["ci_low"], quantiles["estimate"]),
                                      ci_high=np.maximum(wide.quantiles["ci_high"], quantiles["estimate"]))
     mean, widened = pooled.mean, ""
     if mean is not None:
         # The mean's interval: the independent-reports one widened about the estimate by the mean's own ratio (an
         # interval at an effective n of rounded counts centres elsewhere on a long grid, whose counts are mostly 0 or 1).
-        se = sum(r.n / total * r.mean.se for r in waves.values())
+        means = {wave: r.mean for wave, r in waves.items() if r.mean is not None}
+        assert len(means) == len(waves)  # the same question in every wave: each has its mean
+        se = sum(waves[wave].n / total * wave_mean.se for wave, wave_mean in means.items())
         stretch = max(se / mean.se, 1.0) if mean.se > 0 else 1.0
-        values = pooled.scores if pooled.scores is not None else np.array(pooled.mechanism.answers, dtype=float)
-        low = max(mean.estimate - stretch * (mean.estimate - mean.ci.low), float(np.min(values)))
-        high = min(mean.estimate + stretch * (mean.ci.high - mean.estimate), float(np.max(values)))
+        scored = pooled.scores if pooled.scores is not None else np.array(pooled.mechanism.answers, dtype=float)
+        low = max(mean.estimate - stretch * (mean.estimate - mean.ci.low), float(np.min(scored)))
+        high = min(mean.estimate + stretch * (mean.ci.high - mean.estimate), float(np.max(scored)))
         mean = MeanEstimate(mean.estimate, se, type(mean.ci)(low, high), level, mean.method, mean.unbiased,
-                            sum(r.n / total * r.mean.unbiased_se for r in waves.values()))
+                            sum(waves[wave].n / total * wave_mean.unbiased_se for wave, wave_mean in means.items()))
         widened = f" (the mean's {stretch:.2f}×)"
     note = (f"pooled over {len(waves)} waves of a panel: one person's memoized reports in several waves are "
             "correlated, so the standard error is the bound Σ (n_wave/N)·SE_wave, valid whatever the correlation, and "

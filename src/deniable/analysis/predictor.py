@@ -62,13 +62,13 @@ class LatentPredictorModel(GenericLikelihoodModel):
     def __init__(self, endog, exog, family: str, latent: int | None = None, latent_exog=None, first=None,
                  p: float = 1.0, q: float = 0.0, latent_name: str = "z", case_weights=None, **kwargs):
         self.family, self.latent = family, latent
-        self.latent_exog = None if latent is None else np.asarray(latent_exog, dtype=float)
+        self.latent_exog: np.ndarray | None = None if latent is None else np.asarray(latent_exog, dtype=float)
         extra = [] if latent is None else [f"{latent_name} ~ {name}" for name in latent_exog.columns]
         if family == "linear":
             extra.append("log(scale)")
         super().__init__(endog, exog, extra_params_names=extra, **kwargs)
         self.k_outcome = self.exog.shape[1]
-        self.k_latent = 0 if latent is None else self.latent_exog.shape[1]
+        self.k_latent = 0 if self.latent_exog is None else self.latent_exog.shape[1]
         if latent is not None:
             first = np.asarray(first, dtype=float)
             # P(report | z = 1), P(report | z = 0) of each respondent's own report

@@ -349,9 +349,9 @@ def _design_logistic(formula: str, data, design, firth: bool, fit_kwargs: dict):
         raise AnalysisError("firth=True: the penalized fit has no design-based version here; drop one of them")
     if not hasattr(data, "design_frame"):
         raise TypeError("logistic(formula, data, design=...) needs data from deniable.analysis.load()")
-    outcome, terms = (part.strip() for part in formula.split("~", 1)) if formula.count("~") == 1 else (None, None)
-    if outcome is None:
+    if formula.count("~") != 1:
         raise AnalysisError(f"formula {formula!r}: write it as 'outcome ~ covariates', e.g. 'drugs ~ C(region) + age'")
+    outcome, terms = (part.strip() for part in formula.split("~", 1))
     question = data.question(outcome)
     mechanism = question.mechanism
     grouped = isinstance(mechanism, GroupedMechanism)

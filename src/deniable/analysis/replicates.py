@@ -58,7 +58,15 @@ class Replicates:
     def multipliers(self) -> np.ndarray:
         """The factors written out per response (n × R): for an export of the replicate weights."""
         written = self.factors if self.rows is None else self.factors[self.rows]
-        return written if self.cells is None else written * self.cell_factors[self.cells]
+        raked = self._raked
+        return written if raked is None else written * raked[1][raked[0]]
+
+    @property
+    def _raked(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(each response's raking cell, each cell's factors), or None unraked: the two are given together."""
+        if self.cells is None or self.cell_factors is None:
+            return None
+        return self.cells, self.cell_factors
 
     def totals(self, values: np.ndarray) -> np.ndarray:
         """Σᵢ m_ir·valuesᵢ for every replicate r (R × columns of ``values``, n × columns): the PSUs' (and raking
@@ -84,17 +92,20 @@ class Replicates:
 
     def _groups(self, subset: np.ndarray) -> tuple[np.ndarray, int]:
         """Each response's group of equal factors (its PSU, and its raking cell when raked), and how many groups."""
-        if self.cells is None:
+        assert self.rows is not None  # factors per PSU (`totals` and `tallied` take the other route)
+        raked = self._raked
+        if raked is None:
             return self.rows[subset], len(self.factors)
-        cells = len(self.cell_factors)
-        return self.rows[subset] * cells + self.cells[subset], len(self.factors) * cells
+        cells = len(raked[1])
+        return self.rows[subset] * cells + raked[0][subset], len(self.factors) * cells
 
     def _through(self, grouped: np.ndarray) -> np.ndarray:
         """Group totals (groups × columns) to replicate totals (R × columns)."""
-        if self.cells is None:
+        raked = self._raked
+        if raked is None:
             return self.factors.T @ grouped
-        by_cell = grouped.reshape(len(self.factors), len(self.cell_factors), -1)
-        return np.einsum("pr,cr,pck->rk", self.factors, self.cell_factors, by_cell, optimize=True)
+        by_cell = grouped.reshape(len(self.factors), len(raked[1]), -1)
+        return np.einsum("pr,cr,pck->rk", self.factors, raked[1], by_cell, optimize=True)
 
     def covariance(self, estimates: np.ndarray, diagonal: bool = False) -> np.ndarray:
         """scale · Σ_r rscale_r (θ_r − θ̄)(θ_r − θ̄)ᵀ of per-replicate estimates (R × k); ``diagonal``: its diagonal."""

@@ -11,7 +11,7 @@ import functools
 import html
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,11 @@ from deniable.client.mechanisms import Mechanism
 
 from . import calibration, channels, likelihood, ranges, spread
 from . import estimators as est
+from .errors import AnalysisError
 from .splitballot import comparison_lines
+
+if TYPE_CHECKING:  # fit imports the estimators that build these results: the name is for type checkers only
+    from .fit import FitTest
 
 #: Columns of every estimate table, in order.
 COLUMNS = ["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"]
@@ -82,7 +86,7 @@ class EstimateResult:
     covariance_source: object | None = field(repr=False, default=None, compare=False)
     mean: MeanEstimate | None = None
     simultaneous: bool = False
-    notes: tuple = ()
+    notes: Sequence[str] = ()
     #: Whom the question was asked of when skip logic shows it to some respondents only, e.g.
     #: "respondents with worked = 'yes'" (None: everyone). The estimates describe that group.
     population: str | None = None
@@ -109,7 +113,7 @@ class EstimateResult:
     split_ballot: pd.DataFrame | None = field(repr=False, default=None)
     #: Whether the reports could come from honest randomization of any population (`fit.FitTest`: G² against the
     #: saturated model, its p-value and how it was computed); a p below `fit.FLAG_P` is named first among the notes.
-    fit: object | None = None
+    fit: FitTest | None = None
     #: Whether the public markers (a split ballot's arm; a cheating-detection or lie-detector group) were drawn with
     #: the design's probabilities (`assignment.AssignmentTest`); None where there are none.
     assignment: object | None = None
@@ -200,6 +204,13 @@ class EstimateResult:
         """Upper bound on how far the estimate's log-likelihood can be below the maximum."""
         return self.certificate.optimality_gap
 
+    def _refitted(self) -> Callable:
+        """How this estimate is made again at another level or by another method."""
+        if self.refit is None:
+            raise AnalysisError("this result keeps no way to refit it (it was put together from others): estimate "
+                                "again with the level or method wanted", "level")
+        return self.refit
+
     def conf_int(self, level: float | None = None, method: str | None = None,
                  simultaneous: bool | None = None) -> pd.DataFrame:
         """Intervals at another level, by another method, or simultaneous (Bonferroni) over the answers.
@@ -207,7 +218,7 @@ class EstimateResult:
         ``wald``; other designs ``likelihood`` (default) and ``wald``."""
         if level is None and method is None and simultaneous is None:
             return self.table[["ci_low", "ci_high"]].copy()
-        again = self.refit(level or self.level, method or self.method,
+        again = self._refitted()(level or self.level, method or self.method,
                            self.simultaneous if simultaneous is None else simultaneous)
         return again.table[["ci_low", "ci_high"]]
 
@@ -298,8 +309,9 @@ class Summary:
             lines.append(f"Text: {r.text}")
         if r.mean is not None:  # numbers and scales lead with their mean: per-value shares are often too noisy
             m = r.mean
+            scale = "" if r.scores is None else f", on {r.scores[0]:g}–{r.scores[-1]:g}"
             lines.append(f"Mean: {m.estimate:.4g} (SE {m.se:.3g}), {m.level:.0%} CI [{m.ci.low:.4g}, {m.ci.high:.4g}] "
-                         f"{m.method}, on {r.scores[0]:g}–{r.scores[-1]:g}; unbiased {m.unbiased:.4g} (SE {m.unbiased_se:.3g})")
+                         f"{m.method}{scale}; unbiased {m.unbiased:.4g} (SE {m.unbiased_se:.3g})")
         if r.quantiles is not None:
             lines.append(quantile_line(r.quantiles, r.level))
         if r.population:

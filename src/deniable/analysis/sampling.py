@@ -306,19 +306,19 @@ class Sample:
                 targets.append(total)
                 names.append(f"{name}={level}")
         x = np.column_stack(indicators)
-        targets = np.array(targets)
+        target_totals = np.array(targets)
         start, groups = 0, []
         for margin in margins.values():
             groups.append(slice(start, start + len(margin)))
             start += len(margin)
-        w = _rake(self.weights, x, targets, groups, names)
+        w = _rake(self.weights, x, target_totals, groups, names)
         if self.replicates is None:
             return Sample(self.index, w, self.strata, self.psu, self.fraction, self.lonely_psu,
                           self.description, calibration=x)
         # Each replicate is raked to the same margins (as R's rake of a replicate design): its spread then holds
         # the calibration, and no residual linearization is needed.
         return Sample(self.index, w, self.strata, self.psu, self.fraction, self.lonely_psu, self.description,
-                      replicates=_raked_replicates(self.replicates, self.weights, w, x, targets, groups, names))
+                      replicates=_raked_replicates(self.replicates, self.weights, w, x, target_totals, groups, names))
 
     # --- the design-based covariance ------------------------------------------------------------------------
 
@@ -345,8 +345,8 @@ class Sample:
                  for wave in dict.fromkeys(self.waves)]
         sizes = np.sqrt([max(float(part.sum() if diagonal else np.trace(part)), 0.0) for part in parts])
         if sizes.sum() <= 0:
-            return sum(parts)
-        return sum(part * (sizes.sum() / size) for part, size in zip(parts, sizes) if size > 0)
+            return np.sum(parts, axis=0)
+        return np.sum([part * (sizes.sum() / size) for part, size in zip(parts, sizes) if size > 0], axis=0)
 
     def _covariance(self, scores: np.ndarray, diagonal: bool) -> np.ndarray:
         if self.replicates is not None:  # the replicate totals of the scores: Σᵢ (w_rᵢ/wᵢ)·scoresᵢ
@@ -361,6 +361,7 @@ class Sample:
         """Weighted scores less their regression on the raking margins' indicators (the linearization of a
         calibrated estimator: only what the margins do not fix varies)."""
         x, w = self.calibration, self.weights
+        assert x is not None  # called for a calibrated sample only
         unweighted = scores / w[:, None]
         gram = x.T @ (w[:, None] * x)
         coefficients = np.linalg.lstsq(gram, x.T @ scores, rcond=None)[0]
@@ -456,6 +457,7 @@ class ReportSpread:
     def _replicate_frequencies(self) -> np.ndarray:
         """Each replicate's report frequencies (replicates × R), exactly: a ratio of its weighted totals."""
         rows = np.flatnonzero(self.counted)
+        assert self.sample.replicates is not None  # a replicate design's frequencies only
         totals = self.sample.replicates.tallied(rows, self.positions[rows], self.w[rows], len(self.lam))  # R × reports
         sizes = totals.sum(axis=1, keepdims=True)
         return np.divide(totals, sizes, out=np.tile(self.lam[None, :], (len(sizes), 1)), where=sizes > 0)
@@ -529,7 +531,7 @@ def _rake(weights: np.ndarray, x: np.ndarray, targets: np.ndarray, groups: list,
                         "contradict each other", "rake")
 
 
-def fit_jacobian(q: np.ndarray, pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
+def fit_jacobian(q: channels.Channel, pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
     """dπ̂/dλ̂ (answers × reports) of the maximum-likelihood fit on the simplex at ``pi`` to frequencies ``lam``: on the
     face where the fit lies (its positive answers F), the derivative of Σ_r λ_r Q_rj/(Qπ)_r = μ (j ∈ F), Σ_F π = 1.
     Inside the simplex with Q square and invertible it is Q⁻¹; answers at zero stay there (rows of zeros)."""

@@ -87,8 +87,8 @@ def comparison_lines(table: pd.DataFrame, design: str) -> list[str]:
     level = table.attrs["level"]
     if direct["n"] == 0:
         return ["Split ballot: no direct-arm reports yet, so nothing to compare"]
-    lines = [f"Split ballot ('yes'): asked directly {direct['estimate']:.4f} (n = {int(direct['n'])}), "
-             f"through {design} {randomized['estimate']:.4f} (n = {int(randomized['n'])}); "
+    lines = [f"Split ballot ('yes'): asked directly {direct['estimate']:.4f} (n = {table.at['direct', 'n']:.0f}), "
+             f"through {design} {randomized['estimate']:.4f} (n = {table.at['randomized', 'n']:.0f}); "
              f"difference {difference['estimate']:+.4f} (SE {difference['se']:.4f}), {level:.0%} CI "
              f"[{difference['ci_low']:+.4f}, {difference['ci_high']:+.4f}], one-sided p = {difference['p_value']:.3g}",
              f"Split ballot: {ASSUMPTION}"]

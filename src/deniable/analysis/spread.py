@@ -59,7 +59,7 @@ def needs_bootstrap(mechanism) -> bool:
     return channels.marginal_channel(channels.channel_matrix(mechanism)) is None
 
 
-def _seed(q: np.ndarray, key: np.ndarray, n: int, block: int = 0) -> int:
+def _seed(q: channels.Channel, key: np.ndarray, n: int, block: int = 0) -> int:
     digest = _channel_digest(q)
     for part in (np.ascontiguousarray(key, dtype=float), np.array([n])):
         digest.update(part.tobytes())
@@ -76,7 +76,7 @@ _STRUCTURE_DIGESTS: dict = {}
 _DIGESTS_LOCK = threading.Lock()
 
 
-def _channel_digest(q: np.ndarray):
+def _channel_digest(q: channels.Channel):
     """The hash of a channel's entries, as the start of every seed drawn through it. A matrix that owns its entries and
     is read-only (what `channels.channel_matrix` returns) cannot change, so its hash is kept for as long as it lives:
     a 0..1000 grid's 24 MB took 40 ms to hash, twice in every estimate. A number's channel given as its structure
@@ -117,7 +117,7 @@ class Bootstrap:
     0.98–0.995 for 0..30 to 0..1000 numbers near a face), so Var F = gᵀMg/n + Var(F − V) + 2 Cov(F − V, V) leaves to
     the surveys only the small remainder: a long grid's 200 surveys state a mean's SE to 0.7–1.8% from 1,000 reports or
     more (5% read plainly). A share's fits pile at its face instead, so its variance is read plainly (`variances`)."""
-    q: np.ndarray
+    q: channels.Channel
     pi: np.ndarray
     draws: np.ndarray
     fits: np.ndarray
@@ -231,7 +231,7 @@ def _face_linearization(q, pi: np.ndarray, draws: np.ndarray):
     return support, inverse, deviations @ on_face, n
 
 
-def bootstrap(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None = None,
+def bootstrap(q: channels.Channel, pi: np.ndarray, n: int, replicates: int | None = None,
               counts: np.ndarray | None = None) -> Bootstrap:
     """``replicates`` surveys of ``n`` reports drawn through ``q`` from the answer distribution ``pi``, with their
     maximum-likelihood fits. Every fit meets the certificate's KKT tolerance: all are solved together
@@ -269,7 +269,7 @@ def _drawn_to_target(surveys: Bootstrap, n: int, counts: np.ndarray | None) -> B
     return surveys
 
 
-def draw_surveys(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None = None,
+def draw_surveys(q: channels.Channel, pi: np.ndarray, n: int, replicates: int | None = None,
                  counts: np.ndarray | None = None, block: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The surveys `bootstrap` fits, without fitting them: (``pi`` normalised, the draws, a row per survey)."""
     if replicates is None:
@@ -281,7 +281,7 @@ def draw_surveys(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None =
     return pi, stable_multinomial(rng, n, rates / rates.sum(), replicates)
 
 
-def fit_surveys(q: np.ndarray, draws: np.ndarray, pi: np.ndarray) -> np.ndarray:
+def fit_surveys(q: channels.Channel, draws: np.ndarray, pi: np.ndarray) -> np.ndarray:
     """The fits `bootstrap` makes of surveys drawn at ``pi`` (any subset of them: each row is fitted on its own). A
     long grid's surveys, fitted one by one, all start from ``pi`` (`maximise_each`'s ``fallback``): their projected
     unbiased estimates are worked out only for the batch, which starts from them (for a 0..1000 grid's 200 surveys
@@ -294,7 +294,7 @@ def fit_surveys(q: np.ndarray, draws: np.ndarray, pi: np.ndarray) -> np.ndarray:
     return maximise_each(q, draws, pi if np.count_nonzero(pi) <= likelihood.SPARSE_START_ABOVE else None)
 
 
-def maximise_each(q: np.ndarray, counts: np.ndarray, starts: np.ndarray | None, fallback: np.ndarray | None = None,
+def maximise_each(q: channels.Channel, counts: np.ndarray, starts: np.ndarray | None, fallback: np.ndarray | None = None,
                   tilt: np.ndarray | None = None) -> np.ndarray:
     """The certified maximiser of Σ_r c_r log (Qx)_r (+ tiltᵀx) over the simplex for each row of ``counts``:
     together where the grid is short enough (`_batched_maximise`), one by one for the rows it leaves short and for
@@ -303,10 +303,11 @@ def maximise_each(q: np.ndarray, counts: np.ndarray, starts: np.ndarray | None, 
     starts = None if starts is None else np.broadcast_to(starts, (rows, q.shape[1]))
     tilts = None if tilt is None else np.broadcast_to(tilt, (rows, q.shape[1]))
     if q.shape[1] <= BATCH_ANSWERS:
+        matrix = channels.written_out(q, "the fits")  # a grid this short is always written out
         fits, certified = np.empty((rows, q.shape[1])), np.empty(rows, dtype=bool)
         for block in row_blocks(rows, q.shape[0]):  # each row is fitted on its own: a block of them at a time
             fits[block], certified[block] = _batched_maximise(
-                q, counts[block], None if starts is None else starts[block],
+                matrix, counts[block], np.full(q.shape[1], 1 / q.shape[1]) if starts is None else starts[block],
                 tilt=None if tilts is None else tilts[block])
     else:
         fits, certified = np.empty((rows, q.shape[1])), np.zeros(rows, dtype=bool)
@@ -377,12 +378,13 @@ def _report_by_report(rng: np.random.Generator, n: int, rates: np.ndarray, size:
     return draws
 
 
-def _starts(q: np.ndarray, counts: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+def _starts(q: channels.Channel, counts: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     """Where each survey's fit starts: its unbiased estimate projected onto the simplex. At large n that is the fit
     itself; at small n its zeros are mostly the fit's, so fewer passes of the active set remain (a 0-40 number at
     n = 1,000: 69 → 50 ms). A start whose rates cannot produce the survey's reports (a zero in the channel) takes
     ``fallback``."""
-    estimates = (counts / np.clip(counts.sum(axis=1, keepdims=True), 1, None)) @ channels.left_inverse(q).T
+    estimates = (counts / np.clip(counts.sum(axis=1, keepdims=True), 1, None)) @ channels.left_inverse(
+        channels.written_out(q, "the starting points")).T
     starts = simplex_projection(estimates)
     impossible = ((channels.rates(q, starts) <= 0) & (counts > 0)).any(axis=1)
     starts[impossible] = fallback
@@ -541,7 +543,7 @@ def _newton_on_face(curvature: np.ndarray, gradient: np.ndarray, free: np.ndarra
         return None
 
 
-def published_covariance(q: np.ndarray, pi: np.ndarray, n: int, replicates: int | None = None,
+def published_covariance(q: channels.Channel, pi: np.ndarray, n: int, replicates: int | None = None,
                          counts: np.ndarray | None = None) -> np.ndarray:
     """The covariance of the maximum-likelihood estimate from ``n`` reports when the answers are distributed as
     ``pi`` (parametric bootstrap; `bootstrap`, seeded by ``counts`` when given)."""

@@ -39,7 +39,7 @@ def from_database(url: str, survey_id, leave_out_flagged: bool = False, choose=N
 
 
 def describe(store, url: str | None = None) -> str:
-    url = store.url if store is not None else url
+    url = str(store.url if store is not None else url)
     return storage.describe_database(url) if storage.is_postgres(url) else storage.sqlite_path(url)
 
 
@@ -49,7 +49,7 @@ def read_store(store, survey_id, owned: bool, leave_out_flagged: bool = False, c
     if survey_id is None:
         raise LoadError("survey_id: required with db= or store=", "survey_id")
     where = describe(store)
-    closed = []  # set by LoadedSurvey.close: what was not read by then cannot be
+    closed: list = []  # set by LoadedSurvey.close: what was not read by then cannot be
 
     def reading():
         if closed:
@@ -122,9 +122,11 @@ class _StoredVersion:
             arrived = self._arrived(store)
             rows = list(read(store))
         if arrived and rows:
+            roster = self.roster
+            assert roster is not None  # responses arrived: the survey was open at the load (`_arrived`)
             ids = np.array([row[0].encode() for row in rows], dtype="S")
-            at = np.minimum(np.searchsorted(self.roster, ids), max(len(self.roster) - 1, 0))
-            held = self.roster[at] == ids if len(self.roster) else np.zeros(len(ids), dtype=bool)
+            at = np.minimum(np.searchsorted(roster, ids), max(len(roster) - 1, 0))
+            held = roster[at] == ids if len(roster) else np.zeros(len(ids), dtype=bool)
             rows = [row for row, kept in zip(rows, held) if kept]
         return [row for row in rows if row[0] not in self.dropped] if self.dropped else rows
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import pandas as pd
 
@@ -14,7 +15,7 @@ from deniable.client.reports import WAVES
 from . import ranges
 from .groups import subgroup_frame, subgroups
 from .loaded import LoadedSurvey, nothing_to_estimate
-from .sweep import each_question, estimate_with_design
+from .sweep import NoEstimate, each_question, estimate_with_design
 from .waves import compare_waves
 
 
@@ -76,11 +77,15 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
     answered, a split ballot's randomized arm early in fieldwork): the others are still estimated. ``design``: a
     `SampleDesign` for every estimate (groups of ``by``, waves too, as domains). A wide number's rows are its bins,
     with its median and quartiles in columns beside the mean's; ``values``: a row per value instead."""
+    wanted: Iterable[tuple[str, NoEstimate | None]]
     if questions:  # asked for by name: estimated, or the error raised
         wanted = ((qid, None) for qid in questions)
     else:
         wanted = ((qid, missing) for qid, missing in each_question(data) if qid != by)
-    frames, texts, refused, empty = [], [], [], []
+    frames: list = []
+    texts: list = []
+    refused: list = []
+    empty: list = []
     for qid, missing in wanted:
         if missing is not None:
             if missing.pooled:
@@ -124,8 +129,8 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
                 split = result.split_ballot
                 on_yes = frame["answer"] == "yes"
                 for column, (arm, field_) in SPLIT_COLUMNS.items():
-                    frame.loc[on_yes, column] = split.loc[arm, field_]
-            frame["fit_p"] = result.fit.pvalue  # goodness of fit against any honestly randomized population
+                    frame.loc[on_yes, column] = split.at[arm, field_]
+            frame["fit_p"] = None if result.fit is None else result.fit.pvalue  # goodness of fit against any honestly randomized population
             frame["converged"] = result.converged
             frame["population"] = result.population
             frame.insert(1, "n", result.n)

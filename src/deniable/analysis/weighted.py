@@ -169,15 +169,15 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
                                           lam, n, deff)
     mean = None
     if spread.mean is not None and not grouped:
-        values = question_scores if question_scores is not None else np.array(mechanism.answers, dtype=float)
-        estimate = float(values @ theta)
-        design_variance = max(covariance.variance(values), 0.0)
-        scale = own_scale(values[free] @ jacobian, lam, n, design_variance, deff)
+        scored = question_scores if question_scores is not None else np.array(mechanism.answers, dtype=float)
+        estimate = float(scored @ theta)
+        design_variance = max(covariance.variance(scored), 0.0)
+        scale = own_scale(scored[free] @ jacobian, lam, n, design_variance, deff)
         low, high = map(float, scaled_interval(estimate, spread.mean.ci.low, spread.mean.ci.high, scale,
-                                               float(values.min()), float(values.max())))
-        unbiased_variance = report_spread.covariance(left_rows(values[None, :], weights=True))[0, 0]
+                                               float(scored.min()), float(scored.max())))
+        unbiased_variance = report_spread.covariance(left_rows(scored[None, :], weights=True))[0, 0]
         mean = MeanEstimate(estimate, float(np.sqrt(design_variance)),
-                            type(spread.mean.ci)(low, high), level, spread.mean.method, float(values @ unbiased),
+                            type(spread.mean.ci)(low, high), level, spread.mean.method, float(scored @ unbiased),
                             float(np.sqrt(max(unbiased_variance, 0.0))))
     split_table = None
     if question.split_ballot is not None:
@@ -277,13 +277,15 @@ def _unbiased_rows(q, lam: np.ndarray):
     ``weights=True``, given functionals g over the answers instead, the rows gᵀL.) A number's structure gives them
     from its own left inverse (`channels.FoldedGeometric.unbiased_weights`), never L whole (0..10,000: 2.4 GB)."""
     if isinstance(q, channels.FoldedGeometric):
-        def rows(answers, weights=False):
+        structure = q
+
+        def structure_rows(answers, weights=False):
             if weights:
-                return q.unbiased_weights(answers)
-            indicators = np.zeros((len(answers), q.shape[1]))  # a block's own rows: np.eye of 10,001 answers is 800 MB
+                return structure.unbiased_weights(answers)
+            indicators = np.zeros((len(answers), structure.shape[1]))  # a block's own rows: np.eye of 10,001 answers is 800 MB
             indicators[np.arange(len(answers)), answers] = 1.0
-            return q.unbiased_weights(indicators)
-        return q.unbiased(lam), rows
+            return structure.unbiased_weights(indicators)
+        return structure.unbiased(lam), structure_rows
     inverse = channels.left_inverse(q)
 
     def rows(answers, weights=False):
@@ -385,6 +387,7 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
     if not (len(raw) and raw.sum()):
         raise DesignNotSupported(f"{question_id}: a multi-select question of {len(mechanism.options)} options is too "
                                  "large to count by report here", "design")
+    assert raw_positions is not None  # counted above, or refused
     # The other checks of the plain estimate of the respondents' own reports, and the fit test of those reports.
     plain = estimate_counts(mechanism, raw, level, method, question_id, simultaneous, test_fit=False)
     tested = _reports_test(loaded, question_id, mechanism, frame, raw_positions, domain)

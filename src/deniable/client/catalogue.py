@@ -94,7 +94,7 @@ def _share(share: float, words) -> str:
     return words["percent"].format(value=_number(share * 100, 3, words))
 
 
-def table(words) -> dict:
+def table(words) -> Mapping:
     """A table given as itself, or as a language code (None: English)."""
     return words if isinstance(words, Mapping) else messages(words)
 
@@ -122,7 +122,9 @@ def privacy_statement(epsilon: float, words=None, prior: float = DEFAULT_PRIOR, 
         "factor": _number(math.exp(epsilon), 3, words), "epsilon": _number(epsilon, 3, words),
         "prior": _percent(prior, 0, words), "posterior": _percent(posterior_bound(prior, epsilon), 1, words)}
     if respondent is not None:
-        how, fact = (words[key] for key in DESIGNS[respondent].respondent_words)
+        keys = DESIGNS[respondent].respondent_words
+        assert keys is not None  # a design the respondent randomizes says how
+        how, fact = (words[key] for key in keys)
         if math.isinf(epsilon):
             return words["respondent_one_sided_statement"].format(how=how, fact=fact)
         return words["respondent_statement"].format(how=how, fact=fact, **figures)

@@ -124,9 +124,9 @@ def cheating_detection(params: dict, where: str, text=None) -> GroupedMechanism:
         if yes + no >= 1:
             raise ValueError(f"{at}: yes + no must be below 1 (some respondents must answer truthfully), got {yes} + {no}")
         forced[name] = (yes, no)
-        normalized = {"yes": str(yes)} if "no" not in group else {"yes": str(yes), "no": str(no)}
-        normalized["randomizer"] = respondent_text(group["randomizer"], f"{at}.randomizer", text)
-        normalized_groups[name] = normalized
+        described = {"yes": str(yes)} if "no" not in group else {"yes": str(yes), "no": str(no)}
+        described["randomizer"] = respondent_text(group["randomizer"], f"{at}.randomizer", text)
+        normalized_groups[name] = described
     first, *others = names
     (yes_1, no_1) = forced[first]
     if all((1 - no_1) * forced[o][0] == (1 - forced[o][1]) * yes_1 for o in others):

@@ -53,7 +53,7 @@ def forced_response(params: dict, where: str, text=None):
         raise ValueError(f"{where}: truth + yes + no must be 1, got {truth} + {yes} + {no} = {truth + yes + no}")
     if truth == 0:
         raise ValueError(f"{where}.truth: must be greater than 0, or the report carries no information")
-    normalized = {"design": "forced_response", "truth": str(truth), "yes": str(yes), "no": str(no)}
+    normalized: dict = {"design": "forced_response", "truth": str(truth), "yes": str(yes), "no": str(no)}
     randomizer = params.get("randomizer")
     if randomizer is not None:
         if not isinstance(randomizer, dict) or set(randomizer) != {"text"}:
@@ -136,6 +136,13 @@ def _exp_bound(request: EpsilonRequest, where: str, divisor: int = 1) -> Fractio
     return bound
 
 
+def _epsilon(params: dict, where: str) -> EpsilonRequest:
+    """The design's ε, which it requires."""
+    request = _epsilon_or(params, where)
+    assert request is not None  # without an alternative, a missing ε is refused
+    return request
+
+
 def _epsilon_or(params: dict, where: str, alternative: str | None = None) -> EpsilonRequest | None:
     if "epsilon" in params and alternative and alternative in params:
         raise ValueError(f"{where}: give either epsilon or {alternative}, not both")
@@ -171,7 +178,7 @@ def ordinal(params: dict, where: str, options):
     base w = n/2^20 is the smallest on that grid whose exact channel has e^ε ≤ L ≤ e^ε
     (w^−(k−1) ≤ L solved for n in integers, see `OrdinalMechanism`; the textbook w = e^(−ε/2Δ)
     spends less of the budget than allowed)."""
-    request = _epsilon_or(params, where)
+    request = _epsilon(params, where)
     bound = _exp_bound(request, where)
     degree, scale = len(options) - 1, 2**ORDINAL_BASE_BITS
     # the smallest n with n^(k−1) · L ≥ scale^(k−1), L = bound as a fraction
@@ -190,7 +197,7 @@ def unary(params: dict, where: str, options):
     variant = params.get("variant", "symmetric")
     if variant not in ("symmetric", "optimized"):
         raise ValueError(f"{where}.variant: must be 'symmetric' or 'optimized', got {variant!r}")
-    request = _epsilon_or(params, where)
+    request = _epsilon(params, where)
     bound = _exp_bound(request, where, len(options))
     if variant == "symmetric":
         keep_one = bound / (1 + bound)
@@ -203,7 +210,7 @@ def unary(params: dict, where: str, options):
 
 def laplace(params: dict, where: str, minimum, maximum, step):
     """Discrete Laplace on the grid; see `LaplaceMechanism`. α = 1/L, L ≤ e^(ε/N)."""
-    request = _epsilon_or(params, where)
+    request = _epsilon(params, where)
     points = int((maximum - minimum) / step)
     alpha = 1 / _exp_bound(request, where, points)
     normalized = {"design": "laplace", "epsilon": request.canonical()}
@@ -219,7 +226,8 @@ def public(question_type: str, options=None, grid=None):
         return SymmetricMechanism("none", params, options, Fraction(1), Fraction(0))
     if question_type == "multi_select":
         return UnaryMechanism("none", params, options, Fraction(1), Fraction(0))
-    return LaplaceMechanism("none", params, *grid, alpha=None)
+    low, high, step = grid
+    return LaplaceMechanism("none", params, low, high, step, alpha=None)
 
 
 #: How analysis estimates a design's mechanism (`analysis.from_counts.ESTIMATORS` names an estimator for each): a yes/no

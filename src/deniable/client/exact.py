@@ -80,13 +80,20 @@ class EpsilonRequest:
     def __float__(self) -> float:
         if self.ln_of is not None:
             return _log_fraction(self.ln_of)
-        return float(self.value)
+        return float(self._rational)
 
     def canonical(self):
         """The spec form that is hashed: ``"ln(3)"`` or the number as the user wrote it."""
         if self.ln_of is not None:
             return f"ln({self.ln_of})"
-        return int(self.value) if self.value.denominator == 1 else float(self.value)
+        value = self._rational
+        return int(value) if value.denominator == 1 else float(value)
+
+    @property
+    def _rational(self) -> Fraction:
+        """ε itself, when written as a rational (not ``ln(c)``)."""
+        assert self.value is not None, "an ε written as ln(c) has no rational value"
+        return self.value
 
     def allows(self, exp_epsilon, spent: float) -> bool:
         """Whether a total whose exact e^ε is ``exp_epsilon()`` (a function: worked out only at a hair's breadth,
@@ -111,7 +118,7 @@ class EpsilonRequest:
             # floor(2^32 · c^(1/d)) = floor((floor(c · 2^(32d)))^(1/d)), an integer root.
             target = (self.ln_of.numerator * scale**divisor) // self.ln_of.denominator
             return Fraction(integer_root(target, divisor), scale)
-        x = self.value / divisor
+        x = self._rational / divisor
         total, term, k = Fraction(1), Fraction(1), 0
         while True:
             k += 1

@@ -161,7 +161,8 @@ class LaplaceMechanism(Mechanism):
         fenced = self._log_thresholds  # −∞, the thresholds ascending, +∞: no bounds to check
         beyond, log = len(fenced) - 1, math.log
         below_by, above_by = _LOG_SLACK, _WIDEST_STEP + _LOG_SLACK
-        indexes, reported = {}, {}
+        indexes: dict = {}
+        reported: dict = {}
         word = iter(words.take(3 * len(canonical))).__next__
         reports = []
         for answer in canonical:
@@ -194,7 +195,7 @@ class LaplaceMechanism(Mechanism):
 
     @cached_property
     def _logs(self) -> tuple[float, float]:
-        gap = float(1 - self.alpha)
+        gap = float(1 - self._noise)
         return math.log1p(-gap), math.log1p(-gap / 2)  # ln α, ln((1 + α)/2)
 
     def _magnitude(self, rng, prefix: int) -> int:
@@ -217,8 +218,14 @@ class LaplaceMechanism(Mechanism):
             return self._exact_magnitude(rng, prefix, min(max(first, 0), cap), cap)
         return self._exact_magnitude(rng, prefix, cap, cap)
 
+    @property
+    def _noise(self) -> Fraction:
+        """α of a grid with noise (a public question's has none, and never draws)."""
+        assert self.alpha is not None, "a public number draws no noise"
+        return self.alpha
+
     def _exact_magnitude(self, rng, prefix: int, guess: int, cap: int) -> int:
-        a, b = self.alpha.numerator, self.alpha.denominator
+        a, b = self._noise.numerator, self._noise.denominator
         bits, length = prefix, 64
 
         def below(m: int) -> bool:  # U < t(m) = 2a^m / (b^(m−1)(a + b)), with as many bits of U as it takes

@@ -56,6 +56,10 @@ class Mechanism:
     #: randomizer): the page takes what the respondent chose, already a report, and never sees the
     #: true answer. The channel is the same kind of object; `randomize` then simulates a respondent.
     respondent_randomizes: bool = False
+    #: A panel's memoized composite (`panels.memoized`) keeps what it was built from: the permanent mechanism
+    #: and the instantaneous layer. Not set on any other mechanism.
+    permanent: Mechanism
+    instant: object
 
     @property
     def answers(self) -> list:
@@ -94,7 +98,8 @@ class Mechanism:
         return None
 
     def _validate_many(self, answers) -> list:
-        checked, canonical = {}, []
+        checked: dict = {}
+        canonical = []
         for position, answer in enumerate(answers):
             try:
                 key = (type(answer), answer) if not isinstance(answer, list) else None
@@ -172,7 +177,7 @@ class ChannelMechanism(Mechanism):
                 raise ValueError(f"column for answer {answer!r} is not a probability distribution")
         self._answer_index = {a: i for i, a in enumerate(self._answers)}
         self._report_index = {self._report_key(r): i for i, r in enumerate(self._reports)}
-        self._samplers = {}
+        self._samplers: dict = {}
 
     @staticmethod
     def _report_key(report):
@@ -438,7 +443,7 @@ class UnaryMechanism(Mechanism):
         return None if per_bit is None else per_bit ** len(self.options)
 
     @cached_property
-    def _thresholds(self) -> tuple:
+    def _thresholds(self) -> tuple[tuple[int, int], tuple[int, int]]:
         """(numerator, denominator) of P(reported | bit 0) and of P(reported | bit 1), as integers."""
         return ((self.flip_zero.numerator, self.flip_zero.denominator),
                 (self.keep_one.numerator, self.keep_one.denominator))

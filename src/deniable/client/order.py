@@ -19,9 +19,13 @@ random words (tests/vectors/order.json)."""
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 from .errors import SpecError
 from .randomness import default_source
+
+if TYPE_CHECKING:  # questions imports this module: the name is for type checkers only
+    from .questions import Section
 
 #: The question types whose options can be shuffled.
 SHUFFLED_OPTION_TYPES = ("choice", "multi_select")
@@ -66,13 +70,15 @@ def read_shuffled_sections(value, section_ids: list) -> tuple[str, ...]:
     return tuple(named)
 
 
-def asked_before(survey) -> list[tuple[object, set]]:
+def asked_before(survey) -> list[tuple[Section, set]]:
     """For each section in order, with the section itself: the question ids asked before its items in every order
     (a shuffled section's questions count only after the last shuffled section; a randomized section's own questions
     only after it). Its items, in turn, see those of their section asked before them unless it is randomized."""
     shuffled = set(survey.shuffled_sections)
     last_shuffled = max((i for i, s in enumerate(survey.sections) if s.id in shuffled), default=-1)
-    fixed, pending, found = set(), set(), []
+    fixed: set[str] = set()
+    pending: set[str] = set()
+    found = []
     for position, section in enumerate(survey.sections):
         found.append((section, set(fixed)))
         asked = {item.id for item in section.items if item.id in survey.questions}

@@ -95,6 +95,7 @@ class InstantLayer:
         if self.per_bit:
             chosen = set(report)
             kept = (self.keep.numerator, self.keep.denominator)
+            assert isinstance(mechanism, UnaryMechanism)  # bit by bit: the options of a multi-select question
             return [option for option in mechanism.options if (option in chosen) == bernoulli(*kept, rng)]
         block = _block(mechanism, report)
         return block[self.redraw(next(i for i, r in enumerate(block) if r == report), rng)]
@@ -122,6 +123,7 @@ def _block(mechanism: Mechanism, report) -> list:
 def memoized(mechanism: Mechanism, layer: InstantLayer) -> Mechanism:
     """The composite channel instantaneous ∘ permanent, as a mechanism of the permanent one's shape (so the
     analysis dispatches on it as before), with ``permanent`` and ``instant`` attached."""
+    composite: Mechanism
     if isinstance(mechanism, UnaryMechanism):
         def bit(p):
             return layer.keep * p + layer.other * (1 - p)

@@ -66,7 +66,7 @@ def refuse_line_breaks(texts, where: str):
 
 
 def is_right_to_left(language: str | None) -> bool:
-    return bool(language) and language.split("-")[0].lower() in RIGHT_TO_LEFT
+    return language is not None and language.split("-")[0].lower() in RIGHT_TO_LEFT
 
 
 class _Languages:
@@ -122,6 +122,8 @@ def localize(text, language: str | None, default: str | None):
 
 class _Item:
     """What questions and notes share: an id, a text, a hint, skip logic, their position."""
+
+    type: str
 
     def __init__(self, spec: dict, position: int, languages: _Languages, allowed: set):
         self.id = identifier(spec.get("id"), f"questions[{position}].id")
@@ -196,7 +198,7 @@ class Question(_Item):
         if not isinstance(spec, dict):
             raise SpecError(f"questions[{position}]: must be a mapping, got {spec!r}")
         languages = languages or _Languages(None, None)
-        self.type = spec.get("type")
+        self.type = spec.get("type")  # type: ignore[assignment]  # checked against QUESTION_TYPES below
         super().__init__(spec, position, languages, _QUESTION_FIELDS)
         where = self.where
         if self.type not in QUESTION_TYPES:
@@ -211,8 +213,8 @@ class Question(_Item):
         elif not isinstance(required, bool):
             raise SpecError(f"{where}.required: must be true, false or a skip-logic expression, got {required!r}")
         self.required = required
-        self.option_labels = {}
-        self._valid_reports = {}  # (type, report) -> its canonical form, see validate_report
+        self.option_labels: dict = {}
+        self._valid_reports: dict = {}  # (type, report) -> its canonical form, see validate_report
         self.options = self._read_options(spec, where)
         self.randomize = order.read_option_flag(spec.get("randomize", False), self.type, f"{where}.randomize")
         self.grid = self._read_grid(spec, where)
@@ -478,6 +480,9 @@ def _item(spec, position: int, languages: _Languages):
 
 class Section:
     """A titled group of questions (one screen on a phone)."""
+
+    #: None: the one section of a spec that names none (`Survey` makes it).
+    id: str | None
 
     def __init__(self, spec, position: int, languages: _Languages, first_position: int):
         if not isinstance(spec, dict):

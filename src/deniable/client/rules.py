@@ -16,6 +16,7 @@ def check_skip_logic(survey) -> None:
     for section, before in asked_before(survey):
         earlier: dict[str, Question] = {qid: survey.questions[qid] for qid in before}
         if section.relevant is not None:
+            assert section.id is not None  # the implicit section of a spec without sections has no skip logic
             _check_expression(survey, section.relevant, f"section {section.id!r}.relevant", section.id, earlier)
         for item in section.items:
             if item.relevant is not None:

@@ -57,6 +57,7 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
             start = position + (len(text[position:]) - len(text[position:].lstrip()))
             raise ExpressionError(f"unexpected {text[start]!r} at character {start + 1}")
         kind = match.lastgroup
+        assert kind is not None  # every alternative of the pattern is a named group
         start = match.start(kind)
         tokens.append((kind, match.group(kind), start))
         position = match.end()
@@ -117,7 +118,7 @@ class _Parser:
             args.append(operand())
         if len(args) == 1:
             return args[0]
-        flat = []
+        flat: list = []
         for arg in args:  # (a and b) and c is a and b and c: one tree per meaning
             flat.extend(arg["args"] if arg["op"] == keyword else [arg])
         return {"op": keyword, "args": flat}

@@ -24,7 +24,7 @@ from .statuses import STATUS_TABLE, classify, retry_after_seconds, retryable
 try:
     import fcntl
 except ImportError:  # Windows: one process at a time, as before
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 from .survey import Survey
 
 #: Statuses after which a response is sent again (`statuses.STATUS_TABLE`: "retry later").
@@ -136,7 +136,7 @@ def _refusal(status: int, payload, url: str, retry_after: float | None = None) -
 def _with_retries(method, url, body, retries, backoff, timeout, max_wait: float = MAX_RETRY_WAIT):
     """Send until an answer that is final, or ``retries`` more tries; each waits its backoff or the server's
     Retry-After, whichever is longer, and a Retry-After beyond ``max_wait`` ends the tries at once."""
-    last = None
+    last = SubmitError(f"{url}: not sent")  # replaced by the first attempt's outcome
     for attempt in range(retries + 1):
         if attempt:
             wait = max(backoff * 2 ** (attempt - 1), last.retry_after or 0.0)

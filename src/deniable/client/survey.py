@@ -29,6 +29,7 @@ from pathlib import Path
 
 from . import catalogue, skiplogic, specfile
 from .completion import Completion
+from .compliance import GroupedMechanism
 from .errors import AnswerError, SpecError
 from .exact import EpsilonRequest, canonical_json, check_json_text
 from .identifiers import identifier
@@ -248,7 +249,7 @@ class Survey:
     def warnings(self) -> list[str]:
         """What is valid but worth fixing before fielding: missing translations, private
         questions whose ε is infinite (a one-sided design protects one answer only)."""
-        by_language = {}
+        by_language: dict = {}
         for where, code in self.languages.missing:
             by_language.setdefault(code, []).append(where)
         warnings = [f"{len(places)} text(s) have no {code!r} translation and fall back to "
@@ -465,11 +466,15 @@ class Survey:
 
     def arm_for(self, question_id: str, memo: Memo) -> str:
         """The split-ballot arm this device's respondent is shown in every wave of a repeated survey."""
-        return self.questions[question_id].split_ballot.assign_arm(memo.stream(self.id, question_id, "arm"))
+        split = self.questions[question_id].split_ballot
+        assert split is not None, f"{question_id}: not a split-ballot question"
+        return split.assign_arm(memo.stream(self.id, question_id, "arm"))
 
     def group_for(self, question_id: str, memo: Memo) -> str:
         """The group (cheating detection, lie detector) this device's respondent follows in every wave."""
-        return self.questions[question_id].permanent.assign_group(memo.stream(self.id, question_id, "group"))
+        grouped = self.questions[question_id].permanent
+        assert isinstance(grouped, GroupedMechanism), f"{question_id}: not a design with groups"
+        return grouped.assign_group(memo.stream(self.id, question_id, "group"))
 
     def _reports(self, answers: dict, rng, simulate: bool, arms: dict | None = None, memo: Memo | None = None) -> dict:
         if not isinstance(answers, dict):

@@ -20,7 +20,7 @@ def _privacy(number: int, record: dict, problems: _Problems):
             problems.add("survey", number, "garbling::answer", answer, "give either garbling:: or privacy:: columns, not both")
             return None
         try:
-            rate_value = float(rate)
+            rate_value = float(rate)  # type: ignore[arg-type]  # None is refused as the TypeError below
             if not 0 < rate_value < 1:
                 raise ValueError
         except (TypeError, ValueError):

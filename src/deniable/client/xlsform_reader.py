@@ -201,7 +201,9 @@ def _read(workbook, path: Path) -> dict:
                     texts[code] = _cell_text(value)
         return texts or None
 
-    sections, loose, current = [], [], None
+    sections: list[dict] = []
+    loose: list = []
+    current: dict | None = None
     for number, record in rows:
         kind = " ".join(_cell_text(record.get("type", "")).split())
         name = _cell_text(record.get("name", ""))
@@ -462,6 +464,7 @@ def _read_choices(sheet, problems: _Problems) -> dict:
             elif column not in ("list_name", "list name", "name"):
                 problems.add("choices", number, column, value, "this column is not supported (filters and media would "
                                                                 "show different options to different people); remove it")
+        option: str | dict
         if plain is not None:
             option = name if plain == name else {"value": name, "label": plain}
         elif labels:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from typing import Any
 
 from . import skiplogic
 from .catalogue import messages
@@ -33,7 +34,7 @@ def write_xlsform(survey: Survey, path) -> None:
         return [text if (not codes or code == survey.languages.default) else None for code in codes] or [text]
 
     spec = survey.to_dict()
-    items = [(None, item) for item in spec.get("questions", [])]
+    items: list[tuple[Any, Any]] = [(None, item) for item in spec.get("questions", [])]
     if "sections" in spec:
         items = [(section, item) for section in spec["sections"] for item in [None] + section["questions"] + ["end"]]
     params = sorted({key for _, item in items if isinstance(item, dict) and isinstance(item.get("privacy"), dict)
@@ -178,8 +179,8 @@ def _check_round_trip(survey: Survey, path) -> None:
     """Read the form back: a survey it would carry changed (a field no column holds) is refused, before anything is
     written where it was asked, with the first difference named; never a form that silently drops part of a design."""
     try:
-        back = read_xlsform(path)
-        back = back if isinstance(back, Survey) else Survey.from_dict(back)
+        read = read_xlsform(path)
+        back = read if isinstance(read, Survey) else Survey.from_dict(read)
         if back.hash == survey.hash:
             return
         difference = _first_difference(survey.to_dict(), back.to_dict())
