@@ -1,6 +1,10 @@
 """Sphinx settings for the documentation: the guides (docs/*.md, read by MyST) and the references generated from the
 code, the Python API from its docstrings (autodoc) and the command line from its --help (sphinx-click). Built with
-warnings as errors by tests/docs/test_reference.py."""
+warnings as errors by tests/docs/test_reference.py.
+
+Sphinx rather than mkdocs: autodoc reads the signatures and annotations mypy checks (and the lazily loaded
+`deniable.analysis` through its ``__all__``), sphinx-click writes the command reference from click itself, MyST reads
+the Markdown guides as they are, and both model references, sqlite-utils' and statsmodels', are Sphinx."""
 
 project = "deniable"
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx_click"]
