@@ -107,6 +107,8 @@ def test_load_without_a_database_says_what_it_needs(tmp_path, monkeypatch):
 def test_older_schemas_are_read_as_they_are(tmp_path, demo):
     """A database of every schema from 1 on, read by load() through storage: the same counts as
     the migrated copy, and the file keeps its schema (nothing migrated, nothing written)."""
+    import sqlite_utils
+
     from deniable.storage.engines import SQLiteEngine
 
     reports = [demo.randomize(ANSWERS) for _ in range(25)]
@@ -117,7 +119,7 @@ def test_older_schemas_are_read_as_they_are(tmp_path, demo):
         for step in range(1, schema + 1):
             storage.schema.MIGRATIONS[step](engine)
         engine.set_schema_version(schema)
-        old = engine.db
+        old = sqlite_utils.Database(engine.connection)  # rows written as each old schema held them
         old["survey_versions"].insert({"hash": demo.hash, "survey_id": "tax", "version": 1,
                                        "spec": demo.canonical_json(), "added_on": "2026-01-01"})
         old["surveys"].insert({"id": "tax", "current_hash": demo.hash, "access": "open", "closed_on": None,
