@@ -2,7 +2,7 @@
 which imports each module on the first use of one of its names (a command that only plans never loads scipy, pandas
 or statsmodels). A name added here is public."""
 
-from .advice import QuestionPlan, describe_plan, plan
+from .advice import Plans, QuestionPlan, describe_plan, plan
 from .correlation import Correlation, correlation
 from .errors import AnalysisError, LoadError, PoolingError
 from .estimation import estimate
@@ -11,6 +11,8 @@ from .estimators import (
     DEFAULT_BINARY_METHOD,
     ConfidenceInterval,
 )
+from .family import Result, Summary
+from .formulas import RegressionResults
 from .groups import (
     Comparison,
     compare,
@@ -34,7 +36,6 @@ from .results import (
     CATEGORICAL_METHODS,
     EstimateResult,
     MeanEstimate,
-    Summary,
 )
 from .sampling import SampleDesign
 from .tables import EstimateTable, estimate_table
@@ -42,7 +43,8 @@ from .tables import EstimateTable, estimate_table
 __all__ = [
     "AnalysisError", "BINARY_METHODS", "CATEGORICAL_METHODS", "Certificate", "Comparison", "ConfidenceInterval",
     "ConvergenceWarning", "Correlation", "DEFAULT_BINARY_METHOD", "EstimateResult", "EstimateTable", "LoadError",
-    "LoadedSurvey", "MeanEstimate", "PlannedDesign", "PoolingError", "QuestionPlan", "SampleDesign", "SeparationWarning", "Summary",
+    "LoadedSurvey", "MeanEstimate", "Plans", "PlannedDesign", "PoolingError", "QuestionPlan", "RegressionResults",
+    "Result", "SampleDesign", "SeparationWarning", "Summary",
     "Version", "compare", "compare_designs", "correlation", "describe_plan", "estimate", "estimate_table", "linear",
     "load", "logistic", "margin_of_error", "plan", "planned_design", "population", "power", "sample_size", "subgroup_frame",
     "subgroups", "unit_variance",

@@ -24,6 +24,7 @@ from deniable.client.mechanisms import UnaryMechanism
 from . import blas, spread
 from .deadline import time_limit
 from .errors import AnalysisError, OutOfTime
+from .family import Result
 from .planned_design import SIMPLE, PlannedDesign, planned_design
 from .planning import (
     CHEATER_SHARE,
@@ -43,7 +44,7 @@ UNINFORMATIVE_MARGIN = 0.15
 
 
 @dataclass
-class QuestionPlan:
+class QuestionPlan(Result):
     """What one private question will give at a planned sample size (uniform true answers assumed)."""
 
     question_id: str
@@ -84,8 +85,32 @@ class QuestionPlan:
     def shares_usable(self) -> bool:
         return self.margin is not None and self.margin <= UNINFORMATIVE_MARGIN
 
+    def to_frame(self):
+        return _plans_frame([self])
 
-class Plans(list):
+    def _summary_lines(self) -> list[str]:
+        return describe_plan(Plans([self])).splitlines()
+
+    def __repr__(self) -> str:
+        shares = "shares not planned" if self.se is None else f"margin ±{self.margin:.3f}"
+        mean = "" if self.mean_margin is None else f", mean ±{self.mean_margin:.3g}"
+        return f"<QuestionPlan {self.question_id} {self.design} ε={self.epsilon:.3g} n={self.n:,} {shares}{mean}>"
+
+
+def _plans_frame(plans: list[QuestionPlan]):
+    """One row per question: the figures `describe_plan` says (pandas imported here: planning itself loads none)."""
+    import pandas as pd  # a frame asked for: `survey check` and the dashboard's plans stay without pandas
+
+    columns = ["design", "epsilon", "n", "se", "margin", "n_for_margin", "mean_se", "mean_margin", "asked_share",
+               "design_effect", "n_to_detect_cheaters"]
+    frame = pd.DataFrame([[getattr(p, column) for column in columns] for p in plans], columns=columns,
+                         index=pd.Index([p.question_id for p in plans], name="question"))
+    if plans:
+        frame.attrs.update(level=plans[0].level, target=plans[0].target)
+    return frame
+
+
+class Plans(Result, list):
     """`QuestionPlan`s in question order, and the ids of questions left unplanned by a time limit."""
 
     def __init__(self, plans=(), unplanned=(), design: PlannedDesign = SIMPLE):
@@ -102,6 +127,20 @@ class Plans(list):
     @property
     def complete(self) -> bool:
         return not self.unplanned and not self.shares_unplanned
+
+    def to_frame(self):
+        return _plans_frame(list(self))
+
+    def _summary_lines(self) -> list[str]:
+        return describe_plan(self).splitlines()
+
+    def _summary_table(self):
+        return None  # the lines are the table, as `deniable survey check` prints it
+
+    def __repr__(self) -> str:
+        n = f" n={self[0].n:,}" if self else ""
+        unplanned = f", {len(self.unplanned)} left unplanned" if self.unplanned else ""
+        return f"<Plans {len(self)} questions{n}{unplanned}>"
 
 
 #: What `deniable survey check` spends on planning before it leaves the rest unplanned (and says so; the dashboard

@@ -8,16 +8,18 @@ design's probabilities on every estimate; a p-value below `fit.FLAG_P` leads the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import distributions
+from .family import Result
 from .fit import FLAG_P
 
 
 @dataclass(frozen=True)
-class AssignmentTest:
+class AssignmentTest(Result):
     """The markers' counts against the design's probabilities: an exact binomial test for two, else Pearson's χ²."""
 
     what: str  # "arm" or "group"
@@ -30,6 +32,24 @@ class AssignmentTest:
     @property
     def flagged(self) -> bool:
         return self.pvalue < FLAG_P
+
+    def to_frame(self):
+        import pandas as pd  # a frame asked for
+
+        total = sum(self.counts.values())
+        frame = pd.DataFrame([[count, count / total if total else math.nan, self.expected[name]]
+                              for name, count in self.counts.items()], columns=["count", "share", "design_share"],
+                             index=pd.Index(list(self.counts), name=self.what))
+        frame.attrs.update(p_value=self.pvalue, waves=self.waves, flagged=self.flagged)
+        return frame
+
+    def _summary_lines(self) -> list[str]:
+        described = self.describe()
+        return [described[0].upper() + described[1:]]
+
+    def __repr__(self) -> str:
+        flagged = " FLAGGED" if self.flagged else ""
+        return f"<AssignmentTest {self.what}s n={sum(self.counts.values()):,} p={self.pvalue:.3g}{flagged}>"
 
     def describe(self) -> str:
         total = sum(self.counts.values())

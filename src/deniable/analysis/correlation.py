@@ -26,6 +26,7 @@ from deniable.client.compliance import GroupedMechanism
 from . import channels, distributions
 from .counting import report_positions
 from .errors import AnalysisError
+from .family import Result, interval_plot
 from .likelihood import certified_maximum
 from .sampling import SampleDesign, fit_jacobian
 from .weighted import PANEL_BOUND, panel_sample
@@ -34,7 +35,7 @@ SCORED = ("yes_no", "ordinal")
 
 
 @dataclass(frozen=True)
-class Correlation:
+class Correlation(Result):
     """Pearson's correlation of two true answers, with its SE and interval (`correlation`)."""
 
     first: str
@@ -52,17 +53,32 @@ class Correlation:
     certificate: object = None
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame({"estimate": [self.estimate], "se": [self.se], "ci_low": [self.ci_low],
-                             "ci_high": [self.ci_high], "n": [self.n]},
-                            index=pd.Index([f"corr({self.first}, {self.second})"], name="correlation"))
+        frame = pd.DataFrame({"estimate": [self.estimate], "se": [self.se], "ci_low": [self.ci_low],
+                              "ci_high": [self.ci_high], "n": [self.n]},
+                             index=pd.Index([f"corr({self.first}, {self.second})"], name="correlation"))
+        frame.attrs.update(level=self.level, method=self.method, sample=self.sample)
+        return frame
 
-    def summary(self) -> str:
-        return (f"Correlation of the true answers to {self.first!r} and {self.second!r}: {self.estimate:.3f} "
+    def _summary_lines(self) -> list[str]:
+        return [f"Correlation of the true answers to {self.first!r} and {self.second!r}: {self.estimate:.3f} "
                 f"(SE {self.se:.3f}), {self.level:.0%} interval [{self.ci_low:.3f}, {self.ci_high:.3f}]; "
-                f"n = {self.n}. Method: {self.method}. Sample: {self.sample}.")
+                f"n = {self.n}. Method: {self.method}. Sample: {self.sample}."]
+
+    def _summary_table(self) -> pd.DataFrame | None:
+        return self.table  # the joint table of true answers, where the joint route gave one
 
     def __str__(self) -> str:
-        return self.summary()
+        return self._summary_lines()[0]
+
+    def __repr__(self) -> str:
+        return (f"Correlation({self.first!r}, {self.second!r}: {self.estimate:.3f} (SE {self.se:.3f}), "
+                f"{self.level:.0%} CI [{self.ci_low:.3f}, {self.ci_high:.3f}], n = {self.n})")
+
+    def plot(self, ax=None):
+        """The correlation with its interval, on [−1, 1] (matplotlib). Returns the axes."""
+        return interval_plot(ax, [f"{self.first} ~ {self.second}"], [self.estimate], [self.ci_low], [self.ci_high],
+                             f"correlation of the true answers ({self.level:.0%} interval)", f"n = {self.n}",
+                             bounds=(-1, 1))
 
 
 def correlation(data, first: str, second: str, *, level: float = 0.95, design: SampleDesign | None = None) -> Correlation:

@@ -37,6 +37,7 @@ from deniable.client.mechanisms import UnaryMechanism
 
 from . import channels, distributions, likelihood
 from .compliance import class_matrix
+from .family import Result
 
 #: Below this p-value a question is named as unlike honest randomization.
 FLAG_P = 0.001
@@ -49,7 +50,7 @@ _RANK_LIMIT = 400  # columns beyond which the rank of the kept columns is taken 
 
 
 @dataclass(frozen=True)
-class FitTest:
+class FitTest(Result):
     """G² against the saturated model, its degrees of freedom, p-value and how it was computed."""
 
     statistic: float
@@ -68,6 +69,23 @@ class FitTest:
     @property
     def flagged(self) -> bool:
         return self.pvalue < FLAG_P
+
+    def to_frame(self):
+        import pandas as pd  # a frame asked for: the fit runs in planning's tests without pandas
+
+        frame = pd.DataFrame([[self.statistic, self.df, self.pvalue, self.bound, self.method]],
+                             columns=["statistic", "df", "p_value", "p_bounds", "method"],
+                             index=pd.Index(["G²"], name="test"))
+        frame.attrs["flagged"] = self.flagged
+        return frame
+
+    def _summary_lines(self) -> list[str]:
+        described = self.describe()
+        return [described[0].upper() + described[1:]]
+
+    def __repr__(self) -> str:
+        flagged = " FLAGGED" if self.flagged else ""
+        return f"<FitTest G²={self.statistic:.3g} df={self.df} {distributions.p_words(self.pvalue, self.bound)}{flagged}>"
 
     def describe(self) -> str:
         statistic = "∞" if math.isinf(self.statistic) else f"{self.statistic:.2f}"

@@ -1,6 +1,6 @@
 """What the regressions share (`regression`'s logistic, `predictor`'s latent predictor): the frame a formula reads
-from loaded data, the questions and columns it names, a split ballot's randomized arm, and the best fit from several
-starting points with the terms it left at the boundary."""
+from loaded data, the questions and columns it names, a split ballot's randomized arm, the best fit from several
+starting points with the terms it left at the boundary, and the results a user gets (`RegressionResults`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,36 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from statsmodels.base.model import LikelihoodResultsWrapper
 from statsmodels.tools.sm_exceptions import ConvergenceWarning, HessianInversionWarning
 
 from .errors import AnalysisError
+
+
+class RegressionResults(LikelihoodResultsWrapper):
+    """A fitted model's results as statsmodels gives them (``params``, ``bse``, ``conf_int()``, ``summary()``, …) and
+    as every deniable result reads: ``to_frame(level)``, a one-line ``repr``, the summary as a notebook's HTML."""
+
+    def to_frame(self, level: float = 0.95) -> pd.DataFrame:
+        """One row per term: the estimate, its standard error, the ``level`` interval, the Wald statistic and p."""
+        if not 0 < level < 1:
+            raise AnalysisError(f"level: between 0 and 1, got {level!r}", "level")
+        params = pd.Series(self.params)
+        intervals = np.asarray(self.conf_int(alpha=1 - level), dtype=float)
+        frame = pd.DataFrame({"estimate": params.to_numpy(), "se": np.asarray(self.bse, dtype=float),
+                              "ci_low": intervals[:, 0], "ci_high": intervals[:, 1],
+                              "z": np.asarray(self.tvalues, dtype=float), "p_value": np.asarray(self.pvalues, dtype=float)},
+                             index=pd.Index([str(name) for name in params.index], name="term"))
+        frame.attrs.update(level=level, n=int(self.nobs), model=type(self.model).__name__,
+                           sample=getattr(self._results, "sample", None))
+        return frame
+
+    def __repr__(self) -> str:
+        return (f"<{type(self.model).__name__} n={int(self.nobs):,} terms={len(pd.Series(self.params))} "
+                f"log-likelihood={self.llf:.6g}>")
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
 
 #: A coefficient this large on the logit scale (odds × 20,000), or a standard error this large, is taken for a
 #: fit that ran off to the boundary: some group's reports are fitted best by a share of exactly 0 or 1.

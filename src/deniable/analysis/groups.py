@@ -16,6 +16,7 @@ from . import distributions
 from . import estimators as est
 from .counting import key
 from .errors import AnalysisError
+from .family import Result, interval_plot
 from .from_counts import estimate_counts
 from .loaded import nothing_to_estimate
 from .planning import scores
@@ -77,7 +78,7 @@ def subgroup_frame(results: dict) -> pd.DataFrame:
 
 
 @dataclass
-class Comparison:
+class Comparison(Result):
     """The difference between two groups, a − b: of one answer's share, or of the mean (``answer="mean"``)."""
 
     question_id: str
@@ -105,6 +106,43 @@ class Comparison:
         return (f"Comparison({self.question_id}{what}: {a!r} − {b!r} = {self.difference:.4f} "
                 f"(SE {self.se:.4f}), {self.level:.0%} CI [{self.ci.low:.4f}, {self.ci.high:.4f}], "
                 f"{self.test}, p = {self.pvalue:.4g})")
+
+    @property
+    def _figure(self) -> str:
+        return "mean" if self.answer == "mean" else f"share of {self.answer!r}"
+
+    def to_frame(self) -> pd.DataFrame:
+        """The two groups' figures and their difference (its test on the difference's row)."""
+        a, b = self.groups
+        rows = [self._group_row(result) for result in self.results] + [
+            [self.difference, self.se, self.ci.low, self.ci.high, self.statistic, self.pvalue]]
+        frame = pd.DataFrame(rows, columns=["estimate", "se", "ci_low", "ci_high", "statistic", "p_value"],
+                             index=pd.Index([str(a), str(b), f"{a} − {b}"], name=self.question_id))
+        frame.attrs.update(question=self.question_id, answer=self.answer, level=self.level, df=self.df, note=self.note)
+        return frame
+
+    def _group_row(self, result: EstimateResult) -> list:
+        if self.answer == "mean":
+            mean = result.mean
+            return [mean.estimate, mean.se, mean.ci.low, mean.ci.high, math.nan, math.nan] if mean is not None else \
+                [math.nan] * 6
+        row = result.table.loc[self.answer] if self.answer in result.table.index else None
+        return [math.nan] * 6 if row is None else [row["estimate"], row["se"], row["ci_low"], row["ci_high"], math.nan,
+                                                   math.nan]
+
+    def _summary_lines(self) -> list[str]:
+        a, b = self.groups
+        lines = [f"Question: {self.question_id}   compared: the {self._figure}, {a!r} − {b!r}",
+                 f"Difference: {self.difference:.4f} (SE {self.se:.4f}), {self.level:.0%} CI [{self.ci.low:.4f}, "
+                 f"{self.ci.high:.4f}], {self.test}, p = {self.pvalue:.4g}"]
+        return lines + ([f"Note: {self.note}"] if self.note else [])
+
+    def plot(self, ax=None):
+        """Each group's figure and the difference, with their intervals (matplotlib). Returns the axes."""
+        frame = self.to_frame()
+        return interval_plot(ax, list(frame.index), frame["estimate"], frame["ci_low"], frame["ci_high"],
+                             f"the {self._figure} ({self.level:.0%} intervals)",
+                             f"{self.question_id}: {' − '.join(map(repr, self.groups))}")
 
 
 def default_answer(result: EstimateResult):

@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 from .errors import AnalysisError
+from .family import Result
 
 #: The intraclass correlation a plan assumes when none is stated: a middling value for behaviours and attitudes
 #: within villages, schools or clinics (most published ICCs of such outcomes lie between 0.01 and 0.1); said as an
@@ -33,7 +34,7 @@ ASSUMED_ICC = 0.05
 
 
 @dataclass(frozen=True)
-class PlannedDesign:
+class PlannedDesign(Result):
     """A plan's design effect (the variance of an estimate over a simple random sample's of the same n) and where it
     came from, in words. ``unused``: the spec names a design that this effect leaves out (say so beside the plan).
 
@@ -55,6 +56,21 @@ class PlannedDesign:
         if self.given:
             return self.effect
         return self.weighting * (1 + max(self.per_psu - 1, 0.0) * self.rho * min(max(kappa, 0.0), 1.0))
+
+    def to_frame(self):
+        import pandas as pd  # a frame asked for: planning itself (`survey check`) loads no pandas
+
+        frame = pd.DataFrame([[self.effect, self.weighting, self.per_psu, self.rho, self.given, self.unused]],
+                             columns=["design_effect", "weighting", "respondents_per_psu", "icc", "assumed", "unused"],
+                             index=pd.Index(["planned design"], name="design"))
+        frame.attrs["words"] = self.words
+        return frame
+
+    def _summary_lines(self) -> list[str]:
+        return [f"Planned design: {self.words}; design effect {self.effect:.3g}"]
+
+    def __repr__(self) -> str:
+        return f"<PlannedDesign effect={self.effect:.3g}{' assumed' if self.given else ''}: {self.words}>"
 
 
 SIMPLE = PlannedDesign(1.0, "a simple random sample (the spec names no sample design)")

@@ -24,14 +24,14 @@ import numpy as np
 import pandas as pd
 import patsy
 from scipy.special import expit, log_expit
-from statsmodels.base.model import GenericLikelihoodModel, LikelihoodResultsWrapper
+from statsmodels.base.model import GenericLikelihoodModel
 from statsmodels.tools.numdiff import approx_fprime
 
 from deniable.client.compliance import GroupedMechanism
 
 from . import channels
 from .errors import AnalysisError
-from .formulas import all_questions, fit_from_starts, formula_frame, formula_names, randomized_arm
+from .formulas import RegressionResults, all_questions, fit_from_starts, formula_frame, formula_names, randomized_arm
 from .weighted import panel_covariance_sample, sample_words
 
 FAMILIES = ("linear", "logistic")
@@ -269,7 +269,7 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
         fitted._cache = {}
     fitted.sample = sample_words(design, sample)
     fitted.latent = latent_id
-    return LikelihoodResultsWrapper(fitted)
+    return RegressionResults(fitted)
 
 
 def linear(formula: str, data, *, design=None, predictor_terms: str | None = None, **fit_kwargs):

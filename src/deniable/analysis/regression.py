@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import patsy
 from scipy.special import expit
-from statsmodels.base.model import GenericLikelihoodModel, LikelihoodResultsWrapper
+from statsmodels.base.model import GenericLikelihoodModel
 from statsmodels.tools.numdiff import approx_fprime, approx_hess3
 
 from deniable.client import Question
@@ -34,7 +34,16 @@ from deniable.client.mechanisms import Mechanism
 
 from . import channels, distributions
 from .errors import AnalysisError
-from .formulas import all_questions, boundary_terms, fit_from_starts, formula_frame, formula_names, missing_report, randomized_arm
+from .formulas import (
+    RegressionResults,
+    all_questions,
+    boundary_terms,
+    fit_from_starts,
+    formula_frame,
+    formula_names,
+    missing_report,
+    randomized_arm,
+)
 from .predictor import fit_latent_predictor
 from .sampling import SampleDesign
 from .weighted import panel_covariance_sample, sample_words
@@ -269,7 +278,7 @@ def logistic(question_or_mechanism, reports, covariates: pd.DataFrame | None = N
         fitted = fit_from_starts(RandomizedLogit(endog, exog, channel.p, channel.q), [np.zeros(exog.shape[1])], fit_kwargs)
     fitted.sample = sample_words(None, None)  # as a design's result says its own (`sample_words`)
     # The wrapper gives pandas-labelled params, bse and conf_int, as statsmodels' own models do.
-    return _judge_boundary(LikelihoodResultsWrapper(fitted), firth)
+    return _judge_boundary(RegressionResults(fitted), firth)
 
 
 def _public_outcome(formula: str, data) -> bool:
@@ -294,7 +303,7 @@ def _grouped_logistic(mechanism: GroupedMechanism, y: pd.Series, exog: pd.DataFr
     model = LatentClassLogit(endog, exog, groups, _yes_given(mechanism), mechanism.design)
     width = exog.shape[1]
     starts = [np.r_[np.zeros(width), theta] for theta in (-2.0, 0.0, 2.0)]
-    result = LikelihoodResultsWrapper(fit_from_starts(model, starts, fit_kwargs, method="bfgs"))
+    result = RegressionResults(fit_from_starts(model, starts, fit_kwargs, method="bfgs"))
     result._results.class_share = _class_share(result, model.constant_class)
     result._results.sample = sample_words(None, None)
     return result
@@ -399,7 +408,7 @@ def _design_logistic(formula: str, data, design, firth: bool, fit_kwargs: dict):
     fitted.use_t, fitted.df_resid = True, sample.df
     fitted.sample = sample_words(design, sample)
     fitted._cache = {}  # statsmodels caches bse and the tests it derives: from the covariance set here
-    result = LikelihoodResultsWrapper(fitted)
+    result = RegressionResults(fitted)
     if grouped:
         result._results.class_share = _class_share(result, model.constant_class)
     return _judge_boundary(result, False)

@@ -8,7 +8,6 @@ moment estimate stays beside it as ``unbiased``. Intervals always contain the es
 from __future__ import annotations
 
 import functools
-import html
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -22,6 +21,7 @@ from deniable.client.mechanisms import Mechanism
 from . import calibration, channels, likelihood, ranges, spread
 from . import estimators as est
 from .errors import AnalysisError
+from .family import Result, interval_plot
 from .splitballot import comparison_lines
 
 if TYPE_CHECKING:  # fit imports the estimators that build these results: the name is for type checkers only
@@ -41,7 +41,7 @@ PROFILE_GRID_LIMIT = 101
 
 
 @dataclass(frozen=True)
-class MeanEstimate:
+class MeanEstimate(Result):
     """The mean of a numeric question: the maximum-likelihood mean, its standard error and interval, and the
     unbiased moment mean beside it."""
 
@@ -57,9 +57,24 @@ class MeanEstimate:
         return (f"MeanEstimate({self.estimate:.4g} ± {self.se:.3g}, {self.level:.0%} CI [{self.ci.low:.4g}, "
                 f"{self.ci.high:.4g}] {self.method}; unbiased {self.unbiased:.4g})")
 
+    def to_frame(self) -> pd.DataFrame:
+        frame = pd.DataFrame([[self.estimate, self.se, self.ci.low, self.ci.high, self.unbiased, self.unbiased_se]],
+                             columns=COLUMNS, index=pd.Index(["mean"], name="figure"))
+        frame.attrs.update(level=self.level, method=self.method)
+        return frame
+
+    def _summary_lines(self) -> list[str]:
+        return [f"Mean: {self.estimate:.4g} (SE {self.se:.3g}), {self.level:.0%} CI [{self.ci.low:.4g}, {self.ci.high:.4g}] "
+                f"{self.method}; unbiased {self.unbiased:.4g} (SE {self.unbiased_se:.3g})"]
+
+    def plot(self, ax=None):
+        """The mean with its interval (matplotlib). Returns the axes."""
+        return interval_plot(ax, ["mean"], [self.estimate], [self.ci.low], [self.ci.high],
+                             f"estimated mean ({self.level:.0%} interval)", "mean")
+
 
 @dataclass(frozen=True)
-class EstimateResult:
+class EstimateResult(Result):
     """Estimates for one question. Users receive it from `estimate`; they do not build it.
 
     Immutable, in statsmodels' manner: built once from its parts (the estimate's, then with what surrounds it, by
@@ -252,57 +267,11 @@ class EstimateResult:
                             "design_df": self.design_df})
         return frame
 
-    def summary(self) -> "Summary":
-        return Summary(self)
+    def _summary_table(self) -> pd.DataFrame:
+        return self.table
 
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
-
-    def plot(self, ax=None):
-        """Estimates with interval bars (matplotlib, imported only here). Returns the axes."""
-        try:
-            import matplotlib.pyplot as plt  # 0.4 s, for a plot only
-        except ImportError:  # pragma: no cover
-            raise ImportError("plot() needs matplotlib: pip install matplotlib") from None
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6, 0.5 + 0.45 * len(self.table)))
-        table = self.table
-        values = table["estimate"].to_numpy()
-        positions = np.arange(len(table))
-        errors = np.vstack([values - table["ci_low"], table["ci_high"] - values])
-        ax.errorbar(values, positions, xerr=errors, fmt="o", capsize=4)
-        names = table["label"] if "label" in table else table.index  # labels where estimate(language=...) gave them
-        ax.set_yticks(positions, [str(i) for i in names])
-        ax.invert_yaxis()
-        ax.set_xlim(-0.02, 1.02)
-        ax.set_xlabel(f"estimated share ({self.level:.0%} {'simultaneous ' if self.simultaneous else ''}intervals)")
-        ax.set_title(f"{self.question_id or self.design} (n = {self.n})" + ("" if self.converged else " — NOT CERTIFIED"))
-        ax.figure.tight_layout()  # long answer labels stay inside the figure
-        return ax
-
-    def __repr__(self) -> str:
-        head = f"<EstimateResult {self.question_id or ''} {self.design} n={self.n} {self.level:.0%} {self.method}"
-        return head + ("" if self.mean is None else f" mean={self.mean.estimate:.4g}") + \
-            ("" if self.converged else " NOT CERTIFIED") + ">"
-
-
-def quantile_line(quantiles: pd.DataFrame, level: float) -> str:
-    """"Median: 12 [10, 15]; quartiles 5 [3, 7] and 30 [25, 36] (95% CI)": a wide number's quantiles in words."""
-    def figure(p):
-        row = quantiles.loc[p]
-        return f"{row['estimate']:g} [{row['ci_low']:g}, {row['ci_high']:g}]"
-
-    return f"Median: {figure(0.5)}; quartiles {figure(0.25)} and {figure(0.75)} ({level:.0%} CI)"
-
-
-class Summary:
-    """A result as text, HTML or CSV (statsmodels style)."""
-
-    def __init__(self, result: EstimateResult):
-        self.result = result
-
-    def _header(self) -> list[str]:
-        r = self.result
+    def _summary_lines(self) -> list[str]:
+        r = self
         c = r.certificate
         lines = [f"Question: {r.question_id or '-'}   design: {r.design}   ε = {r.mechanism.epsilon:.4g}"]
         if r.text:
@@ -335,21 +304,25 @@ class Summary:
             lines += comparison_lines(r.split_ballot, r.design)
         return lines
 
-    def as_text(self) -> str:
-        table = self.result.table.to_string(float_format=lambda x: f"{x:.4f}")
-        return "\n".join(self._header() + ["", table])
+    def plot(self, ax=None):
+        """Estimates with interval bars (matplotlib). Returns the axes."""
+        table = self.table
+        names = table["label"] if "label" in table else table.index  # labels where estimate(language=...) gave them
+        return interval_plot(ax, list(names), table["estimate"], table["ci_low"], table["ci_high"],
+                             f"estimated share ({self.level:.0%} {'simultaneous ' if self.simultaneous else ''}intervals)",
+                             f"{self.question_id or self.design} (n = {self.n})" + ("" if self.converged else
+                                                                                    " — NOT CERTIFIED"), bounds=(0, 1))
 
-    def as_html(self) -> str:
-        header = "".join(f"<p>{html.escape(line)}</p>" for line in self._header())
-        return f"<div class='deniable-estimate'>{header}{self.result.table.to_html(float_format=lambda x: f'{x:.4f}')}</div>"
+    def __repr__(self) -> str:
+        head = f"<EstimateResult {self.question_id or ''} {self.design} n={self.n} {self.level:.0%} {self.method}"
+        return head + ("" if self.mean is None else f" mean={self.mean.estimate:.4g}") + \
+            ("" if self.converged else " NOT CERTIFIED") + ">"
 
-    def as_csv(self) -> str:
-        return self.result.table.to_csv()
 
-    def _repr_html_(self) -> str:
-        return self.as_html()
+def quantile_line(quantiles: pd.DataFrame, level: float) -> str:
+    """"Median: 12 [10, 15]; quartiles 5 [3, 7] and 30 [25, 36] (95% CI)": a wide number's quantiles in words."""
+    def figure(p):
+        row = quantiles.loc[p]
+        return f"{row['estimate']:g} [{row['ci_low']:g}, {row['ci_high']:g}]"
 
-    def __str__(self) -> str:
-        return self.as_text()
-
-    __repr__ = __str__
+    return f"Median: {figure(0.5)}; quartiles {figure(0.25)} and {figure(0.75)} ({level:.0%} CI)"

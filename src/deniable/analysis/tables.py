@@ -13,6 +13,7 @@ from deniable.client.exact import CsvLines
 from deniable.client.reports import WAVES
 
 from . import ranges
+from .family import Result, interval_plot
 from .groups import subgroup_frame, subgroups
 from .loaded import LoadedSurvey, nothing_to_estimate
 from .sweep import NoEstimate, each_question, estimate_with_design
@@ -20,7 +21,7 @@ from .waves import compare_waves
 
 
 @dataclass
-class EstimateTable:
+class EstimateTable(Result):
     """``frame``: one row per question and answer (per group with ``by``); ``texts``: each question's
     summary as text; ``refused``: why a question could not be pooled (the others still are); ``empty``: the questions
     with nothing to estimate yet, each with why (`loaded.nothing_to_estimate`)."""
@@ -29,6 +30,35 @@ class EstimateTable:
     texts: list = field(default_factory=list)
     refused: list = field(default_factory=list)
     empty: list = field(default_factory=list)
+    level: float = 0.95
+
+    def to_frame(self) -> pd.DataFrame:
+        frame = self.frame.copy()
+        frame.attrs.update(level=self.level, refused=list(self.refused), empty=list(self.empty))
+        return frame
+
+    def _summary_lines(self) -> list[str]:
+        questions = self.frame["question"].nunique() if "question" in self.frame else 0
+        lines = [f"Estimates of {questions} question{'s' if questions != 1 else ''} ({self.level:.0%} intervals), "
+                 f"{len(self.frame)} rows"]
+        lines += [f"Not pooled: {reason}" for reason in self.refused]
+        return lines + [f"Nothing to estimate yet: {reason}" for reason in self.empty]
+
+    def _summary_table(self) -> pd.DataFrame | None:
+        shown = [column for column in ("question", "group", "wave", "answer", "estimate", "se", "ci_low", "ci_high", "n")
+                 if column in self.frame]
+        return self.frame[shown]
+
+    def __repr__(self) -> str:
+        questions = self.frame["question"].nunique() if "question" in self.frame else 0
+        return f"<EstimateTable {questions} questions, {len(self.frame)} rows, {self.level:.0%}>"
+
+    def plot(self, ax=None):
+        """Every row's estimate with its interval, labelled question: answer (matplotlib). Returns the axes."""
+        labels = [": ".join(str(row[column]) for column in ("question", "group", "wave", "answer") if column in self.frame)
+                  for _, row in self.frame.iterrows()]
+        return interval_plot(ax, labels, self.frame["estimate"], self.frame["ci_low"], self.frame["ci_high"],
+                             f"estimate ({self.level:.0%} intervals)", "estimates")
 
     def records(self) -> list[dict]:
         """Rows as JSON-ready dicts (NaN → None; list-valued answers as JSON text)."""
@@ -142,7 +172,7 @@ def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, le
     for column in ("answer", "group"):
         if column in table:
             table[column] = table[column].map(lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, list) else v)
-    return EstimateTable(table, texts, refused, empty)
+    return EstimateTable(table, texts, refused, empty, level)
 
 
 #: A wide number's quantiles in the long table: columns median, median_ci_low, median_ci_high, and the quartiles'.

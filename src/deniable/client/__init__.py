@@ -5,7 +5,7 @@ Standard library only. Every mechanism is an exact channel (`fractions.Fraction`
 """
 
 from .catalogue import english_statement as privacy_statement
-from .errors import AnswerError, DeniableError, DeniableWarning, SpecError
+from .errors import AnswerError, DeniableDeprecationWarning, DeniableError, DeniableWarning, SpecError
 from .exact import EpsilonRequest
 from .laplace import LaplaceMechanism
 from .mechanisms import ChannelMechanism, Mechanism, UnaryMechanism
@@ -37,6 +37,7 @@ from .survey import Survey
 __all__ = [
     "AnswerError",
     "ChannelMechanism",
+    "DeniableDeprecationWarning",
     "DeniableError",
     "DeniableWarning",
     "EpsilonRequest",

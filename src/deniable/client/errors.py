@@ -27,6 +27,11 @@ class DeniableWarning(UserWarning):
     silences or escalates them all by this name (``warnings.simplefilter("error", DeniableWarning)``)."""
 
 
+class DeniableDeprecationWarning(DeniableWarning, DeprecationWarning):
+    """A name or parameter still taken under its former spelling: the message says the new one. A DeprecationWarning
+    too, so tools that show or hide deprecations treat it as one."""
+
+
 class AnswerError(DeniableError, ValueError):
     """An answer the client refuses before randomizing anything: ``question`` names the question,
     ``allowed`` says in words what it accepts."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING
 
-from .errors import SpecError
+from .errors import DeniableDeprecationWarning, SpecError
 from .randomness import default_source
 
 if TYPE_CHECKING:  # questions imports this module: the name is for type checkers only
@@ -106,7 +106,7 @@ def draw_order(survey, rng=None, *, source=None) -> dict:
     ``source=`` is its former name, still taken with a DeprecationWarning."""
     if source is not None:
         warnings.warn("draw_order(source=...) is now draw_order(rng=...), as every randomize() names it",
-                      DeprecationWarning, stacklevel=2)
+                      DeniableDeprecationWarning, stacklevel=2)
         rng = source if rng is None else rng
     source = rng or default_source()
     ids = [section.id for section in survey.sections]
