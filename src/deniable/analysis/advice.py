@@ -111,7 +111,7 @@ def _plans_frame(plans: list[QuestionPlan]):
 
 
 class Plans(Result, list):
-    """`QuestionPlan`s in question order, and the ids of questions left unplanned by a time limit."""
+    """The `QuestionPlan` of each question, in question order, and the ids of questions left unplanned by a time limit."""
 
     def __init__(self, plans=(), unplanned=(), design: PlannedDesign = SIMPLE):
         super().__init__(plans)
