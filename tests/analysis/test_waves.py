@@ -14,7 +14,7 @@ from scipy import stats
 
 from deniable.analysis import AnalysisError, LoadedSurvey, Version
 from deniable.client import Survey
-from deniable.client.exact import canonical_json as key
+from deniable.client.json_text import canonical_json as key
 from deniable.client.memo import Memo
 from deniable.client.reports import WAVES
 from tests.conftest import SeededSource

@@ -1,9 +1,9 @@
-"""CSV lines of spreadsheet-safe cells (`client.exact.CsvLines`), one writer for many lines, as exports write them."""
+"""CSV lines of spreadsheet-safe cells (`client.csv_cells.CsvLines`), one writer for many lines, as exports write them."""
 
 import csv
 import io
 
-from deniable.client.exact import CsvLines, csv_row, from_spreadsheet
+from deniable.client.csv_cells import CsvLines, csv_row, from_spreadsheet
 
 
 def test_lines_read_back_as_their_cells_and_no_cell_runs_as_a_formula():

@@ -3,7 +3,7 @@
 import pytest
 
 from deniable.client import Survey
-from deniable.client.exact import JsonShapeError, check_json_text
+from deniable.client.json_text import JsonShapeError, check_json_text
 
 
 def _nested(levels: int):

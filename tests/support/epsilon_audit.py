@@ -62,7 +62,7 @@ def worst_pair(mechanism) -> tuple[tuple, tuple]:
     P(r | a)/P(r | a') over reports r and ordered pairs, S every report at that ratio for that pair (the bound on a
     set's ratio is its reports' largest), and of the pairs that reach it the one whose S is likeliest under a' (the
     fewest draws see it). Exact arithmetic: the channel's probabilities are fractions."""
-    from deniable.client.exact import canonical_json
+    from deniable.client.json_text import canonical_json
 
     answers, reports = mechanism.answers, mechanism.reports
     best, chosen = None, None
@@ -124,7 +124,7 @@ CASES = registry_cases() + EXTRA_CASES
 
 def stated(case: Case) -> tuple[float, float]:
     """(the stated ε, the exact ln P(S | a)/P(S | a') of the event): equal for a well-chosen event."""
-    from deniable.client.exact import canonical_json
+    from deniable.client.json_text import canonical_json
 
     mechanism = case.survey().questions["q"].mechanism
     a, b = case.pair
@@ -141,7 +141,7 @@ def _seeded_urandom(seed: int):
 
 def draw_python(case: Case, seed: int, bulk: bool) -> dict:
     """{answer (as JSON): {report (as JSON): count}} from the Python client's public API."""
-    from deniable.client.exact import canonical_json
+    from deniable.client.json_text import canonical_json
     from deniable.client.memo import Memo
 
     survey = case.survey()
@@ -195,7 +195,7 @@ class Audit:
 
 
 def audit(case: Case, client: str, counts: dict, audits: int) -> Audit:
-    from deniable.client.exact import canonical_json
+    from deniable.client.json_text import canonical_json
 
     mechanism = case.survey().questions["q"].mechanism
     level = ALPHA / (2 * audits)  # two one-sided bounds per audit, Bonferroni over the run

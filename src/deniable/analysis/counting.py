@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from deniable.client.exact import canonical_json
+from deniable.client.json_text import canonical_json
 from deniable.client.mechanisms import Mechanism
 
 from .errors import AnalysisError

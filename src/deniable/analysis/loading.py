@@ -18,7 +18,8 @@ import pandas as pd
 
 from deniable.client import Survey
 from deniable.client.compliance import GroupedMechanism
-from deniable.client.exact import canonical_json, from_spreadsheet
+from deniable.client.csv_cells import from_spreadsheet
+from deniable.client.json_text import canonical_json
 from deniable.client.reports import WAVE_COLUMN, WAVES, arm_column, direct_column, group_column, option_column
 from deniable.client.splitballot import SplitBallot
 from deniable.client.versions import VersionError, resolve_version

@@ -9,7 +9,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from deniable.client.exact import CsvLines
+from deniable.client.csv_cells import CsvLines
 from deniable.client.reports import WAVES
 
 from . import ranges

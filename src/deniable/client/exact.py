@@ -8,14 +8,10 @@ function of the floating-point library decides a probability: two languages'
 
 from __future__ import annotations
 
-import io
-import json
 import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-
-from .errors import DeniableError
 
 #: Rational lower bounds of e^x are floored onto this grid (denominator 2^32).
 EXP_GRID_BITS = 32
@@ -175,131 +171,3 @@ def epsilon_of(exp_epsilon: Fraction | None) -> float:
     except OverflowError:
         nearest = _log_fraction(exp_epsilon)
     return math.nextafter(math.nextafter(nearest, math.inf), math.inf)
-
-
-#: Deeper than any survey spec or response body needs; deeper input is refused before it is walked.
-MAX_JSON_DEPTH = 64
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def printable_path(path: str) -> str:
-    """A field path that can itself be written as UTF-8 (a lone surrogate shown as ``\\ud800``)."""
-    return path.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-class JsonShapeError(DeniableError, ValueError):
-    """What `check_json_text` found: ``field`` (printable) and ``reason``."""
-
-    def __init__(self, field: str, reason: str):
-        super().__init__(f"{field}: {reason}", field)
-        self.reason = reason
-
-
-def check_json_text(value, field: str, max_depth: int = MAX_JSON_DEPTH, text: bool = True) -> None:
-    """`JsonShapeError` (a ValueError) naming the first place where ``value`` (parsed JSON or YAML) nests deeper than
-    ``max_depth`` or holds a string, key included, that is not valid Unicode text (a lone
-    surrogate such as ``"\\ud800"``, which JSON's escapes allow but no database or UTF-8
-    encoder accepts), or a NUL character (which PostgreSQL's text refuses). Iterative, so no input can
-    exhaust the stack. ``text=False`` checks depth only."""
-    if text:
-        try:  # the common case at C speed: no lone surrogate and no NUL anywhere, keys included
-            dumped = json.dumps(value, ensure_ascii=False)
-            dumped.encode("utf-8")  # a lone surrogate cannot be encoded
-            if "\\u0000" not in dumped:
-                text = False
-                # Fewer brackets in all than the depth allowed: nothing can nest that deep (brackets inside strings
-                # only count extra, so this never skips a value that is too deep).
-                if dumped.count("{") + dumped.count("[") <= max_depth:
-                    return
-        except (UnicodeEncodeError, RecursionError, TypeError, ValueError):
-            pass  # find where, below
-    stack = [(value, field, 0)]
-    while stack:
-        item, path, depth = stack.pop()
-        if isinstance(item, str):
-            if _SURROGATE.search(item):
-                raise JsonShapeError(printable_path(path), "not valid Unicode text (a lone surrogate)")
-            if "\x00" in item:
-                raise JsonShapeError(printable_path(path), "text with a NUL character, which no text field may hold")
-            continue
-        if depth >= max_depth:
-            raise JsonShapeError(printable_path(path), f"nested deeper than {max_depth} levels")
-        children = item.items() if isinstance(item, dict) else enumerate(item)
-        for key, child in children:
-            if isinstance(key, str):
-                child_path = f"{path}.{key}" if path else key
-                if text and _SURROGATE.search(key):
-                    raise JsonShapeError(printable_path(child_path), "not valid Unicode text (a lone surrogate)")
-                if text and "\x00" in key:
-                    raise JsonShapeError(printable_path(child_path), "text with a NUL character, which no text field may hold")
-            else:
-                child_path = f"{path}[{key}]"
-            # only containers, and strings while a surrogate is still to be found, are visited
-            if isinstance(child, (dict, list)) or (text and isinstance(child, str)):
-                stack.append((child, child_path, depth + 1))
-
-
-def json_number(value: Fraction):
-    """A grid value as the plain JSON number both clients produce (int when whole)."""
-    if value.denominator == 1:
-        return int(value)
-    return float(value)
-
-
-def canonical_json(value) -> str:
-    """The one JSON text of a value (sorted keys, no spaces): spec hashes, stored report values,
-    and the keys the analysis counts by all use it, so equal values always compare equal."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-#: A spreadsheet reads a cell starting with one of these as a formula (OWASP's CSV injection rule).
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-
-
-def spreadsheet_safe(value):
-    """A CSV cell no spreadsheet runs as a formula: text starting with = + - @, a tab or a carriage return
-    gets a leading apostrophe (numbers such as -3 stay numbers). `from_spreadsheet` undoes it."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
-        return "'" + value
-    return value
-
-
-def csv_row(cells) -> str:
-    """One CSV line ("\n"-terminated) of spreadsheet-safe cells (`CsvLines`, for one line)."""
-    return CsvLines().line(cells)
-
-
-class CsvLines:
-    """CSV lines of spreadsheet-safe cells through one pair of writers and one buffer (a writer and a buffer made for
-    each line were a fifth of an export's time). A line with a carriage return or a line feed in a cell is written
-    with every cell quoted: Python's csv quotes a line feed but not a lone carriage return, which readers take for
-    the end of the row, so the text after it began a new row whose first cell could be a formula ("a\r=HYPERLINK(…)")."""
-
-    def __init__(self):
-        import csv  # not loaded by `import deniable.client` (7 ms): CSV is the exports'
-
-        self._buffer = io.StringIO()
-        self._minimal = csv.writer(self._buffer, lineterminator="\n")
-        self._quoted = csv.writer(self._buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
-
-    def line(self, cells) -> str:
-        safe = ["" if cell is None else spreadsheet_safe(cell) if isinstance(cell, str) and cell.startswith(_FORMULA_START)
-                else cell for cell in cells]
-        line = self._written(self._minimal, safe)
-        if "\r" in line or line.find("\n") != len(line) - 1:  # a cell holds one: numbers never do
-            line = self._written(self._quoted, safe)
-        return line
-
-    def _written(self, writer, cells) -> str:
-        self._buffer.seek(0)
-        self._buffer.truncate()
-        writer.writerow(cells)
-        return self._buffer.getvalue()
-
-
-def from_spreadsheet(text: str) -> str:
-    """The value a `spreadsheet_safe` cell stands for."""
-    if text.startswith("'") and text[1:].startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text[1:]):
-        return text[1:]
-    return text

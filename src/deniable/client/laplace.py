@@ -7,7 +7,8 @@ from bisect import bisect_right
 from fractions import Fraction
 from functools import cached_property
 
-from .exact import json_number, parse_fraction
+from .exact import parse_fraction
+from .json_text import json_number
 from .mechanisms import Mechanism
 from .randomness import default_source
 

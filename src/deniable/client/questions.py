@@ -7,8 +7,9 @@ import re
 
 from . import catalogue, designs, mechanisms, order, quality, skiplogic
 from .errors import SpecError
-from .exact import json_number, parse_fraction
+from .exact import parse_fraction
 from .identifiers import identifier
+from .json_text import json_number
 from .mechanisms import Mechanism
 from .panels import memoized
 from .privacy import DEFAULT_PRIOR

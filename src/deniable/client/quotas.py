@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import SpecError
-from .exact import canonical_json
+from .json_text import canonical_json
 
 #: The question types a quota can count: one public answer from a fixed list.
 QUOTA_TYPES = ("yes_no", "choice", "ordinal")

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from .errors import SpecError
-from .exact import MAX_JSON_DEPTH
+from .json_text import MAX_JSON_DEPTH
 
 #: A spec file or body larger than this is refused before it is parsed (a 200-question bilingual
 #: survey is about 120 KB).

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 
-from .exact import canonical_json, parse_fraction
+from .exact import parse_fraction
+from .json_text import canonical_json
 from .randomness import default_source
 
 ARMS = ("direct", "randomized")

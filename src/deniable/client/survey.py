@@ -31,9 +31,10 @@ from . import catalogue, skiplogic, specfile
 from .completion import Completion
 from .compliance import GroupedMechanism
 from .errors import AnswerError, SpecError
-from .exact import EpsilonRequest, canonical_json, check_json_text
+from .exact import EpsilonRequest
 from .identifiers import identifier
 from .invitations import Invitations
+from .json_text import canonical_json, check_json_text
 from .memo import Memo, MemoError
 from .order import read_shuffled_sections
 from .page_words import read_page_words

@@ -10,7 +10,7 @@ from typing import Any
 from . import skiplogic
 from .catalogue import messages
 from .errors import SpecError
-from .exact import canonical_json
+from .json_text import canonical_json
 from .survey import Survey
 from .xlsform_reader import read_xlsform
 

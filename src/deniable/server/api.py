@@ -16,7 +16,7 @@ from werkzeug.exceptions import HTTPException
 from deniable import storage
 from deniable.client import SpecError, Survey
 from deniable.client.errors import DeniableError
-from deniable.client.exact import MAX_JSON_DEPTH, JsonShapeError, check_json_text
+from deniable.client.json_text import MAX_JSON_DEPTH, JsonShapeError, check_json_text
 from deniable.client.privacy import DEFAULT_PRIOR, posterior_bound
 from deniable.client.specfile import MAX_SPEC_BYTES
 from deniable.storage.release import RELEASE_AT

@@ -49,7 +49,7 @@ def create_app(config: dict | None = None):
     @app.before_request
     def refuse_nul():
         # No text that enters may hold a NUL: PostgreSQL refuses it mid-request (a 500), SQLite stores it.
-        # JSON bodies are checked with the rest of their shape (exact.check_json_text); here the rest.
+        # JSON bodies are checked with the rest of their shape (json_text.check_json_text); here the rest.
         entered = [(f"path.{k}", v) for k, v in (request.view_args or {}).items()]
         entered += [(f"query.{k}", v) for k, v in request.args.items(multi=True)]
         if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):

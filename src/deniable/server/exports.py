@@ -18,8 +18,9 @@ from typing import Callable, Iterable
 
 from deniable.client import Question, skiplogic
 from deniable.client.compliance import GroupedMechanism
+from deniable.client.csv_cells import CsvLines
 from deniable.client.errors import DeniableError
-from deniable.client.exact import CsvLines, json_number
+from deniable.client.json_text import json_number
 from deniable.client.quality import section_keys
 from deniable.client.reports import WAVE_COLUMN, arm_column, direct_column, group_column, option_column
 from deniable.client.sample import NUMERIC_ROLES, frame_roles

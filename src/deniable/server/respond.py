@@ -19,7 +19,8 @@ from flask import Blueprint, Response, abort, make_response, redirect, render_te
 from deniable import storage
 from deniable.client import catalogue
 from deniable.client.compliance import GroupedMechanism
-from deniable.client.exact import json_number, parse_fraction
+from deniable.client.exact import parse_fraction
+from deniable.client.json_text import json_number
 from deniable.client.memo import Memo
 from deniable.client.promises import page_intro
 from deniable.client.questions import is_right_to_left, localize

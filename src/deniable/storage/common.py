@@ -7,7 +7,7 @@ import datetime as dt
 import hashlib
 import json
 
-from deniable.client.exact import canonical_json
+from deniable.client.json_text import canonical_json
 
 #: How finely the day a response arrived is kept (the setting ``received_on``): a date can tell
 #: a response from the others of that day to whoever saw someone answer on it.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from deniable.client.exact import canonical_json
+from deniable.client.json_text import canonical_json
 from deniable.client.quotas import Quota
 
 from .common import chunks
