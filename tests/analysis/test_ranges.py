@@ -46,7 +46,7 @@ def test_default_bins_are_about_ten_of_a_round_width_and_cover_the_grid_once():
 
 
 def test_the_spec_s_bins_are_lower_edges_on_the_grid_checked_and_read_back_from_xlsform(tmp_path):
-    from deniable.client.xlsform_reader import read_xlsform
+    from deniable.client.xlsform import read_xlsform
     from deniable.client.xlsform_writer import write_xlsform
 
     question = {"id": "h", "text": "Hours?", "type": "number", "min": 0, "max": 100, "bins": [0, 1, 5, 10, 20, 50],

@@ -20,7 +20,7 @@ from .groups import (
     subgroups,
 )
 from .likelihood import Certificate, ConvergenceWarning
-from .loaded import LoadedSurvey, Version, population
+from .loaded_survey import LoadedSurvey
 from .loading import load
 from .planned_design import PlannedDesign, planned_design
 from .planning import (
@@ -38,13 +38,14 @@ from .results import (
     MeanEstimate,
 )
 from .sampling import SampleDesign
+from .survey_data import SurveyData, Version, population
 from .tables import EstimateTable, estimate_table
 
 __all__ = [
     "AnalysisError", "BINARY_METHODS", "CATEGORICAL_METHODS", "Certificate", "Comparison", "ConfidenceInterval",
     "ConvergenceWarning", "Correlation", "DEFAULT_BINARY_METHOD", "EstimateResult", "EstimateTable", "LoadError",
     "LoadedSurvey", "MeanEstimate", "Plans", "PlannedDesign", "PoolingError", "QuestionPlan", "RegressionResults",
-    "Result", "SampleDesign", "SeparationWarning", "Summary",
+    "Result", "SampleDesign", "SeparationWarning", "Summary", "SurveyData",
     "Version", "compare", "compare_designs", "correlation", "describe_plan", "estimate", "estimate_table", "linear",
     "load", "logistic", "margin_of_error", "plan", "planned_design", "population", "power", "sample_size", "subgroup_frame",
     "subgroups", "unit_variance",

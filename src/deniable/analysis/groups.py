@@ -18,11 +18,11 @@ from .counting import key
 from .errors import AnalysisError
 from .family import Result, interval_plot
 from .from_counts import estimate_counts
-from .loaded import nothing_to_estimate
 from .planning import scores
 from .pooled import pooled_over_waves, wave_counts_by
 from .results import EstimateResult
 from .splitballot import comparison
+from .survey_data import nothing_to_estimate
 from .weighted import design_subgroups, domain_difference_se
 
 

@@ -28,8 +28,9 @@ from deniable.storage import StorageError, resolve_database
 from .counting import key as _key
 from .counting import payload_counter, tally
 from .errors import LoadError
-from .loaded import LoadedSurvey, Version
+from .loaded_survey import LoadedSurvey
 from .stored import from_database, read_store
+from .survey_data import Version
 
 
 def load(source=None, survey_id: str | None = None, *, db=None, store=None, url=None, token=None, spec=None,

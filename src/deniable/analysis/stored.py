@@ -22,7 +22,8 @@ from deniable.storage import decoded_report
 
 from .counting import key, level_keys, payload_counter, tally
 from .errors import LoadError
-from .loaded import LoadedSurvey, Version
+from .loaded_survey import LoadedSurvey
+from .survey_data import Version
 
 
 def from_database(url: str, survey_id, leave_out_flagged: bool = False, choose=None, **chosen) -> LoadedSurvey:

@@ -12,14 +12,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from .errors import DesignNotSupported, PoolingError
-from .loaded import LoadedSurvey, nothing_to_estimate
+from .estimation import estimate
 from .results import EstimateResult
+from .survey_data import SurveyData, nothing_to_estimate
 
 
 @dataclass(frozen=True)
 class NoEstimate:
     """Why a question has no estimate: ``pooled`` when the pooled versions randomize it differently (the
-    `PoolingError`'s words), else it has nothing to estimate from yet (`loaded.nothing_to_estimate`'s)."""
+    `PoolingError`'s words), else it has nothing to estimate from yet (`survey_data.nothing_to_estimate`'s)."""
 
     question_id: str
     reason: str
@@ -29,7 +30,7 @@ class NoEstimate:
         return self.reason
 
 
-def question_ids(data: LoadedSurvey) -> list[str]:
+def question_ids(data: SurveyData) -> list[str]:
     """Every question of the loaded versions: the newest version's order, then questions that only
     older versions asked (their data stay reachable)."""
     ids = list(data.survey.questions)
@@ -38,7 +39,7 @@ def question_ids(data: LoadedSurvey) -> list[str]:
     return ids
 
 
-def each_question(data: LoadedSurvey, questions: Iterable[str] | None = None) -> Iterator[tuple[str, NoEstimate | None]]:
+def each_question(data: SurveyData, questions: Iterable[str] | None = None) -> Iterator[tuple[str, NoEstimate | None]]:
     """``(question_id, None)`` for each question that can be estimated, ``(question_id, NoEstimate)`` for the others;
     ``questions`` defaults to `question_ids`."""
     for qid in question_ids(data) if questions is None else questions:
@@ -52,7 +53,7 @@ def each_question(data: LoadedSurvey, questions: Iterable[str] | None = None) ->
         yield qid, None if reason is None else NoEstimate(qid, reason)
 
 
-def each_estimate(data: LoadedSurvey, questions: Iterable[str] | None = None, design=None,
+def each_estimate(data: SurveyData, questions: Iterable[str] | None = None, design=None,
                   **options) -> Iterator[tuple[str, EstimateResult | NoEstimate]]:
     """``(question_id, result)`` for each question that can be estimated (`estimate_with_design`, with ``options``:
     level, simultaneous, language), ``(question_id, NoEstimate)`` for the others."""
@@ -60,15 +61,15 @@ def each_estimate(data: LoadedSurvey, questions: Iterable[str] | None = None, de
         yield qid, missing if missing is not None else estimate_with_design(data, qid, design, **options)
 
 
-def estimate_with_design(data: LoadedSurvey, question_id: str, design, **options) -> EstimateResult:
+def estimate_with_design(data: SurveyData, question_id: str, design, **options) -> EstimateResult:
     """``question_id``'s estimate with ``design``; where no design-based estimate exists for it yet (multi-select),
     the simple random sample's, saying so first among its notes (the CLI and the dashboard show every question)."""
     if design is None:
-        return data.estimate(question_id, **options)
+        return estimate(data, question_id, **options)
     try:
-        return data.estimate(question_id, design=design, **options)
+        return estimate(data, question_id, design=design, **options)
     except DesignNotSupported as error:
-        result = data.estimate(question_id, **options)
+        result = estimate(data, question_id, **options)
         why = error.message.split(": ", 1)[-1].split(";")[0]
         return dataclasses.replace(result, notes=(f"NOT design-based ({why}): shown as if a simple random sample",
                                                   *result.notes))

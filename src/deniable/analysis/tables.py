@@ -15,7 +15,7 @@ from deniable.client.reports import WAVES
 from . import ranges
 from .family import Result, interval_plot
 from .groups import subgroup_frame, subgroups
-from .loaded import LoadedSurvey, nothing_to_estimate
+from .survey_data import SurveyData, nothing_to_estimate
 from .sweep import NoEstimate, each_question, estimate_with_design
 from .waves import compare_waves
 
@@ -24,7 +24,7 @@ from .waves import compare_waves
 class EstimateTable(Result):
     """``frame``: one row per question and answer (per group with ``by``); ``texts``: each question's
     summary as text; ``refused``: why a question could not be pooled (the others still are); ``empty``: the questions
-    with nothing to estimate yet, each with why (`loaded.nothing_to_estimate`)."""
+    with nothing to estimate yet, each with why (`survey_data.nothing_to_estimate`)."""
 
     frame: pd.DataFrame
     texts: list = field(default_factory=list)
@@ -88,7 +88,7 @@ def _csv_cell(cell):
     return cell
 
 
-def _wave_change(data: LoadedSurvey, question_id: str, level: float, waves: list, design=None) -> str:
+def _wave_change(data: SurveyData, question_id: str, level: float, waves: list, design=None) -> str:
     """The change between the last two of ``waves`` (those with something to estimate), in words
     (`waves.compare_waves`)."""
     before, after = waves[-2:]
@@ -98,7 +98,7 @@ def _wave_change(data: LoadedSurvey, question_id: str, level: float, waves: list
             f"[{change.ci.low:.4f}, {change.ci.high:.4f}], p = {change.pvalue:.4g}; {change.note}")
 
 
-def estimate_table(data: LoadedSurvey, questions=None, by: str | None = None, level: float = 0.95,
+def estimate_table(data: SurveyData, questions=None, by: str | None = None, level: float = 0.95,
                    simultaneous: bool = False, language: str | None = None, design=None,
                    values: bool = False) -> EstimateTable:
     """Estimates of ``questions`` (default: all with reports) as one long table. Unless asked for by name (when

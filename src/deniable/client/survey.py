@@ -354,9 +354,9 @@ class Survey:
     @classmethod
     def from_xlsform(cls, path) -> "Survey":
         """Read an XLSForm (.xlsx), through openpyxl (the xlsform extra), imported only here."""
-        from .xlsform_reader import read_xlsform  # it builds a Survey to check the form: a circle at the top
+        from .xlsform_reader import checked, read_form  # openpyxl, the xlsform extra's: loaded when a form is read
 
-        return cls(read_xlsform(path))
+        return checked(Path(path), read_form(path), cls)
 
     def to_dict(self) -> dict:
         spec = {"id": self.id, "title": self.titles}

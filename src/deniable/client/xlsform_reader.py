@@ -1,4 +1,4 @@
-"""XLSForm in: `read_xlsform` turns a form into a deniable spec (a dict for `Survey`), reporting every problem of the
+"""XLSForm in: `read_form` turns a form into a deniable spec (a dict for `Survey`), reporting every problem of the
 form at once with its sheet, row, column and value (cells: `xlsform_cells`; privacy columns: `xlsform_privacy`).
 docs/questionnaires.md has the mapping table."""
 
@@ -10,7 +10,6 @@ from pathlib import Path
 
 from . import catalogue, skiplogic
 from .errors import SpecError
-from .survey import Survey
 from .xlsform_cells import _cell_text, _json_cell, _language, _Problems
 from .xlsform_privacy import _privacy
 
@@ -82,8 +81,19 @@ def _refusal(kind: str) -> str | None:
     return None
 
 
-def read_xlsform(path) -> dict:
-    """A deniable spec from an XLSForm (.xlsx). Raises SpecError listing every problem found."""
+def checked(path: Path, spec: dict, build):
+    """``build(spec)`` (a `Survey`), the SpecError it raises named for the form's file: the form read, the spec it gave
+    is not a survey."""
+    try:
+        return build(spec)
+    except SpecError as error:
+        raise SpecError(f"{Path(path).name}: the form reads, but is not a valid survey: {error}") from None
+
+
+def read_form(path) -> dict:
+    """The spec an XLSForm (.xlsx) writes, every problem of the form raised at once (SpecError); whether that spec is
+    a valid survey is `checked` by the caller, which has `Survey` (this module is below it: `Survey.from_xlsform`
+    reads forms through it)."""
     try:
         from openpyxl import load_workbook  # the xlsform extra's, and 150 ms: imported when a form is read
     except ImportError:  # pragma: no cover - openpyxl comes with the xlsform and server extras
@@ -286,10 +296,6 @@ def _read(workbook, path: Path) -> dict:
         spec["sections"] = sections
     else:
         spec["questions"] = [item for _, item in loose]
-    try:
-        Survey(spec)
-    except SpecError as error:
-        raise SpecError(f"{path.name}: the form reads, but is not a valid survey: {error}") from None
     return spec
 
 

@@ -12,7 +12,7 @@ from .catalogue import messages
 from .errors import SpecError
 from .json_text import canonical_json
 from .survey import Survey
-from .xlsform_reader import read_xlsform
+from .xlsform_reader import checked, read_form
 
 #: Question fields that are mappings, written as JSON text in a column of their own (read back by `read_xlsform`).
 STRUCTURED_COLUMNS = ("split_ballot", "control")
@@ -179,8 +179,7 @@ def _check_round_trip(survey: Survey, path) -> None:
     """Read the form back: a survey it would carry changed (a field no column holds) is refused, before anything is
     written where it was asked, with the first difference named; never a form that silently drops part of a design."""
     try:
-        read = read_xlsform(path)
-        back = read if isinstance(read, Survey) else Survey.from_dict(read)
+        back = checked(path, read_form(path), Survey)
         if back.hash == survey.hash:
             return
         difference = _first_difference(survey.to_dict(), back.to_dict())

@@ -1,5 +1,6 @@
-"""What `load` returns: a survey's versions with their reports, pooled question by question where
-the randomization is the same (`LoadedSurvey`), and the words for a change that forbids pooling."""
+"""The data `load` reads: a survey's versions with their reports, pooled question by question where the randomization
+is the same (`SurveyData`), and the words for a change that forbids pooling. What `load` returns, `LoadedSurvey`, is
+this with the estimates as methods (`loaded_survey`): the modules that estimate read this one, never that one."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from deniable.client.versions import label as version_label
 from .counting import key as _key
 from .counting import level_keys, tally
 from .errors import LoadError, PoolingError
-from .results import EstimateResult
 
 #: How a split ballot's direct-arm counts are keyed among a question's counts: (DIRECT, answer).
 DIRECT = "direct"
@@ -56,7 +56,7 @@ class Version:
         return self.auxiliary if isinstance(self.auxiliary, pd.DataFrame) else None
 
     def column(self, name: str) -> pd.Series:
-        """One column of the rows its responses carry (`LoadedSurvey.versions_grouped_by` names the versions that
+        """One column of the rows its responses carry (`SurveyData.versions_grouped_by` names the versions that
         carry it)."""
         columns = self.columns()
         if columns is None or name not in columns.columns:
@@ -68,9 +68,9 @@ class Version:
         return version_label(self.number, self.spec_hash)
 
 
-class LoadedSurvey:
+class SurveyData:
     """One version of a survey with its reports, or several pooled (``load(..., all_versions=True)``).
-    Build with `load`.
+    Build with `load` (which gives its `LoadedSurvey`).
 
     Pooled, each question is estimated over the versions that ask it, provided its randomization
     (design, answers, exact channel) and whom skip logic asks it of are the same in all of them: a
@@ -315,36 +315,6 @@ class LoadedSurvey:
                                 f"{', '.join(map(str, available))})", missing[0])
             frame = frame.join(extra[others], how="left")
         return frame
-
-    def estimate(self, question_id: str, level: float = 0.95, method: str | None = None, simultaneous: bool = False,
-                 language: str | None = None, design=None, values: bool = False):
-        from .estimation import estimate  # a front door: estimation reads LoadedSurvey
-
-        return estimate(self, question_id, level=level, method=method, simultaneous=simultaneous, language=language,
-                        design=design, values=values)
-
-    def by_wave(self, question_id: str, level: float = 0.95, method: str | None = None, design=None) -> dict:
-        """{wave label: EstimateResult} of a repeated survey's question, wave by wave (`analysis.waves`); with a
-        ``design``, each wave a domain of the sample."""
-        from .waves import by_wave  # a front door: waves reads LoadedSurvey
-
-        return by_wave(self, question_id, level, method, design)
-
-    def compare_waves(self, question_id: str, first: str, second: str, answer=None, level: float = 0.95,
-                      design=None):
-        """The change of an answer's share (or a mean) from wave ``first`` to wave ``second`` (`analysis.waves`)."""
-        from .waves import compare_waves  # a front door: waves reads LoadedSurvey
-
-        return compare_waves(self, question_id, first, second, answer, level, design)
-
-    def estimate_all(self, level: float = 0.95, simultaneous: bool = False, language: str | None = None) -> dict:
-        """Every question with something to estimate (each on its own n: skip logic asks some of some respondents
-        only; `nothing_to_estimate` says why the others have no estimate)."""
-        from .sweep import each_estimate  # sweep reads LoadedSurvey: imported when called
-
-        return {qid: result for qid, result in each_estimate(self, self.survey.questions, level=level,
-                                                             simultaneous=simultaneous, language=language)
-                if isinstance(result, EstimateResult)}
 
     def __repr__(self):
         which = ("versions " + ", ".join(v.label for v in self.versions)) if self.pooled else \
