@@ -3,14 +3,14 @@
     python benchmarks/grids.py [--repeats 3] [--n 10000] [--only ordinal-31 ...]
 
 The estimate of an ordinal or numeric question is the certified maximum-likelihood distribution on its grid,
-with a parametric-bootstrap standard error (analysis/spread.py: 1,000 refits up to 24 values, 200 beyond) and a
+with a parametric-bootstrap standard error (analysis/bootstrap.py: 1,000 refits up to 24 values, 200 beyond) and a
 profile-likelihood interval for every row up to 101 values and for the mean (analysis/likelihood.py). No peer
 library estimates these channels under the simplex constraint, so there is no ratio here: the figures are
 deniable's own, the minimum CPU time of ``--repeats`` estimates of the same counts (a fresh result each time),
 split into
 
 * fit: `likelihood.certified_maximum` (the estimate and its certificate);
-* bootstrap: `spread.bootstrap` (the surveys behind the standard errors);
+* bootstrap: `bootstrap.bootstrap` (the surveys behind the standard errors);
 * rows: the per-row profile intervals; mean: the mean's;
 * the whole `estimate`, which also builds the unbiased estimate, the fit test and the table: cold (as the first
   estimate in a fresh process: the remembered channel, its left inverse, the surveys at the estimate and at the point
@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from deniable.analysis import calibration, channels, likelihood, ranges, spread
+from deniable.analysis import calibration, channels, likelihood, ranges
 from deniable.analysis.from_counts import estimate_counts
-from deniable.analysis.planning import scores
+from deniable.analysis.precision import scores
 from deniable.client import Survey
 
 CASES = {
@@ -96,7 +96,7 @@ def main():
             pi, _ = likelihood.certified_maximum(q, counts)
             cut = likelihood.likelihood_cut(0.95)
             fit = cpu(lambda: likelihood.certified_maximum(q, counts), args.repeats)
-            bootstrap = cpu(lambda: spread.bootstrap(q, pi, args.n, counts=counts), args.repeats)
+            bootstrap = cpu(lambda: bootstrap.bootstrap(q, pi, args.n, counts=counts), args.repeats)
             rows = cpu(lambda: [likelihood.profile_interval(q, counts, pi, unit, cut) for unit in np.eye(k)], args.repeats) \
                 if k <= 101 else float("nan")
             mean = cpu(lambda: likelihood.profile_interval(q, counts, pi, grid, cut), args.repeats)

@@ -1,5 +1,5 @@
 """Reference figures for design-based estimates, from R's ``survey`` package (Lumley), stored as fixtures so the
-test suite compares against them without R (tests/analysis/test_sampling.py).
+test suite compares against them without R (tests/analysis/test_sample_design.py).
 
 Three of the public complex samples ``survey`` ships (the California Academic Performance Index: ``apistrat``, a
 stratified sample; ``apiclus1``, a one-stage cluster sample; ``apiclus2``, two-stage, analysed by its first stage

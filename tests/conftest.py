@@ -55,10 +55,10 @@ def _estimates_page_in_full(monkeypatch):
     spends), each test starts with no chart remembered, and no work left by an earlier test's page is still running:
     the charts are keyed by the data they show, and two tests' databases can hold the same data while one patches how
     it is estimated."""
-    from deniable.analysis import advice
+    from deniable.analysis import plans
     from deniable.server import background, dashboard
 
-    monkeypatch.setattr(advice, "PLANNING_SECONDS", 600.0)
+    monkeypatch.setattr(plans, "PLANNING_SECONDS", 600.0)
     monkeypatch.setattr(dashboard, "PAGE_SECONDS", 600.0)
     monkeypatch.setattr(dashboard, "ESTIMATE_SECONDS", 600.0)
     background.wait_until_idle()

@@ -1,5 +1,5 @@
 """Two-stage stratified cluster samples of a finite population, for the coverage of design-based intervals
-(tests/analysis/test_sampling.py; ``python scripts/design_coverage.py`` runs more of them for the validation table).
+(tests/analysis/test_sample_design.py; ``python scripts/design_coverage.py`` runs more of them for the validation table).
 
 The population: 4 strata × 60 clusters × 30 people, with answers that vary between strata and between clusters (a
 cluster effect on the log-odds, so people of one cluster answer alike). A sample draws 5, 14, 7 and 16 clusters from

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from deniable.analysis import calibration, channels, likelihood, spread
+from deniable.analysis import bootstrap, calibration, channels, likelihood
 from deniable.analysis.from_counts import _grid, estimate_counts
 from deniable.client import Survey
 from tests.support.validation import simulated_coverage
@@ -51,12 +51,12 @@ def test_each_survey_s_statistic_is_its_own_profile_likelihood_ratio():
 
 
 def test_the_batched_tilted_fit_meets_the_single_fit():
-    """`spread.maximise_each` with a tilt per survey: each fit is `likelihood.maximise`'s with that tilt."""
+    """`bootstrap.maximise_each` with a tilt per survey: each fit is `likelihood.maximise`'s with that tilt."""
     q = channels.channel_matrix(mechanism("ordinal", 5, 1))
     rng = np.random.default_rng(8)
     draws = rng.multinomial(500, q @ np.array([0.1, 0.2, 0.4, 0.2, 0.1]), size=20).astype(float)
     tilts = rng.normal(0, 30, size=(20, 1)) * np.arange(5.0)
-    fits = spread.maximise_each(q, draws, np.full((20, 5), 0.2), tilt=tilts)
+    fits = bootstrap.maximise_each(q, draws, np.full((20, 5), 0.2), tilt=tilts)
     for row in range(20):
         alone, certificate = likelihood.maximise(q, draws[row], tilt=tilts[row])
         assert certificate.converged
@@ -106,7 +106,7 @@ def test_a_point_mass_test_decides_as_the_whole_bootstrap_would(kind, k, epsilon
     vertex = np.eye(k)[answer]
     tested = calibration.VertexSurveys(q, n, answer)
     # Seeded as the point mass's test seeds its surveys, and as many (its first block: no more are drawn for it)
-    whole = spread.bootstrap(q, vertex, n, len(tested.draws), counts=vertex)
+    whole = bootstrap.bootstrap(q, vertex, n, len(tested.draws), counts=vertex)
     at_vertex = calibration.loglikelihoods(q, whole.draws, np.broadcast_to(vertex, whole.fits.shape))
     statistics = np.clip(2 * (calibration.loglikelihoods(q, whole.draws, whole.fits) - at_vertex), 0, None)
     quantile = calibration._rank_quantile(statistics, 0.95)
@@ -178,9 +178,9 @@ def test_a_number_s_structure_alone_is_bootstrapped_tested_and_its_mean_s_interv
     rng = np.random.default_rng(4)
     counts = rng.multinomial(3_000, q @ rng.dirichlet(np.full(q.shape[1], 0.4)))
     pi, _ = likelihood.certified_maximum(q, counts)
-    surveys = spread.bootstrap(bare, pi, 3_000, replicates=12, counts=counts)
-    assert np.array_equal(surveys.fits, spread.fit_surveys(q, surveys.draws, pi))
-    assert not np.array_equal(surveys.draws, spread.bootstrap(q, pi, 3_000, replicates=12, counts=counts).draws)
+    surveys = bootstrap.bootstrap(bare, pi, 3_000, replicates=12, counts=counts)
+    assert np.array_equal(surveys.fits, bootstrap.fit_surveys(q, surveys.draws, pi))
+    assert not np.array_equal(surveys.draws, bootstrap.bootstrap(q, pi, 3_000, replicates=12, counts=counts).draws)
     found, expected = saturated_test(bare, counts, pi), saturated_test(q, counts, pi)
     assert (found.df, found.pvalue, found.method) == (expected.df, expected.pvalue, expected.method)
     assert found.statistic == pytest.approx(expected.statistic, rel=1e-12)

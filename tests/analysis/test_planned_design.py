@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from deniable.analysis import AnalysisError, SampleDesign, estimate, load
-from deniable.analysis.advice import plan
 from deniable.analysis.planned_design import ASSUMED_ICC, planned_design
+from deniable.analysis.plans import plan
 from deniable.client import Survey
 from deniable.server.cli import main
 

@@ -109,7 +109,7 @@ def test_planned_standard_errors_match_simulated_surveys(spec, n):
     survey's own fit), and its unbiased column keeps the unbiased estimator's spread (12%)."""
     from deniable.analysis import channels, likelihood, plan
     from deniable.analysis import estimators as est
-    from deniable.analysis.planning import scores, unit_variance
+    from deniable.analysis.precision import scores, unit_variance
 
     q = question(**spec)
     survey = Survey.from_dict({"id": "s", "title": "t", "questions": [q.to_dict()]})
@@ -143,7 +143,7 @@ def test_planned_standard_errors_match_simulated_surveys(spec, n):
 
 def test_plan_leaves_questions_unplanned_past_its_time_limit_and_says_so():
     from deniable.analysis import plan
-    from deniable.analysis.advice import describe_plan
+    from deniable.analysis.plans import describe_plan
 
     survey = Survey.from_dict({"id": "s", "title": "t", "questions": [
         {"id": f"q{i}", "text": "?", "type": "yes_no", "privacy": {"design": "warner", "p": 0.7 + i / 100}} for i in range(3)]})
@@ -164,7 +164,7 @@ def test_a_time_limit_holds_inside_a_wide_grid_s_bootstrap_and_the_small_channel
     import time
 
     from deniable.analysis import plan
-    from deniable.analysis.advice import _PRECISION
+    from deniable.analysis.plans import _PRECISION
 
     wide = {"id": "wide", "text": "?", "type": "number", "min": 0, "max": 10_000, "step": 1,
             "privacy": {"design": "laplace", "epsilon": 0.9}}
@@ -200,7 +200,7 @@ def test_the_n_to_detect_cheaters_gives_the_power_it_promises():
     """At the planned n (5% cheaters, honest answers split evenly), the test of no cheating rejects at 5% in
     80% of 200 simulated surveys (within 3 Monte Carlo SEs); the planned SE of γ is the SD of its estimates."""
     from deniable.analysis import channels
-    from deniable.analysis.planning import n_to_detect_cheaters
+    from deniable.analysis.precision import n_to_detect_cheaters
 
     question = Survey.from_file(EXAMPLES / "respondent.yaml").questions["cheated"]
     n = n_to_detect_cheaters(question)
@@ -218,7 +218,7 @@ def test_the_n_to_detect_cheaters_gives_the_power_it_promises():
 
 
 def test_yes_no_designs_side_by_side():
-    from deniable.analysis.planning import REFERENCE_YES_NO, compare_yes_no_designs
+    from deniable.analysis.precision import REFERENCE_YES_NO, compare_yes_no_designs
 
     survey = Survey.from_file(EXAMPLES / "split_ballot.yaml")
     own = [q for q in survey.private_questions if q.type == "yes_no"]
@@ -246,7 +246,7 @@ SKIPPING = {"id": "s", "title": "t", "questions": [
 
 def test_the_share_asked_comes_from_the_skip_logic_or_from_the_researcher():
     from deniable.analysis import AnalysisError, plan
-    from deniable.analysis.advice import asked_shares
+    from deniable.analysis.plans import asked_shares
 
     survey = Survey.from_dict(SKIPPING)
     shares = asked_shares(survey)
@@ -307,9 +307,9 @@ def test_a_wide_number_s_mean_is_planned_in_closed_form_as_its_estimates_spread(
     wider than it says and at most `CLOSED_FORM_CONSERVATISM` narrower; the bootstrap that plans the shares (the figure
     the plan used to give) agrees with the simulation. Every comparison within 4 Monte Carlo errors, each worked out
     from its own surveys (√((κ − 1)/4R) relative, κ their kurtosis: about 2.2% for 1,000 surveys, 5% for 200)."""
-    from deniable.analysis import blas, channels, likelihood, plan, spread
-    from deniable.analysis.advice import CLOSED_FORM_MEAN_ABOVE
-    from deniable.analysis.planning import mean_unit_variance, published_spread
+    from deniable.analysis import blas, bootstrap, channels, likelihood, plan
+    from deniable.analysis.plans import CLOSED_FORM_MEAN_ABOVE
+    from deniable.analysis.precision import mean_unit_variance, published_spread
 
     q = question(type="number", min=0, max=top, step=1, privacy={"design": "laplace", "epsilon": epsilon})
     assert top + 1 > CLOSED_FORM_MEAN_ABOVE
@@ -325,7 +325,7 @@ def test_a_wide_number_s_mean_is_planned_in_closed_form_as_its_estimates_spread(
     rates = matrix @ uniform
     draws = rng.multinomial(n, rates / rates.sum(), size=1000)
     fits = np.array([likelihood.certified_maximum(matrix, row)[0] for row in draws])
-    simulated = spread.Bootstrap(matrix, uniform, draws, fits)
+    simulated = bootstrap.Bootstrap(matrix, uniform, draws, fits)
     spread_sd, spread_error = math.sqrt(simulated.variance(grid)), simulated.relative_error(grid)
     assert spread_sd * (1 - 4 * spread_error) <= planned.mean_se
     assert planned.mean_se <= spread_sd * (1 + 4 * spread_error) * CLOSED_FORM_CONSERVATISM

@@ -184,7 +184,7 @@ def test_groups_compare_a_wide_number_s_bin_with_and_without_the_design():
     """A bin is an answer of the published table: compared between groups as a share, and with a design through the
     sum of its values' shares (the functional over the grid, not over the table's rows)."""
     from deniable.analysis import compare
-    from deniable.analysis.sampling import SampleDesign
+    from deniable.analysis.sample_design import SampleDesign
 
     survey = Survey.from_dict({"id": "s", "title": "s", "questions": [
         {"id": "g", "text": "Group?", "type": "choice", "options": ["a", "b"], "privacy": "none"},

@@ -1,6 +1,6 @@
 """A published figure does not move with the last bits of its input. A plan's assumed distribution moved by 1e-12 or
 1e-9 (as another BLAS or summation order moves a fit) must move each planned standard error by no more than its stated
-Monte Carlo error (`spread.Bootstrap.relative_error`), and a closed form by round-off; an estimate's calibrated surveys,
+Monte Carlo error (`bootstrap.Bootstrap.relative_error`), and a closed form by round-off; an estimate's calibrated surveys,
 drawn at a fit moved the same way, likewise. One shape each: an ordinal scale, a number, a multi-select question and
 a compliance design."""
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deniable.analysis import calibration, channels, likelihood, spread
-from deniable.analysis.planning import published_se, published_spread
+from deniable.analysis import bootstrap, calibration, channels, likelihood
+from deniable.analysis.precision import published_se, published_spread
 from deniable.client import Survey
 
 ORDINAL = {"type": "ordinal", "options": ["1", "2", "3", "4", "5"], "privacy": {"design": "ordinal", "epsilon": 1}}
@@ -42,7 +42,7 @@ def test_a_planned_bootstrap_moves_by_less_than_its_monte_carlo_error(spec, n, d
     base = published_spread(q, n, distribution)
     error = base.relative_error(grid)
     # A scale's 1,250 surveys: about 2% for a near-normal figure; a long grid's 200 with the face's control variate
-    # (`spread.Bootstrap.variance`): about 1%, where read plainly they left 5%.
+    # (`bootstrap.Bootstrap.variance`): about 1%, where read plainly they left 5%.
     assert error <= 0.021, error
     for by in MOVES:
         other = published_spread(q, n, moved(distribution, by))
@@ -77,10 +77,10 @@ def test_an_estimate_s_calibrated_surveys_do_not_move_with_its_fit_s_last_bits(s
     fit = likelihood.certified_maximum(matrix, counts)[0]
     assert not calibration.is_interior(matrix, fit, 400)
     grid = np.arange(len(truth), dtype=float)
-    base = calibration.Calibration(spread.bootstrap(matrix, fit, 400, counts=counts))
+    base = calibration.Calibration(bootstrap.bootstrap(matrix, fit, 400, counts=counts))
     error = base.surveys.relative_error(grid)
     assert error <= 0.021, error
     for by in MOVES:
-        other = calibration.Calibration(spread.bootstrap(matrix, moved(fit, by), 400, counts=counts))
+        other = calibration.Calibration(bootstrap.bootstrap(matrix, moved(fit, by), 400, counts=counts))
         assert abs(np.sqrt(other.surveys.variance(grid) / base.surveys.variance(grid)) - 1) <= error, by
         assert other.cut(grid, 0.95) == pytest.approx(base.cut(grid, 0.95), rel=1e-6), by

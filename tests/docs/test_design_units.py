@@ -59,7 +59,7 @@ def test_each_design_has_its_section_in_the_mechanisms_page(name):
 def test_each_yes_no_design_is_compared_with_its_own_reference_parameters(name):
     """`plan --compare` reads the registry: each yes/no design's textbook parameter sets are its own, build, and are in
     the table beside a survey's own questions, with the non-compliance the design measures."""
-    from deniable.analysis.planning import compare_yes_no_designs
+    from deniable.analysis.precision import compare_yes_no_designs
 
     design = DESIGNS[name]
     assert design.references, f"{name} has no reference parameters for plan --compare"

@@ -40,18 +40,18 @@ def test_survey_check_plans_a_wide_number_s_mean_at_once_and_says_its_shares_wer
     """A 0..1000 number's shares take a bootstrap; its mean is in closed form: planned whatever the time limit. The
     limit is 0.01 s, far below the shares' bootstrap (about half a second since it starts sparse: a limit of 0.5 s let
     them finish on a quiet machine, and the test failed)."""
-    from deniable.analysis import advice, blas, planning
+    from deniable.analysis import blas, plans, precision
 
     spec = {"id": "wide", "title": "t", "questions": [{"id": "income", "text": "?", "type": "number", "min": 0,
                                                         "max": 1000, "step": 1, "privacy": {"design": "laplace",
                                                                                             "epsilon": 1}}]}
     path = tmp_path / "wide.json"
     path.write_text(json.dumps(spec))
-    advice._PRECISION.clear()
+    plans._PRECISION.clear()
     payload = json.loads(run("survey", "check", "--json", str(path), "--plan-seconds", "0.01").output)
     figures = payload["questions"]["income"]["planning"]
     with blas.one_thread():  # as plan works it out: the 1001² inverse moves in its 6th digit with BLAS's threads
-        expected = (planning.mean_unit_variance(Survey.from_dict(spec).questions["income"]) / 1000) ** 0.5
+        expected = (precision.mean_unit_variance(Survey.from_dict(spec).questions["income"]) / 1000) ** 0.5
     assert figures["mean_se"] == expected and figures["se"] is None and figures["n_for_margin"] is None
     assert payload["unplanned"] == [] and payload["shares_unplanned"] == ["income"]
     text = run("survey", "check", str(path), "--plan-seconds", "0.01").output

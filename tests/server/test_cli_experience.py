@@ -195,7 +195,7 @@ def test_privacy_mistakes_are_refused_by_name(runner, tmp_path, privacy, message
 def test_planning_loads_numpy_but_not_scipy_pandas_or_statsmodels(example):
     """`survey check` plans every question (ordinal and numeric ones by bootstrap) on numpy alone: scipy.linalg's import
     is 0.27 s, more than the planning itself."""
-    script = ("import sys; from deniable.analysis.advice import plan; from deniable.analysis import plan as same; "
+    script = ("import sys; from deniable.analysis.plans import plan; from deniable.analysis import plan as same; "
               "from deniable.client import Survey; "
               f"assert plan is same; plan(Survey.from_file({str(EXAMPLES / example)!r}), 1000); "
               "print(sorted(m for m in ('scipy', 'pandas', 'statsmodels') if m in sys.modules))")

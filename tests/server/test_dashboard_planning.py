@@ -18,14 +18,14 @@ SPEC = {"id": "wide", "title": "Hours", "questions": [
 
 @pytest.mark.slow
 def test_a_plan_out_of_time_is_finished_in_the_background_and_shown_at_the_next_view(client, store, monkeypatch):
-    from deniable.analysis import advice
+    from deniable.analysis import plans
     from deniable.server import dashboard
 
     survey = Survey.from_dict(SPEC)
     store.add_survey(survey)
     for i in range(40):
         store.submit("wide", survey.hash, f"key-{i:08d}", survey.randomize({"hours": i % 50, "dodged": "no"}))
-    advice._PRECISION.clear()
+    plans._PRECISION.clear()
     # The estimates worked out before (remembered): the page's whole 0.05 s goes to planning.
     dashboard.estimate_charts(load(store=store, survey_id="wide"), None)
     monkeypatch.setattr(dashboard, "PAGE_SECONDS", 0.05)
@@ -36,7 +36,7 @@ def test_a_plan_out_of_time_is_finished_in_the_background_and_shown_at_the_next_
     assert "being planned in the background" in first and "Not planned within" not in first
     assert "<tr><td>dodged</td>" in first and "<tr><td>hours</td>" in first
     assert "each value's share: not planned yet" in first
-    mean = advice.plan(survey, 777)[0]  # the figure the page shows: the plan's own
+    mean = plans.plan(survey, 777)[0]  # the figure the page shows: the plan's own
     assert f"±{mean.mean_margin:.3g} on 0–60" in first
     job = next(iter(background._jobs()[1]), None)
     waited = time.monotonic()

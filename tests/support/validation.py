@@ -477,7 +477,7 @@ def planning_study(reps: int = 1000, stated: int = 100, seed: int = 20261125) ->
     surveys), and the SD of the unbiased estimate, which the SE used to describe."""
     from deniable.analysis import plan
     from deniable.analysis.from_counts import estimate_counts
-    from deniable.analysis.planning import scores
+    from deniable.analysis.precision import scores
 
     rows = []
     for label, spec, n in PLANNING_CELLS:

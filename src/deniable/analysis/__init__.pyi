@@ -2,7 +2,6 @@
 which imports each module on the first use of one of its names (a command that only plans never loads scipy, pandas
 or statsmodels). A name added here is public."""
 
-from .advice import Plans, QuestionPlan, describe_plan, plan
 from .correlation import Correlation, correlation
 from .errors import AnalysisError, LoadError, PoolingError
 from .estimation import estimate
@@ -23,7 +22,8 @@ from .likelihood import Certificate, ConvergenceWarning
 from .loaded_survey import LoadedSurvey
 from .loading import load
 from .planned_design import PlannedDesign, planned_design
-from .planning import (
+from .plans import Plans, QuestionPlan, describe_plan, plan
+from .precision import (
     compare_designs,
     margin_of_error,
     power,
@@ -37,7 +37,7 @@ from .results import (
     EstimateResult,
     MeanEstimate,
 )
-from .sampling import SampleDesign
+from .sample_design import SampleDesign
 from .survey_data import SurveyData, Version, population
 from .tables import EstimateTable, estimate_table
 

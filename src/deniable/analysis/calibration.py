@@ -8,7 +8,7 @@ scale with everyone on one answer covered 76% with χ²₁'s cut, 81% with χ²�
 
 So where the estimate is near a face the cut of each functional aᵀπ is the ``level`` quantile of the same statistic
 over surveys drawn at the estimate (the parametric bootstrap behind the standard errors: one set of surveys,
-`spread.bootstrap`): T_b = 2(ℓ_b(π̂_b) − max{ℓ_b(π) : aᵀπ = aᵀπ̂}), each survey's own maximum against its maximum
+`bootstrap.bootstrap`): T_b = 2(ℓ_b(π̂_b) − max{ℓ_b(π) : aᵀπ = aᵀπ̂}), each survey's own maximum against its maximum
 where the functional keeps the estimate's value. Never below χ²₁'s cut: where the faces are far the two agree up
 to Monte Carlo error, and χ²₁ is then the exact asymptotic answer. The cut is the order statistic of rank
 ⌈(R + 1)·level⌉, whose coverage has Monte Carlo error about √(level(1 − level)/R) (0.7% at R = 1,000).
@@ -27,7 +27,7 @@ from typing import Callable, TypeVar
 
 import numpy as np
 
-from . import channels, distributions, likelihood, spread
+from . import bootstrap, channels, distributions, likelihood
 from .deadline import check_time
 
 #: An estimate whose every share is more than this many standard errors from 0 is interior (the faces are out of
@@ -56,7 +56,7 @@ def _rank_quantile(statistics: np.ndarray, level: float) -> float:
 def loglikelihoods(q: channels.Channel, counts: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Σ_r c_r log (Qπ)_r per row of ``counts`` and ``points`` (reports with count 0 left out)."""
     values = np.empty(len(counts))
-    for rows in spread.row_blocks(len(counts), counts.shape[1]):
+    for rows in bootstrap.row_blocks(len(counts), counts.shape[1]):
         rates = channels.rates(q, points[rows])
         with np.errstate(divide="ignore", invalid="ignore"):
             logs = np.where(counts[rows] > 0, np.log(np.clip(rates, 1e-300, None)), 0.0)
@@ -84,16 +84,16 @@ END_REPLICATES = 200
 class Calibration:
     """Surveys drawn at an estimate (``surveys``, behind its standard errors), read for the likelihood-ratio
     statistic of any functional on the first `CALIBRATION_REPLICATES` of them."""
-    surveys: spread.Bootstrap
+    surveys: bootstrap.Bootstrap
     _statistics: dict = field(default_factory=dict, compare=False, repr=False)
     #: The cuts calibrated at interval ends (`_end_cut`), by functional, end and level: a second estimate of the same
     #: counts (another dashboard view, `conf_int`, the simultaneous intervals) draws no surveys again.
     _ends: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
-    def bootstrap(self) -> spread.Bootstrap:
+    def bootstrap(self) -> bootstrap.Bootstrap:
         kept = slice(0, CALIBRATION_REPLICATES)
-        return spread.Bootstrap(self.surveys.q, self.surveys.pi, self.surveys.draws[kept], self.surveys.fits[kept])
+        return bootstrap.Bootstrap(self.surveys.q, self.surveys.pi, self.surveys.draws[kept], self.surveys.fits[kept])
 
     @property
     def replicates(self) -> int:
@@ -127,13 +127,13 @@ class Calibration:
 
 
 def at_estimate(q: channels.Channel, counts: np.ndarray, pi: np.ndarray) -> Calibration:
-    """The calibration at an estimate from ``counts``: its seeded surveys (`spread.bootstrap`), remembered for the
+    """The calibration at an estimate from ``counts``: its seeded surveys (`bootstrap.bootstrap`), remembered for the
     last few estimates (a refit at another level, a binning, the simultaneous intervals read the same ones)."""
     q, counts = channels.as_channel(q), np.asarray(counts)
-    key = (spread._seed(q, counts, int(counts.sum())), q.shape)
+    key = (bootstrap._seed(q, counts, int(counts.sum())), q.shape)
     found = _RECENT.pop(key, None)
     if found is None or not np.array_equal(found.surveys.pi, _normalised(pi)):
-        found = Calibration(spread.bootstrap(q, pi, int(counts.sum()), counts=counts))
+        found = Calibration(bootstrap.bootstrap(q, pi, int(counts.sum()), counts=counts))
     _RECENT[key] = found
     while len(_RECENT) > RECENT_ESTIMATES:
         _RECENT.pop(next(iter(_RECENT)))
@@ -150,7 +150,7 @@ def _normalised(pi: np.ndarray) -> np.ndarray:
     return pi / pi.sum()
 
 
-def constrained_maximum(boot: spread.Bootstrap, functional: np.ndarray, target: float):
+def constrained_maximum(boot: bootstrap.Bootstrap, functional: np.ndarray, target: float):
     """(max ℓ_b, its maximiser) over {π : aᵀπ = target} for each survey b of ``boot`` (its fits are the starts)."""
     low, high = float(functional.min()), float(functional.max())
     span = max(high - low, 1e-300)
@@ -161,7 +161,7 @@ def constrained_maximum(boot: spread.Bootstrap, functional: np.ndarray, target: 
     return _tilted_maximum(boot, functional, target)
 
 
-def _face_maximum(boot: spread.Bootstrap, face: np.ndarray):
+def _face_maximum(boot: bootstrap.Bootstrap, face: np.ndarray):
     """max ℓ_b over the face of the simplex on ``face`` (the functional at an end of its range)."""
     sub = channels.written_out(boot.q, "a face's maximum")[:, face]
     points = np.zeros_like(boot.fits)
@@ -173,13 +173,13 @@ def _face_maximum(boot: spread.Bootstrap, face: np.ndarray):
     values = np.full(len(boot.draws), -np.inf)
     points[:, face] = starts
     if possible.any():
-        fits = spread.maximise_each(sub, boot.draws[possible], starts[possible])
+        fits = bootstrap.maximise_each(sub, boot.draws[possible], starts[possible])
         values[possible] = loglikelihoods(sub, boot.draws[possible], fits)
         points[np.ix_(np.flatnonzero(possible), face)] = fits
     return values, points
 
 
-def _restricted_starts(boot: spread.Bootstrap, columns: np.ndarray, q: channels.Channel) -> np.ndarray:
+def _restricted_starts(boot: bootstrap.Bootstrap, columns: np.ndarray, q: channels.Channel) -> np.ndarray:
     """Where each survey's constrained maximum is sought from: its own fit on ``columns``, renormalised, zeros kept. An
     answer the survey's maximum leaves out is mostly out of the constrained one too, and each one the fitter had to
     drive back to zero cost it a pass (the demo's hours: 0.41 → 0.33 s of CPU, every figure within 1e-12). A row
@@ -195,14 +195,14 @@ def _restricted_starts(boot: spread.Bootstrap, columns: np.ndarray, q: channels.
     return starts
 
 
-def _share_maximum(boot: spread.Bootstrap, answer: int, share: float) -> tuple[np.ndarray, np.ndarray]:
+def _share_maximum(boot: bootstrap.Bootstrap, answer: int, share: float) -> tuple[np.ndarray, np.ndarray]:
     """max ℓ_b with π_j = s: π = s·e_j + (1 − s)·ρ, ρ on the simplex of the other answers, is a simplex problem in ρ
     through Q' = (1 − s)·Q_{−j} + s·q_j·1ᵀ (Σρ = 1): every survey fitted together."""
     others = np.delete(np.arange(boot.q.shape[1]), answer)
     q = channels.written_out(boot.q, "a share's maximum")
     reduced = (1 - share) * q[:, others] + share * q[:, [answer]]
     starts = _restricted_starts(boot, others, reduced)
-    fits = spread.maximise_each(reduced, boot.draws, starts)
+    fits = bootstrap.maximise_each(reduced, boot.draws, starts)
     points = np.zeros_like(boot.fits)
     points[:, others], points[:, answer] = (1 - share) * fits, share
     return loglikelihoods(reduced, boot.draws, fits), points
@@ -214,7 +214,7 @@ def _share_maximum(boot: spread.Bootstrap, answer: int, share: float) -> tuple[n
 _TARGET_TOLERANCE = 1e-4
 
 
-def _tilted_maximum(boot: spread.Bootstrap, functional: np.ndarray, target: float) -> tuple[np.ndarray, np.ndarray]:
+def _tilted_maximum(boot: bootstrap.Bootstrap, functional: np.ndarray, target: float) -> tuple[np.ndarray, np.ndarray]:
     """max ℓ_b with aᵀπ = target, for every survey: the maximiser of ℓ_b + τ·aᵀπ has aᵀπ increasing in τ, so each
     survey's τ is found by a safeguarded secant (bracketed, bisected when the secant leaves the bracket), all surveys
     together. ℓ_prof(m) = ℓ_b(π(τ)) − τ·(m − aᵀπ(τ)) to first order closes the last gap."""
@@ -249,7 +249,7 @@ def _tilted_maximum(boot: spread.Bootstrap, functional: np.ndarray, target: floa
         proposal = np.where((secant > low) & (secant < high), secant,
                             np.where(bracketed, (low + high) / 2, np.where(g > 0, t - reach, t + reach)))
         previous_tau[moving], previous_gap[moving] = t, g
-        fits = spread.maximise_each(q, draws[moving], points[moving], tilt=proposal[:, None] * functional)
+        fits = bootstrap.maximise_each(q, draws[moving], points[moving], tilt=proposal[:, None] * functional)
         points[moving], tau[moving] = fits, proposal
         gap[moving] = fits @ functional - target
     return loglikelihoods(q, draws, points) - tau * (target - points @ functional), points
@@ -276,7 +276,7 @@ def end(q: channels.Channel, counts: np.ndarray, pi: np.ndarray, functional: np.
     functional = np.asarray(functional, dtype=float)
     digest = hashlib.sha256(np.ascontiguousarray(pi, dtype=float).tobytes())
     digest.update(functional.tobytes())
-    key = (spread._seed(channels.as_channel(q), np.asarray(counts), int(np.sum(counts))), digest.digest(), level, side,
+    key = (bootstrap._seed(channels.as_channel(q), np.asarray(counts), int(np.sum(counts))), digest.digest(), level, side,
            calibrated is None)
     with _ENDS_LOCK:
         found = _ENDS.get(key)
@@ -296,7 +296,7 @@ _ENDS_LOCK = threading.Lock()
 
 
 def _end(q, counts, pi, functional, level, calibrated, side) -> float:
-    long_grid = q.shape[1] > spread.BATCH_ANSWERS
+    long_grid = q.shape[1] > bootstrap.BATCH_ANSWERS
     cut = likelihood.likelihood_cut(level) if calibrated is None or long_grid else calibrated.cut(functional, level)
     bound = likelihood.profile_end(q, counts, pi, functional, cut, side)
     if calibrated is None:
@@ -313,7 +313,7 @@ def _end(q, counts, pi, functional, level, calibrated, side) -> float:
     vertex = np.flatnonzero(oriented >= extreme - 1e-12 * max(abs(extreme), 1.0))
     if len(vertex) == 1 and side * bound < extreme and reaches_vertex(q, counts, pi, int(vertex[0]), level, cut):
         bound = side * extreme
-    elif 1 < len(vertex) <= spread.BATCH_ANSWERS and long_grid and side * bound < extreme and \
+    elif 1 < len(vertex) <= bootstrap.BATCH_ANSWERS and long_grid and side * bound < extreme and \
             reaches_face(q, counts, pi, oriented >= extreme - 1e-12 * max(abs(extreme), 1.0), level, cut):
         bound = side * extreme
     return bound
@@ -323,12 +323,12 @@ def _end_cut(q: channels.Channel, counts: np.ndarray, pi: np.ndarray, functional
              level: float) -> float:
     """The calibrated cut at an interval's end: surveys drawn at the maximiser of the likelihood where the
     functional equals ``end`` (the null the end is tested against)."""
-    observed = spread.Bootstrap(q, pi, np.asarray(counts, dtype=float)[None, :], np.asarray(pi, dtype=float)[None, :])
+    observed = bootstrap.Bootstrap(q, pi, np.asarray(counts, dtype=float)[None, :], np.asarray(pi, dtype=float)[None, :])
     _, (point,) = constrained_maximum(observed, functional, end)
     n = int(np.sum(counts))
     if is_interior(q, point, n):
         return likelihood.likelihood_cut(level)  # Wilks holds at an interior null: no surveys needed
-    surveys = spread.bootstrap(q, point, n, END_REPLICATES, counts=counts)
+    surveys = bootstrap.bootstrap(q, point, n, END_REPLICATES, counts=counts)
     return Calibration(surveys).cut(functional, level)
 
 
@@ -356,7 +356,7 @@ def reaches_face(q: channels.Channel, counts: np.ndarray, pi: np.ndarray, face: 
     k − |face| degrees of freedom (a long grid's bin holding a point mass: χ²₁'s cut covered 90% of 100 surveys).
     Its law is taken from surveys drawn at the best point of the face for these counts (`FaceSurveys`), tested only
     where the statistic lies between the estimate's cut and the χ² quantile of k − |face| degrees, as
-    `reaches_vertex`. Only faces of at most `spread.BATCH_ANSWERS` answers, whose surveys' maxima on the face are
+    `reaches_vertex`. Only faces of at most `bootstrap.BATCH_ANSWERS` answers, whose surveys' maxima on the face are
     fitted together: a wider face's, one by one, cost a 0..76 estimate 2.4 s, for quartiles that covered 99% without
     the test."""
     best = likelihood.maximise(q, counts, face=face)[0]
@@ -386,7 +386,7 @@ class VertexSurveys:
     whether at least R − r + 1 of the T_b reach s, and most surveys settle that without their fit: any point x of
     the simplex gives ℓ_b(x) ≤ ℓ_b(π̂_b) ≤ ℓ_b(x) + max_a g_a(x) − n_b (the likelihood is concave; g its gradient,
     whose x-weighted mean is n_b), so a few batched EM steps from between e_j and the uniform distribution bound
-    every T_b at once. Only the surveys those bounds leave on both sides of s are fitted, as `spread.bootstrap`
+    every T_b at once. Only the surveys those bounds leave on both sides of s are fitted, as `bootstrap.bootstrap`
     fits them; the answer is the one the whole bootstrap gives (a 0..100 number at n = 10⁴: sixteen point masses
     tested, 3.5 s of fits before, none needed now). The bounds and the fits are kept for the next test."""
 
@@ -401,7 +401,7 @@ class VertexSurveys:
         k = q.shape[1]
         self.q, self.vertex = q, likelihood.point_mass(k, answer)
         # Seeded by the point mass itself: exact, so no last bit can move it, and each vertex draws its own surveys.
-        _, self.draws = spread.draw_surveys(q, self.vertex, n, counts=self.vertex)
+        _, self.draws = bootstrap.draw_surveys(q, self.vertex, n, counts=self.vertex)
         self.totals = self.draws.sum(axis=1)
         self.at_vertex = loglikelihoods(q, self.draws, np.broadcast_to(self.vertex, (len(self.draws), k)))
         self.points = np.tile(0.5 * self.vertex + 0.5 / k, (len(self.draws), 1))
@@ -413,7 +413,7 @@ class VertexSurveys:
 
     @classmethod
     def at(cls, q: channels.Channel, n: int, answer: int) -> "VertexSurveys":
-        key = (spread._seed(q, likelihood.point_mass(q.shape[1], answer), n), q.shape)
+        key = (bootstrap._seed(q, likelihood.point_mass(q.shape[1], answer), n), q.shape)
         return cls._kept(key, lambda: cls(channels.as_channel(q), n, answer))
 
     @classmethod
@@ -428,7 +428,7 @@ class VertexSurveys:
 
     def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
         gap = np.empty(len(self.draws))
-        for rows in spread.row_blocks(len(self.draws), self.draws.shape[1]):
+        for rows in bootstrap.row_blocks(len(self.draws), self.draws.shape[1]):
             weights = _report_weights(self.q, self.draws[rows], self.points[rows])
             gap[rows] = channels.pulled_back(self.q, weights).max(axis=1) - self.totals[rows]
         low = 2 * (loglikelihoods(self.q, self.draws, self.points) - self.at_vertex)
@@ -440,7 +440,7 @@ class VertexSurveys:
         totals = self.totals[undecided]
         for _ in range(self.STEPS):
             check_time()
-            for rows in spread.row_blocks(len(draws), draws.shape[1]):
+            for rows in bootstrap.row_blocks(len(draws), draws.shape[1]):
                 weights = _report_weights(self.q, draws[rows], points[rows])
                 points[rows] = points[rows] * channels.pulled_back(self.q, weights) / totals[rows, None]
         self.points[undecided] = points
@@ -451,7 +451,7 @@ class VertexSurveys:
         self.rounds += 1
 
     def _fit(self, rows: np.ndarray) -> None:
-        fits = spread.fit_surveys(self.q, self.draws[rows], self.vertex)
+        fits = bootstrap.fit_surveys(self.q, self.draws[rows], self.vertex)
         statistics = 2 * (loglikelihoods(self.q, self.draws[rows], fits) - self.at_vertex[rows])
         self.low[rows] = self.high[rows] = statistics
         self.exact[rows] = True
@@ -497,17 +497,17 @@ class FaceSurveys(VertexSurveys):
     """`VertexSurveys` for a face of the simplex: surveys drawn at ``best`` (the counts' best point on the face, the
     null the end is tested against), each one's statistic T_b = 2(ℓ_b(π̂_b) − max over the face of ℓ_b), bounded by
     EM steps and fitted only where the bounds leave the test open. The face's own maxima are fitted together (a bin's
-    few values: `spread.maximise_each`). Seeded by the counts and the face."""
+    few values: `bootstrap.maximise_each`). Seeded by the counts and the face."""
 
     def __init__(self, q: channels.Channel, counts: np.ndarray, face: np.ndarray, best: np.ndarray):
         k, n = q.shape[1], int(np.sum(counts))
         self.q, self.vertex = q, np.asarray(best, dtype=float)
-        _, self.draws = spread.draw_surveys(q, self.vertex, n, counts=np.concatenate([counts, face]).astype(float))
+        _, self.draws = bootstrap.draw_surveys(q, self.vertex, n, counts=np.concatenate([counts, face]).astype(float))
         self.totals = self.draws.sum(axis=1)
         columns = np.flatnonzero(face)
         on_face = channels.columns(q, columns)
         start = self.vertex[columns] / self.vertex[columns].sum()
-        self.at_vertex = loglikelihoods(on_face, self.draws, spread.maximise_each(on_face, self.draws, start))
+        self.at_vertex = loglikelihoods(on_face, self.draws, bootstrap.maximise_each(on_face, self.draws, start))
         self.points = np.tile(0.5 * self.vertex + 0.5 / k, (len(self.draws), 1))
         self.rounds = 0
         self.low, self.high = self._bounds()
@@ -517,5 +517,5 @@ class FaceSurveys(VertexSurveys):
     @classmethod
     def at(cls, q: channels.Channel, counts: np.ndarray, face: np.ndarray,  # type: ignore[override]  # a face's own null
            best: np.ndarray) -> "FaceSurveys":
-        key = ("face", spread._seed(q, np.concatenate([counts, face]).astype(float), int(np.sum(counts))), q.shape)
+        key = ("face", bootstrap._seed(q, np.concatenate([counts, face]).astype(float), int(np.sum(counts))), q.shape)
         return cls._kept(key, lambda: cls(channels.as_channel(q), np.asarray(counts), np.asarray(face, dtype=bool), best))

@@ -28,7 +28,7 @@ from .counting import report_positions
 from .errors import AnalysisError
 from .family import Result, interval_plot
 from .likelihood import certified_maximum
-from .sampling import SampleDesign, fit_jacobian
+from .sample_design import SampleDesign, fit_jacobian
 from .weighted import PANEL_BOUND, panel_sample
 
 SCORED = ("yes_no", "ordinal")

@@ -18,7 +18,7 @@ class PoolingError(LoadError):
 
 
 class OutOfTime(AnalysisError):
-    """A computation under a time limit (`spread.time_limit`) was not finished when it ran out."""
+    """A computation under a time limit (`deadline.time_limit`) was not finished when it ran out."""
 
 
 class DesignNotSupported(AnalysisError):

@@ -20,8 +20,8 @@ from .assignment import assignment_test, over_waves
 from .counting import count_reports
 from .errors import AnalysisError
 from .from_counts import estimate_counts
-from .planning import scores
 from .pooled import pooled_over_waves
+from .precision import scores
 from .results import EstimateResult
 from .survey_data import no_randomized_reports, nothing_to_estimate
 from .weighted import design_estimate

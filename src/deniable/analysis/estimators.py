@@ -67,7 +67,7 @@ class LinearSpread:
     8 MB, for its diagonal and one quadratic form). ``marginal``: k-ary randomized response's channel, whose inverse
     is (I − o11ᵀ)/(p − o) (`channels.symmetric_covariance`); then ``inverse`` is None. ``inverse`` may also be a
     number's structure (`channels.FoldedGeometric.unbiased`: its left inverse, never written out). One of the three
-    readings of a covariance (with `CovarianceMatrix` and `spread.Bootstrap`): ``variances``, ``variance`` and
+    readings of a covariance (with `CovarianceMatrix` and `bootstrap.Bootstrap`): ``variances``, ``variance`` and
     ``matrix``."""
 
     def __init__(self, inverse, rates: np.ndarray, n: float, marginal: BinaryChannel | None = None):

@@ -20,7 +20,7 @@ from deniable.client.compliance import GroupedMechanism
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import UnaryMechanism
 
-from . import blas, calibration, channels, compliance, distributions, fit, likelihood, ranges, spread
+from . import blas, bootstrap, calibration, channels, compliance, distributions, fit, likelihood, ranges
 from . import estimators as est
 from .errors import AnalysisError
 from .results import (
@@ -36,7 +36,7 @@ from .results import (
 
 def estimate_counts(mechanism, counts, level, method, question_id, simultaneous=False, warn=True, scores=None,
                     test_fit=True, bins=None, values=False) -> EstimateResult:
-    """``scores``: what the result's mean averages (`planning.scores`); a number's grid by default. A wide number
+    """``scores``: what the result's mean averages (`precision.scores`); a number's grid by default. A wide number
     (`ranges.is_wide`) is published as its mean, quartiles and bins (``bins``: the spec's lower edges, else round ones),
     its per-value rows read on request (`EstimateResult.value_rows`), or all of them in the table when ``values``;
     ``values`` on a question with no grid of values is an error. ``test_fit=False``:
@@ -234,7 +234,7 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
     if numeric:
         scores = np.array(mechanism.answers, dtype=float) if scores is None else scores
     if calibrated is not None:
-        notes.append(_calibration_note(calibrated, len(pi) <= spread.BATCH_ANSWERS, scores))
+        notes.append(_calibration_note(calibrated, len(pi) <= bootstrap.BATCH_ANSWERS, scores))
     if wide:
         return _wide(mechanism, counts, level, method, question_id, simultaneous, scores, publication[0], q(), pi,
                      certificate, fitted, calibrated, unbiased, unbiased_spread, se, unbiased_se, notes)
@@ -340,17 +340,17 @@ def published_spread(mechanism, q: channels.Channel, counts: np.ndarray, pi: np.
     whose shares are binomial), and the calibration behind it when there is one: the inverse information where it
     describes the spread (a public number, or an estimate whose shares are all several standard errors inside the
     simplex); for an ordinal scale or a numeric grid near a face, the parametric bootstrap of the fit at the estimate
-    (`analysis.spread`), whose surveys also calibrate the intervals' cut (`analysis.calibration`). The covariance is
+    (`analysis.bootstrap`), whose surveys also calibrate the intervals' cut (`analysis.calibration`). The covariance is
     read as `estimators.LinearSpread` is: ``variances()``, ``variance(functional)``, ``matrix()``."""
     n = int(np.sum(counts))
-    if spread.needs_bootstrap(mechanism) and not calibration.is_interior(q, pi, n):
+    if bootstrap.needs_bootstrap(mechanism) and not calibration.is_interior(q, pi, n):
         calibrated = calibration.at_estimate(q, counts, pi)
         return calibrated.surveys, calibrated
     return est.fitted_spread(q, pi, n), None
 
 
 def _calibration_note(calibrated: calibration.Calibration, short: bool, scores: np.ndarray | None = None) -> str:
-    """What the near-face route did; ``short``: a grid whose surveys are fitted together (`spread.BATCH_ANSWERS`);
+    """What the near-face route did; ``short``: a grid whose surveys are fitted together (`bootstrap.BATCH_ANSWERS`);
     ``scores``: the grid or scale whose mean is published beside the shares."""
     surveys = calibrated.surveys
     errors = f"a share's standard error {surveys.relative_error():.1%}"

@@ -18,8 +18,8 @@ from .counting import key
 from .errors import AnalysisError
 from .family import Result, interval_plot
 from .from_counts import estimate_counts
-from .planning import scores
 from .pooled import pooled_over_waves, wave_counts_by
+from .precision import scores
 from .results import EstimateResult
 from .splitballot import comparison
 from .survey_data import nothing_to_estimate

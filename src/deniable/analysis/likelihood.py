@@ -283,7 +283,7 @@ def _candidates(x, gradient, multiplier) -> np.ndarray:
 
 #: The share of |ℓ| that Armijo's rule forgives (its last few ulps): near the optimum the gain of a Newton step is below
 #: ℓ's round-off, and refusing it would stall the iteration short of its certificate. This maximiser's and the batched
-#: one's (`spread`).
+#: one's (`bootstrap`).
 FORGIVEN_ROUNDOFF = 8 * float(np.finfo(float).eps)
 
 #: Newton steps after which a fit still short of its certificate takes `EM_STEPS` EM steps (see `maximise`).
@@ -424,7 +424,7 @@ def _unique(columns, gradient: np.ndarray, pi: np.ndarray, slack: float) -> bool
         return False  # a direction within the support: both signs stay feasible
     # Any other direction must raise some zero share: ask an LP for the largest such rise.
     bounds = [(-1.0, 1.0) if p else (0.0, 1.0) for p in positive]
-    from scipy import optimize  # here, not at the top: planning fits (`spread`) without loading scipy
+    from scipy import optimize  # here, not at the top: planning fits (`bootstrap`) without loading scipy
 
     result = optimize.linprog(-np.where(positive, 0.0, 1.0), A_eq=system, b_eq=np.zeros(len(system)), bounds=bounds,
                               method="highs")
@@ -457,7 +457,7 @@ def point_mass(k: int, answer: int) -> np.ndarray:
 
 def likelihood_cut(level: float) -> float:
     """Half the χ²₁ quantile: the log-likelihood drop that bounds a ``level`` profile interval."""
-    from . import distributions  # here, not at the top: planning fits (`spread`) without loading scipy
+    from . import distributions  # here, not at the top: planning fits (`bootstrap`) without loading scipy
 
     return float(distributions.chi2_ppf(level, 1)) / 2
 

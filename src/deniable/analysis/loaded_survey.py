@@ -5,9 +5,9 @@ estimate read `SurveyData`; only this one, above them, reaches down to them, so 
 from __future__ import annotations
 
 from .estimation import estimate
+from .every_question import each_estimate
 from .results import EstimateResult
 from .survey_data import SurveyData
-from .sweep import each_estimate
 from .waves import by_wave, compare_waves
 
 

@@ -16,7 +16,7 @@ from . import estimators as est
 from . import fit
 from .counting import is_missing, key, randomized_report, report_positions, rounded_counts
 from .from_counts import estimate_counts
-from .planning import scores
+from .precision import scores
 from .results import MeanEstimate
 
 

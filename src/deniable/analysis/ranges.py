@@ -33,7 +33,7 @@ from deniable.client.laplace import LaplaceMechanism
 from . import calibration, distributions
 
 #: A number with more values than this is wide: published as bins and quartiles, per-value rows on request. The
-#: grids whose bootstrap surveys are fitted together (`spread.BATCH_ANSWERS`) are also those whose shares are read.
+#: grids whose bootstrap surveys are fitted together (`bootstrap.BATCH_ANSWERS`) are also those whose shares are read.
 WIDE_GRID = 24
 #: About this many bins when the spec declares none.
 DEFAULT_BINS = 10

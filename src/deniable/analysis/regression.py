@@ -45,7 +45,7 @@ from .formulas import (
     randomized_arm,
 )
 from .predictor import fit_latent_predictor
-from .sampling import SampleDesign
+from .sample_design import SampleDesign
 from .weighted import panel_covariance_sample, sample_words
 
 

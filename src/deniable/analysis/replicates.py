@@ -44,7 +44,7 @@ class Replicates:
     scale: float
     method: str
     df: int
-    #: Raked per replicate (`sampling.Sample.raked`): each response's raking cell (its levels of the margins) and each
+    #: Raked per replicate (`sample_design.Sample.raked`): each response's raking cell (its levels of the margins) and each
     #: cell's factor per replicate (cells × R), by which that replicate's weights were calibrated beyond the full
     #: sample's; None unraked.
     cells: np.ndarray | None = None

@@ -18,7 +18,7 @@ import pandas as pd
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism
 
-from . import calibration, channels, likelihood, ranges, spread
+from . import bootstrap, calibration, channels, likelihood, ranges
 from . import estimators as est
 from .errors import AnalysisError
 from .family import Result, interval_plot
@@ -97,7 +97,7 @@ class EstimateResult(Result):
     certificate: likelihood.Certificate = field(repr=False)
     #: The estimate's covariance (answers × answers), or how to write it out (`covariance` reads it): a matrix, a
     #: function, or a reading of it with ``matrix()`` and ``variance(functional)`` (`estimators.LinearSpread`,
-    #: `spread.Bootstrap`), which a functional's variance reads without the matrix.
+    #: `bootstrap.Bootstrap`), which a functional's variance reads without the matrix.
     covariance_source: object | None = field(repr=False, default=None, compare=False)
     mean: MeanEstimate | None = None
     simultaneous: bool = False
@@ -132,7 +132,7 @@ class EstimateResult(Result):
     #: Whether the public markers (a split ballot's arm; a cheating-detection or lie-detector group) were drawn with
     #: the design's probabilities (`assignment.AssignmentTest`); None where there are none.
     assignment: object | None = None
-    #: The sample the estimate assumes: None for a simple random sample, else the design (`sampling.SampleDesign`)
+    #: The sample the estimate assumes: None for a simple random sample, else the design (`sample_design.SampleDesign`)
     #: in words; with it, the mean design effect of the reports, the effective n (n / deff) and the design's degrees
     #: of freedom (PSUs less strata).
     sample: str | None = None
@@ -251,7 +251,7 @@ class EstimateResult(Result):
         q = channels.channel_matrix(self.mechanism)
 
         calibrated = None
-        if spread.needs_bootstrap(self.mechanism) and not calibration.is_interior(q, pi, self.n):
+        if bootstrap.needs_bootstrap(self.mechanism) and not calibration.is_interior(q, pi, self.n):
             calibrated = calibration.at_estimate(q, self.counts, pi)  # the estimate's own surveys (seeded by counts)
         return ranges.range_table(q, self.counts, pi, ranges.equal_count_groups(values, bins), self._variance,
                                   self.level, calibrated)

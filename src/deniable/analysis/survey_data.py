@@ -296,7 +296,7 @@ class SurveyData:
 
     def design_frame(self, question_id: str, names) -> pd.DataFrame:
         """One row per response: ``question_id``'s reports and the columns ``names`` (public questions, or columns
-        of `auxiliary`), indexed by response id: what a `sampling.SampleDesign` is resolved against."""
+        of `auxiliary`), indexed by response id: what a `sample_design.SampleDesign` is resolved against."""
         questions = [name for name in names if name in self.survey.questions and name != question_id]
         frame = self.frame([question_id, *questions])
         if WAVES in names:  # each response's wave: the waves as domains of the sample

@@ -13,10 +13,10 @@ from deniable.client.csv_cells import CsvLines
 from deniable.client.reports import WAVES
 
 from . import ranges
+from .every_question import NoEstimate, each_question, estimate_with_design
 from .family import Result, interval_plot
 from .groups import subgroup_frame, subgroups
 from .survey_data import SurveyData, nothing_to_estimate
-from .sweep import NoEstimate, each_question, estimate_with_design
 from .waves import compare_waves
 
 

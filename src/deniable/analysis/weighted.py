@@ -27,9 +27,9 @@ from . import estimators as est
 from .counting import is_missing, key, randomized_report, report_positions, rounded_counts
 from .errors import AnalysisError, DesignNotSupported
 from .from_counts import binary_share, estimate_counts, named_answers
-from .planning import scores
+from .precision import scores
 from .results import MeanEstimate
-from .sampling import SampleDesign, design_effect, fit_jacobian, free_jacobian
+from .sample_design import SampleDesign, design_effect, fit_jacobian, free_jacobian
 from .splitballot import ASSUMPTION
 
 
@@ -112,7 +112,7 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     grouped = isinstance(mechanism, GroupedMechanism)
     q = compliance.class_matrix(mechanism) if grouped else channels.channel_matrix(mechanism)
     # The estimate of record: the certified maximum of the weighted pseudo-likelihood Σ_r λ̂_r log (Qπ)_r. Every
-    # spread below is a functional's of λ̂ (`sampling.ReportSpread`): the fit's Jacobian on its positive answers, the
+    # spread below is a functional's of λ̂ (`sample_design.ReportSpread`): the fit's Jacobian on its positive answers, the
     # unbiased estimate's left inverse a block of answers at a time; never the R × R covariance of λ̂.
     theta, certificate = likelihood.certified_maximum(q, lam * n)
     free, jacobian = free_jacobian(q, theta, lam)

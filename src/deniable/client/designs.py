@@ -245,7 +245,7 @@ class Design:
     `SHAPES`); its section in docs/mechanisms.md (``docs``, the heading's text); the catalogue words of its privacy
     statement when the respondent randomizes (``respondent_words``: how, and the fact the guarantee assumes unknown);
     for a yes/no design, the textbook parameter sets a plan sets beside a survey's own (``references``: label →
-    privacy field; `analysis.planning.compare_yes_no_designs`, a test checks every yes/no design has one) and the
+    privacy field; `analysis.precision.compare_yes_no_designs`, a test checks every yes/no design has one) and the
     non-compliance it measures (``measures``); for a design the device can randomize, the question its ε audit draws
     from (``audit``: a label, the question's fields, the draws per answer; tests/support/epsilon_audit.py finds the
     worst pair of answers and the event from the exact channel, and a test fails when such a design has none; a

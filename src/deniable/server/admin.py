@@ -206,7 +206,7 @@ def estimates_download(survey_id, fmt, number=None):
     """The estimates on the page as the CLI prints them (`deniable estimate --format csv|json`)."""
     # pandas and scipy (0.5 s) load on the first estimate, not when a worker starts
     from deniable.analysis.loading import load
-    from deniable.analysis.sampling import SampleDesign
+    from deniable.analysis.sample_design import SampleDesign
     from deniable.analysis.tables import estimate_table
 
     if fmt not in ("csv", "json"):
@@ -232,11 +232,11 @@ def estimates_download(survey_id, fmt, number=None):
 def _estimates_page(survey_id, version: int | None = None, pooled: bool = False):
     # The dashboard is the server's one use of analysis (pandas, scipy): loaded with the first estimates page, not by
     # every worker at start.
-    from deniable.analysis.advice import plan
     from deniable.analysis.errors import LoadError
     from deniable.analysis.loading import load
     from deniable.analysis.planned_design import planned_design
-    from deniable.analysis.sampling import SampleDesign
+    from deniable.analysis.plans import plan
+    from deniable.analysis.sample_design import SampleDesign
 
     from .dashboard import ESTIMATE_SECONDS, PAGE_SECONDS, asked_shares, day_bars, estimate_charts, group_choices
 

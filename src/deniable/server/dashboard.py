@@ -8,13 +8,13 @@ import collections
 import threading
 
 from deniable.analysis import deadline
-from deniable.analysis.advice import UNINFORMATIVE_MARGIN
 from deniable.analysis.deadline import OutOfTime
 from deniable.analysis.errors import AnalysisError
+from deniable.analysis.every_question import NoEstimate, each_estimate
 from deniable.analysis.groups import default_answer
+from deniable.analysis.plans import UNINFORMATIVE_MARGIN
 from deniable.analysis.ranges import NAMES
 from deniable.analysis.splitballot import ASSUMPTION
-from deniable.analysis.sweep import NoEstimate, each_estimate
 from deniable.client.errors import DeniableError
 from deniable.client.laplace import LaplaceMechanism
 

@@ -204,7 +204,7 @@ def estimate_command(survey_id, db, url, token, by, by_wave, questions, level, s
     """Debiased estimates with standard errors and confidence intervals for every question."""
     # pandas and scipy (0.5 s): only the commands that estimate
     from deniable.analysis.loading import load
-    from deniable.analysis.sampling import SampleDesign
+    from deniable.analysis.sample_design import SampleDesign
     from deniable.analysis.tables import estimate_table
 
     if sum(map(bool, (version, spec_hash, all_versions))) > 1:

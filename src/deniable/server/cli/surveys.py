@@ -161,8 +161,8 @@ def _plans(survey: Survey, planned: int, asked: dict | None = None, seconds: flo
     analysis extra, which has numpy)."""
     try:
         # numpy: `survey check --no-plan` validates without it
-        from deniable.analysis.advice import PLANNING_SECONDS, plan
         from deniable.analysis.errors import AnalysisError
+        from deniable.analysis.plans import PLANNING_SECONDS, plan
     except ImportError:
         return None
     try:
@@ -173,7 +173,7 @@ def _plans(survey: Survey, planned: int, asked: dict | None = None, seconds: flo
 
 def _echo_comparison(survey: Survey, planned: int):
     try:
-        from deniable.analysis.planning import compare_yes_no_designs  # numpy: only when asked
+        from deniable.analysis.precision import compare_yes_no_designs  # numpy: only when asked
     except ImportError:
         click.echo("\n(Comparing designs needs the analysis extra: pip install 'deniable[analysis]')")
         return
@@ -188,7 +188,7 @@ def _echo_plans(plans):
     if plans is None:
         click.echo("\n(Precision at a planned sample size needs the analysis extra: pip install 'deniable[analysis]')")
         return
-    from deniable.analysis.advice import describe_plan  # numpy: only when asked
+    from deniable.analysis.plans import describe_plan  # numpy: only when asked
 
     click.echo("\n" + describe_plan(plans))
 

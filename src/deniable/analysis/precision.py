@@ -3,7 +3,7 @@
 What planning promises is the precision of the estimate deniable will publish (`published_se`): for k-ary
 randomized response, multi-select and compliance designs its asymptotic standard error, which shrinks as
 1/√n; for ordinal scales and numeric grids the spread of the constrained maximum-likelihood fit at that n,
-by parametric bootstrap (`analysis.spread`) — far below the unbiased estimator's, and not shrinking as 1/√n.
+by parametric bootstrap (`analysis.bootstrap`) — far below the unbiased estimator's, and not shrinking as 1/√n.
 
 Per-respondent variance of the unbiased estimator of one answer's share π (n = 1), `unit_variance`: binary designs
 λ(1 − λ)/(p − q)², λ = q + (p − q)π; any channel Q the diagonal of Q⁻¹(diag λ − λλᵀ)Q⁻ᵀ, λ = Qπ; multi-select: each
@@ -23,7 +23,7 @@ from deniable.client.designs import DESIGNS
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import Mechanism, UnaryMechanism
 
-from . import channels, spread
+from . import bootstrap, channels
 from .errors import AnalysisError
 
 
@@ -82,15 +82,15 @@ def _distribution(mechanism: Mechanism, distribution) -> np.ndarray:
 
 
 def published_spread(question_or_mechanism, n: int, distribution=None,
-                     replicates: int | None = None) -> spread.Bootstrap | None:
-    """The spread of the published shares with ``n`` respondents where it is a bootstrap (`spread.needs_bootstrap`
+                     replicates: int | None = None) -> bootstrap.Bootstrap | None:
+    """The spread of the published shares with ``n`` respondents where it is a bootstrap (`bootstrap.needs_bootstrap`
     channels), else None (the inverse information over n: `unit_variance`). Read as each share's variance
     (``variances()``) or a functional's (``variance(g)``) without its k × k matrix (``matrix()``; a 0..10,000 grid's
     is 800 MB)."""
     mechanism = _mechanism(question_or_mechanism)
-    if not spread.needs_bootstrap(mechanism):
+    if not bootstrap.needs_bootstrap(mechanism):
         return None
-    return spread.bootstrap(channels.channel_matrix(mechanism), _distribution(mechanism, distribution), n, replicates)
+    return bootstrap.bootstrap(channels.channel_matrix(mechanism), _distribution(mechanism, distribution), n, replicates)
 
 
 def published_covariance(question_or_mechanism, n: int, distribution=None) -> np.ndarray | None:
@@ -110,7 +110,7 @@ def published_se(question_or_mechanism, n: int, distribution=None) -> np.ndarray
 #: The largest n planning searches for a margin; beyond it the answer is "more than this".
 MAX_PLANNED_N = 10**9
 #: Bootstrap surveys per step of the search for an n (each step's SE good to about 5%; 200 for the planned SE
-#: itself left a mean's SE 14% off in a test, so that one takes `spread.REPLICATES`).
+#: itself left a mean's SE 14% off in a test, so that one takes `bootstrap.REPLICATES`).
 SEARCH_REPLICATES = 200
 
 
@@ -119,7 +119,7 @@ def sample_size(question_or_mechanism, margin: float, level: float = 0.95, distr
     closed form where the standard error shrinks as 1/√n, else the smallest n (to 2%) whose bootstrapped
     standard error meets it, searched below the unbiased estimator's n (returned as it is above `MAX_PLANNED_N`)."""
     mechanism = _mechanism(question_or_mechanism)
-    if not spread.needs_bootstrap(mechanism):
+    if not bootstrap.needs_bootstrap(mechanism):
         return n_for(float(np.max(unit_variance(mechanism, distribution))), margin, level)
     if not 0 < margin < 1:
         raise AnalysisError("margin must be between 0 and 1 (a share, e.g. 0.03)")

@@ -21,12 +21,12 @@ from deniable.client import Question, Survey, skiplogic
 from deniable.client.laplace import LaplaceMechanism
 from deniable.client.mechanisms import UnaryMechanism
 
-from . import blas, spread
+from . import blas, bootstrap
 from .deadline import time_limit
 from .errors import AnalysisError, OutOfTime
 from .family import Result
 from .planned_design import SIMPLE, PlannedDesign, planned_design
-from .planning import (
+from .precision import (
     CHEATER_SHARE,
     mean_unit_variance,
     n_for,
@@ -154,7 +154,7 @@ PLANNING_SECONDS = 1.0
 #: in 0.3 s), first, with every closed form; its shares one by one by bootstrap, in the time left (minutes for
 #: 0..1000). Up to it, and for ordinal scales (where the closed form overstates the mean's spread 1.2–4.5×), the
 #: bootstrap gives every figure, the mean's too.
-CLOSED_FORM_MEAN_ABOVE = spread.BATCH_ANSWERS
+CLOSED_FORM_MEAN_ABOVE = bootstrap.BATCH_ANSWERS
 
 
 def plan(survey: Survey, n: int = 1000, level: float = 0.95, target: float = 0.05,
@@ -375,7 +375,7 @@ def _closed_form(question: Question, n: int, target: float, level: float) -> tup
     """A channel's figures in closed form: all of them where the published estimate's shares are asymptotically
     normal (the inverse information over n: `unit_variance`), a wide number's mean (`CLOSED_FORM_MEAN_ABOVE`), else
     `_NOTHING_YET`. The figures `plan` reports are the published estimate's precision."""
-    if not spread.needs_bootstrap(question.mechanism):
+    if not bootstrap.needs_bootstrap(question.mechanism):
         mean_variance = mean_unit_variance(question)
         worst = float(np.max(unit_variance(question)))
         return worst, None, n_for(worst, target, level), None if mean_variance is None else math.sqrt(mean_variance / n)
@@ -386,7 +386,7 @@ def _closed_form(question: Question, n: int, target: float, level: float) -> tup
 
 
 def _bootstrapped(question: Question, n: int, target: float, level: float) -> tuple:
-    """A bootstrap channel's figures (`spread.needs_bootstrap`): the worst share's SE at n and the n for ±target by
+    """A bootstrap channel's figures (`bootstrap.needs_bootstrap`): the worst share's SE at n and the n for ±target by
     parametric bootstrap, and the mean's SE from the same surveys (None where it has a closed form)."""
     values = scores(question)
     bootstrapped = published_spread(question, n)

@@ -1,10 +1,10 @@
 """The standard error of an ordinal or numeric estimate is a parametric bootstrap of the fit itself
-(analysis/spread.py): its batched solver must give the fits the estimate's own solver gives, certified."""
+(analysis/bootstrap.py): its batched solver must give the fits the estimate's own solver gives, certified."""
 
 import numpy as np
 import pytest
 
-from deniable.analysis import channels, estimate, likelihood, spread
+from deniable.analysis import bootstrap, channels, estimate, likelihood
 from tests.analysis.test_estimates import question
 
 DESIGNS = [
@@ -23,7 +23,7 @@ def test_the_batched_fits_are_the_certified_maxima(spec, n):
     skewed = np.r_[0.8, np.zeros(k - 2), 0.2]  # zeros inside the truth: fits on the boundary
     for truth in (np.full(k, 1 / k), skewed):
         draws = np.random.default_rng(n).multinomial(n, q @ truth, size=60).astype(float)
-        fits, certified = spread._batched_maximise(q, draws, truth)
+        fits, certified = bootstrap._batched_maximise(q, draws, truth)
         assert certified.mean() >= 0.9
         for counts, fit, ok in zip(draws, fits, certified):
             if not ok:
@@ -36,15 +36,15 @@ def test_the_batched_fits_are_the_certified_maxima(spec, n):
 
 def test_the_fits_worked_in_blocks_are_the_fits_worked_whole(monkeypatch):
     """A long face's surveys are fitted a block of rows at a time and read the reports' outer products a block at a
-    time (`spread.row_blocks`): the same fits as in one piece, here with blocks of a few rows and reports."""
+    time (`bootstrap.row_blocks`): the same fits as in one piece, here with blocks of a few rows and reports."""
     q = channels.channel_matrix(question(**DESIGNS[3]).mechanism)
     k = q.shape[1]
     truth = np.r_[0.8, np.zeros(k - 2), 0.2]
     draws = np.random.default_rng(5).multinomial(300, q @ truth, size=40).astype(float)
-    whole = spread.maximise_each(q, draws, truth)
-    monkeypatch.setattr(spread, "BLOCK_ENTRIES", 3 * k * k)  # 3 reports' outer products, 3·k²/R surveys a block
-    assert len(spread.row_blocks(len(draws), q.shape[0])) > 1 and len(spread.row_blocks(q.shape[0], k * k)) > 1
-    np.testing.assert_allclose(spread.maximise_each(q, draws, truth), whole, atol=1e-9)
+    whole = bootstrap.maximise_each(q, draws, truth)
+    monkeypatch.setattr(bootstrap, "BLOCK_ENTRIES", 3 * k * k)  # 3 reports' outer products, 3·k²/R surveys a block
+    assert len(bootstrap.row_blocks(len(draws), q.shape[0])) > 1 and len(bootstrap.row_blocks(q.shape[0], k * k)) > 1
+    np.testing.assert_allclose(bootstrap.maximise_each(q, draws, truth), whole, atol=1e-9)
     from deniable.analysis import calibration  # its surveys × reports arrays, a block of surveys at a time
 
     direct = (draws * np.log(np.clip(whole @ q.T, 1e-300, None))).sum(axis=1)
@@ -63,7 +63,7 @@ def test_a_share_s_standard_error_is_the_spread_of_its_fit_and_never_above_a_hal
         se = first.table["se"].to_numpy()
         # a share's SD is at most ½; the bootstrap's sample SD (divisor R − 1) at most ½·√(R/(R − 1))
         source = first.covariance_source
-        replicates = len(source.fits) if isinstance(source, spread.Bootstrap) else spread.REPLICATES
+        replicates = len(source.fits) if isinstance(source, bootstrap.Bootstrap) else bootstrap.REPLICATES
         assert np.all(np.isfinite(se)) and se.max() <= 0.5 * np.sqrt(replicates / (replicates - 1))
         assert np.array_equal(se, again.table["se"].to_numpy())  # seeded by the counts: every surface the same
         assert first.covariance == pytest.approx(first.covariance.T)
@@ -103,8 +103,8 @@ def test_the_face_s_linearization_has_mean_zero_and_the_variance_of_the_restrict
     """The control variate's exact moments, which the mean's SE leans on, checked against 40,000 surveys drawn (not
     fitted): mean within 4 of its Monte Carlo errors of 0, variance within 4 of its (√(2/R) relative, near normal)."""
     q, grid, counts, fit = _long_grid_estimate()
-    draws = spread.draw_surveys(q, fit, 1000, 40_000, counts)[1]
-    surveys = spread.Bootstrap(q, fit, draws, np.zeros((len(draws), 31)))
+    draws = bootstrap.draw_surveys(q, fit, 1000, 40_000, counts)[1]
+    surveys = bootstrap.Bootstrap(q, fit, draws, np.zeros((len(draws), 31)))
     linear, exact = surveys._control(grid)
     assert abs(linear.mean()) <= 4 * np.sqrt(exact / len(linear))
     assert linear.var(ddof=1) == pytest.approx(exact, rel=4 * np.sqrt(2 / len(linear)))
@@ -118,13 +118,13 @@ def test_a_small_survey_s_long_grid_draws_surveys_until_its_mean_se_is_stated_to
                                          privacy={"design": "laplace", "epsilon": 2}).mechanism)
     counts = np.random.default_rng(5).multinomial(400, q @ np.r_[0.5, 0.3, 0.2, np.zeros(48)]).astype(float)
     fit = likelihood.certified_maximum(q, counts)[0]
-    surveys = spread.bootstrap(q, fit, 400, counts=counts)
-    first = spread.bootstrap(q, fit, 400, spread.LONG_GRID_REPLICATES, counts=counts)
+    surveys = bootstrap.bootstrap(q, fit, 400, counts=counts)
+    first = bootstrap.bootstrap(q, fit, 400, bootstrap.LONG_GRID_REPLICATES, counts=counts)
     grid = np.arange(51, dtype=float)
-    assert first.relative_error(grid) > spread.TARGET_ERROR
-    assert spread.LONG_GRID_REPLICATES < len(surveys.fits) <= spread.REPLICATES
-    assert surveys.relative_error(grid) <= spread.TARGET_ERROR
-    np.testing.assert_array_equal(surveys.draws[:spread.LONG_GRID_REPLICATES], first.draws)
+    assert first.relative_error(grid) > bootstrap.TARGET_ERROR
+    assert bootstrap.LONG_GRID_REPLICATES < len(surveys.fits) <= bootstrap.REPLICATES
+    assert surveys.relative_error(grid) <= bootstrap.TARGET_ERROR
+    np.testing.assert_array_equal(surveys.draws[:bootstrap.LONG_GRID_REPLICATES], first.draws)
 
 
 @pytest.mark.slow
@@ -133,21 +133,21 @@ def test_a_long_grid_s_mean_se_is_stated_to_2_percent_and_agrees_with_many_more_
     states at most 2% Monte Carlo error (plainly about 5%), and agrees with 2,000 surveys read plainly (about 1.6%)
     within 4 of the two errors joined."""
     q, grid, counts, fit = _long_grid_estimate()
-    assert not spread.BATCH_ANSWERS >= len(grid)
-    surveys = spread.bootstrap(q, fit, 1000, counts=counts)
-    assert len(surveys.fits) == spread.LONG_GRID_REPLICATES  # the control variate alone reached the target
+    assert not bootstrap.BATCH_ANSWERS >= len(grid)
+    surveys = bootstrap.bootstrap(q, fit, 1000, counts=counts)
+    assert len(surveys.fits) == bootstrap.LONG_GRID_REPLICATES  # the control variate alone reached the target
     error = surveys.relative_error(grid)
     assert error <= 0.02
     plain_error = np.sqrt((_kurtosis(surveys.fits @ grid) - 1) / (4 * len(surveys.fits)))
     assert error < plain_error / 2  # the control removes most of the surveys' noise
-    many = spread.bootstrap(q, fit, 1000, 2000, counts=counts)
+    many = bootstrap.bootstrap(q, fit, 1000, 2000, counts=counts)
     reference = np.sqrt(np.var(many.fits @ grid, ddof=1))
     reference_error = np.sqrt((_kurtosis(many.fits @ grid) - 1) / (4 * 2000))
     assert np.sqrt(surveys.variance(grid)) == pytest.approx(reference, rel=4 * np.hypot(error, reference_error))
 
 
 def q_scores(q_):
-    from deniable.analysis.planning import scores
+    from deniable.analysis.precision import scores
 
     return scores(q_)
 
@@ -157,7 +157,7 @@ def test_the_simplex_projection_is_the_nearest_point_of_the_simplex():
 
     rng = np.random.default_rng(7)
     points = np.vstack([rng.normal(scale=s, size=(20, 6)) for s in (0.1, 1, 10)] + [np.full((1, 6), 1 / 6)])
-    projected = spread.simplex_projection(points)
+    projected = bootstrap.simplex_projection(points)
     assert np.all(projected >= 0) and projected.sum(axis=1) == pytest.approx(np.ones(len(points)))
     for point, nearest in zip(points, projected):
         # an independent solver of the same problem: min |x − v|² on the simplex
@@ -165,7 +165,7 @@ def test_the_simplex_projection_is_the_nearest_point_of_the_simplex():
                          bounds=[(0, 1)] * 6, constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1}],
                          options={"ftol": 1e-14, "maxiter": 500}).x
         assert nearest == pytest.approx(other, abs=1e-6)
-    assert spread.simplex_projection(np.full((1, 6), 1 / 6)) == pytest.approx(np.full((1, 6), 1 / 6))
+    assert bootstrap.simplex_projection(np.full((1, 6), 1 / 6)) == pytest.approx(np.full((1, 6), 1 / 6))
 
 
 def test_a_start_that_cannot_produce_the_reports_falls_back():
@@ -173,11 +173,11 @@ def test_a_start_that_cannot_produce_the_reports_falls_back():
     q = np.array([[1, 0.5, 0.5], [0, 0.5, 0], [0, 0, 0.5]])
     counts = np.array([[0.0, 3.0, 1.0], [2.0, 1.0, 1.0], [5.0, 0.0, 0.0]])
     fallback = np.full(3, 1 / 3)
-    assert spread.simplex_projection(counts[:1] / 4 @ np.linalg.inv(q).T)[0] == pytest.approx([0, 1, 0])  # report 2: impossible
-    starts = spread._starts(q, counts, fallback)
+    assert bootstrap.simplex_projection(counts[:1] / 4 @ np.linalg.inv(q).T)[0] == pytest.approx([0, 1, 0])  # report 2: impossible
+    starts = bootstrap._starts(q, counts, fallback)
     assert np.array_equal(starts[0], fallback)
     assert not ((starts @ q.T <= 0) & (counts > 0)).any()  # every start's likelihood is finite
-    fits, certified = spread._batched_maximise(q, counts, starts)
+    fits, certified = bootstrap._batched_maximise(q, counts, starts)
     assert certified.all()
     for row, fit in zip(counts, fits):
         alone = likelihood.maximise(q, row)[0]
@@ -209,7 +209,7 @@ def test_a_fit_moved_in_its_last_digits_keeps_its_standard_error(spec, monkeypat
     # and the draws do follow the distribution: another one of the same counts gives another spread
     q = channels.channel_matrix(q_.mechanism)
     other = np.full(q.shape[1], 1 / q.shape[1])
-    assert not np.allclose(spread.published_covariance(q, other, 300, counts=before.counts), before.covariance)
+    assert not np.allclose(bootstrap.published_covariance(q, other, 300, counts=before.counts), before.covariance)
 
 
 @pytest.mark.parametrize("rates", [np.array([0.1, 0.2, 0.4, 0.2, 0.1]), np.array([0.0, 0.7, 0.0, 0.3]),
@@ -219,15 +219,15 @@ def test_the_bootstrap_s_draws_are_multinomial_and_unmoved_by_round_off(rates, r
     """`stable_multinomial` draws the multinomial's law (means n·λ, covariances n·(diag λ − λλᵀ), zeros stay zero) and
     the same surveys for rates that differ by round-off, symmetric ones included (their conditional share is ½), by
     either of its ways (a chain of binomials; each report placed among the cumulative rates)."""
-    monkeypatch.setattr(spread, "REPORTS_PER_RATE", reports_per_rate)
+    monkeypatch.setattr(bootstrap, "REPORTS_PER_RATE", reports_per_rate)
     n, size = 50, 40_000
-    draws = spread.stable_multinomial(np.random.default_rng(11), n, rates, size)
+    draws = bootstrap.stable_multinomial(np.random.default_rng(11), n, rates, size)
     assert (draws.sum(axis=1) == n).all() and (draws[:, rates == 0] == 0).all()
     expected = n * (np.diag(rates) - np.outer(rates, rates))
     assert draws.mean(axis=0) == pytest.approx(n * rates, abs=4 * np.sqrt(np.diag(expected).max() / size) + 1e-12)
     assert np.cov(draws, rowvar=False) == pytest.approx(expected, abs=0.05 * n * rates.max())
     moved = rates * (1 + 1e-13 * np.cos(np.arange(len(rates))))
-    again = spread.stable_multinomial(np.random.default_rng(11), n, moved / moved.sum(), size)
+    again = bootstrap.stable_multinomial(np.random.default_rng(11), n, moved / moved.sum(), size)
     assert np.array_equal(draws, again)
 
 
@@ -237,16 +237,16 @@ def test_a_channel_s_hash_is_kept_only_while_its_entries_cannot_change():
     afresh, so a change to it draws other surveys; a read-only view of a writable one is not kept either."""
     q = channels.channel_matrix(question(**DESIGNS[3]).mechanism)
     key = np.arange(q.shape[0], dtype=float)
-    seed = spread._seed(q, key, 50)
-    assert spread._seed(q, key, 50) == seed == spread._seed(np.array(q), key, 50)  # the kept hash is the same hash
+    seed = bootstrap._seed(q, key, 50)
+    assert bootstrap._seed(q, key, 50) == seed == bootstrap._seed(np.array(q), key, 50)  # the kept hash is the same hash
     writable = np.array(q)
     writable[0, 0] += 1e-9
-    assert spread._seed(writable, key, 50) != seed
+    assert bootstrap._seed(writable, key, 50) != seed
     view = writable.view()
     view.flags.writeable = False
-    assert spread._seed(view, key, 50) == spread._seed(writable, key, 50)
+    assert bootstrap._seed(view, key, 50) == bootstrap._seed(writable, key, 50)
     writable[0, 0] += 1e-9  # changed through its owner: the read-only view's seed follows
-    assert spread._seed(view, key, 50) == spread._seed(writable, key, 50) != seed
+    assert bootstrap._seed(view, key, 50) == bootstrap._seed(writable, key, 50) != seed
 
 
 def test_a_long_grid_s_surveys_drawn_at_wide_shares_are_fitted_from_the_sparse_start():
@@ -257,8 +257,8 @@ def test_a_long_grid_s_surveys_drawn_at_wide_shares_are_fitted_from_the_sparse_s
     q = channels.channel_matrix(question(type="number", min=0, max=300, step=1,
                                          privacy={"design": "laplace", "epsilon": 1}).mechanism)
     uniform = np.full(301, 1 / 301)
-    _, draws = spread.draw_surveys(q, uniform, 1000, 3)
-    fits = spread.fit_surveys(q, draws, uniform)
+    _, draws = bootstrap.draw_surveys(q, uniform, 1000, 3)
+    fits = bootstrap.fit_surveys(q, draws, uniform)
     from_uniform = np.array([likelihood.maximise(q, survey, start=uniform)[0] for survey in draws])
     np.testing.assert_allclose(fits, from_uniform, atol=1e-7)
     assert all(np.count_nonzero(fit) < 20 for fit in fits)  # the maxima sit on a few answers
@@ -268,7 +268,7 @@ def test_one_share_reads_the_same_by_every_route():
     """A share asked for as a functional (a range of one value in `binned`) is read as `variances` reads it, plainly:
     the control variate serves figures of several answers only."""
     q, grid, counts, fit = _long_grid_estimate()
-    surveys = spread.bootstrap(q, fit, 1000, counts=counts)
+    surveys = bootstrap.bootstrap(q, fit, 1000, counts=counts)
     for answer in np.flatnonzero(fit > 0):
         unit = np.eye(len(grid))[answer]
         assert surveys.variance(unit) == pytest.approx(surveys.variances()[answer], rel=1e-12)  # round-off apart

@@ -1,4 +1,4 @@
-"""Design-based estimates (analysis/sampling.py, analysis/weighted.py): weights, strata, clusters, fpc and raking,
+"""Design-based estimates (analysis/sample_design.py, analysis/weighted.py): weights, strata, clusters, fpc and raking,
 checked against R's survey package (fixtures written by scripts/survey_reference.py), against their own
 definitions, and by coverage over simulated two-stage samples."""
 
@@ -22,7 +22,7 @@ from deniable.analysis import (
     load,
     subgroups,
 )
-from deniable.analysis.sampling import fit_jacobian
+from deniable.analysis.sample_design import fit_jacobian
 from deniable.client import Survey
 from tests.analysis import simulated_samples as simulated
 
@@ -439,7 +439,7 @@ def test_the_report_frequencies_spread_read_through_functionals_is_the_matrix_s(
     report's variance equal GCGᵀ and diag C written out, for a stratified design with fpc, raked weights and jackknife
     replicates; and the design effect from C's diagonal alone is the Rao–Scott trace tr(M⁺C)/(s − 1) with M⁺ the
     pseudo-inverse of the multinomial covariance, as it was computed."""
-    from deniable.analysis.sampling import design_effect
+    from deniable.analysis.sample_design import design_effect
 
     data = _api("apistrat")
     design = SampleDesign(weights="pw", strata="stype", fpc="fpc", variance="jkn" if variance == "jkn" else
@@ -466,7 +466,7 @@ def test_a_long_grid_s_design_estimate_is_read_through_functionals():
     (the Jacobian J and the left inverse L written out, C of the 4,501 report frequencies written out: JCJᵀ, LCLᵀ),
     the mean's too, and the design effect is tr(M⁺C)/(s − 1) with the pseudo-inverse written out."""
     from deniable.analysis.counting import report_positions
-    from deniable.analysis.sampling import design_effect
+    from deniable.analysis.sample_design import design_effect
 
     spec = {"id": "s", "title": "t", "questions": [
         {"id": "q", "text": "?", "type": "number", "min": 0, "max": 1500, "step": 1,
