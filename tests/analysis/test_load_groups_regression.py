@@ -42,15 +42,10 @@ def test_export_files_load_to_the_same_estimates(demo_db, tmp_path):
 
 
 def test_load_from_a_running_server(demo_db, tmp_path):
-    import threading
-
-    from werkzeug.serving import make_server
+    from tests.support.serving import served
 
     app = create_app({"DATABASE": demo_db, "ADMIN_TOKEN": "admin"})
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        base = f"http://127.0.0.1:{server.server_port}"
+    with served(app) as base:
         remote = load(url=base, survey_id="tax", token="admin")
         local = load(db=demo_db, survey_id="tax")
         assert remote.n == local.n
@@ -61,8 +56,6 @@ def test_load_from_a_running_server(demo_db, tmp_path):
             load(url=base, survey_id="tax", token="wrong")
         with pytest.raises(LoadError, match="admin endpoints need"):
             load(url=base, survey_id="tax", token=None)
-    finally:
-        server.shutdown()
 
 
 def test_database_paths_with_awkward_characters(tmp_path, demo_db):

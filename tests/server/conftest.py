@@ -1,13 +1,12 @@
 import socket
-import threading
 
 import pytest
 from click.testing import CliRunner
-from werkzeug.serving import make_server
 
 from deniable import storage
 from deniable.server import create_app
 from tests.databases import ANSWERS, PANEL_ANSWERS, table_columns, table_rows  # noqa: F401 - used by the tests
+from tests.support.serving import served
 
 ADMIN = "test-admin-token"
 
@@ -48,12 +47,8 @@ def free_port() -> int:
 @pytest.fixture
 def live_server(app):
     """The app served from a thread on 127.0.0.1; yields its base URL."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=10)
+    with served(app) as base:
+        yield base
 
 
 def wait_for_background(timeout: float = 300):

@@ -1,7 +1,6 @@
 """The Python client's submit() against a live server."""
 
 import json
-import threading
 
 import pytest
 
@@ -9,6 +8,7 @@ from deniable.client import AnswerError, ResponseRejected, Survey, SurveyClosed,
 from deniable.client.submit import SpecMismatch, fetch_survey
 from tests.conftest import EXAMPLES
 from tests.server.conftest import ANSWERS
+from tests.support.serving import served
 
 pytestmark = pytest.mark.both_engines
 
@@ -40,8 +40,6 @@ def test_submit_errors_are_typed(live_server, survey, store):
 
 def test_transient_failures_are_retried_with_the_same_key(app, survey, store):
     """A flaky proxy: the first POST is stored but its answer is lost (502); the retry gets 200."""
-    from werkzeug.serving import make_server
-
     seen_keys = []
 
     def flaky(environ, start_response):
@@ -53,13 +51,8 @@ def test_transient_failures_are_retried_with_the_same_key(app, survey, store):
             return [b'{"error": {"status": 502, "field": null, "message": "bad gateway"}}']
         return app(environ, start_response)
 
-    server = make_server("127.0.0.1", 0, flaky, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        sent = submit(f"http://127.0.0.1:{server.server_port}", "tax", ANSWERS, backoff=0.01)
-    finally:
-        server.shutdown()
+    with served(flaky) as base:
+        sent = submit(base, "tax", ANSWERS, backoff=0.01)
     assert sent.created is False  # the retry found the first, stored copy
     assert store.response_count("tax") == 1
 
@@ -72,8 +65,6 @@ def test_unreachable_server_raises_after_retries():
 
 
 def test_a_spec_that_does_not_match_its_hash_is_refused(app, survey, monkeypatch):
-    from werkzeug.serving import make_server
-
     def lying(environ, start_response):
         import json
 
@@ -83,14 +74,8 @@ def test_a_spec_that_does_not_match_its_hash_is_refused(app, survey, monkeypatch
         start_response("200 OK", [("Content-Type", "application/json")])
         return [json.dumps(payload).encode()]
 
-    server = make_server("127.0.0.1", 0, lying)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        with pytest.raises(SpecMismatch):
-            fetch_survey(f"http://127.0.0.1:{server.server_port}", "tax")
-    finally:
-        server.shutdown()
+    with served(lying) as base, pytest.raises(SpecMismatch):
+        fetch_survey(base, "tax")
 
 
 def test_a_kept_body_sent_again_is_one_response(live_server, survey, store):

@@ -6,7 +6,6 @@ and a folder for an app's files (``app_data_dir``). Registered for the whole run
 from __future__ import annotations
 
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
@@ -134,11 +133,10 @@ def doc_server(doc_workspace):
     """A server from a thread, on a database of its own (what the client's examples send does not move the figures
     the analysis examples show): examples/tax.yaml, open, and examples/panel.yaml with its wave 2026-11 open. Yields
     its base URL."""
-    from werkzeug.serving import make_server
-
     from deniable import storage
     from deniable.client import Survey
     from deniable.server import create_app
+    from tests.support.serving import served
 
     database = str(doc_workspace / "server.db")
     with storage.Store(database) as store:
@@ -146,12 +144,8 @@ def doc_server(doc_workspace):
         store.add_survey(Survey.from_file(doc_workspace / "examples" / "panel.yaml"))
         store.open_wave("pulse", "2026-11")
     app = create_app({"DATABASE": database, "ADMIN_TOKEN": ADMIN_TOKEN, "TESTING": True, "RATELIMIT_ENABLED": False})
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=10)
+    with served(app) as base:
+        yield base
 
 
 @pytest.fixture(autouse=True)

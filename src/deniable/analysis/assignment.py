@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import distributions
-from .family import Result
+from .family import TestResult
 from .fit import FLAG_P
 
 
 @dataclass(frozen=True)
-class AssignmentTest(Result):
+class AssignmentTest(TestResult):
     """The markers' counts against the design's probabilities: an exact binomial test for two, else Pearson's χ²."""
 
     what: str  # "arm" or "group"
@@ -42,10 +42,6 @@ class AssignmentTest(Result):
                              index=pd.Index(list(self.counts), name=self.what))
         frame.attrs.update(p_value=self.pvalue, waves=self.waves, flagged=self.flagged)
         return frame
-
-    def _summary_lines(self) -> list[str]:
-        described = self.describe()
-        return [described[0].upper() + described[1:]]
 
     def __repr__(self) -> str:
         flagged = " FLAGGED" if self.flagged else ""

@@ -69,6 +69,17 @@ class Result:
         return self.summary().as_html()
 
 
+class TestResult(Result):
+    """A test's result: ``describe()`` is its one-line account, and its summary that line."""
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def _summary_lines(self) -> list[str]:
+        described = self.describe()
+        return [described[0].upper() + described[1:]]
+
+
 def interval_plot(ax, labels: list[str], estimates, lows, highs, xlabel: str, title: str, bounds=None):
     """Estimates as points with their intervals as bars, one row per label (matplotlib, imported only here). Returns
     the axes; ``bounds``: the x range a figure can take (a share's [0, 1])."""

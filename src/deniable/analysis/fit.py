@@ -37,7 +37,7 @@ from deniable.client.mechanisms import UnaryMechanism
 
 from . import channels, distributions, likelihood
 from .compliance import class_matrix
-from .family import Result
+from .family import TestResult
 
 #: Below this p-value a question is named as unlike honest randomization.
 FLAG_P = 0.001
@@ -50,7 +50,7 @@ _RANK_LIMIT = 400  # columns beyond which the rank of the kept columns is taken 
 
 
 @dataclass(frozen=True)
-class FitTest(Result):
+class FitTest(TestResult):
     """G² against the saturated model, its degrees of freedom, p-value and how it was computed."""
 
     statistic: float
@@ -78,10 +78,6 @@ class FitTest(Result):
                              index=pd.Index(["G²"], name="test"))
         frame.attrs["flagged"] = self.flagged
         return frame
-
-    def _summary_lines(self) -> list[str]:
-        described = self.describe()
-        return [described[0].upper() + described[1:]]
 
     def __repr__(self) -> str:
         flagged = " FLAGGED" if self.flagged else ""
