@@ -19,13 +19,10 @@ random words (tests/vectors/order.json)."""
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .errors import DeniableDeprecationWarning, SpecError
 from .randomness import default_source
-
-if TYPE_CHECKING:  # questions imports this module: the name is for type checkers only
-    from .questions import Section
 
 #: The question types whose options can be shuffled.
 SHUFFLED_OPTION_TYPES = ("choice", "multi_select")
@@ -70,7 +67,7 @@ def read_shuffled_sections(value, section_ids: list) -> tuple[str, ...]:
     return tuple(named)
 
 
-def asked_before(survey) -> list[tuple[Section, set]]:
+def asked_before(survey) -> list[tuple[Any, set]]:  # each a questions.Section (questions imports this module)
     """For each section in order, with the section itself: the question ids asked before its items in every order
     (a shuffled section's questions count only after the last shuffled section; a randomized section's own questions
     only after it). Its items, in turn, see those of their section asked before them unless it is randomized."""
