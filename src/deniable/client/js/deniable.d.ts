@@ -583,3 +583,27 @@ export class Outbox {
   flush(options?: SendOptions & { surveyId?: string | null }):
     Promise<{ sent: Acknowledgement[]; refused: SubmitError[]; kept: number }>;
 }
+
+/** A blind signature that does not verify, or a key or message it cannot be made with (`field` names which). */
+export class BlindSignatureError extends Error {
+  readonly field: string;
+}
+
+/** An RSA blind-signature signer's public key (RFC 9474): modulus and exponent. */
+export class PublicKey {
+  constructor(n: bigint | string | number, e: bigint | string | number);
+  readonly n: bigint;
+  readonly e: bigint;
+  /** The modulus's length in bytes. */
+  readonly length: number;
+}
+
+/** The message as signed: 32 random bytes, then the message (RSABSSA-SHA384-PSS-Randomized). */
+export function prepareBlind(message: Uint8Array): Uint8Array;
+/** The blinded message for the signer, and the inverse that unblinds its answer. */
+export function blind(key: PublicKey, message: Uint8Array, options?: { salt?: Uint8Array | null; inverse?: bigint | null }):
+  Promise<{ blinded: Uint8Array; inverse: bigint }>;
+/** The RSA-PSS signature on the prepared message, unblinded and verified. */
+export function finalizeBlind(key: PublicKey, message: Uint8Array, blindSignature: Uint8Array, inverse: bigint): Promise<Uint8Array>;
+/** Whether `signature` is the key's RSA-PSS signature (SHA-384, 48-byte salt) on `message`. */
+export function verifyBlind(key: PublicKey, message: Uint8Array, signature: Uint8Array): Promise<boolean>;

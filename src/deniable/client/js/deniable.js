@@ -26,3 +26,4 @@ export { STATUS_TABLE } from "./src/statuses.js";
 export { MemoryStorage, Outbox } from "./src/outbox.js";
 export { Memo, MemoError, MemoStream, SECRET_BYTES, memoMessage, sha256, hmacSha256 } from "./src/memo.js";
 export { DEFAULT_REFRESH, InstantLayer, Repeated, memoized } from "./src/panels.js";
+export { BlindSignatureError, PublicKey, prepare as prepareBlind, blind, finalize as finalizeBlind, verify as verifyBlind } from "./src/blind_rsa.js";
