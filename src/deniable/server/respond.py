@@ -40,7 +40,7 @@ LANGUAGE_NAMES = {"en": "English", "es": "Español", "fr": "Français", "pt": "P
 
 FORM_COOKIE = "deniable_form"
 #: The JS client's modules under /js/src/: plain names only (never a path).
-CLIENT_MODULE = re.compile(r"[a-z]{1,32}")
+CLIENT_MODULE = re.compile(r"[a-z][a-z_]{0,31}")
 MAX_FORM_NUMBER = 40  # characters: a number beyond this is no answer, and never worth exact arithmetic
 
 
