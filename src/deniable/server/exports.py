@@ -384,9 +384,8 @@ def _labelled(record, rows, suffix: str) -> bytes:
     labels = {v.name: v.label for v in found}
     values = {v.name: v.value_labels for v in found if v.value_labels}
     title = f"deniable export: {record.id} {describe_version(record)}"
-    handle, path = tempfile.mkstemp(suffix=suffix)
-    os.close(handle)
-    try:
+
+    def write(path: str) -> None:
         if suffix == ".sav":
             pyreadstat.write_sav(frame, path, file_label=title[:64], column_labels=labels,
                                  variable_value_labels=values, note=textwrap.wrap(RANDOMIZED_NOTE, 80))  # SPSS: 80-character lines
@@ -394,6 +393,17 @@ def _labelled(record, rows, suffix: str) -> bytes:
             # Stata: labels at most 80 characters; value labels on whole-number columns.
             pyreadstat.write_dta(frame, path, file_label=title[:80], column_labels={k: v[:80] for k, v in labels.items()},
                                  variable_value_labels=values, version=15)
+
+    return file_bytes(write, suffix)
+
+
+def file_bytes(write, suffix: str) -> bytes:
+    """What ``write(path)`` writes to a file (a library that writes only to a path: pyreadstat, sqlite-utils), read
+    back; the temporary file is gone afterwards, whatever happened."""
+    handle, path = tempfile.mkstemp(suffix=suffix)
+    os.close(handle)
+    try:
+        write(path)
         with open(path, "rb") as written:
             return written.read()
     finally:

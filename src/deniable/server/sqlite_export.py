@@ -6,8 +6,6 @@ itself is written by storage (`deniable.storage.export_file`); what goes in it i
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 
 from deniable.client import skiplogic
 from deniable.client.reports import direct_column, option_column
@@ -23,6 +21,7 @@ from .exports import (
     describe_reports,
     describe_version,
     export_columns,
+    file_bytes,
     question_columns,
     seconds_column,
     timed_sections,
@@ -89,13 +88,6 @@ def export_sqlite(record, rows):
                     [{"topic": "randomized columns", "text": RANDOMIZED_NOTE},
                      {"topic": "survey", "text": f"{record.id}: {record.survey.title}, {describe_version(record)}"}]),
     ]
-    handle, path = tempfile.mkstemp(suffix=".sqlite")
-    os.close(handle)
-    try:
-        write_tables(path, tables)
-        with open(path, "rb") as written:
-            yield written.read()
-    finally:
-        os.unlink(path)
+    yield file_bytes(lambda path: write_tables(path, tables), ".sqlite")
 
 
