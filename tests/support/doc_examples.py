@@ -36,7 +36,7 @@ def _study_answers(person: int, rng) -> dict:
             "cheated": "yes" if rng.random() < 0.2 else "no"}
 
 
-def _add_study(store, folder: Path, seed: int) -> None:
+def _add_study(store, seed: int) -> None:
     """The example study: 2,000 respondents, two in five of the direct arm's dodgers saying no (people hide "yes";
     the design, trusted, hears it), 12% cheaters who answer "no" whatever their group says; then its export with
     design columns joined (pw, stratum, psu), as an export a statistician would weight."""
@@ -100,7 +100,7 @@ def build_workspace(folder: Path) -> Path:
     with storage.Store(str(folder / "deniable.db")) as store:
         store.add_survey(survey)
         simulate(store, survey, RESPONDENTS, SeededSource(20261129))
-        _add_study(store, folder, 20261130)
+        _add_study(store, 20261130)
         _add_panel(store, 20261131)
     for command, name in ((["export", "tax"], "tax.csv"), (["survey", "export", "tax"], "tax.yaml"),  # and its spec
                           (["export", "study"], "study.csv"), (["survey", "export", "study"], "study.yaml")):
@@ -149,10 +149,12 @@ def doc_server(doc_workspace):
 
 
 @pytest.fixture(autouse=True)
-def _in_the_workspace(request, monkeypatch, tmp_path):
-    """For a Markdown file's examples: the workspace as the current folder, and the names they use."""
+def _in_the_workspace(request):
+    """For a Markdown file's examples: the workspace as the current folder, and the names they use. Every other test
+    asks for nothing here (no temporary folder made for it)."""
     if request.node.path.suffix != ".md":
         return
+    monkeypatch, tmp_path = request.getfixturevalue("monkeypatch"), request.getfixturevalue("tmp_path")
     workspace = request.getfixturevalue("doc_workspace")
     monkeypatch.chdir(workspace)
     monkeypatch.setenv("DENIABLE_DATABASE_URL", str(workspace / "deniable.db"))

@@ -110,7 +110,7 @@ class LinearSpread:
 
 
 class CovarianceMatrix:
-    """A covariance already written out, read as `LinearSpread` and `spread.Bootstrap` are."""
+    """A covariance already written out, read as `LinearSpread` and `bootstrap.Bootstrap` are."""
 
     def __init__(self, matrix: np.ndarray):
         self._matrix = matrix

@@ -1,7 +1,7 @@
 """Advice before fielding: what each private question of a survey will give at a planned sample size (`plan`), as
 `deniable survey check`, `survey show` and the dashboard's "Precision by sample size" print it (`describe_plan`).
 
-The figures are `planning`'s, per channel: closed forms first for every question, then the bootstraps of the
+The figures are `precision`'s, per channel: closed forms first for every question, then the bootstraps of the
 channels that need one, small channels first, within a time limit of the thread's CPU that holds inside a bootstrap
 too; remembered per process (they are deterministic), so a second view or check computes nothing. Skip logic asking
 a question of some respondents only plans it at the share it reaches (`asked_shares`).

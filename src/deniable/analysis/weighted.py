@@ -1,7 +1,7 @@
 """Design-based estimates: `estimate(data, question, design=SampleDesign(...))` and its subgroups.
 
 The estimate is the certified maximum of the weighted pseudo-likelihood (the usual estimator, fitted to the
-weighted report frequencies); its covariance is the linearization J·V(λ̂)·Jᵀ of `sampling`, so standard errors
+weighted report frequencies); its covariance is the linearization J·V(λ̂)·Jᵀ of `sample_design`, so standard errors
 account for weights, strata, clusters and raking. Intervals are the usual ones (profile likelihood, or
 Clopper-Pearson for two answers) computed at the effective sample size n/deff, with deff the reports' mean design
 effect and the degrees of freedom of the design (Korn and Graubard's effective n, as R's ``svyciprop(method =
