@@ -3,6 +3,7 @@ honest data (it errs toward not flagging), and it names reports no honest popula
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import zlib
 from fractions import Fraction
@@ -139,6 +140,26 @@ def test_reports_no_honest_population_sends_are_named():
     reports = [multi.mechanism.randomize([o for o in "abcd" if rng.random() < 0.4], draws) for _ in range(2000)]
     assert not estimate(multi, reports).fit.flagged
     assert estimate(multi, reports + [["d"]] * 400).fit.flagged
+
+
+def test_the_fit_test_runs_when_first_read_and_once_for_every_result_rebuilt_from_one_estimate(monkeypatch):
+    """A long grid's test is Monte Carlo, several times the estimate's own cost: a result read for its figures and
+    intervals does not pay it; reading ``fit`` or ``notes`` does, once, and gives the test an eager call gives."""
+    from deniable.analysis import fit as fit_module
+
+    q = question("number", {"design": "laplace", "epsilon": 1}, min=0, max=40, step=1)
+    draws = SeededSource(5)
+    reports = [q.mechanism.randomize(int(v), draws) for v in np.random.default_rng(5).integers(0, 41, 800)]
+    runs = []
+    real = fit_module.fit_test
+    monkeypatch.setattr(fit_module, "fit_test", lambda *arguments: runs.append(1) or real(*arguments))
+    result = estimate(q, reports)
+    result.table, result.mean, result.conf_int(level=0.9), result.to_frame(), repr(result)
+    assert runs == []
+    rebuilt = dataclasses.replace(result, population="everyone")
+    assert rebuilt.fit == result.fit and len(runs) == 1
+    assert result.fit == real(q.mechanism, result.counts, result.answer_shares) and len(runs) == 1
+    assert result.notes == rebuilt.notes and len(runs) == 1
 
 
 def test_the_monte_carlo_route_is_deterministic_and_conservative():

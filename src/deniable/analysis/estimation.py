@@ -63,8 +63,7 @@ def estimate(question_or_mechanism, reports=None, level: float = 0.95, method: s
         else:
             # A panel's fit is tested wave by wave (`pooled_over_waves`): the pooled counts' own test is not read.
             result = estimate_counts(question.mechanism, loaded.question_counts(question_id), level, method, question_id,
-                                     simultaneous, scores=scores(question), test_fit=not panel, bins=question.bins,
-                                     values=values)
+                                     simultaneous, scores=scores(question), bins=question.bins, values=values)
             if panel:
                 result = pooled_over_waves(loaded, question_id, result, level, method, simultaneous, values=values)
             split = splitballot.comparison(
@@ -119,7 +118,7 @@ def _finished(result: EstimateResult, question: Question, language: str | None, 
         table = table.copy()
         table.insert(0, "label", [question.option_label(value, language) for value in table.index])
     return dataclasses.replace(result, split_ballot=split_ballot, assignment=assignment, control=control,
-                               notes=(*lead, *result.notes), text=question.text_in(language), table=table, **facts)
+                               remarks=(*lead, *result.remarks), text=question.text_in(language), table=table, **facts)
 
 
 def _assignment(loaded, question_id: str, question: Question):

@@ -71,5 +71,5 @@ def estimate_with_design(data: SurveyData, question_id: str, design, **options) 
     except DesignNotSupported as error:
         result = estimate(data, question_id, **options)
         why = error.message.split(": ", 1)[-1].split(";")[0]
-        return dataclasses.replace(result, notes=(f"NOT design-based ({why}): shown as if a simple random sample",
-                                                  *result.notes))
+        return dataclasses.replace(result, remarks=(f"NOT design-based ({why}): shown as if a simple random sample",
+                                                    *result.remarks))

@@ -297,6 +297,11 @@ def _multi_select(mechanism: UnaryMechanism, counts: np.ndarray) -> FitTest:
                    f"number selected, {tests[0].method}, and each option's bit exact; Bonferroni over {len(tests)}")
 
 
+def result_test(mechanism, counts: np.ndarray, result) -> FitTest:
+    """`fit_test` of ``result``, the estimate from ``counts`` (what `EstimateResult.fit` runs when first read)."""
+    return fit_test(mechanism, counts, estimates_of(result))
+
+
 def estimates_of(result) -> np.ndarray:
     """The fitted shares in the analysis channel's column order (answers, or a compliance design's classes)."""
     if isinstance(result.mechanism, GroupedMechanism):

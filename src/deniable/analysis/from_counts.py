@@ -31,17 +31,19 @@ from .results import (
     PROFILE_GRID_LIMIT,
     EstimateResult,
     MeanEstimate,
+    deferred,
 )
 
 
 def estimate_counts(mechanism, counts, level, method, question_id, simultaneous=False, warn=True, scores=None,
-                    test_fit=True, bins=None, values=False) -> EstimateResult:
+                    bins=None, values=False) -> EstimateResult:
     """``scores``: what the result's mean averages (`precision.scores`); a number's grid by default. A wide number
     (`ranges.is_wide`) is published as its mean, quartiles and bins (``bins``: the spec's lower edges, else round ones),
     its per-value rows read on request (`EstimateResult.value_rows`), or all of them in the table when ``values``;
-    ``values`` on a question with no grid of values is an error. ``test_fit=False``:
-    no fit test (``fit`` None), for counts that are not the reports' own (a design's or a panel's at an effective n,
-    whose callers test the reports themselves: on a 0..10,000 grid the test of such counts was 19 s of Monte Carlo).
+    ``values`` on a question with no grid of values is an error. The fit test of the counts is run when the
+    result's `EstimateResult.fit` (or its notes) is first read: counts that are not the reports' own (a design's or a
+    panel's at an effective n) are never tested, their callers putting the reports' own test in its place (on a
+    0..10,000 grid the test of such counts was 19 s of Monte Carlo).
 
     On one BLAS thread: the matrices here are at most a few thousand wide, where a BLAS's threads spin more
     than they compute (a k = 100 estimate took ten times the CPU with OpenBLAS's default threads). k-ary randomized
@@ -53,14 +55,14 @@ def estimate_counts(mechanism, counts, level, method, question_id, simultaneous=
     publication = (bins, values)
     if channels.symmetric_channel(mechanism) is not None:
         return _estimate_on_one_thread(mechanism, counts, level, method, question_id, simultaneous, warn, scores,
-                                       test_fit, publication)
+                                       publication)
     with blas.one_thread():
         return _estimate_on_one_thread(mechanism, counts, level, method, question_id, simultaneous, warn, scores,
-                                       test_fit, publication)
+                                       publication)
 
 
 def _estimate_on_one_thread(mechanism, counts, level, method, question_id, simultaneous, warn, scores,
-                            test_fit, publication) -> EstimateResult:
+                            publication) -> EstimateResult:
     counts = np.asarray(counts, dtype=np.int64)
     if counts.sum() == 0:
         raise AnalysisError(f"{question_id or 'question'}: no reports to estimate from")
@@ -68,7 +70,6 @@ def _estimate_on_one_thread(mechanism, counts, level, method, question_id, simul
         result = _grid(mechanism, counts, level, method, question_id, simultaneous, scores, publication)
     else:
         result = ESTIMATORS[shape(mechanism)](mechanism, counts, level, method, question_id, simultaneous, scores)
-    tested = fit.fit_test(mechanism, counts, fit.estimates_of(result)) if test_fit else None
     lead, trail = [], []
     certificate = result.certificate
     if not certificate.converged:
@@ -76,8 +77,6 @@ def _estimate_on_one_thread(mechanism, counts, level, method, question_id, simul
                     f"(tolerance {certificate.tolerance:.0e}); the estimate may not be the maximum")
         if warn:
             likelihood.warn_if_uncertified(certificate, question_id or mechanism.design, stacklevel=4)
-    if tested is not None and tested.flagged:
-        lead.append(tested.describe())
     if certificate.unique is False:
         trail.append("the likelihood has more than one maximiser for these counts: other distributions fit the "
                      "reports exactly as well, so the estimate is one of them (the intervals cover them all)")
@@ -86,10 +85,10 @@ def _estimate_on_one_thread(mechanism, counts, level, method, question_id, simul
 
     def refit(level, method, simultaneous):
         return estimate_counts(mechanism, counts, level, method, question_id, simultaneous, warn=False, scores=averaged,
-                               test_fit=test_fit, bins=publication[0], values=publication[1])
+                               bins=publication[0], values=publication[1])
 
-    return dataclasses.replace(result, fit=tested, scores=averaged, refit=refit,
-                               notes=(*lead, *result.notes, *trail))
+    return dataclasses.replace(result, fit_source=deferred(fit.result_test, mechanism, counts, result), scores=averaged,
+                               refit=refit, remarks=(*lead, *result.remarks, *trail))
 
 
 def shape(mechanism) -> str:
@@ -111,7 +110,7 @@ def _compliance(mechanism, counts, level, method, question_id):
     table, certificate, covariance, notes, test, classes = compliance.estimate_compliance(mechanism, counts, level,
                                                                                           method, question_id)
     return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method or "likelihood", table,
-                          certificate, covariance, notes=notes, compliance_test=test, class_shares=classes)
+                          certificate, covariance, remarks=notes, compliance_test=test, class_shares=classes)
 
 
 def _check_method(method, methods, design):
@@ -144,7 +143,7 @@ def _binary(mechanism, counts, level, method, question_id):
     notes = [] if 0 <= unbiased <= 1 else [_outside_note([first], f"the observed rate of {first!r} reports is outside "
                                                                    "what the design can produce")]
     return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
-                          covariance_source=np.array([[se**2, -se**2], [-se**2, se**2]]), notes=notes)
+                          covariance_source=np.array([[se**2, -se**2], [-se**2, se**2]]), remarks=notes)
 
 
 #: How many answers a note names before it counts the rest (a 1,000-option question can have hundreds outside).
@@ -186,7 +185,7 @@ def _multi_select(mechanism, counts, level, method, question_id, simultaneous):
     if outside:
         notes.append(_outside_note(outside, "sampling noise at this n"))
     return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table,
-                          likelihood.Certificate.worst(certificates), simultaneous=simultaneous, notes=notes)
+                          likelihood.Certificate.worst(certificates), simultaneous=simultaneous, remarks=notes)
 
 
 def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=None, publication=(None, False)):
@@ -269,7 +268,7 @@ def _grid(mechanism, counts, level, method, question_id, simultaneous, scores=No
                      "likelihood" if method == "clopper-pearson" else method, calibrated)
     # The k × k covariance is written out when read (`EstimateResult.covariance`): what is published reads it as `fitted`.
     return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
-                          fitted, mean=mean, simultaneous=simultaneous, notes=notes)
+                          fitted, mean=mean, simultaneous=simultaneous, remarks=notes)
 
 
 def _wide(mechanism, counts, level, method, question_id, simultaneous, scores, edges, q, pi, certificate, fitted,
@@ -300,7 +299,7 @@ def _wide(mechanism, counts, level, method, question_id, simultaneous, scores, e
              "the test of the distribution function at the grid points; per-value shares on request (values=True): "
              f"single values of a grid of {len(values)} are seldom identified at this ε and n"]
     return EstimateResult(question_id, mechanism.design, mechanism, counts, level, method, table, certificate,
-                          fitted, mean=mean, simultaneous=simultaneous, notes=notes, quantiles=quantiles,
+                          fitted, mean=mean, simultaneous=simultaneous, remarks=notes, quantiles=quantiles,
                           shares=pi, rows_of=value_rows, bin_members=dict(members))
 
 

@@ -39,8 +39,7 @@ def subgroups(loaded, question_id: str, by: str, level: float = 0.95, method: st
     question = loaded.question(question_id)
     panel = by != WAVES and loaded.pools_waves
     results = {value: estimate_counts(question.mechanism, loaded.question_counts(question_id, by, value), level, method,
-                                      question_id, simultaneous, scores=scores(question), test_fit=not panel,
-                                      bins=question.bins)
+                                      question_id, simultaneous, scores=scores(question), bins=question.bins)
                for value in loaded.levels(by) if nothing_to_estimate(loaded, question_id, by, value) is None}
     per_level, direct_waves = wave_counts_by(loaded, question_id, by) if panel else ({}, {})
     if panel:
@@ -64,7 +63,7 @@ def _said_column(loaded, by: str, results: dict) -> dict:
         return results
     note = (f"the groups are the values of {by!r}, a column of the data (the sampling frame's rows the invitations "
             "carried, or an export's own column), not a question")
-    return {value: dataclasses.replace(result, notes=(*result.notes, note)) for value, result in results.items()}
+    return {value: dataclasses.replace(result, remarks=(*result.remarks, note)) for value, result in results.items()}
 
 
 def subgroup_frame(results: dict) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from . import fit
 from .counting import is_missing, key, randomized_report, report_positions, rounded_counts
 from .from_counts import estimate_counts
 from .precision import scores
-from .results import MeanEstimate
+from .results import MeanEstimate, deferred
 
 
 def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, simultaneous: bool,
@@ -32,8 +32,8 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     design-based figure bounds its sample's covariance instead: `weighted.panel_sample`.)
 
     ``wave_counts``: {wave: the reports' counts} behind ``pooled`` (a subgroup's, `wave_counts_by`); by default every
-    respondent's, wave by wave. ``pooled`` was estimated without a fit test (``test_fit=False``): its fit is tested here,
-    wave by wave."""
+    respondent's, wave by wave. ``pooled``'s own fit test is not read: its fit is tested here, wave by wave, when the
+    result's `EstimateResult.fit` is read."""
     question = loaded.question(question_id)
     if wave_counts is None:
         wave_counts = {wave: loaded.question_counts(question_id, WAVES, wave) for wave in loaded.waves}
@@ -41,15 +41,14 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     waves = {wave: estimate_counts(question.mechanism, counts, level, method, question_id, scores=scores(question),
                                    bins=question.bins, values=values)
              for wave, counts in wave_counts.items() if np.sum(counts) > 0}
-    tested = fit.over_waves({label: result.fit for label, result in waves.items()})
-    failed = [tested.describe()] if tested is not None and tested.flagged else []
+    tested = deferred(_tested_by_wave, waves)
 
     def refit(level, method, simultaneous):
         return pooled_over_waves(loaded, question_id, pooled.refit(level, method, simultaneous), level, method,
                                  simultaneous, wave_counts, values)
 
     if len(waves) < 2:  # one wave's reports: nothing to bound; its test is the pooled counts' own
-        return dataclasses.replace(pooled, fit=tested, notes=[*failed, *pooled.notes], refit=refit)
+        return dataclasses.replace(pooled, fit_source=tested, refit=refit)
     total = sum(result.n for result in waves.values())
     bound = {column: sum(result.n / total * result.table[column] for result in waves.values())
              for column in ("se", "unbiased_se")}
@@ -63,7 +62,7 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
     counts = np.asarray(pooled.counts)
     effective = rounded_counts(counts / counts.sum(), counts.sum() / factor**2)
     wide = estimate_counts(pooled.mechanism, effective, level, method, question_id, simultaneous, scores=pooled.scores,
-                           test_fit=False, bins=question.bins, values=values)
+                           bins=question.bins, values=values)
     table = pooled.table.copy()
     table["se"], table["unbiased_se"] = bound["se"], bound["unbiased_se"]
     table["ci_low"] = np.minimum(wide.table["ci_low"].to_numpy(), table["estimate"].to_numpy())
@@ -90,10 +89,15 @@ def pooled_over_waves(loaded, question_id: str, pooled, level: float, method, si
             "correlated, so the standard error is the bound Σ (n_wave/N)·SE_wave, valid whatever the correlation, and "
             f"the intervals are {factor:.2f}× the independent-reports ones{widened}; estimate wave by wave (--by-wave) "
             "for each wave's own figure")
-    notes = [*failed, note, *pooled.notes]
-    return dataclasses.replace(pooled, table=table, mean=mean, fit=tested, notes=notes, refit=refit, quantiles=quantiles,
+    return dataclasses.replace(pooled, table=table, mean=mean, fit_source=tested, remarks=(note, *pooled.remarks),
+                               refit=refit, quantiles=quantiles,
                                covariance_source=None if pooled.covariance_source is None
                                else est.ScaledCovariance(pooled.covariance_source, factor**2))
+
+
+def _tested_by_wave(waves: dict):
+    """The pooled estimate's fit test: each wave's own, the smallest p Bonferroni-corrected (`fit.over_waves`)."""
+    return fit.over_waves({label: result.fit for label, result in waves.items()})
 
 
 def wave_counts_by(loaded, question_id: str, by: str) -> tuple[dict, dict]:

@@ -40,6 +40,12 @@ MARGINAL_METHODS = ("clopper-pearson", "likelihood", "wald")
 PROFILE_GRID_LIMIT = 101
 
 
+def deferred(function: Callable, *arguments) -> Callable:
+    """``function(*arguments)``, computed when first called and only then (`EstimateResult.fit_source`): every
+    result rebuilt from one estimate by `dataclasses.replace` shares its one run."""
+    return functools.cache(functools.partial(function, *arguments))
+
+
 @dataclass(frozen=True)
 class MeanEstimate(Result):
     """The mean of a numeric question: the maximum-likelihood mean, its standard error and interval, and the
@@ -78,7 +84,9 @@ class EstimateResult(Result):
     """Estimates for one question. Users receive it from `estimate`; they do not build it.
 
     Immutable, in statsmodels' manner: built once from its parts (the estimate's, then with what surrounds it, by
-    `dataclasses.replace`), its derived figures read from them; ``notes`` is a tuple.
+    `dataclasses.replace`), its derived figures read from them; ``notes`` is a tuple. What costs more than the
+    estimate and is not always read is computed when first read: the fit test (`fit`, and so `notes`), the
+    covariance matrix (`covariance`), a wide number's per-value rows (`value_rows`).
 
     ``table`` (see `to_frame`) is indexed by answer (by option for multi-select, by grid value for
     numbers) with columns ``estimate`` (maximum likelihood on the parameter space), ``se`` (its standard
@@ -101,7 +109,8 @@ class EstimateResult(Result):
     covariance_source: object | None = field(repr=False, default=None, compare=False)
     mean: MeanEstimate | None = None
     simultaneous: bool = False
-    notes: Sequence[str] = ()
+    #: What the builders of the estimate said of it (`notes` leads them with a failed fit test).
+    remarks: Sequence[str] = ()
     #: Whom the question was asked of when skip logic shows it to some respondents only, e.g.
     #: "respondents with worked = 'yes'" (None: everyone). The estimates describe that group.
     population: str | None = None
@@ -126,9 +135,9 @@ class EstimateResult(Result):
     #: difference's one-sided p_value (`splitballot.comparison`); None for other questions. The rest of the result
     #: is the randomized arm's.
     split_ballot: pd.DataFrame | None = field(repr=False, default=None)
-    #: Whether the reports could come from honest randomization of any population (`fit.FitTest`: G² against the
-    #: saturated model, its p-value and how it was computed); a p below `fit.FLAG_P` is named first among the notes.
-    fit: FitTest | None = None
+    #: The fit test (`fit`), or a function of no arguments that computes it: a long grid's test is seconds of Monte
+    #: Carlo, which a result read for its intervals alone, or rebuilt at an effective n, should not pay.
+    fit_source: object | None = field(repr=False, default=None, compare=False)
     #: Whether the public markers (a split ballot's arm; a cheating-detection or lie-detector group) were drawn with
     #: the design's probabilities (`assignment.AssignmentTest`); None where there are none.
     assignment: object | None = None
@@ -151,11 +160,26 @@ class EstimateResult(Result):
     bin_members: dict | None = field(repr=False, default=None, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "notes", tuple(self.notes))  # a builder's list, frozen with the rest
+        object.__setattr__(self, "remarks", tuple(self.remarks))  # a builder's list, frozen with the rest
 
     @property
     def n(self) -> int:
         return int(self.counts.sum())
+
+    @functools.cached_property
+    def fit(self) -> FitTest | None:
+        """Whether the reports could come from honest randomization of any population (`fit.FitTest`: G² against the
+        saturated model, its p-value and how it was computed), tested when first read; None where nothing was tested.
+        A p below `fit.FLAG_P` is named first among the `notes`."""
+        source = self.fit_source
+        return source() if callable(source) else source  # type: ignore[return-value]
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What a reader of the figures must be told: a failed fit test first (so reading the notes tests the fit),
+        then the `remarks` of the estimate's builders."""
+        tested = self.fit
+        return ((tested.describe(),) if tested is not None and tested.flagged else ()) + tuple(self.remarks)
 
     @functools.cached_property
     def covariance(self) -> np.ndarray | None:

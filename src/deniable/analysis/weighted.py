@@ -28,7 +28,7 @@ from .counting import is_missing, key, randomized_report, report_positions, roun
 from .errors import AnalysisError, DesignNotSupported
 from .from_counts import binary_share, estimate_counts, named_answers
 from .precision import scores
-from .results import MeanEstimate
+from .results import MeanEstimate, deferred
 from .sample_design import SampleDesign, design_effect, fit_jacobian, free_jacobian
 from .splitballot import ASSUMPTION
 
@@ -106,7 +106,7 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
     question_scores = scores(question)
     counts = rounded_counts(lam, effective_n)
     spread = estimate_counts(mechanism, counts, level, method, question_id, simultaneous, scores=question_scores,
-                             test_fit=False, bins=question.bins, values=values)
+                             bins=question.bins, values=values)
     wide = spread.shares is not None  # a wide number's bins: its rows are ranges of values, linearized below
 
     grouped = isinstance(mechanism, GroupedMechanism)
@@ -189,19 +189,18 @@ def design_estimate(loaded, question_id: str, design: SampleDesign, level: float
                      "joint linearization within PSUs, its test a t on the design's degrees of freedom")
     raw = np.bincount(positions[(positions >= 0) & (domain if domain is not None else True)],
                       minlength=len(mechanism.reports))
-    tested = _reports_test(loaded, question_id, mechanism, frame, positions, domain)
+    tested = deferred(_reports_test, loaded, question_id, mechanism, frame, positions, domain)
     notes += [f"design-based: {sample.description}; {sample.n_psu:,} PSUs in {sample.n_strata:,} strata "
               f"({sample.df:,} degrees of freedom); design effect {deff:.3g}, effective n {n / deff:,.0f} of {n:,}",
               f"intervals at the effective n (Korn and Graubard); {FIT_ON_REPORTS}"]
-    notes = [*([tested.describe()] if tested.flagged else []), *notes,
-             *(note for note in spread.notes if note not in notes)]
+    notes += [note for note in spread.remarks if note not in notes]
     def refit(level, method, simultaneous):
         return design_estimate(loaded, question_id, design, level, method, simultaneous, by, group, values)
 
     return dataclasses.replace(
         spread, counts=raw, table=table, shares=theta if wide else None, rows_of=None,
         quantiles=quantiles if wide else None, certificate=certificate, covariance_source=covariance, mean=mean,
-        fit=tested, notes=notes, class_shares=theta if grouped else None, split_ballot=split_table, sample=sample.description,
+        fit_source=tested, remarks=notes, class_shares=theta if grouped else None, split_ballot=split_table, sample=sample.description,
         design_effect=deff, effective_n=n / deff, design_df=sample.df, refit=refit)
 
 
@@ -389,11 +388,11 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
                                  "large to count by report here", "design")
     assert raw_positions is not None  # counted above, or refused
     # The other checks of the plain estimate of the respondents' own reports, and the fit test of those reports.
-    plain = estimate_counts(mechanism, raw, level, method, question_id, simultaneous, test_fit=False)
-    tested = _reports_test(loaded, question_id, mechanism, frame, raw_positions, domain)
+    plain = estimate_counts(mechanism, raw, level, method, question_id, simultaneous)
+    tested = deferred(_reports_test, loaded, question_id, mechanism, frame, raw_positions, domain)
     table = pd.DataFrame(rows, columns=["estimate", "se", "ci_low", "ci_high", "unbiased", "unbiased_se"],
                          index=pd.Index(mechanism.options, name="option"))
-    notes = [*([tested.describe()] if tested.flagged else []), *([] if sample.waves is None else [PANEL_BOUND]),
+    notes = [*([] if sample.waves is None else [PANEL_BOUND]),
              "each row is the share selecting that option (options are not exclusive)",
              f"design-based: {sample.description}; {sample.n_psu:,} PSUs in {sample.n_strata:,} strata "
              f"({sample.df:,} degrees of freedom); mean design effect over the options {deff:.3g}, effective n "
@@ -404,8 +403,8 @@ def _design_multi_select(loaded, question_id: str, design: SampleDesign, level: 
         return design_estimate(loaded, question_id, design, level, method, simultaneous, by, group)
 
     return dataclasses.replace(plain, counts=raw, table=table, certificate=likelihood.Certificate.worst(certificates),
-                               fit=tested, covariance_source=None,
-                               notes=[*notes, *(n for n in plain.notes if n not in notes)],
+                               fit_source=tested, covariance_source=None,
+                               remarks=[*notes, *(n for n in plain.remarks if n not in notes)],
                                sample=sample.description, design_effect=deff, effective_n=counted / deff,
                                design_df=sample.df, refit=refit)
 
