@@ -8,6 +8,7 @@ import pytest
 from deniable import storage
 from deniable.storage.accounts import Accounts
 from deniable.storage.contacts import Contacts
+from deniable.storage.credentials import Credentials
 from deniable.storage.engines import Engine, SQLiteEngine
 from deniable.storage.postgresql import PostgresEngine
 from deniable.storage.reads import Reads
@@ -16,11 +17,13 @@ from deniable.storage.writes import Writes
 
 pytestmark = pytest.mark.both_engines
 
-PARTS = {"surveys": Surveys, "writes": Writes, "reads": Reads, "accounts": Accounts, "contacts": Contacts}
+PARTS = {"surveys": Surveys, "writes": Writes, "reads": Reads, "accounts": Accounts, "contacts": Contacts,
+         "credentials": Credentials}
 #: What parts call on one another (the write path's survey row, lock and fieldwork window, a batch's entry for group
-#: commit, an audit line only when an actor is named): storage's own, not the facade's.
+#: commit, an audit line only when an actor is named, the stored responses a retry is answered from, a response's
+#: credential checked and spent): storage's own, not the facade's.
 WITHIN_STORAGE = {"row", "lock", "spec_of", "store_one", "store_batch", "in_one_statement", "store_in_one_statement", "refreshed",
-                  "audit_if"}
+                  "audit_if", "stored_responses", "for_response", "checked", "spend", "public_key"}
 
 
 def public_methods(cls) -> set[str]:

@@ -212,7 +212,7 @@ def test_migration_from_schema_1_backfills_the_totals(tmp_path, demo):
     old.conn.commit()
     old.close()
     with storage.Store(path) as store:
-        assert store.schema_version() == storage.SCHEMA_VERSION == 15
+        assert store.schema_version() == storage.SCHEMA_VERSION == 16
         assert store.get_survey("tax").responses == 25
         # schema 3 moved every response and report into tables clustered by the random id (schema 7: by version, then id)
         assert [row[0] for row in store.connection.execute("SELECT id FROM responses WHERE spec_hash = ?", [demo.hash])] == sorted(f"r{i}" for i in range(25))

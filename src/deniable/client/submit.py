@@ -16,6 +16,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import blind_rsa
 from .errors import DeniableError
 from .files import write_private
 from .memo import Memo
@@ -196,7 +197,9 @@ def submit(base_url: str, survey_id: str, answers: dict, token: str | None = Non
     reports = survey.randomize(answers, rng, arms=arms, memo=memo)
     body = {"spec_hash": survey.hash, "idempotency_key": secrets.token_hex(16), "reports": reports}
     if token is not None:
-        body["token"] = token
+        credential = obtain_credential(base_url, survey_id, token, retries=retries, backoff=backoff, timeout=timeout) \
+            if payload.get("access") == "token" else None
+        body.update({"credential": credential} if credential is not None else {"token": token})
     if payload.get("wave") is not None:
         body["wave"] = payload["wave"]
     try:
@@ -210,12 +213,35 @@ def submit(base_url: str, survey_id: str, answers: dict, token: str | None = Non
     return Submission(acknowledgement=acknowledgement, reports=reports, spec_hash=survey.hash, created=created)
 
 
+def obtain_credential(base_url: str, survey_id: str, token: str, *, retries: int = 4, backoff: float = 0.25,
+                      timeout: float = 10.0) -> dict | None:
+    """Exchange an invitation ``token`` for a blind-signed credential (`blind_rsa`): {"key", "serial", "signature"},
+    sent with the response instead of the token, so the server cannot join the invitation to the response. None from
+    a server that issues none (older than credentials: the token is sent itself, as it was). The same blinded
+    message is sent on every retry, which the server answers again; a second call for one token is refused (409 on
+    ``token``): an invitation receives one credential."""
+    base = f"{base_url.rstrip('/')}/api/v1/surveys/{urllib.parse.quote(survey_id, safe='')}"
+    try:
+        _, offered = _with_retries("POST", f"{base}/credential-key", {"token": token}, retries, backoff, timeout)
+    except SurveyNotFound as error:
+        if error.field is None:  # no such route: a server without credentials
+            return None
+        raise
+    key = blind_rsa.PublicKey(int(offered["modulus"], 16), int(offered["exponent"]))
+    serial = blind_rsa.prepare(secrets.token_bytes(32))
+    blinded, inverse = blind_rsa.blind(key, serial)
+    _, signed = _with_retries("POST", f"{base}/credentials", {"token": token, "key": offered["key"],
+                                                               "blinded": blinded.hex()}, retries, backoff, timeout)
+    signature = blind_rsa.finalize(key, serial, bytes.fromhex(signed["blind_signature"]), inverse)
+    return {"key": offered["key"], "serial": serial.hex(), "signature": signature.hex()}
+
+
 def unreachable(error: SubmitError) -> bool:
     """True for a send that never got an answer from the server (no connection, DNS, a timeout)."""
     return error.status is None
 
 
-_OUTBOX_FIELDS = ("spec_hash", "idempotency_key", "reports", "token", "wave")
+_OUTBOX_FIELDS = ("spec_hash", "idempotency_key", "reports", "token", "credential", "wave")
 
 
 @dataclass

@@ -21,6 +21,7 @@ from deniable.client.privacy import DEFAULT_PRIOR, posterior_bound
 from deniable.client.specfile import MAX_SPEC_BYTES
 from deniable.storage.release import RELEASE_AT
 
+from . import signing
 from .auth import bearer_caller, bearer_caller_and_scopes
 from .db import get_store
 from .disclosure import groups as disclosure_groups
@@ -165,7 +166,7 @@ def _item_shape(item) -> tuple[dict, int] | None:
         _check_text(item)
     except ApiError as error:
         return error_body(error.status, error.message, error.field), error.status
-    unknown = sorted(set(item) - {"spec_hash", "idempotency_key", "token", "reports", "wave", "paradata"})
+    unknown = sorted(set(item) - {"spec_hash", "idempotency_key", "token", "credential", "reports", "wave", "paradata"})
     if unknown:
         return error_body(422, f"{unknown[0]}: unknown field", unknown[0]), 422
     return None
@@ -179,7 +180,7 @@ def submit_item(survey_id: str, item) -> tuple[dict, int]:
     try:
         acknowledgement, created = get_store().submit(survey_id, item.get("spec_hash"), item.get("idempotency_key"),
                                                       item.get("reports"), item.get("token"), wave=item.get("wave"),
-                                                      paradata=item.get("paradata"))
+                                                      paradata=item.get("paradata"), credential=item.get("credential"))
     except storage.StorageError as error:
         return error_body(error.status, error.message, error.field), error.status
     _log_dropped_paradata(survey_id, acknowledgement)
@@ -225,7 +226,7 @@ def post_batch(survey_id):
     # One transaction for the whole batch, each item judged on its own: nothing is acknowledged
     # before that commit reaches the disk.
     outcomes = store.submit_many(survey_id, [(i.get("spec_hash"), i.get("idempotency_key"), i.get("reports"), i.get("token"),
-                                              i.get("wave"), i.get("paradata")) for _, i in shaped])
+                                              i.get("wave"), i.get("paradata"), i.get("credential")) for _, i in shaped])
     for (position, _), outcome in zip(shaped, outcomes):
         if isinstance(outcome, storage.StorageError):
             results[position] = {"status": outcome.status, "error": error_body(outcome.status, outcome.message, outcome.field)["error"]}
@@ -242,6 +243,36 @@ def post_batch(survey_id):
 def require_admin(scope: str) -> str:
     """The caller's name for the audit log; 401 without a valid admin or API token, 403 when it lacks ``scope``."""
     return bearer_caller(scope)
+
+
+@blueprint.post("/surveys/<survey_id>/credential-key")
+def credential_key(survey_id):
+    """The public key an invitation's credential is signed with (its survey's version, frame cell and wave): what the
+    respondent's device blinds its serial for. Writes nothing."""
+    key = get_store().credential_key_for_token(survey_id, _json_body().get("token"), signing.new_key)
+    return {"key": key.id, "modulus": f"{key.public.n:x}", "exponent": key.public.e}
+
+
+@blueprint.post("/surveys/<survey_id>/credentials")
+def issue_credential(survey_id):
+    """The blind signature of an invitation's credential: ``token``, ``key`` (from ``credential-key``) and
+    ``blinded`` (hex). Recorded once per invitation; the same blinded message again is answered again."""
+    body = _json_body()
+    token, key_id, blinded = body.get("token"), body.get("key"), body.get("blinded")
+    if not isinstance(blinded, str) or len(blinded) > 4096 or not _hex(blinded):
+        raise ApiError(422, "blinded: the blinded message, in hexadecimal digits", "blinded")
+    store = get_store()
+    key = store.credential_key_for_token(survey_id, token, signing.new_key)
+    if key_id != key.id:
+        raise ApiError(409, "key: not the key this invitation's credential is signed with now (a new version or wave); "
+                            "ask for the key again", "key")
+    blind_signature = signing.blind_sign(key.private_pem, bytes.fromhex(blinded))
+    store.issue_credential(survey_id, token, blinded)
+    return {"key": key.id, "blind_signature": blind_signature.hex()}
+
+
+def _hex(text: str) -> bool:
+    return len(text) % 2 == 0 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 @blueprint.get("/surveys")

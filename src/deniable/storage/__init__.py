@@ -6,8 +6,8 @@ embedded default; PostgreSQL through psycopg 3 and a pool). Its concerns each ha
 ``transactions`` (transactions, savepoints, retries), ``errors`` (what a failure means to the sender),
 ``schema`` (migrations, older layouts),
 ``surveys`` (surveys, versions, invitation tokens, settings), ``tokens`` and ``frames`` (a token's use
-and the sampling frame it carries), ``writes`` (responses and running
-totals), ``group_commit`` (a server process's concurrent submissions in one transaction), ``reads``
+and the sampling frame it carries), ``credentials`` (blind-signed credentials: keys, issues, spent serials),
+``writes`` (responses and running totals), ``group_commit`` (a server process's concurrent submissions in one transaction), ``reads``
 (counts, report rows, exports), ``accounts`` (admins, sessions, API tokens, audit), ``maintenance``
 (copy, backup), ``location`` (which database: `resolve_database`), ``export_file`` (an export as a SQLite file
 Datasette opens, written with sqlite-utils).

@@ -15,6 +15,23 @@ GRANULARITIES = ("day", "week", "month")
 
 canonical = canonical_json  # stored report values and fingerprints
 
+#: The stored text of reports seen before: a question's reports come from a small alphabet.
+_REPORT_TEXT: dict = {}
+
+
+def canonical_report(value) -> str:
+    """A report value's stored text (`canonical`), remembered: a question's reports take few values."""
+    key = (type(value), value) if type(value) in (str, int) else None
+    if key is None:
+        return canonical(value)
+    text = _REPORT_TEXT.get(key)
+    if text is None:
+        text = canonical(value)
+        if len(_REPORT_TEXT) < 65536:
+            _REPORT_TEXT[key] = text
+    return text
+
+
 #: Report texts a reader keeps decoded (a number on a wide grid has a few thousand).
 MAX_DECODED = 100_000
 

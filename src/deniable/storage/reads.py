@@ -9,7 +9,7 @@ import json
 from deniable.client import Survey
 from deniable.client.reports import WAVES, ReportError, grouping_question
 
-from .common import canonical, decoded_report
+from .common import canonical, chunks, decoded_report
 from .errors import Invalid
 from .part import Part
 from .release import Release, release
@@ -206,6 +206,17 @@ class Reads(Part):
             for row in self.export(survey_id, entry["hash"]):
                 yield {"id": row.pop("id"), "spec_hash": row.pop("spec_hash"), "version": entry["version"], **row}
 
+    def stored_responses(self, survey_id: str, keys: list[str]) -> dict:
+        """{idempotency key: its stored response row} for the keys already stored (a retry is answered from it)."""
+        found = {}
+        for chunk in chunks(keys, 500):
+            cursor = self.execute("SELECT id, survey_id, spec_hash, received_on, fingerprint, wave, idempotency_key "
+                                  f"FROM responses WHERE survey_id = ? AND idempotency_key IN ({', '.join('?' * len(chunk))})",
+                                  [survey_id, *chunk])
+            names = [c[0] for c in cursor.description]
+            found.update({row[-1]: dict(zip(names, row)) for row in cursor.fetchall()})
+        return found
+
 
 
 def ordered_counts(survey: Survey, table: dict) -> dict:
@@ -217,4 +228,3 @@ def ordered_counts(survey: Survey, table: dict) -> dict:
         listed = [{"report": r, "count": seen.pop(canonical(r), 0)} for r in alphabet]
         result[qid] = listed + [{"report": json.loads(k), "count": n} for k, n in seen.items()]
     return result
-

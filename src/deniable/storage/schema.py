@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from .tokens import SLOTS_PER_ROW, with_spent
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 
 def migrate_to_1(engine):
@@ -236,10 +236,25 @@ def migrate_to_15(engine):
     engine.execute("CREATE INDEX idx_responses_survey_id_received_on ON responses (survey_id, received_on)")
 
 
+def migrate_to_16(engine):
+    """Blind-signed credentials (`credentials.py`): the keys, the invitations that received one, the serials spent.
+    Three tables that share no column a response carries but the key's frame cell, which the response carries anyway."""
+    engine.execute("CREATE TABLE credential_keys (id TEXT PRIMARY KEY, survey_id TEXT NOT NULL, spec_hash TEXT NOT NULL, "
+                   "frame_cell INTEGER, wave TEXT, modulus TEXT NOT NULL, exponent INTEGER NOT NULL, "
+                   "private_key TEXT NOT NULL, created_on TEXT)")
+    engine.execute("CREATE UNIQUE INDEX idx_credential_keys_cell ON credential_keys "
+                   "(survey_id, spec_hash, COALESCE(frame_cell, -1), COALESCE(wave, ''))")
+    engine.execute("CREATE TABLE credential_issues (survey_id TEXT, slot INTEGER, blinded TEXT NOT NULL, "
+                   f"PRIMARY KEY (survey_id, slot)){engine.without_rowid()}")
+    engine.execute(f"CREATE TABLE spent_serials (survey_id TEXT, serial TEXT, PRIMARY KEY (survey_id, serial))"
+                   f"{engine.without_rowid()}")
+
+
 MIGRATIONS = {1: migrate_to_1, 2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6,
               7: migrate_to_7, 8: migrate_to_8, 9: migrate_to_9,
               10: migrate_to_10, 11: migrate_to_11, 12: migrate_to_12,
-              13: migrate_to_13, 14: migrate_to_14, 15: migrate_to_15}
+              13: migrate_to_13, 14: migrate_to_14, 15: migrate_to_15,
+              16: migrate_to_16}
 
 
 def rebuild_counts(engine):
@@ -274,6 +289,10 @@ TABLES = {
     "quota_counts": ("survey_id", "quota", "cell", "count"),
     "contacts": ("survey_id", "id", "address", "language", "token", "added_on", "invited_on", "reminders",
                  "last_sent_on", "claim", "bounced_on", "opted_out_on", "problem"),
+    "credential_keys": ("id", "survey_id", "spec_hash", "frame_cell", "wave", "modulus", "exponent", "private_key",
+                        "created_on"),
+    "credential_issues": ("survey_id", "slot", "blinded"),
+    "spent_serials": ("survey_id", "serial"),
 }
 #: Each table's key: a copy reads rows in this order.
 KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens": "token_hash",
@@ -281,7 +300,8 @@ KEYS = {"settings": "key", "surveys": "id", "survey_versions": "hash", "tokens":
         "reports": "spec_hash, response_id, question_id", "report_counts": "spec_hash, question_id, value, shard",
         "version_counts": "spec_hash, shard", "admins": "name", "api_tokens": "id", "audit_log": "at, id",
         "waves": "survey_id, label", "frame_cells": "survey_id, cell",
-        "quota_counts": "survey_id, quota, cell", "contacts": "survey_id, id"}
+        "quota_counts": "survey_id, quota, cell", "contacts": "survey_id, id", "credential_keys": "id",
+        "credential_issues": "survey_id, slot", "spent_serials": "survey_id, serial"}
 
 
 # --- reading older schemas -------------------------------------------------------------------------
@@ -316,6 +336,11 @@ class Layout:
     def has_quotas(self) -> bool:
         """Schema 12 counts quotas; an older database kept open as it is counts none."""
         return self.schema >= 12
+
+    @property
+    def has_credentials(self) -> bool:
+        """Schema 16 keeps blind-signed credentials; an older database's tokens have none."""
+        return self.schema >= 16
 
     @property
     def has_waves(self) -> bool:

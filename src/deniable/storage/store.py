@@ -10,6 +10,7 @@ import time
 
 from .accounts import Accounts
 from .contacts import Contacts
+from .credentials import Credentials
 from .engines import describe_database, open_engine
 from .errors import LAST_FAILURE, StorageError
 from .reads import Reads
@@ -49,6 +50,7 @@ class Store:
         self.group_commit = group_commit
         self.surveys, self.writes, self.reads, self.accounts = Surveys(self), Writes(self), Reads(self), Accounts(self)
         self.contacts = Contacts(self)
+        self.credentials = Credentials(self)
         self.engine = open_engine(self.url, read_only)
         self.read_only = read_only
         if read_only:
@@ -173,6 +175,11 @@ class Store:
     opt_out = _forward("contacts", Contacts.opt_out)
     contact_summary = _forward("contacts", Contacts.contact_summary)
     purge_contacts = _forward("contacts", Contacts.purge_contacts)
+    credential_key = _forward("credentials", Credentials.credential_key)
+    credential_key_for_token = _forward("credentials", Credentials.credential_key_for_token)
+    issue_credential = _forward("credentials", Credentials.issue_credential)
+    forget_credential = _forward("credentials", Credentials.forget_credential)
+    credentials_issued = _forward("credentials", Credentials.credentials_issued)
     get_setting = _forward("surveys", Surveys.get_setting)
     set_setting = _forward("surveys", Surveys.set_setting)
     received_on_granularity = _forward("surveys", Surveys.received_on_granularity)

@@ -75,18 +75,43 @@ def token_status(engine, survey_id: str, token: str) -> str | None:
     return None if row is None else "used" if is_spent(row[1], row[0]) else "unused"
 
 
-def spend(engine, survey_id: str, token: str) -> str | None:
-    """Mark the token used, inside the caller's transaction; None if done, else "unknown" or "used". The bitmap row
-    is locked until that transaction ends (PostgreSQL: FOR UPDATE; SQLite writes one at a time)."""
+def spend(engine, survey_id: str, token: str, credentials: bool = True) -> str | None:
+    """Mark the token used, inside the caller's transaction; None if done, else "unknown", "used" or "credentialed"
+    (``credentials``: the schema has them, `has_credential`). The bitmap row is locked until that transaction ends
+    (PostgreSQL: FOR UPDATE; SQLite writes one at a time)."""
     row = engine.execute(_SLOT_AND_BITMAP + engine.lock_rows("u"), [digest(token), survey_id]).fetchone()
     if row is None:
         return "unknown"
     slot, bitmap = row
     if is_spent(bitmap, slot):
         return "used"
+    if credentials and has_credential(engine, survey_id, slot):
+        return "credentialed"
     engine.execute("UPDATE token_use SET used = ? WHERE survey_id = ? AND block = ?",
                    [with_spent(bitmap, slot), survey_id, slot // SLOTS_PER_ROW])
     return None
+
+
+#: Why a token with a credential is not spent itself: its response comes with the credential, unlinkable.
+CREDENTIALED = ("token: this invitation has its credential (the survey page asked for it): the response is sent "
+                "with the credential, not the token")
+
+
+def has_credential(engine, survey_id: str, slot: int) -> bool:
+    """Whether the token in ``slot`` has received a blind-signed credential (`credentials.py`): it is then spent as
+    a credential, never as itself (that would answer twice)."""
+    return engine.execute("SELECT 1 FROM credential_issues WHERE survey_id = ? AND slot = ?",
+                          [survey_id, slot]).fetchone() is not None
+
+
+def credentialed_slots(engine, survey_id: str, slots) -> set:
+    """The slots among ``slots`` whose tokens have received a credential (`has_credential`), in one statement per 500."""
+    found: set = set()
+    for part in _parts(sorted(set(slots))):
+        found.update(row[0] for row in engine.execute(
+            f"SELECT slot FROM credential_issues WHERE survey_id = ? AND slot IN ({', '.join('?' * len(part))})",
+            [survey_id, *part]).fetchall())
+    return found
 
 
 def token_counts(engine, survey_id: str) -> dict:

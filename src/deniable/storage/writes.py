@@ -13,31 +13,17 @@ from deniable.client.quality import ParadataError, checked_paradata
 from deniable.client.reports import ReportError, validate_reports
 from deniable.client.schedule import written
 
-from .common import canonical, chunks, digest, today
+from .common import canonical, canonical_report, chunks, digest, today
+from .credentials import Credential
 from .errors import Conflict, Gone, Invalid, StorageError, Unavailable
 from .part import Part
 from .quotas import count_response
 from .quotas import recount as recount_quotas
 from .schema import SCHEMA_VERSION, rebuild_counts
-from .tokens import SLOTS_PER_ROW, is_spent, lock_bitmaps, spend_slots
+from .tokens import CREDENTIALED, SLOTS_PER_ROW, credentialed_slots, is_spent, lock_bitmaps, spend_slots
 from .tokens import lookup as token_lookup
 from .tokens import spend as spend_token
 from .transactions import retrying
-
-#: The stored text of reports seen before: a question's reports come from a small alphabet.
-_REPORT_TEXT: dict = {}
-
-
-def _canonical_report(value) -> str:
-    key = (type(value), value) if type(value) in (str, int) else None
-    if key is None:
-        return canonical(value)
-    text = _REPORT_TEXT.get(key)
-    if text is None:
-        text = canonical(value)
-        if len(_REPORT_TEXT) < 65536:
-            _REPORT_TEXT[key] = text
-    return text
 
 
 class Prepared(NamedTuple):
@@ -54,6 +40,7 @@ class Prepared(NamedTuple):
     paradata: str | None = None  # its section times as stored (`client.quality`), with their sum in ``seconds``
     seconds: int | None = None
     remembered: bool = False  # ``record`` is one read for an earlier response (`Writes._record_for`)
+    credential: Credential | None = None  # a blind-signed credential, verified, spent instead of a token
 
 
 #: Survey records read for submissions on PostgreSQL, by (database, survey, version hash): only of open surveys whose
@@ -70,7 +57,7 @@ class Writes(Part):
     """The part of `Store` that stores responses."""
 
     def submit(self, survey_id: str, spec_hash, idempotency_key, reports, token=None,
-               answerable=None, wave=None, paradata=None) -> tuple[dict, bool]:
+               answerable=None, wave=None, paradata=None, credential=None) -> tuple[dict, bool]:
         """Validate and store one response. Returns (acknowledgement, created).
 
         A retry with the same idempotency key returns the first acknowledgement (created False),
@@ -83,10 +70,13 @@ class Writes(Part):
         ``paradata``: the section times of a survey that asks for them (`client.quality`); paradata it would refuse
         are dropped and the response stored without them, the acknowledgement saying why (``paradata_dropped``):
         the answers matter more than their timing, and a page that sends the same times again would fail forever.
+        ``credential``: a token survey's blind-signed credential ({"key", "serial", "signature"}, `credentials.py`),
+        sent instead of the token and spent in the response's transaction as the token would be.
         """
         record, values, fingerprint, kept, dropped = self._prepare(survey_id, spec_hash, idempotency_key, reports,
                                                                    token, answerable, wave, paradata)
-        entry = Prepared(0, survey_id, spec_hash, idempotency_key, token, record, values, fingerprint, wave, *kept)
+        entry = Prepared(0, survey_id, spec_hash, idempotency_key, token, record, values, fingerprint, wave, *kept,
+                         credential=self.store.credentials.for_response(survey_id, record, token, credential))
         if self.store.group_commit is not None:
             return _saying_dropped(self.store.group_commit.submit(self.store, entry), dropped)
         return _saying_dropped(self.store_one(entry), dropped)
@@ -193,7 +183,7 @@ class Writes(Part):
         fingerprint = digest(canonical(body))
         kept = (None, None) if times is None else (canonical(times), sum(times["seconds"].values()))
         # Counter rows in one order for everyone: two transactions never wait on each other crosswise.
-        values = sorted((spec_hash, qid, _canonical_report(value)) for qid, value in clean.items())
+        values = sorted((spec_hash, qid, canonical_report(value)) for qid, value in clean.items())
         return record, values, fingerprint, (*kept, remembered), dropped
 
     def _record_for(self, survey_id: str, spec_hash: str):
@@ -232,7 +222,7 @@ class Writes(Part):
 
     def submit_many(self, survey_id: str, items: list[tuple]) -> list:
         """Store a batch of responses, each judged on its own as `submit` would judge it alone:
-        ``items`` are (spec_hash, idempotency_key, reports, token[, wave[, paradata]]); the result per item is
+        ``items`` are (spec_hash, idempotency_key, reports, token[, wave[, paradata[, credential]]]); per item:
         (acknowledgement, created) or the StorageError it earned. One transaction. Responses to an
         open survey go in with a handful of multi-row statements for the whole batch; a token
         survey's go one by one (each spends its own token in its own savepoint)."""
@@ -249,15 +239,16 @@ class Writes(Part):
         prepared = []  # Prepared, each at its item's position
         dropped = {}  # position -> why its paradata were dropped
         for position, (spec_hash, key, reports, token, *named) in enumerate(items):
-            wave, paradata = (list(named) + [None, None])[:2]
+            wave, paradata, credential = (list(named) + [None, None, None])[:3]
             try:
                 record, values, fingerprint, kept, dropped[position] = self._prepare(
                     survey_id, spec_hash, key, reports, token, wave=wave, paradata=paradata)
+                credential = self.store.credentials.for_response(survey_id, record, token, credential)
             except StorageError as error:
                 results[position] = error
                 continue
             prepared.append(Prepared(position, survey_id, spec_hash, key, token, record, values, fingerprint, wave,
-                                     *kept))
+                                     *kept, credential=credential))
         self.store_batch(survey_id, prepared, results)
         for position, why in dropped.items():
             if isinstance(results[position], tuple):
@@ -299,7 +290,7 @@ class Writes(Part):
                            *((entry.seconds, entry.paradata) if times else ()))])
             inserted.update(r[0] for r in cursor.fetchall())
         # Keys stored before this batch (retries) get their first acknowledgement.
-        previous = self._stored_responses(survey_id, sorted(set(first) - inserted))
+        previous = self.store.reads.stored_responses(survey_id, sorted(set(first) - inserted))
         for key in inserted:
             previous[key] = {"id": ids[key], "survey_id": survey_id, "spec_hash": first[key].spec_hash,
                              "received_on": received_on, "fingerprint": first[key].fingerprint}
@@ -339,12 +330,15 @@ class Writes(Part):
             return
         waiting = []
         for entry in entries:
+            if entry.credential is not None:  # rare in a batch: one by one, as `_store_response` spends it
+                self._store_alone(entry, results)
+                continue
             try:
                 waiting.append(entry._replace(wave=self._wave_for(survey_id, entry.record, entry.wave)))
             except StorageError:
                 self._store_alone(entry, results)  # its exact refusal, or the acknowledgement of a retry
         received_on = today(self._in_transaction("setting", "received_on", self.store.surveys.received_on_granularity))
-        stored = self._stored_responses(survey_id, sorted({entry.key for entry in waiting}))
+        stored = self.store.reads.stored_responses(survey_id, sorted({entry.key for entry in waiting}))
         first: dict = {}  # key -> the batch's first new entry with it; a later one is its retry
         retries = []
         for entry in waiting:
@@ -360,6 +354,8 @@ class Writes(Part):
         tokens = [entry.token for entry in first.values() if entry.record.access == "token"]
         found = token_lookup(self.engine, survey_id, tokens) if tokens else {}
         bitmaps = lock_bitmaps(self.engine, survey_id, {slot // SLOTS_PER_ROW for slot, _ in found.values()})
+        credentialed = credentialed_slots(self.engine, survey_id, [slot for slot, _ in found.values()]) \
+            if self.layout.has_credentials and found else set()
         spending: dict = {}  # slot -> key of the entry that spends it
         new = []
         for key, entry in list(first.items()):
@@ -372,6 +368,10 @@ class Writes(Part):
                 slot, cell = found[entry.token]
                 if is_spent(bitmaps[slot // SLOTS_PER_ROW], slot) or slot in spending:
                     results[entry.position] = Conflict("token: already used; each invitation answers once", "token")
+                    del first[key]
+                    continue
+                if slot in credentialed:
+                    results[entry.position] = Conflict(CREDENTIALED, "token")
                     del first[key]
                     continue
                 spending[slot] = key
@@ -407,17 +407,6 @@ class Writes(Part):
             else:
                 self._store_alone(entry, results)
         self._write_reports(written)
-
-    def _stored_responses(self, survey_id: str, keys: list[str]) -> dict:
-        """{idempotency key: its stored response row} for the keys already stored."""
-        found = {}
-        for chunk in chunks(keys, 500):
-            cursor = self.execute("SELECT id, survey_id, spec_hash, received_on, fingerprint, wave, idempotency_key "
-                                  f"FROM responses WHERE survey_id = ? AND idempotency_key IN ({', '.join('?' * len(chunk))})",
-                                  [survey_id, *chunk])
-            names = [c[0] for c in cursor.description]
-            found.update({row[-1]: dict(zip(names, row)) for row in cursor.fetchall()})
-        return found
 
     def _answer_retry(self, stored: dict, entry: Prepared):
         if stored["fingerprint"] != entry.fingerprint:
@@ -479,6 +468,8 @@ class Writes(Part):
             # A token's frame row (`frames.py`) goes with its response, read in the same statement (no round trip).
             column, cell, frame = ", frame_cell", ", (SELECT frame_cell FROM tokens WHERE token_hash = ? AND " \
                 "survey_id = ?)", [None if token is None or record.access != "token" else digest(token), survey_id]
+            if entry.credential is not None:  # the cell its key binds
+                cell, frame = ", ?", [entry.credential.cell]
             if not self.layout.has_frames:  # an older schema kept open as it is (a migration's own tests)
                 column, cell, frame = "", "", []
             if self.layout.has_paradata:
@@ -494,16 +485,20 @@ class Writes(Part):
                 if previous is None:  # pragma: no cover - the conflicting row cannot vanish inside a transaction
                     raise StorageError("idempotency_key: conflicting response not found", "idempotency_key")
                 return self._acknowledgement(previous), False
-            if record.access == "token":
+            if entry.credential is not None:
+                self.store.credentials.spend(survey_id, entry.credential, wave)
+            elif record.access == "token":
                 if token is None:
                     raise Invalid("token: this survey needs the respondent token from your invitation link", "token")
                 # Spent in the same transaction: a refusal rolls the response back with it. The token's own row is
                 # not written: its use is a bit in a bitmap row, which joins it to no response (`tokens.py`).
-                refused = spend_token(self.engine, survey_id, token)
+                refused = spend_token(self.engine, survey_id, token, self.layout.has_credentials)
                 if refused == "unknown":
                     raise Invalid("token: not a token of this survey", "token")
                 if refused == "used":
                     raise Conflict("token: already used; each invitation answers once", "token")
+                if refused == "credentialed":
+                    raise Conflict(CREDENTIALED, "token")
             if self._quotas(survey_id):
                 self._count_in_quotas(survey_id, values)
             self._write_reports([(row["id"], spec_hash, values)])

@@ -1,0 +1,212 @@
+"""Blind-signed credentials end to end: an invitation's token is exchanged for a credential the server cannot join to
+the response it later carries; each credential answers once, under 64 concurrent sends too; every forged, reused or
+misshapen part is refused by field with nothing stored; tokens spent the old way keep working."""
+
+import concurrent.futures
+import json
+import secrets
+import urllib.error
+import urllib.request
+
+import pytest
+
+from deniable.client import Survey, TokenAlreadyUsed, blind_rsa, submit
+from deniable.client.submit import obtain_credential
+from deniable.server import signing
+from tests.server.conftest import ANSWERS
+
+pytestmark = pytest.mark.both_engines
+
+
+def _body(survey: Survey, **extra) -> dict:
+    return {"spec_hash": survey.hash, "idempotency_key": secrets.token_hex(16), "reports": survey.randomize(ANSWERS),
+            **extra}
+
+
+def _token_survey(store, survey, count=3, **options):
+    store.add_survey(survey, access="token")
+    return store.issue_tokens("tax", count, **options)
+
+
+def _rows(store, table: str) -> list:
+    return store.engine.execute(f"SELECT * FROM {table}").fetchall()
+
+
+def test_a_token_becomes_a_credential_and_the_response_carries_no_trace_of_the_token(live_server, survey, store):
+    [token, other, _] = _token_survey(store, survey)
+    sent = submit(live_server, "tax", ANSWERS, token=token)
+    assert sent.created and store.response_count("tax") == 1
+    assert store.token_status("tax", token) == "unused"  # its bit was never set: the response spent a serial
+    assert len(_rows(store, "credential_issues")) == 1 and len(_rows(store, "spent_serials")) == 1
+    [(slot,)] = store.engine.execute("SELECT slot FROM credential_issues").fetchall()
+    [(serial,)] = store.engine.execute("SELECT serial FROM spent_serials").fetchall()
+    response = store.engine.execute("SELECT * FROM responses").fetchone()
+    assert serial not in [str(value) for value in response] and token not in str(_rows(store, "spent_serials"))
+    assert isinstance(slot, int)
+    with pytest.raises(TokenAlreadyUsed) as second:  # a second credential for one invitation
+        submit(live_server, "tax", ANSWERS, token=token)
+    assert second.value.field == "token" and "received its credential" in second.value.message
+    assert store.response_count("tax") == 1
+    assert submit(live_server, "tax", ANSWERS, token=other).created and store.response_count("tax") == 2
+
+
+def test_the_same_blinded_message_is_signed_again_and_another_is_refused(client, survey, store):
+    [token, *_] = _token_survey(store, survey)
+    offered = client.post("/api/v1/surveys/tax/credential-key", json={"token": token}).get_json()
+    key = blind_rsa.PublicKey(int(offered["modulus"], 16), offered["exponent"])
+    assert key.n.bit_length() == signing.KEY_BITS and offered["key"]
+    serial = blind_rsa.prepare(secrets.token_bytes(32))
+    blinded, inverse = blind_rsa.blind(key, serial)
+    ask = {"token": token, "key": offered["key"], "blinded": blinded.hex()}
+    first, again = (client.post("/api/v1/surveys/tax/credentials", json=ask) for _ in range(2))
+    assert first.status_code == again.status_code == 200 and first.get_json() == again.get_json()
+    signature = blind_rsa.finalize(key, serial, bytes.fromhex(first.get_json()["blind_signature"]), inverse)
+    assert blind_rsa.verify(key, serial, signature)
+    other, _ = blind_rsa.blind(key, blind_rsa.prepare(secrets.token_bytes(32)))
+    refused = client.post("/api/v1/surveys/tax/credentials", json={**ask, "blinded": other.hex()})
+    assert refused.status_code == 409 and refused.get_json()["error"]["field"] == "token"
+    assert len(_rows(store, "credential_issues")) == 1
+
+
+def test_bad_issuance_requests_are_refused_by_field_and_record_nothing(client, survey, store):
+    [token, *_] = _token_survey(store, survey)
+    offered = client.post("/api/v1/surveys/tax/credential-key", json={"token": token}).get_json()
+    n = int(offered["modulus"], 16)
+    length = (n.bit_length() + 7) // 8
+    cases = [
+        ({"token": "not-a-token", "key": offered["key"], "blinded": "00" * length}, 422, "token"),
+        ({"token": token, "key": offered["key"], "blinded": "00" * (length - 1)}, 422, "blinded"),
+        ({"token": token, "key": offered["key"], "blinded": "ff" * length}, 422, "blinded"),  # not below the modulus
+        ({"token": token, "key": offered["key"], "blinded": "zz"}, 422, "blinded"),
+        ({"token": token, "key": "0" * 32, "blinded": "00" * length}, 409, "key"),
+    ]
+    for body, status, field in cases:
+        answer = client.post("/api/v1/surveys/tax/credentials", json=body)
+        assert (answer.status_code, answer.get_json()["error"]["field"]) == (status, field), body
+    assert client.post("/api/v1/surveys/tax/credential-key", json={"token": "nope"}).status_code == 422
+    assert _rows(store, "credential_issues") == []
+
+
+def _credential(base, token):
+    return obtain_credential(base, "tax", token, retries=0)
+
+
+def _post(base: str, body: dict) -> int:
+    """POST one response over HTTP; its status."""
+    request = urllib.request.Request(f"{base}/api/v1/surveys/tax/responses", method="POST",
+                                     data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_forged_reused_and_wrong_key_credentials_are_refused_and_nothing_is_stored(live_server, client, survey, store):
+    [token, second, *_] = _token_survey(store, survey)
+    credential = _credential(live_server, token)
+    signature = bytearray.fromhex(credential["signature"])
+    signature[-1] ^= 1
+    store.add_survey(Survey.from_dict({**survey.to_dict(), "id": "elsewhere"}), access="token")
+    [foreign] = store.issue_tokens("elsewhere", 1)
+    foreign_credential = obtain_credential(live_server, "elsewhere", foreign, retries=0)
+    cases = [
+        ({**credential, "signature": signature.hex()}, 422, "credential.signature"),
+        ({**credential, "signature": credential["signature"][:-2]}, 422, "credential.signature"),
+        ({**credential, "serial": credential["serial"][:-2]}, 422, "credential.serial"),
+        ({**credential, "key": foreign_credential["key"]}, 422, "credential.key"),
+        (foreign_credential, 422, "credential.key"),
+        ({"key": credential["key"], "serial": credential["serial"]}, 422, "credential"),
+    ]
+    for forged, status, field in cases:
+        answer = client.post("/api/v1/surveys/tax/responses", json=_body(survey, credential=forged))
+        assert (answer.status_code, answer.get_json()["error"]["field"]) == (status, field), forged
+    both = client.post("/api/v1/surveys/tax/responses", json=_body(survey, credential=credential, token=second))
+    assert both.status_code == 422 and both.get_json()["error"]["field"] == "credential"
+    assert store.response_count("tax") == 0 and _rows(store, "spent_serials") == []
+    assert client.post("/api/v1/surveys/tax/responses", json=_body(survey, credential=credential)).status_code == 201
+    reused = client.post("/api/v1/surveys/tax/responses", json=_body(survey, credential=credential))
+    assert reused.status_code == 409 and reused.get_json()["error"]["field"] == "credential"
+    assert store.response_count("tax") == 1
+
+
+def test_a_credential_answers_once_under_64_concurrent_sends(live_server, survey, store):
+    [token, *_] = _token_survey(store, survey)
+    credential = _credential(live_server, token)
+
+    bodies = [_body(survey, credential=credential) for _ in range(64)]
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        statuses = list(pool.map(lambda body: _post(live_server, body), bodies))
+    assert sorted(set(statuses)) == [201, 409] and statuses.count(201) == 1, statuses
+    assert store.response_count("tax") == 1 and len(_rows(store, "spent_serials")) == 1
+
+
+def test_a_token_with_a_credential_is_not_spent_itself_nor_the_other_way_round(live_server, client, survey, store):
+    [with_credential, spent_directly, *_] = _token_survey(store, survey)
+    _credential(live_server, with_credential)
+    direct = client.post("/api/v1/surveys/tax/responses", json=_body(survey, token=with_credential))
+    assert direct.status_code == 409 and direct.get_json()["error"]["field"] == "token"
+    assert client.post("/api/v1/surveys/tax/responses", json=_body(survey, token=spent_directly)).status_code == 201
+    with pytest.raises(TokenAlreadyUsed):  # the old path: a token spent as itself earns no credential afterwards
+        _credential(live_server, spent_directly)
+    credential = _credential(live_server, _token_survey(store, survey, 1)[0])
+    batch = client.post("/api/v1/surveys/tax/responses:batch", json={"items": [
+        _body(survey, token=with_credential), _body(survey, credential=credential), _body(survey, credential=credential)]})
+    assert [(r["status"], r.get("error", {}).get("field")) for r in batch.get_json()["results"]] == [
+        (409, "token"), (201, None), (409, "credential")]
+    assert store.response_count("tax") == 2
+
+
+def test_each_frame_cell_and_each_version_has_its_own_key_and_the_response_carries_its_cell(live_server, survey, store):
+    frame = [{"stratum": s} for s in ["north"] * 5 + ["south"] * 5]
+    spec = {**survey.to_dict(), "sample": {"frame": ["stratum"], "strata": "stratum"}}
+    framed = Survey.from_dict(spec)
+    store.add_survey(framed, access="token")
+    tokens = store.issue_tokens("tax", frame=frame)
+    first, last = (_credential(live_server, tokens[i]) for i in (0, 9))
+    assert first["key"] != last["key"]
+    cells = dict(store.engine.execute("SELECT id, frame_cell FROM credential_keys").fetchall())
+    client_survey = Survey.from_dict(spec)
+    for credential in (first, last):
+        assert _post(live_server, _body(client_survey, credential=credential)) == 201
+    stored = sorted(cell for (cell,) in store.engine.execute("SELECT frame_cell FROM responses").fetchall())
+    assert stored == sorted(cells[c["key"]] for c in (first, last)) and len(set(stored)) == 2
+    # a new version signs with new keys; a credential issued under the old one still answers
+    held = _credential(live_server, tokens[1])
+    store.add_survey(Survey.from_dict({**spec, "title": "Taxes, again"}))
+    renewed = _credential(live_server, tokens[2])
+    assert renewed["key"] not in (first["key"], held["key"]) and len(cells) < len(
+        store.engine.execute("SELECT id FROM credential_keys").fetchall())
+    assert submit(live_server, "tax", ANSWERS, token=tokens[3]).created
+    assert store.response_count("tax") == 3
+
+
+def test_private_keys_are_exported_nowhere(runner, db_path, live_server, survey, store, tmp_path):
+    from deniable.server.cli import main
+    from deniable.server.export_formats import EXPORT_FORMATS
+
+    [token, *_] = _token_survey(store, survey)
+    submit(live_server, "tax", ANSWERS, token=token)
+    [(private,)] = store.engine.execute("SELECT private_key FROM credential_keys").fetchall()
+    secret_line = private.splitlines()[1].encode()
+    for form in EXPORT_FORMATS:
+        target = tmp_path / f"export.{EXPORT_FORMATS[form].suffix}"
+        out = runner.invoke(main, ["export", "tax", "--db", db_path, "--format", form, "--output", str(target)])
+        assert out.exit_code == 0, out.output
+        assert secret_line not in target.read_bytes(), form
+
+
+def test_a_server_without_credentials_gets_the_token_itself(app, survey, store):
+    """An older server has no credential routes (404 with no field): `submit` sends the token, as it always did."""
+    from tests.support.serving import served
+
+    [token, *_] = _token_survey(store, survey)
+
+    def older(environ, start_response):
+        if environ["PATH_INFO"].endswith("/credential-key"):
+            environ["PATH_INFO"] = "/api/v1/no-such-route"
+        return app(environ, start_response)
+
+    with served(older) as base:
+        assert submit(base, "tax", ANSWERS, token=token).created
+    assert store.token_status("tax", token) == "used" and _rows(store, "credential_issues") == []
