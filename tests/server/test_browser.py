@@ -145,7 +145,10 @@ def test_no_javascript_falls_back_to_the_coin_procedure(browser, live_server, su
     context.close()
 
 
-def test_invitation_token_is_used_once_and_leaves_the_address_bar(browser, live_server, survey, store):
+def test_invitation_token_becomes_a_credential_answers_once_and_leaves_the_address_bar(browser, live_server, survey,
+                                                                                      store):
+    """The page asks for its credential when it opens and sends it, not the token: the response is joined to no
+    invitation. Opened again, even in the same browser, the invitation earns no second credential and no answer."""
     [token] = store.issue_tokens("tax", 1)
     context = browser.new_context()
     page = context.new_page()
@@ -155,13 +158,30 @@ def test_invitation_token_is_used_once_and_leaves_the_address_bar(browser, live_
     fill_demo(page, TRUE)
     page.click("#survey-form button[type=submit]")
     page.wait_for_selector("#sent:not([hidden])")
-    assert [json.loads(p["body"]).get("token") for p in recorder.posts()] == [token]
-    # Opened again, the spent link says so at once: no form to fill in for nothing.
+    posts = recorder.posts()
+    assert [post["url"].rsplit("/", 1)[-1] for post in posts] == ["credential-key", "credentials", "responses"]
+    sent = json.loads(posts[-1]["body"])
+    assert "token" not in sent and set(sent["credential"]) == {"key", "serial", "signature"}
+    assert token not in posts[-1]["body"]
+    assert page.evaluate("Object.keys(localStorage).filter((k) => k.startsWith('deniable-credential'))") == []
+    # The server cannot tell an answered invitation from an opened one now: the page opens, and the send is refused.
+    page.goto(f"{live_server}/s/tax?t={token}")
+    fill_demo(page, TRUE)
+    page.click("#survey-form button[type=submit]")
+    page.wait_for_selector("#send-problem:not([hidden])")
+    assert "already been used" in page.text_content("#send-problem")
+    assert store.response_count("tax") == 1
+    context.close()
+
+
+def test_a_token_spent_the_old_way_says_so_when_its_link_is_opened_again(browser, live_server, survey, store, client):
+    [token] = store.issue_tokens("tax", 1)
+    body = {"spec_hash": survey.hash, "idempotency_key": "k" * 16, "reports": survey.randomize(TRUE), "token": token}
+    assert client.post("/api/v1/surveys/tax/responses", json=body).status_code == 201
+    page = browser.new_context().new_page()
     again = page.goto(f"{live_server}/s/tax?t={token}")
     assert again.status == 409
     assert "Already answered" in page.text_content("h1") and page.locator("#survey-form").count() == 0
-    assert store.response_count("tax") == 1
-    context.close()
 
 
 @pytest.mark.parametrize("link, status, heading", [

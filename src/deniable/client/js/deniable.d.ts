@@ -527,6 +527,8 @@ export interface ResponseBody {
   idempotency_key: string;
   reports: Reports;
   token?: string;
+  /** A blind-signed credential (obtainCredential), instead of the token. */
+  credential?: Credential;
   /** The wave of a repeated survey the response belongs to (as served with the spec). */
   wave?: string;
 }
@@ -546,6 +548,15 @@ export function submit(baseUrl: string, surveyId: string, answers: Answers,
                        options?: SendOptions & { token?: string | null; outbox?: Outbox | null; memo?: Memo | null;
                                                   arms?: Record<string, "direct" | "randomized"> | null }):
   Promise<{ acknowledgement: Acknowledgement | null; reports: Reports; queued: boolean }>;
+
+/** A blind-signed credential: sent with a response instead of the invitation token it was exchanged for. */
+export interface Credential { key: string; serial: string; signature: string }
+/** Exchange an invitation token for a blind-signed credential; null from a server that issues none. With a
+ * `storage`, the request and then the credential are kept there, so a reload asks nothing twice. */
+export function obtainCredential(baseUrl: string, surveyId: string, token: string,
+                                 options?: SendOptions & { storage?: OutboxStorage | null }): Promise<Credential | null>;
+/** The `storage` key `obtainCredential` keeps a survey's credential under (the token's digest, not the token). */
+export function credentialSlot(surveyId: string, token: string): Promise<string>;
 
 /** True for a send that never got an answer from the server. */
 export function isUnreachable(error: unknown): boolean;

@@ -21,7 +21,7 @@ export { Completion } from "./src/completion.js";
 export { drawOrder } from "./src/order.js";
 export { ExpressionError, MAX_EXPRESSION_LENGTH, canonicalNumber, parseExpression, expressionText, evaluateExpression } from "./src/skiplogic.js";
 export { QUESTION_TYPES, MAX_ITEMS, MAX_OPTIONS, MAX_SECTIONS, isRightToLeft, localize, Note, Question, Section, leakMessage, Survey } from "./src/survey.js";
-export { SubmitError, newIdempotencyKey, SurveyNotFound, StaleSpec, SurveyClosed, WaveClosed, TokenAlreadyUsed, NoWaveOpen, QuotaFull, ResponseRejected, RetryLater, classify, isRetryable, retryAfterSeconds, fetchSurvey, postResponse, submit, isUnreachable } from "./src/submit.js";
+export { SubmitError, newIdempotencyKey, SurveyNotFound, StaleSpec, SurveyClosed, WaveClosed, TokenAlreadyUsed, NoWaveOpen, QuotaFull, ResponseRejected, RetryLater, classify, isRetryable, retryAfterSeconds, fetchSurvey, postResponse, submit, obtainCredential, credentialSlot, isUnreachable } from "./src/submit.js";
 export { STATUS_TABLE } from "./src/statuses.js";
 export { MemoryStorage, Outbox } from "./src/outbox.js";
 export { Memo, MemoError, MemoStream, SECRET_BYTES, memoMessage, sha256, hmacSha256 } from "./src/memo.js";

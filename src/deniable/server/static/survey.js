@@ -8,7 +8,7 @@
 // when the browser is back online or the survey is opened again.
 import { Memo, Outbox, Survey, drawOrder, isUnreachable, newIdempotencyKey, parseFraction, postResponse } from "/js/deniable.js";
 import { DraftStore, draftExpiry, inputState, isOrderOf, restoreInput } from "./resume.js";
-import { clearLanguageLinks, invited, takeInvitation } from "./invitation.js";
+import { clearLanguageLinks, credentialOnOpen, forgetCredential, invited, takeInvitation } from "./invitation.js";
 import { Offline, fetchPage, layWordsOver } from "./language.js";
 import { SectionClock, sectionOf } from "./timing.js";
 import { describe, format, sendProblem } from "./wording.js";
@@ -23,6 +23,7 @@ const formProblem = document.getElementById("form-problem");
 const progress = document.getElementById("progress");
 const [backButton, nextButton, sendButton] = ["back", "next", "send"].map((id) => document.getElementById(id));
 const token = takeInvitation(); // kept out of the address bar, the history and the links (invitation.js)
+const credential = credentialOnOpen(survey.id, token); // sent instead of the token: unlinkable to the invitation
 
 coinForm.remove();
 document.getElementById("device-words").hidden = false;
@@ -449,7 +450,9 @@ form.addEventListener("submit", async (event) => {
     const reports = survey.randomize(answers, { arms: readArms(), memo }); // only shown questions: the same tree the server checks
     const body = { spec_hash: data.hash, idempotency_key: newIdempotencyKey(), reports };
     if (timing) body.paradata = timing.paradata();
-    if (token) body.token = token;
+    const held = await credential;
+    if (held) body.credential = held;
+    else if (token) body.token = token;
     if (data.wave) body.wave = data.wave;
     pending = { answers: asked, body };
   }
@@ -477,6 +480,7 @@ form.addEventListener("submit", async (event) => {
     saved = true;
   }
   pending = null;
+  await forgetCredential(survey.id, token);
   form.remove(); // the true answers leave the page with the form, and the draft with them
   dropDraft();
   draftBox.hidden = true;

@@ -1,6 +1,7 @@
 // Sending reports: fetch the spec, post with retries and typed errors (Python: submit.py).
 // Part of deniable.js; no dependencies.
 
+import { PublicKey, blind, finalize, prepare } from "./blind_rsa.js";
 import { cryptoSource } from "./randomness.js";
 import { STATUS_TABLE } from "./statuses.js";
 import { Survey } from "./survey.js";
@@ -150,6 +151,57 @@ export async function postResponse(baseUrl, surveyId, body, options = {}) {
   return (await withRetries(url, init, options)).payload;
 }
 
+const toHex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+const fromHex = (text) => Uint8Array.from(text.match(/../g) ?? [], (pair) => parseInt(pair, 16));
+
+/** Where `obtainCredential` keeps a credential in `storage`: per survey and invitation (its token's SHA-256, never the
+ * token itself). */
+export async function credentialSlot(surveyId, token) {
+  const digest = new Uint8Array(await globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)));
+  return `deniable-credential:${surveyId}:${toHex(digest.slice(0, 16))}`;
+}
+
+/**
+ * Exchange an invitation `token` for a blind-signed credential (blind_rsa.js): {key, serial, signature}, sent with
+ * the response instead of the token, so the server cannot join the invitation to the response. null from a server
+ * that issues none (older than credentials: the token is sent itself, as it was). The same blinded message is sent
+ * on every retry, which the server answers again; a second call for one token is refused (409 on token). With a
+ * `storage` (localStorage, or an OutboxStorage), the blinded message is kept before it is sent and the credential
+ * once it is made (`credentialSlot`), so a reload of the page sends the same message again, or reuses the
+ * credential, instead of asking a second time; the blinding factor is dropped once the credential is made. The
+ * Python twin is submit.obtain_credential.
+ */
+export async function obtainCredential(baseUrl, surveyId, token, { storage = null, ...options } = {}) {
+  const base = `${baseUrl.replace(/\/$/, "")}/api/v1/surveys/${encodeURIComponent(surveyId)}`;
+  const post = (path, body) => withRetries(`${base}/${path}`, { method: "POST", body: JSON.stringify(body),
+    headers: { "Content-Type": "application/json", Accept: "application/json" } }, options);
+  const slot = storage ? await credentialSlot(surveyId, token) : null;
+  const kept = slot ? JSON.parse(storage.getItem(slot) ?? "null") : null;
+  if (kept?.credential) return kept.credential;
+  let asked = kept?.asked ?? null;
+  if (!asked) {
+    let offered;
+    try {
+      offered = (await post("credential-key", { token })).payload;
+    } catch (error) {
+      if (error instanceof SurveyNotFound && error.field === null) return null; // no such route: a server without them
+      throw error;
+    }
+    const key = new PublicKey(BigInt(`0x${offered.modulus}`), offered.exponent);
+    const serial = prepare(cryptoSource.getRandomValues(new Uint8Array(32)));
+    const { blinded, inverse } = await blind(key, serial);
+    asked = { key: offered.key, modulus: offered.modulus, exponent: offered.exponent, serial: toHex(serial),
+      blinded: toHex(blinded), inverse: inverse.toString(16) };
+    if (slot) storage.setItem(slot, JSON.stringify({ asked }));
+  }
+  const signed = (await post("credentials", { token, key: asked.key, blinded: asked.blinded })).payload;
+  const key = new PublicKey(BigInt(`0x${asked.modulus}`), asked.exponent);
+  const signature = await finalize(key, fromHex(asked.serial), fromHex(signed.blind_signature), BigInt(`0x${asked.inverse}`));
+  const credential = { key: asked.key, serial: asked.serial, signature: toHex(signature) };
+  if (slot) storage.setItem(slot, JSON.stringify({ credential }));
+  return credential;
+}
+
 /**
  * Fetch the spec, randomize `answers` on this device, and send only the reports.
  * Resolves to {acknowledgement, reports, queued}: the reports are exactly what left (or will leave)
@@ -164,7 +216,11 @@ export async function submit(baseUrl, surveyId, answers, { token = null, outbox 
   const { survey, hash, payload } = await fetchSurvey(baseUrl, surveyId, options);
   const reports = survey.randomize(answers, { memo, ...(arms ? { arms } : {}) });
   const body = { spec_hash: hash, idempotency_key: newIdempotencyKey(), reports };
-  if (token) body.token = token;
+  if (token) {
+    const credential = payload.access === "token" ? await obtainCredential(baseUrl, surveyId, token, options) : null;
+    if (credential) body.credential = credential;
+    else body.token = token;
+  }
   if (payload.wave !== undefined && payload.wave !== null) body.wave = payload.wave; // refused once that wave is closed
   try {
     const acknowledgement = await postResponse(baseUrl, surveyId, body, options);

@@ -48,3 +48,68 @@ test("what is not the key's signature is refused", async () => {
   await assert.rejects(finalizeBlind(key, message, bytes("blind_sig"), number("inv") + 1n),
     (error) => error instanceof BlindSignatureError && error.field === "blind_signature");
 });
+
+test("submit exchanges a token survey's token for a credential that verifies, and sends it instead", async () => {
+  const { submit, obtainCredential, TokenAlreadyUsed } = await import("../deniable.js");
+  const spec = { id: "tax", title: "Taxes", questions: [{ id: "dodged", type: "yes_no", text: "Dodged?" }] };
+  const hex = (data) => Array.from(data, (b) => b.toString(16).padStart(2, "0")).join("");
+  const calls = [];
+  let failOnce = true;
+  const fetch = async (url, init = {}) => {
+    const body = init.body ? JSON.parse(init.body) : null;
+    calls.push({ url, body });
+    const answer = (status, payload) => ({ ok: status < 400, status, json: async () => payload, headers: new Map() });
+    if (url.endsWith("/credential-key")) return answer(200, { key: "k1", modulus: vector.n, exponent: Number(number("e")) });
+    if (url.endsWith("/credentials")) {
+      if (failOnce) { failOnce = false; return answer(503, null); } // the retry sends the same blinded message
+      return answer(200, { key: "k1", blind_signature: hex(sign(Uint8Array.from(body.blinded.match(/../g), (p) => parseInt(p, 16)))) });
+    }
+    if (url.endsWith("/responses")) return answer(201, { id: "r1" });
+    return answer(200, { spec, hash: "h1", access: "token" });
+  };
+  const { acknowledgement } = await submit("http://x", "tax", { dodged: "yes" }, { fetch, token: "t".repeat(22), backoffMs: 1 });
+  assert.equal(acknowledgement.id, "r1");
+  const issued = calls.filter((c) => c.url.endsWith("/credentials"));
+  assert.equal(issued.length, 2);
+  assert.equal(issued[0].body.blinded, issued[1].body.blinded);
+  const sent = calls.at(-1).body;
+  assert.equal(sent.token, undefined);
+  assert.deepEqual(Object.keys(sent.credential).sort(), ["key", "serial", "signature"]);
+  const unhex = (text) => Uint8Array.from(text.match(/../g), (p) => parseInt(p, 16));
+  assert.ok(await verifyBlind(key, unhex(sent.credential.serial), unhex(sent.credential.signature)));
+  assert.equal(sent.credential.serial.length, 128); // the 32-byte prefix and the 32-byte serial
+  // a server without credentials (no such route) gets the token itself, as before
+  const older = async (url) => ({ ok: false, status: 404, headers: new Map(),
+    json: async () => ({ error: { status: 404, field: null, message: "not found" } }) });
+  assert.equal(await obtainCredential("http://x", "tax", "t".repeat(22), { fetch: older }), null);
+  // a second credential for one invitation is refused as a used token is
+  const refused = async () => ({ ok: false, status: 409, headers: new Map(),
+    json: async () => ({ error: { status: 409, field: "token", message: "token: has its credential" } }) });
+  await assert.rejects(obtainCredential("http://x", "tax", "t".repeat(22), { fetch: refused }), TokenAlreadyUsed);
+});
+
+test("with a storage, a reload sends the same blinded message and then reuses the credential", async () => {
+  const { obtainCredential, credentialSlot, MemoryStorage } = await import("../deniable.js");
+  const hex = (data) => Array.from(data, (b) => b.toString(16).padStart(2, "0")).join("");
+  const storage = new MemoryStorage();
+  const blindedSent = [];
+  let answer = false; // the first page's request is lost with the page
+  const fetch = async (url, init = {}) => {
+    const body = init.body ? JSON.parse(init.body) : null;
+    const reply = (status, payload) => ({ ok: status < 400, status, json: async () => payload, headers: new Map() });
+    if (url.endsWith("/credential-key")) return reply(200, { key: "k1", modulus: vector.n, exponent: Number(number("e")) });
+    blindedSent.push(body.blinded);
+    if (!answer) throw new TypeError("the page was closed");
+    return reply(200, { key: "k1", blind_signature: hex(sign(Uint8Array.from(body.blinded.match(/../g), (p) => parseInt(p, 16)))) });
+  };
+  const token = "t".repeat(22);
+  await assert.rejects(obtainCredential("http://x", "tax", token, { fetch, storage, retries: 0 }));
+  answer = true;
+  const credential = await obtainCredential("http://x", "tax", token, { fetch, storage, retries: 0 });
+  assert.equal(blindedSent.length, 2);
+  assert.equal(blindedSent[0], blindedSent[1]);
+  const kept = storage.getItem(await credentialSlot("tax", token));
+  assert.ok(!kept.includes(token) && !kept.includes("inverse") && kept.includes(credential.signature));
+  assert.deepEqual(await obtainCredential("http://x", "tax", token, { fetch, storage }), credential);
+  assert.equal(blindedSent.length, 2); // reused: nothing asked again
+});
