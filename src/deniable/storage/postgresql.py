@@ -253,16 +253,18 @@ class PostgresEngine:
             return self.execute("SELECT pg_database_size(current_database())").fetchone()[0]
 
         before = size()
-        # CLUSTER keeps each row's xmin (the id of the transaction that wrote it), which orders responses by arrival.
-        # Every row is first written anew, responses and reports in one transaction and the token bitmaps in another:
-        # afterwards every response carries one xmin, shared with no bitmap row (`tokens.py`). CLUSTER then keeps
-        # only those new versions, in key order (the random id's).
-        for statements in (("UPDATE responses SET id = id", "UPDATE reports SET value = value"),
-                           ("UPDATE token_use SET used = used",)):
+        # CLUSTER keeps each row's xmin (the id of the transaction that wrote it), which orders responses by arrival,
+        # and credentials by issue. Every row is first written anew, responses, reports and spent serials in one
+        # transaction and the token bitmaps and credential issues in another: afterwards every response carries one
+        # xmin, shared with no bitmap or issue row (`tokens.py`, `credentials.py`), and neither side keeps its order.
+        # CLUSTER then keeps only those new versions, in key order (the random id's, the slot's, the serial's).
+        for statements in (("UPDATE responses SET id = id", "UPDATE reports SET value = value",
+                            "UPDATE spent_serials SET serial = serial"),
+                           ("UPDATE token_use SET used = used", "UPDATE credential_issues SET blinded = blinded")):
             with Transaction(self):
                 for statement in statements:
                     self.execute(statement)
-        for table in ("responses", "reports", "token_use"):
+        for table in ("responses", "reports", "token_use", "spent_serials", "credential_issues"):
             self.execute(f"CLUSTER {table} USING {table}_pkey")
         self.execute("VACUUM ANALYZE")
         return before, size()
