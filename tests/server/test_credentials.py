@@ -210,3 +210,53 @@ def test_a_server_without_credentials_gets_the_token_itself(app, survey, store):
     with served(older) as base:
         assert submit(base, "tax", ANSWERS, token=token).created
     assert store.token_status("tax", token) == "used" and _rows(store, "credential_issues") == []
+
+
+def test_reminders_go_to_those_who_have_not_started(live_server, survey, store):
+    """Who answered with a credential is known to nobody: a reminder skips whoever opened the survey (received a
+    credential) as it skips whoever answered with the token itself, and goes to the others."""
+    store.add_survey(survey, access="token")
+    store.add_contacts("tax", [{"address": f"p{i}@example.net", "language": None, "frame": None} for i in range(4)])
+    tokens = {}
+    while (contact := store.claim_contact("tax", "invite")) is not None:
+        store.confirm_sent("tax", contact["id"])
+        tokens[contact["address"]] = contact["token"]
+    submit(live_server, "tax", ANSWERS, token=tokens["p0@example.net"])  # answered with a credential
+    _credential(live_server, tokens["p1@example.net"])  # opened, not (yet) answered
+    old_path = _body(survey, token=tokens["p2@example.net"])
+    store.submit("tax", old_path["spec_hash"], old_path["idempotency_key"], old_path["reports"], old_path["token"])
+    assert store.due_contacts("tax", "remind", max_reminders=3, wait_days=0) == {None: 1}
+    assert store.contact_summary("tax")["started"] == 3
+
+
+def test_an_admin_lets_a_lost_credential_be_issued_again_and_the_audit_log_says_so(runner, db_path, live_server, survey,
+                                                                                   store):
+    from deniable.server.cli import main
+
+    [token, unopened, *_] = _token_survey(store, survey)
+    _credential(live_server, token)  # then the phone is lost
+    with pytest.raises(TokenAlreadyUsed):
+        _credential(live_server, token)
+    done = runner.invoke(main, ["reissue", "tax", token, "--db", db_path])
+    assert done.exit_code == 0, done.output
+    assert submit(live_server, "tax", ANSWERS, token=token).created
+    [line] = [entry for entry in store.audit_log() if entry["action"] == "credential re-issued"]
+    assert line["survey_id"] == "tax" and token not in str(line)
+    for refused in ([unopened], ["not-a-token"]):  # nothing to re-issue: said, exit 1, nothing audited
+        out = runner.invoke(main, ["reissue", "tax", *refused, "--db", db_path])
+        assert out.exit_code == 1 and "token:" in out.output and "Traceback" not in out.output
+    assert len([e for e in store.audit_log() if e["action"] == "credential re-issued"]) == 1
+
+
+def test_the_form_without_javascript_says_its_invitation_goes_with_the_answers(client, survey, store):
+    import json as json_module
+    from importlib.resources import files
+
+    [token, *_] = _token_survey(store, survey)
+    said = json_module.loads(files("deniable.client").joinpath("words/en.json").read_text())["invitation_no_js"]
+    invited = client.get(f"/s/tax?t={token}").get_data(as_text=True)
+    form = invited[invited.index('<form id="coin-form"'):]
+    assert said in form and f'name="token" value="{token}"' in form
+    store.add_survey(Survey.from_dict({**survey.to_dict(), "id": "open"}))
+    opened = client.get("/s/open").get_data(as_text=True)
+    assert said not in opened[opened.index('<form id="coin-form"'):]  # the page's words hold it; its form does not

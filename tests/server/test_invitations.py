@@ -134,7 +134,7 @@ def test_each_contact_gets_its_own_link_in_its_language_once(runner, db_path, st
     again = invite(runner, db_path, "--contacts", contact_list(tmp_path))  # the same list again: nobody twice
     assert again.exit_code == 0 and "0 contacts added (12 already on the list)" in again.output
     assert "0 invitations sent" in again.output and len(smtp.messages) == 12
-    assert store.contact_summary("tax") == {"contacts": 12, "invited": 12, "reminders_sent": 0, "answered": 0,
+    assert store.contact_summary("tax") == {"contacts": 12, "invited": 12, "reminders_sent": 0, "started": 0,
                                             "not_invited": 0, "uncertain": 0, "bounced": 0, "opted_out": 0}
 
 
@@ -199,7 +199,7 @@ def test_reminders_go_only_to_those_who_have_not_answered_opted_out_or_bounced(r
     waiting = runner.invoke(main, ["remind", "tax", "--max", "2", "--base-url", BASE, "--from", SENDER, "--db", db_path])
     assert "0 reminders sent" in waiting.output  # --wait 3 days by default: none is due today
     status = runner.invoke(main, ["contacts", "status", "tax", "--json", "--db", db_path])
-    assert '"answered": 4' in status.output and '"reminders_sent": 5' in status.output
+    assert '"started": 4' in status.output and '"reminders_sent": 5' in status.output
     assert '"opted_out": 2' in status.output and '"bounced": 1' in status.output
 
     responses = store.response_count("tax")

@@ -1,6 +1,7 @@
 """The contact list of a survey's e-mail invitations (`deniable invite`, `deniable remind`): each address with its
 language, its own invitation token and what was sent to it. Kept in its own table and never joined to responses: the
-token links an address to "has answered" (a bit of the tokens' bitmap, `tokens.py`) and to nothing else, and
+token links an address to "has started" (answered with the token, a bit of the tokens' bitmap, `tokens.py`; or
+received its credential, `credentials.py`) and to nothing else, and
 ``purge_contacts`` erases the addresses after fieldwork, leaving every response and token as it was.
 
 Sending is at most once per message, even across a crash. Before a message goes, its contact is *claimed* in a
@@ -19,7 +20,7 @@ import secrets
 from .common import chunks, today
 from .errors import Conflict, Invalid, StorageError
 from .part import Part
-from .tokens import SLOTS_PER_ROW, is_spent, read_bitmaps
+from .tokens import SLOTS_PER_ROW, credentialed_slots, is_spent, read_bitmaps
 from .tokens import lookup as token_lookup
 
 #: What an address may be: a plain mailbox (no display name, no comments), ASCII, at most 254 characters.
@@ -161,7 +162,7 @@ class Contacts(Part):
     def _due(self, survey_id: str, kind: str, max_reminders: int, wait_days: int, after: str) -> tuple[list, str | None]:
         """The next page of contacts (by id, after ``after``) due ``kind``, and the id to go on after (None: the list
         is done). An invitation goes to a contact not yet invited; a reminder only to a contact invited at least
-        ``wait_days`` ago and reminded fewer than ``max_reminders`` times, whose invitation has not answered; neither
+        ``wait_days`` ago and reminded fewer than ``max_reminders`` times, whose invitation has not started (`_started`); neither
         to a contact claimed by a run, who has opted out or whose address has bounced."""
         if kind not in KINDS:
             raise Invalid(f"kind: one of {', '.join(KINDS)}", "kind")
@@ -173,21 +174,25 @@ class Contacts(Part):
             [survey_id, after, *([] if kind == "invite" else [_days_ago(wait_days), max_reminders])]).fetchall()
         if not candidates:
             return [], None
-        answered = set() if kind == "invite" else self._answered(survey_id, [row[3] for row in candidates])
+        started = set() if kind == "invite" else self._started(survey_id, [row[3] for row in candidates])
         return [{"id": contact_id, "address": address, "language": language, "token": token,
                  "reminders": int(reminders)}
-                for contact_id, address, language, token, reminders in candidates if token not in answered], \
+                for contact_id, address, language, token, reminders in candidates if token not in started], \
             candidates[-1][0]
 
-    def _answered(self, survey_id: str, tokens: list[str]) -> set[str]:
-        """The tokens among ``tokens`` whose invitation has answered."""
-        answered = set()
+    def _started(self, survey_id: str, tokens: list[str]) -> set[str]:
+        """The tokens among ``tokens`` whose invitation has started: answered the old way (its token spent), or opened
+        on a device that received its credential. Who has answered with a credential is known to nobody, so a
+        reminder goes only to those who have not yet opened their invitation."""
+        started = set()
         for chunk in chunks(tokens, 500):
             found = token_lookup(self.engine, survey_id, chunk)
             bitmaps = read_bitmaps(self.engine, survey_id, {slot // SLOTS_PER_ROW for slot, _ in found.values()})
-            answered.update(token for token, (slot, _) in found.items()
-                            if is_spent(bitmaps[slot // SLOTS_PER_ROW], slot))
-        return answered
+            credentialed = credentialed_slots(self.engine, survey_id, [slot for slot, _ in found.values()]) \
+                if self.layout.has_credentials else set()
+            started.update(token for token, (slot, _) in found.items()
+                           if is_spent(bitmaps[slot // SLOTS_PER_ROW], slot) or slot in credentialed)
+        return started
 
     def confirm_sent(self, survey_id: str, contact_id: str) -> None:
         """The SMTP server accepted the claimed message: recorded as sent, the claim let go."""
@@ -248,15 +253,16 @@ class Contacts(Part):
         return True
 
     def contact_summary(self, survey_id: str) -> dict:
-        """Counts of the survey's contact list: contacts, invited, reminders sent, answered, not yet invited,
-        uncertain (claims an interrupted run left), bounced, opted out."""
+        """Counts of the survey's contact list: contacts, invited, reminders sent, started (answered with the token
+        itself, or opened on a device that received its credential: who answered with one is known to nobody), not
+        yet invited, uncertain (claims an interrupted run left), bounced, opted out."""
         self._kept()
         self.store.surveys.get_survey(survey_id)
         rows = self.execute("SELECT token, invited_on, reminders, claim, bounced_on, opted_out_on FROM contacts "
                             "WHERE survey_id = ?", [survey_id]).fetchall()
-        answered = self._answered(survey_id, [row[0] for row in rows])
+        started = self._started(survey_id, [row[0] for row in rows])
         return {"contacts": len(rows), "invited": sum(row[1] is not None for row in rows),
-                "reminders_sent": sum(int(row[2]) for row in rows), "answered": len(answered),
+                "reminders_sent": sum(int(row[2]) for row in rows), "started": len(started),
                 "not_invited": sum(row[1] is None and row[3] is None and row[4] is None and row[5] is None
                                    for row in rows),
                 "uncertain": sum(row[3] is not None for row in rows), "bounced": sum(row[4] is not None for row in rows),

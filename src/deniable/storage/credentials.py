@@ -152,9 +152,10 @@ class Credentials(Part):
                              [blinded_digest, survey_id, slot])
             return row["frame_cell"]
 
-    def forget_credential(self, survey_id: str, token: str) -> None:
-        """Let ``token``'s invitation receive a new credential (an admin's re-issue: the old one may still be spent
-        once, and so may the new: the audit log says so). NotFound for a token with none."""
+    def forget_credential(self, survey_id: str, token: str, actor: str | None = None) -> None:
+        """Let ``token``'s invitation receive a new credential (an admin's re-issue, for a device lost before it
+        answered: the old credential may still be spent once, and so may the new; the audit log says so). NotFound for
+        a token with none."""
         with self.transaction():
             row = self._one("SELECT slot FROM tokens WHERE token_hash = ? AND survey_id = ?", [digest(token), survey_id])
             if row is None:
@@ -163,6 +164,9 @@ class Credentials(Part):
                                    [survey_id, row["slot"]]).fetchone()
             if deleted is None:
                 raise NotFound("token: this invitation has received no credential", "token")
+            self.store.accounts.audit_if(actor, "credential re-issued", survey_id,
+                                         "an invitation may now receive a second credential; if its first was not "
+                                         "lost, this invitation can answer twice")
 
     def credentials_issued(self, survey_id: str) -> int:
         return self._one("SELECT COUNT(*) AS n FROM credential_issues WHERE survey_id = ?", [survey_id])["n"]

@@ -184,7 +184,7 @@ def _say_who_waits(waiting: dict, due: dict):
     """Why contacts a reminder run leaves alone are left: a dry run right after inviting said "0 reminders" alone."""
     if waiting["waiting"]:
         click.echo(f"Not due yet: {waiting['waiting']} invited contacts were written to less than {due['wait_days']} "
-                   f"days ago (--wait); the first is due on {waiting['first_due']} if it has not answered by then.")
+                   f"days ago (--wait); the first is due on {waiting['first_due']} if it has not started by then.")
     if waiting["reminded_enough"]:
         click.echo(f"Not reminded again: {waiting['reminded_enough']} contacts have had {due['max_reminders']} "
                    "reminders (--max).")
@@ -258,7 +258,9 @@ def invite(survey_id, contacts_file, base_url, sender, rate, resend_uncertain, d
 @test_to_option
 @db_option
 def remind(survey_id, max_reminders, wait_days, base_url, sender, rate, resend_uncertain, dry_run, test_to, db):
-    """Remind the invited contacts who have not answered (nor opted out, nor bounced), at most --max times."""
+    """Remind the invited contacts who have not started (not opened the survey, nor answered; nor opted out, nor
+    bounced), at most --max times. Who has answered is known to nobody: a response carries a credential, not the
+    invitation."""
     base_url = _checked_base_url(base_url)
     dry_run = dry_run or test_to is not None
     mailer = _mailer_unless(dry_run, sender, test_to)
@@ -281,7 +283,7 @@ def contacts():
 @click.option("--json", "as_json", is_flag=True, help="As JSON.")
 @db_option
 def contacts_status(survey_id, as_json, db):
-    """How many contacts, invited, reminded, answered, bounced, opted out, uncertain."""
+    """How many contacts, invited, reminded, started (opened or answered), bounced, opted out, uncertain."""
     with open_store(db, read_only=True) as store:
         summary = store.contact_summary(survey_id)
     if as_json:

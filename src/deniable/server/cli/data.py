@@ -20,6 +20,20 @@ from .common import cli_actor, db_option, open_store
 from .files import atomic_write, read_frame, write_chunks
 
 
+@click.command("reissue")
+@click.argument("survey_id")
+@click.argument("token")
+@db_option
+def reissue(survey_id, token, db):
+    """Let an invitation receive a new credential: for a respondent whose device was lost, or whose browser was
+    cleared, before they answered. Nobody can tell whether that invitation answered already, so this lets it answer
+    twice if it did; the audit log records who allowed it."""
+    with open_store(db) as store:
+        store.forget_credential(survey_id, token, actor=cli_actor())
+    click.echo(f"The invitation may receive a new credential once (survey {survey_id!r}); the audit log says who "
+               "allowed it.")
+
+
 @click.command()
 @click.argument("survey_id")
 @click.option("--count", type=click.IntRange(1, 100_000), help="How many tokens (without --frame).")

@@ -91,6 +91,7 @@ export default Object.freeze({
  "draft_forgotten": "Your saved answers are gone from this device.",
  "draft_stale": "The answers saved in this browser were for an earlier version of this survey and have been discarded.",
  "draft_no_js": "Without JavaScript this form cannot keep your answers: finish it in one go.",
+ "invitation_no_js": "Without JavaScript, your invitation is sent with your answers, so the server can tell which invitation they came from. With JavaScript on, this page sends a credential instead, which no one can trace back to your invitation.",
  "not_open_heading": "This survey is not open yet",
  "not_open_message": "It opens on {opens} (UTC). Please come back then.",
  "check_heading": "Please check your answers",

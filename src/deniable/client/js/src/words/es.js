@@ -91,6 +91,7 @@ export default Object.freeze({
  "draft_forgotten": "Sus respuestas guardadas se han borrado de este dispositivo.",
  "draft_stale": "Las respuestas guardadas en este navegador eran de una versión anterior de esta encuesta y se han descartado.",
  "draft_no_js": "Sin JavaScript este formulario no puede guardar sus respuestas: complételo de una vez.",
+ "invitation_no_js": "Sin JavaScript, su invitación se envía con sus respuestas, de modo que el servidor puede saber de qué invitación proceden. Con JavaScript activado, esta página envía en su lugar una credencial que nadie puede relacionar con su invitación.",
  "not_open_heading": "Esta encuesta aún no está abierta",
  "not_open_message": "Se abre el {opens} (UTC). Vuelva entonces, por favor.",
  "check_heading": "Por favor, revise sus respuestas",

@@ -91,6 +91,7 @@ export default Object.freeze({
  "draft_forgotten": "Vos réponses enregistrées ont été effacées de cet appareil.",
  "draft_stale": "Les réponses enregistrées dans ce navigateur concernaient une version antérieure de cette enquête et ont été écartées.",
  "draft_no_js": "Sans JavaScript, ce formulaire ne peut pas conserver vos réponses : remplissez-le en une fois.",
+ "invitation_no_js": "Sans JavaScript, votre invitation est envoyée avec vos réponses : le serveur peut savoir de quelle invitation elles viennent. Avec JavaScript, cette page envoie à la place un justificatif que personne ne peut relier à votre invitation.",
  "not_open_heading": "Cette enquête n'est pas encore ouverte",
  "not_open_message": "Elle ouvre le {opens} (UTC). Merci de revenir à ce moment-là.",
  "check_heading": "Veuillez vérifier vos réponses",
