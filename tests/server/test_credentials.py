@@ -260,3 +260,68 @@ def test_the_form_without_javascript_says_its_invitation_goes_with_the_answers(c
     store.add_survey(Survey.from_dict({**survey.to_dict(), "id": "open"}))
     opened = client.get("/s/open").get_data(as_text=True)
     assert said not in opened[opened.index('<form id="coin-form"'):]  # the page's words hold it; its form does not
+
+
+def _device_credential(store, survey_id: str, token: str) -> dict:
+    """What a device does, against the store itself: the key, a blinded serial, the signature, unblinded."""
+    key = store.credential_key_for_token(survey_id, token, signing.new_key)
+    serial = blind_rsa.prepare(secrets.token_bytes(32))
+    blinded, inverse = blind_rsa.blind(key.public, serial)
+    store.issue_credential(survey_id, token, blinded.hex())
+    signature = blind_rsa.finalize(key.public, serial, signing.blind_sign(key.private_pem, blinded), inverse)
+    return {"key": key.id, "serial": serial.hex(), "signature": signature.hex()}
+
+
+def test_a_full_quota_refuses_a_credential_and_leaves_it_unspent(store):
+    from deniable import storage
+
+    survey = Survey.from_dict({"id": "field", "title": "Fieldwork", "quotas": [{"question": "region", "limit": 1}],
+                               "questions": [{"id": "region", "type": "choice", "text": "Region?",
+                                              "options": ["north", "south"], "privacy": "none"},
+                                             {"id": "dodged", "type": "yes_no", "text": "Dodged?"}]})
+    store.add_survey(survey, access="token")
+    first, second = (_device_credential(store, "field", token) for token in store.issue_tokens("field", 2))
+    answers = {"region": "north", "dodged": "no"}
+    store.submit("field", survey.hash, "key-000001", survey.randomize(answers), credential=first)
+    with pytest.raises(storage.Conflict) as full:
+        store.submit("field", survey.hash, "key-000002", survey.randomize(answers), credential=second)
+    assert full.value.field == "quota" and len(_rows(store, "spent_serials")) == 1  # rolled back with its response
+    assert store.submit("field", survey.hash, "key-000003", survey.randomize({**answers, "region": "south"}),
+                        credential=second)[1]
+
+
+def test_a_repeated_survey_binds_the_wave_in_the_key(store, pulse):
+    from deniable import storage
+    from deniable.client.memo import Memo
+    from tests.databases import PANEL_ANSWERS
+
+    store.add_survey(pulse, access="token")
+    store.open_wave("pulse", "w1")
+    early, late = store.issue_tokens("pulse", 2)
+    in_w1 = _device_credential(store, "pulse", early)
+    store.open_wave("pulse", "w2")
+    in_w2 = _device_credential(store, "pulse", late)
+    assert in_w1["key"] != in_w2["key"]
+    reports = pulse.randomize(PANEL_ANSWERS, memo=Memo.from_secret(bytes(32)))
+    with pytest.raises(storage.Conflict) as closed:  # issued for a wave that has closed: not counted in the next
+        store.submit("pulse", pulse.hash, "key-000001", reports, credential=in_w1)
+    assert closed.value.field == "credential" and "'w1'" in closed.value.message
+    acknowledgement, created = store.submit("pulse", pulse.hash, "key-000002", reports, credential=in_w2)
+    assert created and acknowledgement["wave"] == "w2"
+
+
+def test_a_split_ballot_keeps_its_arms_and_a_batch_its_one_transaction(store):
+    from tests.conftest import EXAMPLES
+
+    survey = Survey.from_file(EXAMPLES / "split_ballot.yaml")
+    store.add_survey(survey, access="token")
+    credentials = [_device_credential(store, "validation", token) for token in store.issue_tokens("validation", 3)]
+    arms = {"dodged": "direct", "took": "randomized", "cheated": "randomized"}
+    answers = {"region": "North", "dodged": "yes", "took": "same", "cheated": {"group": "a", "report": "no"}}
+    items = [(survey.hash, f"key-{i:06d}", survey.randomize(answers, arms=arms), None, None, None, credential)
+             for i, credential in enumerate(credentials)]
+    outcomes = store.submit_many("validation", items + [items[0][:1] + ("key-999999",) + items[0][2:]])
+    assert [isinstance(o, tuple) for o in outcomes] == [True, True, True, False]
+    assert outcomes[-1].field == "credential" and store.response_count("validation") == 3
+    stored = [row["reports"]["dodged"] for row in store.export("validation")]
+    assert stored == [{"arm": "direct", "report": "yes"}] * 3  # the direct arm as answered, as with a token
