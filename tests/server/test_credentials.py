@@ -325,3 +325,24 @@ def test_a_split_ballot_keeps_its_arms_and_a_batch_its_one_transaction(store):
     assert outcomes[-1].field == "credential" and store.response_count("validation") == 3
     stored = [row["reports"]["dodged"] for row in store.export("validation")]
     assert stored == [{"arm": "direct", "report": "yes"}] * 3  # the direct arm as answered, as with a token
+
+
+def test_both_verifiers_agree_on_every_signature(store, survey, monkeypatch):
+    """The store verifies with cryptography's RSA-PSS where it is installed and with the client's own otherwise:
+    the same valid signature passes both, and the same one bit changed fails both."""
+    from deniable.storage import credentials
+
+    [token] = _token_survey(store, survey, 1)
+    credential = _device_credential(store, "tax", token)
+    public, _, _ = store.credentials.public_key("tax", credential["key"])
+    serial, signature = bytes.fromhex(credential["serial"]), bytearray.fromhex(credential["signature"])
+    with_openssl = credentials._verify(public, serial, bytes(signature))
+    monkeypatch.setattr(credentials, "_openssl_key", lambda n, e: None)
+    assert with_openssl and credentials._verify(public, serial, bytes(signature))
+    for position in (0, len(signature) // 2, len(signature) - 1):
+        signature[position] ^= 0x10
+        assert not credentials._verify(public, serial, bytes(signature))
+        monkeypatch.undo()
+        assert not credentials._verify(public, serial, bytes(signature))
+        monkeypatch.setattr(credentials, "_openssl_key", lambda n, e: None)
+        signature[position] ^= 0x10
