@@ -346,3 +346,30 @@ def test_both_verifiers_agree_on_every_signature(store, survey, monkeypatch):
         assert not credentials._verify(public, serial, bytes(signature))
         monkeypatch.setattr(credentials, "_openssl_key", lambda n, e: None)
         signature[position] ^= 0x10
+
+
+def test_rfc_9474s_randomized_vector_through_the_client_and_the_servers_signing():
+    """RFC 9474's RSABSSA-SHA384-PSS-Randomized vector (tests/vectors/rfc9474_randomized.json): the prepared message
+    with its prefix, the blinded message, the server's blind signature (`signing.blind_sign`, from a PEM of the
+    vector's primes) and the final signature, byte for byte."""
+    from pathlib import Path
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    vector = json.loads((Path(__file__).parents[1] / "vectors" / "rfc9474_randomized.json").read_text())
+    data, number = (lambda name: bytes.fromhex(vector[name])), (lambda name: int(vector[name], 16))
+    prepared = data("msg_prefix") + data("msg")
+    assert prepared == data("input_msg") and len(data("msg_prefix")) == blind_rsa.PREFIX_LENGTH
+    assert number("sLen") == blind_rsa.SALT_LENGTH
+    key = blind_rsa.PublicKey(number("n"), number("e"))
+    blinded, inverse = blind_rsa.blind(key, prepared, salt=data("salt"), inverse=number("inv"))
+    assert blinded == data("blinded_msg")
+    p, q, d = number("p"), number("q"), number("d")
+    private = rsa.RSAPrivateNumbers(p, q, d, rsa.rsa_crt_dmp1(d, p), rsa.rsa_crt_dmq1(d, q), rsa.rsa_crt_iqmp(p, q),
+                                    rsa.RSAPublicNumbers(key.e, key.n)).private_key()
+    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+    assert signing.blind_sign(pem, blinded) == data("blind_sig")
+    assert blind_rsa.finalize(key, prepared, data("blind_sig"), inverse) == data("sig")
+    assert blind_rsa.verify(key, prepared, data("sig"))

@@ -113,3 +113,16 @@ test("with a storage, a reload sends the same blinded message and then reuses th
   assert.deepEqual(await obtainCredential("http://x", "tax", token, { fetch, storage }), credential);
   assert.equal(blindedSent.length, 2); // reused: nothing asked again
 });
+
+test("RFC 9474's RSABSSA-SHA384-PSS-Randomized vector, its prefix included, as the Python twin reproduces it", async () => {
+  const rfc = JSON.parse(readFileSync(new URL("../../../../../tests/vectors/rfc9474_randomized.json", import.meta.url), "utf8"));
+  const data = (name) => Uint8Array.from(rfc[name].match(/../g).map((pair) => parseInt(pair, 16)));
+  const value = (name) => BigInt(`0x${rfc[name]}`);
+  const prepared = new Uint8Array([...data("msg_prefix"), ...data("msg")]);
+  assert.deepEqual(prepared, data("input_msg"));
+  const rfcKey = new PublicKey(value("n"), value("e"));
+  const { blinded, inverse } = await blind(rfcKey, prepared, { salt: data("salt"), inverse: value("inv") });
+  assert.deepEqual(blinded, data("blinded_msg"));
+  assert.deepEqual(await finalizeBlind(rfcKey, prepared, data("blind_sig"), inverse), data("sig"));
+  assert.ok(await verifyBlind(rfcKey, prepared, data("sig")));
+});
