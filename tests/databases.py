@@ -16,7 +16,10 @@ def parametrize_engines(metafunc):
     if "engine" in metafunc.fixturenames:
         definition = metafunc.definition
         both = definition.get_closest_marker("both_engines") and not definition.get_closest_marker("sqlite_only")
-        metafunc.parametrize("engine", ["sqlite", "postgresql"] if both else ["sqlite"], indirect=True)
+        engines = ["sqlite", "postgresql"] if both else ["sqlite"]
+        if both and definition.get_closest_marker("postgresql_only"):
+            engines = ["postgresql"]
+        metafunc.parametrize("engine", engines, indirect=True)
 
 
 @pytest.fixture

@@ -167,3 +167,41 @@ def test_a_copy_of_the_live_files_joins_no_invitation_to_its_response_by_content
     store.compact()
     after = _postgres_order(store, tokens, truth)
     assert after["joined"] == 0 and after["order attack"] <= 6, after
+
+
+@pytest.mark.postgresql_only
+def test_postgresqls_own_log_and_dead_tuples_join_nothing(store, survey, request):
+    """On PostgreSQL the red team also read the write-ahead log (`pg_waldump`: every record names its transaction and
+    the relation it wrote) and every tuple version still on a page, dead ones included (`pageinspect`): no transaction
+    wrote both an issue and a response or a spent serial."""
+    import subprocess
+
+    cluster = request.getfixturevalue("postgres")
+    store.add_survey(survey, access="token")
+    start = store.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
+    _field(store, survey, "interleaved")
+    store.execute("SELECT pg_switch_wal()")  # the segment written out, for pg_waldump to read to its end
+    end = store.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
+    nodes = {table: str(store.execute("SELECT pg_relation_filenode(?)", [table]).fetchone()[0])
+             for table in ("credential_issues", "responses", "spent_serials", "reports")}
+    dump = subprocess.run([str(cluster.bin / "pg_waldump"), "-p", str(cluster.data / "pg_wal"), "-s", start, "-e", end],
+                          capture_output=True, text=True)
+    records = [line for line in dump.stdout.splitlines() if "tx:" in line and "rel " in line]
+    assert records, dump.stderr
+    wrote: dict = {}
+    for line in records:
+        transaction = line.split("tx:")[1].split(",")[0].strip()
+        for relation in line.split("rel ")[1:]:
+            node = relation.split()[0].split("/")[-1]
+            wrote.setdefault(transaction, set()).update(t for t, n in nodes.items() if n == node)
+    issued = {t for t, tables in wrote.items() if "credential_issues" in tables}
+    answered = {t for t, tables in wrote.items() if tables & {"responses", "spent_serials"}}
+    assert len(issued) == OPENED and len(answered) == ANSWERED and not issued & answered, (len(issued), len(answered))
+    store.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+
+    def versions(table):  # every tuple version on the table's pages, live or dead: its xmin
+        pages = store.execute(f"SELECT pg_relation_size('{table}') / current_setting('block_size')::int").fetchone()[0]
+        return {row[0] for page in range(pages) for row in store.execute(
+            f"SELECT t_xmin::text FROM heap_page_items(get_raw_page('{table}', {page})) WHERE t_xmin IS NOT NULL")}
+
+    assert not versions("credential_issues") & (versions("responses") | versions("spent_serials"))
