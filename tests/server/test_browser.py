@@ -155,6 +155,8 @@ def test_invitation_token_becomes_a_credential_answers_once_and_leaves_the_addre
     recorder = Recorder(page)
     page.goto(f"{live_server}/s/tax?t={token}")
     assert token not in page.url  # replaced in history at once
+    said = page.text_content("#device-words .invitation-note")  # what stays known, said on the page
+    assert page.is_visible("#device-words .invitation-note") and "opened the survey" in said and "credential" in said
     fill_demo(page, TRUE)
     page.click("#survey-form button[type=submit]")
     page.wait_for_selector("#sent:not([hidden])")

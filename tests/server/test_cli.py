@@ -102,7 +102,7 @@ def test_tokens_print_links_and_switch_on_token_access(db_path):
     assert len(links) == 3 and all(link.startswith("https://survey.example/s/tax?t=") for link in links)
     with storage.Store(db_path) as store:
         assert store.get_survey("tax").access == "token"
-        assert store.token_counts("tax") == {"issued": 3, "used": 0}
+        assert store.token_counts("tax") == {"issued": 3, "used": 0, "credentials": 0}
 
 
 def test_export_to_stdout_and_to_a_file(db_path, tmp_path):

@@ -164,7 +164,7 @@ def test_a_bad_frame_is_refused_naming_the_row_and_the_column_and_nothing_is_sto
     store.add_survey(survey)
     refused = _refusal(store, "tax", change(_frame_rows()))
     assert refused.field == field and words in refused.message, refused.message
-    assert store.token_counts("tax") == {"issued": 0, "used": 0} and not table_rows(store, "frame_cells")
+    assert store.token_counts("tax") == {"issued": 0, "used": 0, "credentials": 0} and not table_rows(store, "frame_cells")
 
 
 def test_frame_rules_min_cell_supplied_tokens_and_surveys_without_a_frame(store, demo):

@@ -172,4 +172,4 @@ def test_a_full_disk_while_tokens_are_issued_is_a_507_saying_nothing_was_stored(
     monkeypatch.undo()
     if engine == "sqlite":
         store.execute("PRAGMA max_page_count = 1073741823")
-    assert store.token_counts("tax") == {"issued": 0, "used": 0}
+    assert store.token_counts("tax") == {"issued": 0, "used": 0, "credentials": 0}

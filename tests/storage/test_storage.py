@@ -43,10 +43,10 @@ def test_a_spent_token_is_rolled_back_when_the_response_fails(store, survey):
     with pytest.raises(sqlite3.DatabaseError, match="disk full"):
         store.submit("tax", record.hash, "k" * 16, survey.randomize(ANSWERS), token)
     store.connection.execute("DROP TRIGGER fail")
-    assert store.token_counts("tax") == {"issued": 1, "used": 0}
+    assert store.token_counts("tax") == {"issued": 1, "used": 0, "credentials": 0}
     assert store.response_count("tax") == 0
     store.submit("tax", record.hash, "k" * 16, survey.randomize(ANSWERS), token)
-    assert store.token_counts("tax") == {"issued": 1, "used": 1}
+    assert store.token_counts("tax") == {"issued": 1, "used": 1, "credentials": 0}
 
 
 def test_token_status_is_what_the_survey_page_tells_before_answering(store, survey, demo):

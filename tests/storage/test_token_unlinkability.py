@@ -120,7 +120,7 @@ def test_no_row_metadata_joins_a_token_to_its_response(store, survey, engine, db
     named every respondent (all 160 of 160), and the tokens' physical order was the order of use (ρ = 1)."""
     tokens = store.issue_tokens("tax", TOKENS)
     _answer_every_token(store, survey, tokens, threads=threads, db_path=db_path)
-    assert store.token_counts("tax") == {"issued": TOKENS, "used": TOKENS}
+    assert store.token_counts("tax") == {"issued": TOKENS, "used": TOKENS, "credentials": 0}
     if engine == "sqlite":
         # SQLite keeps no transaction id with a row; the tokens are ordered by their (random) hash, and their rows
         # were never written after issue: the same bytes as before anyone answered.
@@ -137,7 +137,7 @@ def test_no_row_metadata_joins_a_token_to_its_response(store, survey, engine, db
     assert store.execute("SELECT COUNT(*) FROM responses r JOIN token_use u ON u.xmin = r.xmin").fetchone()[0] == 0
     # compact wrote every response anew in one transaction: their xmin no longer orders them by arrival
     assert store.execute("SELECT COUNT(DISTINCT xmin::text) FROM responses").fetchone()[0] == 1
-    assert store.token_counts("tax") == {"issued": TOKENS, "used": TOKENS}
+    assert store.token_counts("tax") == {"issued": TOKENS, "used": TOKENS, "credentials": 0}
 
 
 def test_a_token_answers_exactly_once_under_concurrent_spending(store, survey, db_path):
@@ -170,7 +170,7 @@ def test_a_token_answers_exactly_once_under_concurrent_spending(store, survey, d
         thread.join()
     for i in range(len(tokens)):
         assert sorted(result for j, result in outcomes if j == i) == ["stored", "used"]
-    assert store.token_counts("tax") == {"issued": 60, "used": 60}
+    assert store.token_counts("tax") == {"issued": 60, "used": 60, "credentials": 0}
     assert store.response_count("tax") == 60
 
 
@@ -186,7 +186,7 @@ def test_tokens_issued_across_blocks_keep_their_own_bits(store, survey):
         store.submit("tax", record.hash, f"key-{token[:10]}", survey.randomize(ANSWERS), token)
     assert [store.token_status("tax", t) for t in (first[0], first[1], second[0], second[1], second[2])] == [
         "used", "unused", "used", "used", "unused"]
-    assert store.token_counts("tax") == {"issued": SLOTS_PER_ROW + 2, "used": 3}
+    assert store.token_counts("tax") == {"issued": SLOTS_PER_ROW + 2, "used": 3, "credentials": 0}
 
 
 def test_schema_8_moves_each_token_s_use_into_the_bitmaps_and_forgets_what_linked_it(db_path, engine, demo,
@@ -214,7 +214,7 @@ def test_schema_8_moves_each_token_s_use_into_the_bitmaps_and_forgets_what_linke
                 assert old.execute("SELECT COUNT(*) FROM responses r JOIN tokens t ON t.xmin = r.xmin").fetchone()[0] == 20
     with storage.Store(db_path) as new:
         assert new.schema_version() == storage.SCHEMA_VERSION
-        assert new.token_counts("tax") == {"issued": 30, "used": 20}
+        assert new.token_counts("tax") == {"issued": 30, "used": 20, "credentials": 0}
         assert {new.token_status("tax", t) for t in tokens[:20]} == {"used"}
         assert {new.token_status("tax", t) for t in tokens[20:]} == {"unused"}
         assert sorted(r[0] for r in new.execute("SELECT slot FROM tokens").fetchall()) == list(range(30))
@@ -225,4 +225,4 @@ def test_schema_8_moves_each_token_s_use_into_the_bitmaps_and_forgets_what_linke
         new.submit("tax", record.hash, "after-migration", demo.randomize(ANSWERS), tokens[25])
         with pytest.raises(storage.Conflict):
             new.submit("tax", record.hash, "again-after", demo.randomize(ANSWERS), tokens[0])
-        assert new.token_counts("tax") == {"issued": 30, "used": 21}
+        assert new.token_counts("tax") == {"issued": 30, "used": 21, "credentials": 0}

@@ -170,6 +170,7 @@ class Credentials(Part):
                                          "lost, this invitation can answer twice")
 
     def credentials_issued(self, survey_id: str) -> int:
+        """How many invitations have received their credential (opened on a device; answered or not)."""
         return self._one("SELECT COUNT(*) AS n FROM credential_issues WHERE survey_id = ?", [survey_id])["n"]
 
     def for_response(self, survey_id: str, record, token, credential) -> Credential | None:

@@ -431,11 +431,16 @@ class Surveys(Part):
         return token_status(self.engine, survey_id, token)
 
     def token_counts(self, survey_id: str) -> dict:
+        """{issued, used (spent as themselves), credentials (exchanged for a credential: opened on a device, and
+        answered or not, which nobody can tell)}."""
         if not self.layout.has_token_use:  # an older schema, read as it is
             issued, used = self.execute("SELECT COUNT(*), COUNT(used_on) FROM tokens WHERE survey_id = ?",
                                         [survey_id]).fetchone()
-            return {"issued": issued, "used": used}
-        return token_counts(self.engine, survey_id)
+            return {"issued": issued, "used": used, "credentials": 0}
+        counts = token_counts(self.engine, survey_id)
+        # opened with a credential: answered or not, nobody can tell (a schema before credentials has none)
+        counts["credentials"] = self.store.credentials.credentials_issued(survey_id) if self.layout.has_credentials else 0
+        return counts
 
 
     # --- settings -----------------------------------------------------------------------------

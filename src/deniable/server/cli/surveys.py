@@ -323,7 +323,9 @@ def survey_show(survey_id, db, prior, planned, design_effect, icc):
             click.echo("NOTE: open survey (no invitation tokens): someone who answers more than once spends "
                        "the per-person budget again each time.")
         tokens = store.token_counts(survey_id)
-        click.echo(f"\nAccess: {record.access}; tokens issued {tokens['issued']}, used {tokens['used']}. "
+        credentials = (f", exchanged for a credential {tokens['credentials']} (answered or not: nobody can tell)"
+                       if tokens.get("credentials") else "")
+        click.echo(f"\nAccess: {record.access}; tokens issued {tokens['issued']}, used {tokens['used']}{credentials}. "
                    f"Status: {'closed on ' + record.closed_on if record.closed else 'open'}.")
         frame = store.frame_summary(survey_id)
         if frame["cells"]:

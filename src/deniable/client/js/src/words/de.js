@@ -92,6 +92,7 @@ export default Object.freeze({
  "draft_stale": "Die in diesem Browser gespeicherten Antworten gehörten zu einer früheren Version dieser Umfrage und wurden verworfen.",
  "draft_no_js": "Ohne JavaScript kann dieses Formular Ihre Antworten nicht aufbewahren: Füllen Sie es in einem Zug aus.",
  "invitation_no_js": "Ohne JavaScript wird Ihre Einladung mit Ihren Antworten gesendet, sodass der Server erkennen kann, von welcher Einladung sie stammen. Mit JavaScript sendet diese Seite stattdessen einen Berechtigungsnachweis, den niemand zu Ihrer Einladung zurückverfolgen kann.",
+ "invitation_credential": "Dieser Einladungslink zeigt den Forschenden, dass Sie die Umfrage geöffnet haben. Ihre Antworten werden mit einem einmaligen Berechtigungsnachweis gesendet, den diese Seite beim Öffnen erhalten hat, nicht mit dem Link: Niemand, auch nicht die Forschenden, kann erkennen, von welcher Einladung sie stammen. Wann Sie öffnen und wann Sie senden, sieht der Server, wie jede Website.",
  "not_open_heading": "Diese Umfrage ist noch nicht geöffnet",
  "not_open_message": "Sie öffnet am {opens} (UTC). Bitte kommen Sie dann wieder.",
  "check_heading": "Bitte prüfen Sie Ihre Antworten",

@@ -92,6 +92,7 @@ export default Object.freeze({
  "draft_stale": "The answers saved in this browser were for an earlier version of this survey and have been discarded.",
  "draft_no_js": "Without JavaScript this form cannot keep your answers: finish it in one go.",
  "invitation_no_js": "Without JavaScript, your invitation is sent with your answers, so the server can tell which invitation they came from. With JavaScript on, this page sends a credential instead, which no one can trace back to your invitation.",
+ "invitation_credential": "This invitation link tells the researchers that you opened the survey. Your answers are sent with a one-time credential this page obtained when it opened, not with the link: nobody, the researchers included, can tell which invitation they came from. The time you open and the time you send are seen by the server, as by any website.",
  "not_open_heading": "This survey is not open yet",
  "not_open_message": "It opens on {opens} (UTC). Please come back then.",
  "check_heading": "Please check your answers",

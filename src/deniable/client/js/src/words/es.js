@@ -92,6 +92,7 @@ export default Object.freeze({
  "draft_stale": "Las respuestas guardadas en este navegador eran de una versión anterior de esta encuesta y se han descartado.",
  "draft_no_js": "Sin JavaScript este formulario no puede guardar sus respuestas: complételo de una vez.",
  "invitation_no_js": "Sin JavaScript, su invitación se envía con sus respuestas, de modo que el servidor puede saber de qué invitación proceden. Con JavaScript activado, esta página envía en su lugar una credencial que nadie puede relacionar con su invitación.",
+ "invitation_credential": "Este enlace de invitación indica a los investigadores que usted abrió la encuesta. Sus respuestas se envían con una credencial de un solo uso que esta página obtuvo al abrirse, no con el enlace: nadie, tampoco los investigadores, puede saber de qué invitación proceden. El servidor ve cuándo abre y cuándo envía, como cualquier sitio web.",
  "not_open_heading": "Esta encuesta aún no está abierta",
  "not_open_message": "Se abre el {opens} (UTC). Vuelva entonces, por favor.",
  "check_heading": "Por favor, revise sus respuestas",

@@ -92,6 +92,7 @@ export default Object.freeze({
  "draft_stale": "Les réponses enregistrées dans ce navigateur concernaient une version antérieure de cette enquête et ont été écartées.",
  "draft_no_js": "Sans JavaScript, ce formulaire ne peut pas conserver vos réponses : remplissez-le en une fois.",
  "invitation_no_js": "Sans JavaScript, votre invitation est envoyée avec vos réponses : le serveur peut savoir de quelle invitation elles viennent. Avec JavaScript, cette page envoie à la place un justificatif que personne ne peut relier à votre invitation.",
+ "invitation_credential": "Ce lien d'invitation indique aux chercheurs que vous avez ouvert l'enquête. Vos réponses sont envoyées avec un justificatif à usage unique que cette page a obtenu à son ouverture, et non avec le lien : personne, chercheurs compris, ne peut savoir de quelle invitation elles viennent. Le serveur voit quand vous ouvrez et quand vous envoyez, comme tout site web.",
  "not_open_heading": "Cette enquête n'est pas encore ouverte",
  "not_open_message": "Elle ouvre le {opens} (UTC). Merci de revenir à ce moment-là.",
  "check_heading": "Veuillez vérifier vos réponses",

@@ -92,6 +92,7 @@ export default Object.freeze({
  "draft_stale": "As respostas guardadas neste navegador eram de uma versão anterior deste inquérito e foram descartadas.",
  "draft_no_js": "Sem JavaScript este formulário não pode guardar as suas respostas: preencha-o de uma só vez.",
  "invitation_no_js": "Sem JavaScript, o seu convite é enviado com as suas respostas, pelo que o servidor consegue saber de que convite vêm. Com o JavaScript ativo, esta página envia em vez disso uma credencial que ninguém consegue associar ao seu convite.",
+ "invitation_credential": "Este link de convite indica aos investigadores que abriu o inquérito. As suas respostas são enviadas com uma credencial de uso único que esta página obteve ao abrir, não com o link: ninguém, incluindo os investigadores, consegue saber de que convite vêm. O servidor vê quando abre e quando envia, como qualquer site.",
  "not_open_heading": "Este inquérito ainda não está aberto",
  "not_open_message": "Abre em {opens} (UTC). Volte nessa altura, por favor.",
  "check_heading": "Por favor, verifique as suas respostas",
