@@ -225,6 +225,7 @@ def _verify(public: blind_rsa.PublicKey, message: bytes, signature: bytes) -> bo
     verifier = _openssl_key(public.n, public.e)
     if verifier is None:
         return blind_rsa.verify(public, message, signature)
+    # cryptography is the server extra's: an install for analysis only reads databases without it
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import padding
@@ -241,7 +242,7 @@ def _verify(public: blind_rsa.PublicKey, message: bytes, signature: bytes) -> bo
 def _openssl_key(n: int, e: int):
     """The public key as `cryptography` holds it; None without `cryptography` (an install for analysis only)."""
     try:
-        from cryptography.hazmat.primitives.asymmetric import rsa
+        from cryptography.hazmat.primitives.asymmetric import rsa  # the server extra's, absent from analysis installs
     except ImportError:
         return None
     return rsa.RSAPublicNumbers(e, n).public_key()
