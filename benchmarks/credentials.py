@@ -94,7 +94,7 @@ def device_chromium() -> dict:
         session = page.context.new_cdp_session(page)
         for slowdown in (1, 4):
             session.send("Emulation.setCPUThrottlingRate", {"rate": slowdown})
-            found[f"{slowdown}x"] = page.evaluate(script, {"key": key, "count": 20})
+            found[f"{slowdown}x"] = page.evaluate(script, {"key": key, "count": 20, "module": "/js/deniable.js"})
         browser.close()
     return found
 

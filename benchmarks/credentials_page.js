@@ -1,8 +1,9 @@
-// Evaluated in a page of a running server (benchmarks/credentials.py): the page's own module blinds a serial, then
-// unblinds and verifies the signature (made here, untimed, with the throwaway key's private exponent); ms per
-// credential. The argument: {key: {n, e, d} in hexadecimal, count}.
-async ({ key, count }) => {
-  const { PublicKey, blind, finalizeBlind, prepareBlind } = await import("/js/deniable.js");
+// The device's cost of one credential: the client module blinds a serial, then unblinds and verifies the signature
+// (made here, untimed, with the throwaway key's private exponent); ms per credential. One function for both places it
+// runs: evaluated in a page of a running server (module "/js/deniable.js") and in Node (benchmarks/credentials.mjs,
+// the module's file URL). The argument: {key: {n, e, d} in hexadecimal, count, module}.
+async ({ key, count, module }) => {
+  const { PublicKey, blind, finalizeBlind, prepareBlind } = await import(module);
   const publicKey = new PublicKey(BigInt(`0x${key.n}`), BigInt(`0x${key.e}`));
   const d = BigInt(`0x${key.d}`);
   const toInt = (bytes) => BigInt(`0x${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("") || "0"}`);
