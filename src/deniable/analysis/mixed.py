@@ -1,0 +1,273 @@
+"""Multilevel logistic regression of a randomized yes/no answer: fixed effects of public covariates and a random
+intercept per group (a school, a village, a clinic), as RRreg's ``RRmixed`` fits through lme4's ``glmer``.
+
+    mixed("cheated ~ age + C(sex) + (1 | school)", data)
+
+The randomized answer's channel is in the likelihood (`mixed_likelihood`): P(report = yes) = q + (p − q)·σ(xᵀβ + u),
+u ~ N(0, τ²) per group. Fitted by maximum likelihood with adaptive Gauss–Hermite quadrature, starting from 15 nodes
+and adding nodes until doubling them moves the log-likelihood at the estimate by less than 1e-4 (randomized groups
+of 40 or more need 31 to 63: `mixed_likelihood` says why), and certified as the other fits are: the gradient at the
+estimate is zero to the optimiser's tolerance and the information positive definite. τ's interval inverts the
+profile likelihood (its lower end is 0 when τ = 0 is inside), and its test against τ = 0 is the likelihood ratio
+against the 50:50 mixture of χ²₀ and χ²₁ (τ = 0 is on the boundary).
+
+Supported: one grouping factor, random intercepts, yes/no designs (any channel with two reports). Refused, by name: a
+random slope, a second grouping factor, a design with groups of reports (cheating detection, the lie detector), and
+design weights (a pseudo-likelihood with scaled weights is not implemented).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import patsy
+from scipy import optimize
+from statsmodels.tools.numdiff import approx_hess3
+
+from deniable.client.compliance import GroupedMechanism
+
+from . import channels, distributions
+from .errors import AnalysisError
+from .family import Result
+from .formulas import all_questions, formula_frame, formula_names, missing_report, randomized_arm
+from .mixed_likelihood import GroupedReports
+from .regression import logistic
+
+#: Gauss–Hermite nodes per group to start with; the fit doubles them (2·nodes + 1) until doing so moves the
+#: log-likelihood at the estimate by less than QUADRATURE_TOLERANCE (a hundredth of the profile interval's cut's
+#: precision: the χ²₁ cut is 3.84), up to MOST_NODES.
+NODES = 15
+QUADRATURE_TOLERANCE = 1e-4
+MOST_NODES = 127
+#: log τ is searched within [log TAU_FLOOR, log TAU_CEILING]: a τ at the floor is reported as 0 (the boundary).
+TAU_FLOOR, TAU_CEILING = 1e-4, 20.0
+_RANDOM = re.compile(r"\(\s*([^()|]+?)\s*\|\s*([^()|]+?)\s*\)")
+
+
+@dataclass(frozen=True)
+class MixedResult(Result):
+    """A multilevel fit: ``fixed`` (estimate, se, ci_low, ci_high, z, pvalue per term), the random intercepts' standard
+    deviation ``tau`` with its profile-likelihood interval ``tau_ci`` and test against 0 (``tau_pvalue``), the
+    latent intraclass correlation ``icc`` = τ²/(τ² + π²/3), each group's predicted effect (``group_effects``: the
+    conditional mode of u given its reports, its conditional SE, and n), and how the fit was certified."""
+
+    formula: str
+    group: str
+    level: float
+    fixed: pd.DataFrame = field(repr=False)
+    tau: float
+    tau_ci: tuple[float, float]
+    tau_pvalue: float
+    group_effects: pd.DataFrame = field(repr=False)
+    n: int
+    loglik: float
+    nodes: int
+    gradient: float
+    smallest_eigenvalue: float
+    notes: tuple[str, ...] = ()
+
+    @property
+    def icc(self) -> float:
+        return self.tau**2 / (self.tau**2 + math.pi**2 / 3)
+
+    @property
+    def converged(self) -> bool:
+        return self.smallest_eigenvalue > 0 and self.gradient < 1e-3
+
+    def to_frame(self) -> pd.DataFrame:
+        row = pd.DataFrame([[self.tau, math.nan, self.tau_ci[0], self.tau_ci[1], math.nan, self.tau_pvalue]],
+                           columns=self.fixed.columns, index=[f"sd({self.group})"])
+        frame = pd.concat([self.fixed, row])
+        frame.index.name = "term"
+        frame.attrs.update(level=self.level, n=self.n, groups=len(self.group_effects), loglik=self.loglik,
+                           icc=self.icc, nodes=self.nodes, converged=self.converged)
+        return frame
+
+    def _summary_lines(self) -> list[str]:
+        low, high = self.tau_ci
+        return [f"Multilevel logistic regression of a randomized answer: {self.formula}",
+                f"n = {self.n} in {len(self.group_effects)} groups of {self.group}; adaptive Gauss–Hermite quadrature, "
+                f"{self.nodes} nodes; log-likelihood {self.loglik:.4f}",
+                f"Random intercepts: sd {self.tau:.4g}, {self.level:.0%} profile CI [{low:.4g}, {high:.4g}]; "
+                f"against sd = 0: p = {self.tau_pvalue:.3g} (boundary: ½χ²₀ + ½χ²₁); latent ICC {self.icc:.3g}",
+                f"Fit: {'certified' if self.converged else 'NOT CERTIFIED'} (gradient {self.gradient:.1e}, smallest "
+                f"eigenvalue of the information {self.smallest_eigenvalue:.3g})",
+                *[f"Note: {note}" for note in self.notes]]
+
+    def __repr__(self) -> str:
+        return (f"<MixedResult {self.formula} n={self.n} groups={len(self.group_effects)} sd={self.tau:.3g}"
+                f"{'' if self.converged else ' NOT CERTIFIED'}>")
+
+
+def mixed(formula: str, data, *, level: float = 0.95, nodes: int = NODES, design=None) -> MixedResult:
+    """Fit ``outcome ~ covariates + (1 | group)`` over loaded data (`load`): the outcome a randomized yes/no question,
+    the covariates public questions or the data's own columns, the group a public question or a column (a frame's
+    PSU, say). A group of one respondent is allowed (it informs τ little, and says so through its conditional SE)."""
+    if design is not None:
+        raise AnalysisError("design: mixed() does not take design weights (a pseudo-likelihood with scaled weights, "
+                            "as Stata's melogit with pweight, is not implemented); fit it unweighted or use "
+                            "logistic(..., design=...)", "design")
+    if not 0 < level < 1:
+        raise AnalysisError(f"level must be between 0 and 1, got {level!r}", "level")
+    if not isinstance(nodes, int) or not 1 <= nodes <= 99:
+        raise AnalysisError(f"nodes: a whole number from 1 (Laplace) to 99, got {nodes!r}", "nodes")
+    if not hasattr(data, "design_frame") or not hasattr(data, "question"):
+        raise TypeError("mixed(formula, data) needs data from deniable.analysis.load()")
+    outcome, fixed_terms, group = _parsed(formula)
+    question = data.question(outcome)
+    mechanism = question.mechanism
+    if isinstance(mechanism, GroupedMechanism) or len(getattr(mechanism, "answers", [])) != 2:
+        raise AnalysisError(f"{outcome}: mixed() models a yes/no answer through a channel of two reports; "
+                            f"{mechanism.design} is not one", "formula")
+    used = [qid for qid in formula_names(f"{fixed_terms} + {group}") if qid in set(all_questions(data))]
+    randomized = [qid for qid in used if data.question(qid).is_private]
+    if randomized:
+        raise AnalysisError(f"formula: {', '.join(randomized)} is randomized; covariates and groups must be public",
+                            "formula")
+    frame = formula_frame(data, outcome, used, f"{fixed_terms} + {group}")
+    if group not in frame.columns:
+        raise AnalysisError(f"formula: the grouping factor {group!r} is neither a public question nor a column of "
+                            "the data", "formula")
+    split = question.split_ballot
+    reports = frame[outcome].map(lambda r: randomized_arm(split, r) if split is not None else r)
+    keep = reports.map(lambda r: not missing_report(r)) & frame[group].map(lambda g: not missing_report(g))
+    frame, reports = frame[keep], reports[keep]
+    try:
+        exog = patsy.dmatrix(fixed_terms, frame, return_type="dataframe", NA_action="drop")
+    except patsy.PatsyError as error:
+        raise AnalysisError(f"formula {formula!r}: {error}", "formula") from None
+    reports, labels = reports.loc[exog.index], frame.loc[exog.index, group].astype(str)
+    codes, names = pd.factorize(labels, sort=True)
+    channel = channels.binary_channel(mechanism)
+    yes = (reports == mechanism.answers[0]).to_numpy(dtype=float)
+    return fit_mixed(GroupedReports(yes, exog.to_numpy(), codes, channel.p, channel.q), list(exog.columns),
+                     list(names), formula=formula, group=group, level=level, nodes=nodes,
+                     start=_fixed_start(question, reports, exog))
+
+
+def _parsed(formula: str) -> tuple[str, str, str]:
+    """(outcome, fixed terms, the grouping factor) of ``y ~ x + (1 | g)``; refusals name what is not supported."""
+    if formula.count("~") != 1:
+        raise AnalysisError(f"formula {formula!r}: write it as 'outcome ~ covariates + (1 | group)'", "formula")
+    outcome, terms = (part.strip() for part in formula.split("~"))
+    random = _RANDOM.findall(terms)
+    if not random:
+        raise AnalysisError(f"formula {formula!r}: no random intercept; add '+ (1 | group)' (or use logistic())",
+                            "formula")
+    slopes = [f"({left} | {right})" for left, right in random if left.replace(" ", "") not in ("1", "1+0", "0+1")]
+    if slopes:
+        raise AnalysisError(f"formula: {slopes[0]} is a random slope; mixed() fits random intercepts only, "
+                            "(1 | group)", "formula")
+    if len(random) > 1:
+        raise AnalysisError(f"formula: ({random[1][0]} | {random[1][1]}) is a second grouping factor; mixed() fits "
+                            "one (several need quadrature over several dimensions, not implemented)", "formula")
+    fixed = _RANDOM.sub("", terms).strip().strip("+").strip()
+    fixed = re.sub(r"\+\s*\+", "+", fixed) or "1"
+    return outcome, fixed, random[0][1].strip()
+
+
+def _fixed_start(question, reports: pd.Series, exog: pd.DataFrame) -> np.ndarray | None:
+    """The fixed-effects fit's coefficients (τ = 0), where it converges: the mixed fit's start."""
+    try:
+        return np.asarray(logistic(question, reports, exog, intercept=False).params, dtype=float)
+    except Exception:  # noqa: BLE001 - a start only: a separated or degenerate fixed fit leaves zeros
+        return None
+
+
+def fit_mixed(data: GroupedReports, terms: list[str], group_names: list[str], *, formula: str = "", group: str = "group",
+              level: float = 0.95, nodes: int = NODES, start: np.ndarray | None = None) -> MixedResult:
+    """The maximum-likelihood fit of (β, τ) and what it reports (`MixedResult`)."""
+    k = data.exog.shape[1]
+
+    def negative(theta):
+        return -data.loglik(theta[:k], math.exp(theta[k]), nodes)
+
+    theta = np.append(np.zeros(k) if start is None else start, math.log(0.5))
+    bounds = [(None, None)] * k + [(math.log(TAU_FLOOR), math.log(TAU_CEILING))]
+    while True:
+        found = optimize.minimize(negative, theta, jac=lambda t: _central_gradient(negative, t), method="L-BFGS-B",
+                                  bounds=bounds, options={"maxiter": 500, "ftol": 1e-13, "gtol": 1e-8})
+        theta = found.x
+        finer = data.loglik(theta[:k], math.exp(theta[k]), 2 * nodes + 1)
+        moved = finer + float(found.fun)
+        if abs(moved) < QUADRATURE_TOLERANCE or 2 * nodes + 1 > MOST_NODES:
+            break
+        nodes = 2 * nodes + 1  # refit from here with the finer rule
+    at_floor = theta[k] <= math.log(TAU_FLOOR) + 1e-6
+    notes = []
+    free = slice(0, k) if at_floor else slice(0, k + 1)
+    gradient = float(np.max(np.abs(_central_gradient(negative, theta)[free])))
+    hessian = approx_hess3(theta, negative)[free, free]
+    eigenvalues = np.linalg.eigvalsh(hessian)
+    covariance = np.linalg.pinv(hessian)
+    loglik = -float(found.fun)
+    tau = 0.0 if at_floor else math.exp(theta[k])
+    if abs(moved) >= QUADRATURE_TOLERANCE:
+        notes.append(f"{2 * nodes + 1} quadrature nodes still move the log-likelihood by {moved:.2e} (more than "
+                     f"{QUADRATURE_TOLERANCE:g}): the estimate's integrals are approximate at that order")
+    if at_floor:
+        notes.append("the random intercepts' sd is at 0 (the boundary): the groups differ no more than chance; the "
+                     "fixed effects are those of the model without them")
+    z = distributions.norm_isf((1 - level) / 2)
+    se = np.sqrt(np.clip(np.diag(covariance)[:k], 0, None))
+    beta = theta[:k]
+    fixed = pd.DataFrame({"estimate": beta, "se": se, "ci_low": beta - z * se, "ci_high": beta + z * se,
+                          "z": beta / np.where(se > 0, se, np.nan)}, index=pd.Index(terms, name="term"))
+    fixed["pvalue"] = 2 * distributions.norm_sf(np.abs(fixed["z"].to_numpy()))
+    without = _profile(data, nodes, beta, k, TAU_FLOOR)
+    statistic = max(2 * (loglik - without), 0.0)
+    tau_pvalue = 0.5 * float(distributions.chi2_sf(statistic, 1)) if statistic > 0 else 1.0
+    tau_ci = _tau_interval(data, nodes, beta, k, loglik, tau, level)
+    modes, curvature = data.modes(beta, max(tau, TAU_FLOOR))
+    effects = pd.DataFrame({"effect": modes, "se": 1 / np.sqrt(curvature), "n": data.sizes},
+                           index=pd.Index(group_names, name=group))
+    if (data.sizes == 1).any():
+        notes.append(f"{int((data.sizes == 1).sum())} groups have one respondent: each predicted effect is shrunk "
+                     "toward 0 by its few reports (read its SE)")
+    return MixedResult(formula, group, level, fixed, tau, tau_ci, tau_pvalue, effects, int(len(data.reports)), loglik,
+                       nodes, gradient, float(eigenvalues.min()), tuple(notes))
+
+
+def _central_gradient(function, theta: np.ndarray, step: float = 1e-5) -> np.ndarray:
+    gradient = np.empty_like(theta)
+    for i in range(len(theta)):
+        up, down = theta.copy(), theta.copy()
+        up[i] += step
+        down[i] -= step
+        gradient[i] = (function(up) - function(down)) / (2 * step)
+    return gradient
+
+
+def _profile(data: GroupedReports, nodes: int, beta: np.ndarray, k: int, tau: float) -> float:
+    """The log-likelihood maximised over β with τ held (from β̂: the profile's maximiser moves little with τ; a
+    gradient of 1e-5 leaves the maximum within 1e-9 of itself, far inside the interval's cut)."""
+    def negative(b):
+        return -data.loglik(b, tau, nodes)
+
+    found = optimize.minimize(negative, beta, jac=lambda b: _central_gradient(negative, b), method="BFGS",
+                              options={"gtol": 1e-5})
+    return -float(found.fun)
+
+
+def _tau_interval(data, nodes, beta, k, loglik, tau, level) -> tuple[float, float]:
+    """τ's profile-likelihood interval: where 2(ℓ̂ − ℓ_p(τ)) reaches χ²₁'s quantile; 0 at the lower end when τ = 0 is
+    inside."""
+    cut = float(distributions.chi2_ppf(level, 1))
+
+    def excess(log_tau):
+        return 2 * (loglik - _profile(data, nodes, beta, k, math.exp(log_tau))) - cut
+
+    centre = math.log(max(tau, TAU_FLOOR))
+    low = 0.0
+    if tau > 0 and excess(math.log(TAU_FLOOR)) > 0:
+        low = math.exp(optimize.brentq(excess, math.log(TAU_FLOOR), centre, xtol=1e-3))
+    top = centre
+    while excess(top) < 0 and top < math.log(TAU_CEILING):
+        top += 1.0
+    high = math.exp(optimize.brentq(excess, centre, min(top, math.log(TAU_CEILING)), xtol=1e-3)) \
+        if excess(min(top, math.log(TAU_CEILING))) > 0 else TAU_CEILING
+    return low, high

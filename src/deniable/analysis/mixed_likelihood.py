@@ -1,0 +1,110 @@
+"""The marginal likelihood of a randomized yes/no answer with a random intercept per group, by adaptive Gauss–Hermite
+quadrature (`mixed` fits it).
+
+Respondent i of group j reports "yes" with probability π_ij(u) = q + (p − q)·σ(x_ijᵀβ + u_j), where p = P(yes | yes)
+and q = P(yes | no) come from the design's exact channel and u_j ~ N(0, τ²). A group's likelihood integrates its
+reports' over u_j:
+
+    L_j = ∫ exp(h_j(u)) du / (√(2π) τ),   h_j(u) = Σ_i log P(r_ij | u) − u²/(2τ²).
+
+Adaptive quadrature centres the nodes on h_j's mode û_j and scales them by its curvature c_j = −h_j''(û_j): with K
+nodes z_k and weights w_k of Gauss–Hermite,
+
+    log L_j ≈ −log(√(2π) τ) + ½ log 2 − ½ log c_j + log Σ_k w_k exp(z_k² + h_j(û_j + √2 z_k / √c_j)).
+
+K = 1 is the Laplace approximation (lme4's ``glmer`` offers the same choice, ``nAGQ``). Without randomization a large
+group's integrand is close to a Gaussian around its mode and needs few nodes; with it, it is not: each report's
+likelihood levels off as u grows (π stays within [q, p]), so a large group's integrand keeps a shoulder that a
+Gaussian around the mode misses. Measured against direct integration (tests/analysis/test_mixed.py), the error of
+15 nodes was 1e-14 for groups of one, 1e-8 for groups of 6, 3e-4 for groups of 40 and 3e-3 for groups of 100 (τ up to
+2), and shrinks as nodes are added; `mixed` therefore adds nodes until doubling them moves the log-likelihood at the
+estimate by less than `mixed.QUADRATURE_TOLERANCE`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from scipy.special import expit, roots_hermite
+
+#: Newton steps toward each group's mode, at most (each a vector operation over all respondents).
+MODE_STEPS = 200
+MODE_TOLERANCE = 1e-10
+
+
+class GroupedReports:
+    """The data of the fit: reports (1 = "yes"), the fixed effects' design matrix, each respondent's group (0..G−1),
+    and the channel's p = P(yes | yes), q = P(yes | no)."""
+
+    def __init__(self, reports: np.ndarray, exog: np.ndarray, groups: np.ndarray, p: float, q: float):
+        self.reports = np.asarray(reports, dtype=float)
+        self.exog = np.asarray(exog, dtype=float)
+        self.groups = np.asarray(groups, dtype=np.int64)
+        self.count = int(self.groups.max()) + 1 if len(self.groups) else 0
+        self.sizes = np.bincount(self.groups, minlength=self.count)
+        self.p, self.q = float(p), float(q)
+
+    def _sum(self, values: np.ndarray) -> np.ndarray:
+        """Per group, the sum of a per-respondent quantity (columns: one sum per column)."""
+        if values.ndim == 1:
+            return np.bincount(self.groups, weights=values, minlength=self.count)
+        return np.stack([np.bincount(self.groups, weights=column, minlength=self.count) for column in values.T], axis=1)
+
+    def report_loglik(self, linear: np.ndarray) -> np.ndarray:
+        """log P(report | linear predictor), per respondent (and per column of ``linear``): one logarithm per entry,
+        of the probability of the report made (a "no" is a "yes" with p and q complemented)."""
+        yes = self.reports.reshape((-1,) + (1,) * (linear.ndim - 1)) > 0
+        low = np.where(yes, self.q, 1 - self.q)
+        return np.log(np.clip(low + np.where(yes, 1, -1) * (self.p - self.q) * expit(linear), 1e-300, None))
+
+    def modes(self, beta: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
+        """Each group's mode û_j of h_j and the curvature c_j there. Fisher scoring finds the mode (its steps divide
+        by the expected information, which is always positive: a randomized report's log-likelihood need not be
+        concave in u, and Newton's steps on it oscillated), the observed curvature at the mode scales the nodes
+        (the expected one where the observed is not positive)."""
+        fixed = self.exog @ beta
+        modes = np.zeros(self.count)
+        for _ in range(MODE_STEPS):
+            gradient, _, fisher = self._derivatives(fixed, modes, tau)
+            step = gradient / fisher
+            modes = modes + step
+            if np.max(np.abs(step)) < MODE_TOLERANCE:
+                break
+        _, observed, fisher = self._derivatives(fixed, modes, tau)
+        return modes, np.where(observed > 0, observed, fisher)
+
+    def _derivatives(self, fixed: np.ndarray, modes: np.ndarray, tau: float) -> tuple:
+        """Per group at ``modes``: h'(u), −h''(u) and the expected information (the Fisher curvature)."""
+        spread = self.p - self.q
+        s = expit(fixed + modes[self.groups])
+        probability = np.clip(self.q + spread * s, 1e-300, 1 - 1e-16)
+        slope = spread * s * (1 - s)
+        bend = slope * (1 - 2 * s)
+        ratio = self.reports / probability - (1 - self.reports) / (1 - probability)
+        square = self.reports / probability**2 + (1 - self.reports) / (1 - probability) ** 2
+        gradient = self._sum(ratio * slope) - modes / tau**2
+        observed = self._sum(square * slope**2 - ratio * bend) + 1 / tau**2
+        fisher = self._sum(slope**2 / (probability * (1 - probability))) + 1 / tau**2
+        return gradient, observed, fisher
+
+    def loglik(self, beta: np.ndarray, tau: float, nodes: int = 15, per_group: bool = False):
+        """The marginal log-likelihood (``per_group``: each group's) by adaptive Gauss–Hermite quadrature."""
+        modes, curvature = self.modes(beta, tau)
+        z, w = _hermite(nodes)
+        scale = np.sqrt(2.0 / curvature)
+        points = modes[:, None] + scale[:, None] * z[None, :]  # groups × nodes
+        fixed = self.exog @ beta
+        reports = self._sum(self.report_loglik(fixed[:, None] + points[self.groups]))
+        h = reports - points**2 / (2 * tau**2)
+        inner = np.log(w)[None, :] + z[None, :] ** 2 + h
+        top = inner.max(axis=1)
+        groups = (-np.log(np.sqrt(2 * np.pi) * tau) + np.log(scale) + top
+                  + np.log(np.exp(inner - top[:, None]).sum(axis=1)))
+        return groups if per_group else float(groups.sum())
+
+
+@functools.lru_cache(maxsize=16)
+def _hermite(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss–Hermite nodes and weights (for ∫ e^(−z²) f(z) dz), computed once per count."""
+    return roots_hermite(nodes)
