@@ -103,18 +103,22 @@ class MixedResult(Result):
                 f"{'' if self.converged else ' NOT CERTIFIED'}>")
 
 
-def mixed(formula: str, data, *, level: float = 0.95, nodes: int = NODES, design=None) -> MixedResult:
+def mixed(formula: str, data, *, level: float = 0.95, nodes: int | None = None, design=None) -> MixedResult:
     """Fit ``outcome ~ covariates + (1 | group)`` over loaded data (`load`): the outcome a randomized yes/no question,
     the covariates public questions or the data's own columns, the group a public question or a column (a frame's
-    PSU, say). A group of one respondent is allowed (it informs τ little, and says so through its conditional SE)."""
+    PSU, say). A group of one respondent is allowed (it informs τ little, and says so through its conditional SE).
+
+    ``nodes``: None adds quadrature nodes until the log-likelihood is settled (the default); a number holds them
+    there (1: the Laplace approximation, lme4's and RRreg's default; a note says when doubling them would move the
+    log-likelihood by more than 1e-4)."""
     if design is not None:
         raise AnalysisError("design: mixed() does not take design weights (a pseudo-likelihood with scaled weights, "
                             "as Stata's melogit with pweight, is not implemented); fit it unweighted or use "
                             "logistic(..., design=...)", "design")
     if not 0 < level < 1:
         raise AnalysisError(f"level must be between 0 and 1, got {level!r}", "level")
-    if not isinstance(nodes, int) or not 1 <= nodes <= 99:
-        raise AnalysisError(f"nodes: a whole number from 1 (Laplace) to 99, got {nodes!r}", "nodes")
+    if nodes is not None and (not isinstance(nodes, int) or not 1 <= nodes <= MOST_NODES):
+        raise AnalysisError(f"nodes: a whole number from 1 (Laplace) to {MOST_NODES}, or None, got {nodes!r}", "nodes")
     if not hasattr(data, "design_frame") or not hasattr(data, "question"):
         raise TypeError("mixed(formula, data) needs data from deniable.analysis.load()")
     outcome, fixed_terms, group = _parsed(formula)
@@ -145,7 +149,7 @@ def mixed(formula: str, data, *, level: float = 0.95, nodes: int = NODES, design
     channel = channels.binary_channel(mechanism)
     yes = (reports == mechanism.answers[0]).to_numpy(dtype=float)
     return fit_mixed(GroupedReports(yes, exog.to_numpy(), codes, channel.p, channel.q), list(exog.columns),
-                     list(names), formula=formula, group=group, level=level, nodes=nodes,
+                     list(names), formula=formula, group=group, level=level, nodes=nodes or NODES, adapt=nodes is None,
                      start=_fixed_start(question, reports, exog))
 
 
@@ -179,8 +183,10 @@ def _fixed_start(question, reports: pd.Series, exog: pd.DataFrame) -> np.ndarray
 
 
 def fit_mixed(data: GroupedReports, terms: list[str], group_names: list[str], *, formula: str = "", group: str = "group",
-              level: float = 0.95, nodes: int = NODES, start: np.ndarray | None = None) -> MixedResult:
-    """The maximum-likelihood fit of (β, τ) and what it reports (`MixedResult`)."""
+              level: float = 0.95, nodes: int = NODES, adapt: bool = True,
+              start: np.ndarray | None = None) -> MixedResult:
+    """The maximum-likelihood fit of (β, τ) and what it reports (`MixedResult`); ``adapt``: nodes added until the
+    log-likelihood is settled (else held at ``nodes``)."""
     k = data.exog.shape[1]
 
     def negative(theta):
@@ -194,7 +200,7 @@ def fit_mixed(data: GroupedReports, terms: list[str], group_names: list[str], *,
         theta = found.x
         finer = data.loglik(theta[:k], math.exp(theta[k]), 2 * nodes + 1)
         moved = finer + float(found.fun)
-        if abs(moved) < QUADRATURE_TOLERANCE or 2 * nodes + 1 > MOST_NODES:
+        if not adapt or abs(moved) < QUADRATURE_TOLERANCE or 2 * nodes + 1 > MOST_NODES:
             break
         nodes = 2 * nodes + 1  # refit from here with the finer rule
     at_floor = theta[k] <= math.log(TAU_FLOOR) + 1e-6
@@ -222,7 +228,7 @@ def fit_mixed(data: GroupedReports, terms: list[str], group_names: list[str], *,
     statistic = max(2 * (loglik - without), 0.0)
     tau_pvalue = 0.5 * float(distributions.chi2_sf(statistic, 1)) if statistic > 0 else 1.0
     tau_ci = _tau_interval(data, nodes, beta, k, loglik, tau, level)
-    modes, curvature = data.modes(beta, max(tau, TAU_FLOOR))
+    modes, curvature, _ = data.modes(beta, max(tau, TAU_FLOOR))
     effects = pd.DataFrame({"effect": modes, "se": 1 / np.sqrt(curvature), "n": data.sizes},
                            index=pd.Index(group_names, name=group))
     if (data.sizes == 1).any():

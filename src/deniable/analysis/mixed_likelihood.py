@@ -12,7 +12,8 @@ nodes z_k and weights w_k of Gauss–Hermite,
 
     log L_j ≈ −log(√(2π) τ) + ½ log 2 − ½ log c_j + log Σ_k w_k exp(z_k² + h_j(û_j + √2 z_k / √c_j)).
 
-K = 1 is the Laplace approximation (lme4's ``glmer`` offers the same choice, ``nAGQ``). Without randomization a large
+K = 1 is the Laplace approximation, with the expected information for c_j as lme4's ``glmer`` has it for this
+non-canonical link (``nAGQ = 1``, RRreg's ``RRmixed`` default; ``nAGQ`` > 1 is this quadrature). Without randomization a large
 group's integrand is close to a Gaussian around its mode and needs few nodes; with it, it is not: each report's
 likelihood levels off as u grows (π stays within [q, p]), so a large group's integrand keeps a shoulder that a
 Gaussian around the mode misses. Measured against direct integration (tests/analysis/test_mixed.py), the error of
@@ -58,11 +59,11 @@ class GroupedReports:
         low = np.where(yes, self.q, 1 - self.q)
         return np.log(np.clip(low + np.where(yes, 1, -1) * (self.p - self.q) * expit(linear), 1e-300, None))
 
-    def modes(self, beta: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
-        """Each group's mode û_j of h_j and the curvature c_j there. Fisher scoring finds the mode (its steps divide
-        by the expected information, which is always positive: a randomized report's log-likelihood need not be
-        concave in u, and Newton's steps on it oscillated), the observed curvature at the mode scales the nodes
-        (the expected one where the observed is not positive)."""
+    def modes(self, beta: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each group's mode û_j of h_j, the curvature c_j there and the expected information there. Fisher scoring
+        finds the mode (its steps divide by the expected information, which is always positive: a randomized report's
+        log-likelihood need not be concave in u, and Newton's steps on it oscillated); the observed curvature at the
+        mode scales the nodes (the expected one where the observed is not positive)."""
         fixed = self.exog @ beta
         modes = np.zeros(self.count)
         for _ in range(MODE_STEPS):
@@ -72,7 +73,7 @@ class GroupedReports:
             if np.max(np.abs(step)) < MODE_TOLERANCE:
                 break
         _, observed, fisher = self._derivatives(fixed, modes, tau)
-        return modes, np.where(observed > 0, observed, fisher)
+        return modes, np.where(observed > 0, observed, fisher), fisher
 
     def _derivatives(self, fixed: np.ndarray, modes: np.ndarray, tau: float) -> tuple:
         """Per group at ``modes``: h'(u), −h''(u) and the expected information (the Fisher curvature)."""
@@ -90,7 +91,9 @@ class GroupedReports:
 
     def loglik(self, beta: np.ndarray, tau: float, nodes: int = 15, per_group: bool = False):
         """The marginal log-likelihood (``per_group``: each group's) by adaptive Gauss–Hermite quadrature."""
-        modes, curvature = self.modes(beta, tau)
+        modes, curvature, expected = self.modes(beta, tau)
+        if nodes == 1:  # the Laplace approximation as glmer computes it (RRmixed's default): its PIRLS weights are the
+            curvature = expected  # expected information; the two Laplaces differed by 0.5 in a log-likelihood here
         z, w = _hermite(nodes)
         scale = np.sqrt(2.0 / curvature)
         points = modes[:, None] + scale[:, None] * z[None, :]  # groups × nodes
