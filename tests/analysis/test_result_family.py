@@ -6,7 +6,18 @@ import matplotlib
 import pandas as pd
 import pytest
 
-from deniable.analysis import compare, correlation, estimate, estimate_table, linear, load, logistic, plan, planned_design
+from deniable.analysis import (
+    compare,
+    correlation,
+    estimate,
+    estimate_table,
+    linear,
+    load,
+    logistic,
+    mixed,
+    plan,
+    planned_design,
+)
 
 matplotlib.use("Agg")
 
@@ -25,6 +36,7 @@ def members(doc_workspace) -> dict:
         "regression": logistic("dodged ~ C(region)", tax),
         "latent class regression": logistic("cheated ~ C(region)", study),
         "predictor": linear("trust ~ dodged + age", study),
+        "multilevel": mixed("dodged ~ 1 + (1 | region)", tax),
         "table": estimate_table(tax, ["dodged", "fairness"]),
         "plans": plans,
         "plan": plans[0],
@@ -35,14 +47,14 @@ def members(doc_workspace) -> dict:
 
 
 WITH_INTERVALS = ("estimate", "mean", "comparison", "correlation", "regression", "latent class regression",
-                  "predictor", "table", "plans", "plan")
-PLOTTED = ("estimate", "mean", "comparison", "correlation", "table")
+                  "predictor", "multilevel", "table", "plans", "plan")
+PLOTTED = ("estimate", "mean", "comparison", "correlation", "multilevel", "table")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["estimate", "mean", "comparison", "correlation", "regression",
-                                  "latent class regression", "predictor", "table", "plans", "plan", "design", "fit",
-                                  "assignment"])
+                                  "latent class regression", "predictor", "multilevel", "table", "plans", "plan",
+                                  "design", "fit", "assignment"])
 def test_a_result_reads_as_every_result_does(members, kind):
     result = members[kind]
     frame = result.to_frame()

@@ -21,6 +21,7 @@ from .groups import (
 from .likelihood import Certificate, ConvergenceWarning
 from .loaded_survey import LoadedSurvey
 from .loading import load
+from .mixed import MixedResult, mixed
 from .planned_design import PlannedDesign, planned_design
 from .plans import Plans, QuestionPlan, describe_plan, plan
 from .precision import (
@@ -44,9 +45,9 @@ from .tables import EstimateTable, estimate_table
 __all__ = [
     "AnalysisError", "BINARY_METHODS", "CATEGORICAL_METHODS", "Certificate", "Comparison", "ConfidenceInterval",
     "ConvergenceWarning", "Correlation", "DEFAULT_BINARY_METHOD", "EstimateResult", "EstimateTable", "LoadError",
-    "LoadedSurvey", "MeanEstimate", "Plans", "PlannedDesign", "PoolingError", "QuestionPlan", "RegressionResults",
+    "LoadedSurvey", "MeanEstimate", "MixedResult", "Plans", "PlannedDesign", "PoolingError", "QuestionPlan", "RegressionResults",
     "Result", "SampleDesign", "SeparationWarning", "Summary", "SurveyData",
     "Version", "compare", "compare_designs", "correlation", "describe_plan", "estimate", "estimate_table", "linear",
-    "load", "logistic", "margin_of_error", "plan", "planned_design", "population", "power", "sample_size", "subgroup_frame",
+    "load", "logistic", "margin_of_error", "mixed", "plan", "planned_design", "population", "power", "sample_size", "subgroup_frame",
     "subgroups", "unit_variance",
 ]

@@ -32,7 +32,7 @@ from deniable.client.compliance import GroupedMechanism
 
 from . import channels, distributions
 from .errors import AnalysisError
-from .family import Result
+from .family import Result, interval_plot
 from .formulas import all_questions, formula_frame, formula_names, missing_report, randomized_arm
 from .mixed_likelihood import GroupedReports
 from .regression import logistic
@@ -97,6 +97,16 @@ class MixedResult(Result):
                 f"Fit: {'certified' if self.converged else 'NOT CERTIFIED'} (gradient {self.gradient:.1e}, smallest "
                 f"eigenvalue of the information {self.smallest_eigenvalue:.3g})",
                 *[f"Note: {note}" for note in self.notes]]
+
+    def plot(self, ax=None):
+        """Each group's predicted effect with its conditional interval at ``level``, ordered (matplotlib). Returns the
+        axes."""
+        effects = self.group_effects.sort_values("effect")
+        z = distributions.norm_isf((1 - self.level) / 2)
+        return interval_plot(ax, [str(name) for name in effects.index], effects["effect"],
+                             effects["effect"] - z * effects["se"], effects["effect"] + z * effects["se"],
+                             f"predicted effect of {self.group} on the log-odds ({self.level:.0%} conditional intervals)",
+                             f"{self.formula} (sd {self.tau:.3g})")
 
     def __repr__(self) -> str:
         return (f"<MixedResult {self.formula} n={self.n} groups={len(self.group_effects)} sd={self.tau:.3g}"
