@@ -212,12 +212,18 @@ def _answers_on_page(page) -> dict:
 
 
 def test_a_refused_send_keeps_the_answers_and_says_so_at_the_top(browser, live_server, survey, store):
-    """The link was fine when the page opened, and is spent (on another device) before this one sends."""
+    """The link was fine when the page opened, and is spent (on another device, the old way) before this page has its
+    credential: the credential is refused, the send is refused, and nothing of either is kept in the browser."""
     [token] = store.issue_tokens("tax", 1)
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = context.new_page()
+    held = []  # the page's request for its credential's key, held until the other device has answered
+    page.route("**/credential-key", lambda route: held.append(route))
     page.goto(f"{live_server}/s/tax?t={token}")
+    while not held:
+        page.wait_for_timeout(20)
     store.submit("tax", survey.hash, "elsewhere-0001", {"dodged": "no", "region": "North"}, token, answerable={"dodged", "region"})
+    held[0].continue_()
     fill_demo(page, TRUE)
     page.click("#survey-form button[type=submit]")
     page.wait_for_selector("#send-problem:not([hidden])")

@@ -373,3 +373,13 @@ def test_rfc_9474s_randomized_vector_through_the_client_and_the_servers_signing(
     assert signing.blind_sign(pem, blinded) == data("blind_sig")
     assert blind_rsa.finalize(key, prepared, data("blind_sig"), inverse) == data("sig")
     assert blind_rsa.verify(key, prepared, data("sig"))
+
+
+def test_the_python_outbox_keeps_a_responses_credential(tmp_path):
+    from deniable.client.submit import Outbox
+
+    outbox = Outbox(tmp_path / "outbox.json")
+    credential = {"key": "k1", "serial": "ab" * 64, "signature": "cd" * 256}
+    outbox.add("http://x", "tax", {"spec_hash": "h", "idempotency_key": "k" * 16, "reports": {"dodged": "no"},
+                                   "credential": credential})
+    assert outbox.entries()[0]["body"]["credential"] == credential

@@ -11,7 +11,7 @@ export class MemoryStorage {
   removeItem(key) { this._items.delete(key); }
 }
 
-const OUTBOX_FIELDS = ["spec_hash", "idempotency_key", "reports", "token", "wave"];
+const OUTBOX_FIELDS = ["spec_hash", "idempotency_key", "reports", "token", "credential", "wave"];
 
 /**
  * Responses that could not be sent yet: already randomized bodies (reports, spec hash, idempotency key,

@@ -194,7 +194,14 @@ export async function obtainCredential(baseUrl, surveyId, token, { storage = nul
       blinded: toHex(blinded), inverse: inverse.toString(16) };
     if (slot) storage.setItem(slot, JSON.stringify({ asked }));
   }
-  const signed = (await post("credentials", { token, key: asked.key, blinded: asked.blinded })).payload;
+  let signed;
+  try {
+    signed = (await post("credentials", { token, key: asked.key, blinded: asked.blinded })).payload;
+  } catch (error) {
+    // Refused for good (the token spent meanwhile, another device's credential): what was kept can never be signed.
+    if (slot && error instanceof SubmitError && error.status !== null && !error.retryable) storage.removeItem(slot);
+    throw error;
+  }
   const key = new PublicKey(BigInt(`0x${asked.modulus}`), asked.exponent);
   const signature = await finalize(key, fromHex(asked.serial), fromHex(signed.blind_signature), BigInt(`0x${asked.inverse}`));
   const credential = { key: asked.key, serial: asked.serial, signature: toHex(signature) };

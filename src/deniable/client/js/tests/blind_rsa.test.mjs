@@ -126,3 +126,23 @@ test("RFC 9474's RSABSSA-SHA384-PSS-Randomized vector, its prefix included, as t
   assert.deepEqual(await finalizeBlind(rfcKey, prepared, data("blind_sig"), inverse), data("sig"));
   assert.ok(await verifyBlind(rfcKey, prepared, data("sig")));
 });
+
+test("a request refused for good is not kept: nothing of it stays in the storage", async () => {
+  const { obtainCredential, MemoryStorage, TokenAlreadyUsed } = await import("../deniable.js");
+  const storage = new MemoryStorage();
+  const fetch = async (url) => {
+    const reply = (status, payload) => ({ ok: status < 400, status, json: async () => payload, headers: new Map() });
+    if (url.endsWith("/credential-key")) return reply(200, { key: "k1", modulus: vector.n, exponent: Number(number("e")) });
+    return reply(409, { error: { status: 409, field: "token", message: "token: already used" } }); // spent meanwhile
+  };
+  await assert.rejects(obtainCredential("http://x", "tax", "t".repeat(22), { fetch, storage, retries: 0 }), TokenAlreadyUsed);
+  assert.equal(storage._items.size, 0);
+});
+
+test("the outbox keeps a response's credential, as it keeps a token", async () => {
+  const { Outbox, MemoryStorage } = await import("../deniable.js");
+  const outbox = new Outbox({ storage: new MemoryStorage() });
+  const credential = { key: "k1", serial: "ab".repeat(64), signature: "cd".repeat(256) };
+  await outbox.add("http://x", "tax", { spec_hash: "h", idempotency_key: "k".repeat(16), reports: { dodged: "no" }, credential });
+  assert.deepEqual(outbox.entries()[0].body.credential, credential);
+});
