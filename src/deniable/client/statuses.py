@@ -20,6 +20,8 @@ STATUS_TABLE = (
      "the spec hash names no version of this survey: fetch the survey again and ask again"),
     (408, None, "retry_later", True, "the request timed out on its way"),
     (409, "token", "token_used", False, "this invitation has answered already; each answers once"),
+    (409, "credential", "token_used", False,
+     "this invitation's credential has answered already (or, on a token, it holds a credential): each answers once"),
     (409, "wave", "no_wave_open", False, "the survey is repeated and no wave is open now"),
     (409, "quota", "quota_full", False,
      "the respondent's group (a quota cell of public answers) is full: the response was not stored; nothing to resend"),

@@ -8,6 +8,7 @@ export const STATUS_TABLE = Object.freeze([
   {"status": 404, "field": "spec_hash", "kind": "stale_spec", "retry": false, "meaning": "the spec hash names no version of this survey: fetch the survey again and ask again"},
   {"status": 408, "field": null, "kind": "retry_later", "retry": true, "meaning": "the request timed out on its way"},
   {"status": 409, "field": "token", "kind": "token_used", "retry": false, "meaning": "this invitation has answered already; each answers once"},
+  {"status": 409, "field": "credential", "kind": "token_used", "retry": false, "meaning": "this invitation's credential has answered already (or, on a token, it holds a credential): each answers once"},
   {"status": 409, "field": "wave", "kind": "no_wave_open", "retry": false, "meaning": "the survey is repeated and no wave is open now"},
   {"status": 409, "field": "quota", "kind": "quota_full", "retry": false, "meaning": "the respondent's group (a quota cell of public answers) is full: the response was not stored; nothing to resend"},
   {"status": 409, "field": "survey_id", "kind": "retry_later", "retry": true, "meaning": "the survey opens later (its spec's opens): send it again once it is open"},
