@@ -39,15 +39,16 @@ from .results import (
     MeanEstimate,
 )
 from .sample_design import SampleDesign
+from .small_areas import SmallAreas, small_areas
 from .survey_data import SurveyData, Version, population
 from .tables import EstimateTable, estimate_table
 
 __all__ = [
     "AnalysisError", "BINARY_METHODS", "CATEGORICAL_METHODS", "Certificate", "Comparison", "ConfidenceInterval",
     "ConvergenceWarning", "Correlation", "DEFAULT_BINARY_METHOD", "EstimateResult", "EstimateTable", "LoadError",
-    "LoadedSurvey", "MeanEstimate", "MixedResult", "Plans", "PlannedDesign", "PoolingError", "QuestionPlan", "RegressionResults",
-    "Result", "SampleDesign", "SeparationWarning", "Summary", "SurveyData",
+    "LoadedSurvey", "MeanEstimate", "MixedResult", "Plans", "PlannedDesign", "PoolingError", "QuestionPlan",
+    "RegressionResults", "Result", "SampleDesign", "SeparationWarning", "SmallAreas", "Summary", "SurveyData",
     "Version", "compare", "compare_designs", "correlation", "describe_plan", "estimate", "estimate_table", "linear",
-    "load", "logistic", "margin_of_error", "mixed", "plan", "planned_design", "population", "power", "sample_size", "subgroup_frame",
-    "subgroups", "unit_variance",
+    "load", "logistic", "margin_of_error", "mixed", "plan", "planned_design", "population", "power", "sample_size",
+    "small_areas", "subgroup_frame", "subgroups", "unit_variance",
 ]

@@ -19,6 +19,7 @@ design weights (a pseudo-likelihood with scaled weights is not implemented).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -70,6 +71,13 @@ class MixedResult(Result):
     newton_decrement: float
     smallest_eigenvalue: float
     notes: tuple[str, ...] = ()
+    #: What predictions need (`small_areas`): the estimates (β, log τ) and their covariance (the inverse information;
+    #: β's block alone when τ is at 0), the reports the fit was made from, and how a table's covariates become the
+    #: fixed effects' columns (patsy's design of the formula; None for a fit from arrays).
+    theta: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros(0))
+    theta_covariance: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros((0, 0)))
+    data: GroupedReports | None = field(repr=False, compare=False, default=None)
+    design_info: object | None = field(repr=False, compare=False, default=None)
 
     @property
     def icc(self) -> float:
@@ -161,9 +169,10 @@ def mixed(formula: str, data, *, level: float = 0.95, nodes: int | None = None, 
     codes, names = pd.factorize(labels, sort=True)
     channel = channels.binary_channel(mechanism)
     yes = (reports == mechanism.answers[0]).to_numpy(dtype=float)
-    return fit_mixed(GroupedReports(yes, exog.to_numpy(), codes, channel.p, channel.q), list(exog.columns),
-                     list(names), formula=formula, group=group, level=level, nodes=nodes or NODES, adapt=nodes is None,
-                     start=_fixed_start(question, reports, exog))
+    result = fit_mixed(GroupedReports(yes, exog.to_numpy(), codes, channel.p, channel.q), list(exog.columns),
+                       list(names), formula=formula, group=group, level=level, nodes=nodes or NODES, adapt=nodes is None,
+                       start=_fixed_start(question, reports, exog))
+    return dataclasses.replace(result, design_info=exog.design_info)
 
 
 def _parsed(formula: str) -> tuple[str, str, str]:
@@ -247,7 +256,8 @@ def fit_mixed(data: GroupedReports, terms: list[str], group_names: list[str], *,
         notes.append(f"{int((data.sizes == 1).sum())} groups have one respondent: each predicted effect is shrunk "
                      "toward 0 by its few reports (read its SE)")
     return MixedResult(formula, group, level, fixed, tau, tau_ci, tau_pvalue, effects, int(len(data.reports)), loglik,
-                       nodes, decrement, float(eigenvalues.min()), tuple(notes))
+                       nodes, decrement, float(eigenvalues.min()), tuple(notes), theta=theta,
+                       theta_covariance=covariance, data=data)
 
 
 def _polished(negative, theta: np.ndarray, free: np.ndarray, steps: int = 3) -> tuple[np.ndarray, np.ndarray, float]:

@@ -59,16 +59,20 @@ class GroupedReports:
         low = np.where(yes, self.q, 1 - self.q)
         return np.log(np.clip(low + np.where(yes, 1, -1) * (self.p - self.q) * expit(linear), 1e-300, None))
 
-    def modes(self, beta: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each group's mode û_j of h_j, the curvature c_j there and the expected information there. Fisher scoring
-        finds the mode (its steps divide by the expected information, which is always positive: a randomized report's
-        log-likelihood need not be concave in u, and Newton's steps on it oscillated); the observed curvature at the
-        mode scales the nodes (the expected one where the observed is not positive)."""
+    def modes(self, beta: np.ndarray, tau: float, start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each group's mode û_j of h_j, the curvature c_j there and the expected information there. The mode is found
+        by Newton's steps where the observed curvature is at least half the expected information, and Fisher scoring's
+        (divided by the expected information, always positive) elsewhere: a randomized report's log-likelihood need
+        not be concave in u, and Newton's steps alone oscillated there. The observed curvature at the mode scales the
+        nodes (the expected one where the observed is not positive). ``start``: modes to start from
+        (a nearby fit's: a bootstrap draw's)."""
         fixed = self.exog @ beta
-        modes = np.zeros(self.count)
+        modes = np.zeros(self.count) if start is None else np.array(start, dtype=float)
         for _ in range(MODE_STEPS):
-            gradient, _, fisher = self._derivatives(fixed, modes, tau)
-            step = gradient / fisher
+            gradient, observed, fisher = self._derivatives(fixed, modes, tau)
+            # Newton's step where the observed curvature is at least half the expected (near the mode: quadratic
+            # convergence), Fisher scoring's elsewhere (never a step against the slope, never an oscillation)
+            step = gradient / np.where(observed > 0.5 * fisher, observed, fisher)
             modes = modes + step
             if np.max(np.abs(step)) < MODE_TOLERANCE:
                 break
