@@ -237,13 +237,13 @@ def test_an_admin_lets_a_lost_credential_be_issued_again_and_the_audit_log_says_
     _credential(live_server, token)  # then the phone is lost
     with pytest.raises(TokenAlreadyUsed):
         _credential(live_server, token)
-    done = runner.invoke(main, ["reissue", "tax", token, "--db", db_path])
+    done = runner.invoke(main, ["reissue", "tax", "--token", token, "--db", db_path])
     assert done.exit_code == 0, done.output
     assert submit(live_server, "tax", ANSWERS, token=token).created
     [line] = [entry for entry in store.audit_log() if entry["action"] == "credential re-issued"]
     assert line["survey_id"] == "tax" and token not in str(line)
-    for refused in ([unopened], ["not-a-token"]):  # nothing to re-issue: said, exit 1, nothing audited
-        out = runner.invoke(main, ["reissue", "tax", *refused, "--db", db_path])
+    for refused in (unopened, "not-a-token", "-starts-with-a-dash"):  # nothing to re-issue: said, exit 1, not audited
+        out = runner.invoke(main, ["reissue", "tax", "--token", refused, "--db", db_path])
         assert out.exit_code == 1 and "token:" in out.output and "Traceback" not in out.output
     assert len([e for e in store.audit_log() if e["action"] == "credential re-issued"]) == 1
 

@@ -22,7 +22,8 @@ from .files import atomic_write, read_frame, write_chunks
 
 @click.command("reissue")
 @click.argument("survey_id")
-@click.argument("token")
+@click.option("--token", required=True,
+              help="The invitation's token (an option, not an argument: a token may begin with '-').")
 @db_option
 def reissue(survey_id, token, db):
     """Let an invitation receive a new credential: for a respondent whose device was lost, or whose browser was
