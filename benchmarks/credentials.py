@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from deniable import storage  # noqa: E402
 from deniable.client import Survey, blind_rsa  # noqa: E402
 from deniable.server import signing  # noqa: E402
+from tests.support.credentials import device_credential  # noqa: E402
 
 ANSWERS = {"dodged": "yes", "region": "North", "cash": "Cash in hand", "fairness": "Agree", "undeclared": ["Tips"],
            "hours": 10}
@@ -112,14 +113,7 @@ def server_issue(count: int = 200) -> float:
 
 def _prepared(store, survey, count: int) -> tuple[list, list]:
     tokens = store.issue_tokens("tax", 2 * count)
-    credentials = []
-    for token in tokens[count:]:
-        key = store.credential_key_for_token("tax", token, signing.new_key)
-        serial = blind_rsa.prepare(secrets.token_bytes(32))
-        blinded, inverse = blind_rsa.blind(key.public, serial)
-        store.issue_credential("tax", token, blinded.hex())
-        signature = blind_rsa.finalize(key.public, serial, signing.blind_sign(key.private_pem, blinded), inverse)
-        credentials.append({"key": key.id, "serial": serial.hex(), "signature": signature.hex()})
+    credentials = [device_credential(store, "tax", token) for token in tokens[count:]]
     return tokens[:count], credentials
 
 

@@ -14,6 +14,7 @@ from deniable.client import Survey, TokenAlreadyUsed, blind_rsa, submit
 from deniable.client.submit import obtain_credential
 from deniable.server import signing
 from tests.server.conftest import ANSWERS
+from tests.support.credentials import device_credential
 
 pytestmark = pytest.mark.both_engines
 
@@ -262,16 +263,6 @@ def test_the_form_without_javascript_says_its_invitation_goes_with_the_answers(c
     assert said not in opened[opened.index('<form id="coin-form"'):]  # the page's words hold it; its form does not
 
 
-def _device_credential(store, survey_id: str, token: str) -> dict:
-    """What a device does, against the store itself: the key, a blinded serial, the signature, unblinded."""
-    key = store.credential_key_for_token(survey_id, token, signing.new_key)
-    serial = blind_rsa.prepare(secrets.token_bytes(32))
-    blinded, inverse = blind_rsa.blind(key.public, serial)
-    store.issue_credential(survey_id, token, blinded.hex())
-    signature = blind_rsa.finalize(key.public, serial, signing.blind_sign(key.private_pem, blinded), inverse)
-    return {"key": key.id, "serial": serial.hex(), "signature": signature.hex()}
-
-
 def test_a_full_quota_refuses_a_credential_and_leaves_it_unspent(store):
     from deniable import storage
 
@@ -280,7 +271,7 @@ def test_a_full_quota_refuses_a_credential_and_leaves_it_unspent(store):
                                               "options": ["north", "south"], "privacy": "none"},
                                              {"id": "dodged", "type": "yes_no", "text": "Dodged?"}]})
     store.add_survey(survey, access="token")
-    first, second = (_device_credential(store, "field", token) for token in store.issue_tokens("field", 2))
+    first, second = (device_credential(store, "field", token) for token in store.issue_tokens("field", 2))
     answers = {"region": "north", "dodged": "no"}
     store.submit("field", survey.hash, "key-000001", survey.randomize(answers), credential=first)
     with pytest.raises(storage.Conflict) as full:
@@ -298,9 +289,9 @@ def test_a_repeated_survey_binds_the_wave_in_the_key(store, pulse):
     store.add_survey(pulse, access="token")
     store.open_wave("pulse", "w1")
     early, late = store.issue_tokens("pulse", 2)
-    in_w1 = _device_credential(store, "pulse", early)
+    in_w1 = device_credential(store, "pulse", early)
     store.open_wave("pulse", "w2")
-    in_w2 = _device_credential(store, "pulse", late)
+    in_w2 = device_credential(store, "pulse", late)
     assert in_w1["key"] != in_w2["key"]
     reports = pulse.randomize(PANEL_ANSWERS, memo=Memo.from_secret(bytes(32)))
     with pytest.raises(storage.Conflict) as closed:  # issued for a wave that has closed: not counted in the next
@@ -315,7 +306,7 @@ def test_a_split_ballot_keeps_its_arms_and_a_batch_its_one_transaction(store):
 
     survey = Survey.from_file(EXAMPLES / "split_ballot.yaml")
     store.add_survey(survey, access="token")
-    credentials = [_device_credential(store, "validation", token) for token in store.issue_tokens("validation", 3)]
+    credentials = [device_credential(store, "validation", token) for token in store.issue_tokens("validation", 3)]
     arms = {"dodged": "direct", "took": "randomized", "cheated": "randomized"}
     answers = {"region": "North", "dodged": "yes", "took": "same", "cheated": {"group": "a", "report": "no"}}
     items = [(survey.hash, f"key-{i:06d}", survey.randomize(answers, arms=arms), None, None, None, credential)
@@ -333,7 +324,7 @@ def test_both_verifiers_agree_on_every_signature(store, survey, monkeypatch):
     from deniable.storage import credentials
 
     [token] = _token_survey(store, survey, 1)
-    credential = _device_credential(store, "tax", token)
+    credential = device_credential(store, "tax", token)
     public, _, _ = store.credentials.public_key("tax", credential["key"])
     serial, signature = bytes.fromhex(credential["serial"]), bytearray.fromhex(credential["signature"])
     with_openssl = credentials._verify(public, serial, bytes(signature))

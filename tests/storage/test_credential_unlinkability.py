@@ -16,10 +16,9 @@ import struct
 
 import pytest
 
-from deniable.client import blind_rsa
-from deniable.server import signing
 from deniable.storage.common import digest
 from tests.databases import ANSWERS
+from tests.support.credentials import device_credential
 
 pytestmark = pytest.mark.both_engines
 
@@ -41,16 +40,6 @@ def _schedule(kind: str, seed: int = 11) -> list[tuple[str, int]]:
     return [(what, i) for _, what, i in sorted(events)]
 
 
-def _credential(store, token: str) -> dict:
-    """What a respondent's device does: the key, a blinded serial, the blind signature, unblinded."""
-    key = store.credential_key_for_token("tax", token, signing.new_key)
-    serial = blind_rsa.prepare(random.Random(token).randbytes(32))
-    blinded, inverse = blind_rsa.blind(key.public, serial)
-    store.issue_credential("tax", token, blinded.hex())
-    signature = blind_rsa.finalize(key.public, serial, signing.blind_sign(key.private_pem, blinded), inverse)
-    return {"key": key.id, "serial": serial.hex(), "signature": signature.hex()}
-
-
 def _field(store, survey, kind: str, db_path: str | None = None) -> tuple[list, dict, tuple | None]:
     """Run the schedule; (tokens, {idempotency key: the invitation that sent it}: the truth, and on SQLite the log's
     header and length when fieldwork began)."""
@@ -59,7 +48,7 @@ def _field(store, survey, kind: str, db_path: str | None = None) -> tuple[list, 
     record, held, truth = store.get_survey("tax"), {}, {}
     for what, i in _schedule(kind):
         if what == "open":
-            held[i] = _credential(store, tokens[i])
+            held[i] = device_credential(store, "tax", tokens[i], random.Random(tokens[i]).randbytes(32))
         else:
             key = f"key-{i:04d}-{random.Random(i).randrange(10**8):08d}"
             store.submit("tax", record.hash, key, survey.randomize(ANSWERS), credential=held.pop(i))

@@ -98,7 +98,7 @@ class GroupedReports:
         modes, curvature, expected = self.modes(beta, tau)
         if nodes == 1:  # the Laplace approximation as glmer computes it (RRmixed's default): its PIRLS weights are the
             curvature = expected  # expected information; the two Laplaces differed by 0.5 in a log-likelihood here
-        z, w = _hermite(nodes)
+        z, w = hermite(nodes)
         scale = np.sqrt(2.0 / curvature)
         points = modes[:, None] + scale[:, None] * z[None, :]  # groups × nodes
         fixed = self.exog @ beta
@@ -112,6 +112,6 @@ class GroupedReports:
 
 
 @functools.lru_cache(maxsize=16)
-def _hermite(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+def hermite(nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """Gauss–Hermite nodes and weights (for ∫ e^(−z²) f(z) dz), computed once per count."""
     return roots_hermite(nodes)

@@ -29,7 +29,7 @@ from scipy.special import expit
 from .errors import AnalysisError
 from .family import Result, interval_plot
 from .mixed import MixedResult
-from .mixed_likelihood import _hermite
+from .mixed_likelihood import hermite
 
 #: Bootstrap draws of the fit, and the seed they are drawn with (the same fit gives the same intervals).
 DRAWS = 1000
@@ -159,7 +159,7 @@ def small_areas(fit: MixedResult, population: pd.DataFrame, *, by: str | None = 
 
 def _expected_share(exog: np.ndarray, counts: np.ndarray, beta: np.ndarray, centre: float, spread: float) -> float:
     """Σ_c N_c E[σ(x_cᵀβ + u)] / Σ_c N_c with u ~ N(centre, spread²), by Gauss–Hermite (61 nodes)."""
-    z, w = _hermite(61)
+    z, w = hermite(61)
     u = centre + math.sqrt(2) * spread * z
     shares = expit((exog @ beta)[:, None] + u[None, :]) @ (w / math.sqrt(math.pi))
     return float(counts @ shares / counts.sum())

@@ -19,6 +19,7 @@ from deniable.client.errors import DeniableError
 from deniable.client.json_text import MAX_JSON_DEPTH, JsonShapeError, check_json_text
 from deniable.client.privacy import DEFAULT_PRIOR, posterior_bound
 from deniable.client.specfile import MAX_SPEC_BYTES
+from deniable.storage.credentials import is_hex
 from deniable.storage.release import RELEASE_AT
 
 from . import signing
@@ -259,7 +260,7 @@ def issue_credential(survey_id):
     ``blinded`` (hex). Recorded once per invitation; the same blinded message again is answered again."""
     body = _json_body()
     token, key_id, blinded = body.get("token"), body.get("key"), body.get("blinded")
-    if not isinstance(blinded, str) or len(blinded) > 4096 or not _hex(blinded):
+    if not isinstance(blinded, str) or len(blinded) > 4096 or not is_hex(blinded):
         raise ApiError(422, "blinded: the blinded message, in hexadecimal digits", "blinded")
     store = get_store()
     key = store.credential_key_for_token(survey_id, token, signing.new_key)
@@ -269,10 +270,6 @@ def issue_credential(survey_id):
     blind_signature = signing.blind_sign(key.private_pem, bytes.fromhex(blinded))
     store.issue_credential(survey_id, token, blinded)
     return {"key": key.id, "blind_signature": blind_signature.hex()}
-
-
-def _hex(text: str) -> bool:
-    return len(text) % 2 == 0 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 @blueprint.get("/surveys")

@@ -208,9 +208,9 @@ class Credentials(Part):
         if known is None:
             raise Invalid("credential.key: not a key of this survey", "credential.key")
         public, cell, wave = known
-        if len(serial) != SERIAL_HEX or not _is_hex(serial):
+        if len(serial) != SERIAL_HEX or not is_hex(serial):
             raise Invalid(f"credential.serial: {SERIAL_HEX} hexadecimal digits", "credential.serial")
-        if len(signature) != 2 * public.length or not _is_hex(signature):
+        if len(signature) != 2 * public.length or not is_hex(signature):
             raise Invalid(f"credential.signature: {2 * public.length} hexadecimal digits", "credential.signature")
         if not _verify(public, bytes.fromhex(serial), bytes.fromhex(signature)):
             raise Invalid("credential.signature: does not verify with the survey's key", "credential.signature")
@@ -248,9 +248,6 @@ def _openssl_key(n: int, e: int):
     return rsa.RSAPublicNumbers(e, n).public_key()
 
 
-def _is_hex(text: str) -> bool:
-    try:
-        bytes.fromhex(text)
-    except ValueError:
-        return False
-    return True
+def is_hex(text: str) -> bool:
+    """Whether ``text`` is bytes in hexadecimal digits, nothing else (a credential's parts, a blinded message)."""
+    return len(text) % 2 == 0 and all(c in "0123456789abcdefABCDEF" for c in text)
