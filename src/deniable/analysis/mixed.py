@@ -38,6 +38,7 @@ from .family import Result, interval_plot
 from .formulas import all_questions, formula_frame, formula_names, missing_report, randomized_arm
 from .mixed_likelihood import GroupedReports
 from .regression import logistic
+from .sample_design import SampleDesign
 
 #: Gauss–Hermite nodes per group to start with; the fit doubles them (2·nodes + 1) until doing so moves the
 #: log-likelihood at the estimate by less than QUADRATURE_TOLERANCE (a hundredth of the profile interval's cut's
@@ -78,6 +79,10 @@ class MixedResult(Result):
     theta_covariance: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros((0, 0)))
     data: GroupedReports | None = field(repr=False, compare=False, default=None)
     design_info: object | None = field(repr=False, compare=False, default=None)
+    #: The respondents' covariates and group, with a ``weight`` column (the spec's design weights, named by
+    #: ``sample_weights``, or 1 each): the sample's own population table (`small_areas(fit, "sample")`).
+    sample: pd.DataFrame | None = field(repr=False, compare=False, default=None)
+    sample_weights: str | None = field(repr=False, compare=False, default=None)
 
     @property
     def icc(self) -> float:
@@ -153,7 +158,9 @@ def mixed(formula: str, data, *, level: float = 0.95, nodes: int | None = None, 
     if randomized:
         raise AnalysisError(f"formula: {', '.join(randomized)} is randomized; covariates and groups must be public",
                             "formula")
-    frame = formula_frame(data, outcome, used, f"{fixed_terms} + {group}")
+    spec_design = SampleDesign.of(data.survey) if hasattr(data, "survey") else None
+    weighted = spec_design if spec_design is not None and spec_design.weights is not None else None
+    frame = formula_frame(data, outcome, used, f"{fixed_terms} + {group}", design=weighted)
     if group not in frame.columns:
         raise AnalysisError(f"formula: the grouping factor {group!r} is neither a public question nor a column of "
                             "the data", "formula")
@@ -172,7 +179,15 @@ def mixed(formula: str, data, *, level: float = 0.95, nodes: int | None = None, 
     result = fit_mixed(GroupedReports(yes, exog.to_numpy(), codes, channel.p, channel.q), list(exog.columns),
                        list(names), formula=formula, group=group, level=level, nodes=nodes or NODES, adapt=nodes is None,
                        start=_fixed_start(question, reports, exog))
-    return dataclasses.replace(result, design_info=exog.design_info)
+    # The sample's own covariate cells, each respondent counted by its design weight (1 without one): the population
+    # `small_areas(fit, "sample")` post-stratifies over when no census table is at hand.
+    covariates = [name for name in frame.columns if name not in (outcome, group)
+                  and name in formula_names(fixed_terms)]
+    cells = frame.loc[exog.index, [*covariates, group]].copy()
+    cells["weight"] = weighted.resolve(frame.loc[exog.index]).weights if weighted is not None else 1.0
+    return dataclasses.replace(result, design_info=exog.design_info, sample=cells,
+                               sample_weights=None if weighted is None else str(weighted.weights)
+                               if isinstance(weighted.weights, str) else "the design's weights")
 
 
 def _parsed(formula: str) -> tuple[str, str, str]:
@@ -214,10 +229,14 @@ def fit_mixed(data: GroupedReports, terms: list[str], group_names: list[str], *,
     def negative(theta):
         return -data.loglik(theta[:k], math.exp(theta[k]), nodes)
 
+    def negative_and_gradient(theta):
+        value, gradient = _value_and_gradient(data, theta[:k], math.exp(theta[k]), nodes)
+        return -value, -gradient
+
     theta = np.append(np.zeros(k) if start is None else start, math.log(0.5))
     bounds = [(None, None)] * k + [(math.log(TAU_FLOOR), math.log(TAU_CEILING))]
     while True:
-        found = optimize.minimize(negative, theta, jac=lambda t: _central_gradient(negative, t), method="L-BFGS-B",
+        found = optimize.minimize(negative_and_gradient, theta, jac=True, method="L-BFGS-B",
                                   bounds=bounds, options={"maxiter": 500, "ftol": 1e-13, "gtol": 1e-8})
         theta = found.x
         finer = data.loglik(theta[:k], math.exp(theta[k]), 2 * nodes + 1)
@@ -225,10 +244,20 @@ def fit_mixed(data: GroupedReports, terms: list[str], group_names: list[str], *,
         if not adapt or abs(moved) < QUADRATURE_TOLERANCE or 2 * nodes + 1 > MOST_NODES:
             break
         nodes = 2 * nodes + 1  # refit from here with the finer rule
-    at_floor = theta[k] <= math.log(TAU_FLOOR) + 1e-6
+    # τ near 0 is the boundary whether or not the optimiser reached the floor: the log-likelihood is flat in log τ
+    # there (it moves with τ²), so a stop at τ = 2e-5 or 6e-5 left the information singular in log τ. Where putting
+    # τ at the floor costs nothing, it is there.
+    at_floor = theta[k] <= math.log(TAU_FLOOR) + 1e-6 or (
+        math.exp(theta[k]) < 0.01 and data.loglik(theta[:k], TAU_FLOOR, nodes) >= -float(found.fun) - 1e-7)
+    if at_floor:
+        theta[k] = math.log(TAU_FLOOR)
     notes = []
     free = np.arange(k if at_floor else k + 1)
     theta, hessian, decrement = _polished(negative, theta, free)
+    if theta[k] >= math.log(TAU_CEILING / 2):
+        notes.append(f"the random intercepts' sd ran toward its ceiling ({TAU_CEILING:g} on the log-odds scale): these "
+                     "reports do not bound how much the groups differ (too few reports per group, or a group's all "
+                     "one way), and the estimates mean little; fit fewer covariates, or groups with more respondents")
     eigenvalues = np.linalg.eigvalsh(hessian)
     covariance = np.linalg.pinv(hessian)
     loglik = -negative(theta)
@@ -288,6 +317,17 @@ def _polished(negative, theta: np.ndarray, free: np.ndarray, steps: int = 3) -> 
     return theta, hessian, left
 
 
+def _value_and_gradient(data: GroupedReports, beta: np.ndarray, tau: float, nodes: int) -> tuple[float, np.ndarray]:
+    """The log-likelihood and its gradient in (β, log τ): by the quadrature's own derivative where there are nodes to
+    average over, by central differences for the Laplace approximation (whose curvature term moves with the point at
+    first order). The optimum is then polished and certified by differences either way (`_polished`)."""
+    if nodes > 1:
+        return data.loglik_gradient(beta, tau, nodes)
+    theta = np.append(beta, math.log(tau))
+    value = data.loglik(beta, tau, nodes)
+    return value, _central_gradient(lambda t: data.loglik(t[:-1], math.exp(t[-1]), nodes), theta)
+
+
 def _central_gradient(function, theta: np.ndarray, step: float = 1e-5) -> np.ndarray:
     gradient = np.empty_like(theta)
     for i in range(len(theta)):
@@ -304,13 +344,13 @@ def _profile(data: GroupedReports, nodes: int, beta: np.ndarray, k: int, tau: fl
     (``maximisers``: {log τ: β}, added to), else from β̂: the maximiser moves little with τ. A gradient of 1e-5 leaves
     the maximum within 1e-9 of itself, far inside the interval's cut."""
     def negative(b):
-        return -data.loglik(b, tau, nodes)
+        value, gradient = _value_and_gradient(data, b, tau, nodes)
+        return -value, -gradient[:k]
 
     start = beta
     if maximisers:
         start = maximisers[min(maximisers, key=lambda log_tau: abs(log_tau - math.log(tau)))]
-    found = optimize.minimize(negative, start, jac=lambda b: _central_gradient(negative, b), method="BFGS",
-                              options={"gtol": 1e-5})
+    found = optimize.minimize(negative, start, jac=True, method="BFGS", options={"gtol": 1e-5})
     if maximisers is not None:
         maximisers[math.log(tau)] = found.x
     return -float(found.fun)
