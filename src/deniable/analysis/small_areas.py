@@ -72,14 +72,27 @@ class SmallAreas(Result):
         return f"<SmallAreas by {self.area}: {len(self.table)} areas, {self.level:.0%} intervals>"
 
 
-def small_areas(fit: MixedResult, population: pd.DataFrame, *, by: str | None = None, count: str = "count",
+def small_areas(fit: MixedResult, population: pd.DataFrame | str, *, by: str | None = None, count: str = "count",
                 draws: int = DRAWS) -> SmallAreas:
     """Post-stratify ``fit`` over ``population``: one row per cell, the fixed effects' covariates, the area (``by``;
     by default the fit's grouping factor, whose levels are the areas the model knows) and the cell's ``count``. An
-    area of the table the sample did not reach is estimated from its covariates and τ alone."""
+    area of the table the sample did not reach is estimated from its covariates and τ alone.
+
+    ``population="sample"``: the sample's own cells, each respondent counted by the spec's design weight (1 without
+    one), so each area's covariates are those of its respondents; areas without respondents are then not in it (a
+    census table or the frame's counts bring them)."""
     if fit.data is None or fit.design_info is None:
         raise AnalysisError("small_areas: needs a fit of mixed(formula, data), which keeps how covariates enter",
                             "fit")
+    sampled = isinstance(population, str)
+    if isinstance(population, str):
+        if population != "sample" or fit.sample is None:
+            raise AnalysisError(f"population: a table (one row per cell, with {count!r}) or \"sample\", got "
+                                f"{population!r}", "population")
+        cells = fit.sample
+        keys = [fit.group, *cells.columns.drop(["weight", fit.group])]  # areas in order, then their cells
+        population = (cells.groupby(keys, observed=True, sort=True, dropna=False)["weight"]
+                      .sum().rename(count).reset_index())
     area = by or fit.group
     if area != fit.group:
         raise AnalysisError(f"by: {area!r} is not the fit's grouping factor {fit.group!r}; the areas are its groups",
@@ -147,6 +160,10 @@ def small_areas(fit: MixedResult, population: pd.DataFrame, *, by: str | None = 
     table = pd.DataFrame(rows, columns=["respondents", "population", "estimate", "se", "ci_low", "ci_high", "direct",
                                         "direct_se", "shrinkage"], index=pd.Index(names, name=area))
     notes = []
+    if sampled:
+        notes.append("population: the sample's own cells, each respondent counted by "
+                     + (f"its design weight ({fit.sample_weights})" if fit.sample_weights else "1 (no design weights)")
+                     + "; areas without respondents need a census table or the frame's counts")
     unreached = [name for name in names if name not in known]
     if unreached:
         notes.append(f"{len(unreached)} areas have no respondents ({', '.join(unreached[:8])}"
