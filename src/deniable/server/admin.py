@@ -229,6 +229,79 @@ def estimates_download(survey_id, fmt, number=None):
         headers={"Content-Disposition": f'attachment; filename="{survey_id}-{which}-estimates.{fmt}"'})
 
 
+#: Seconds a view of the model page waits for its fit (worked out in the background) before it shows that the fit is
+#: under way and reloads itself; the longest formula accepted.
+MODEL_WAIT, MODEL_FORMULA_CHARS = 6.0, 500
+
+
+@blueprint.get("/surveys/<survey_id>/model")
+@signed_in
+def model_page(survey_id):
+    """A multilevel model of a randomized yes/no answer with a random intercept per group (`analysis.mixed`), and each
+    group's small-area estimate over the sample's own cells, ordered, as a chart and a table (CSV and JSON too)."""
+    # the analysis (pandas, scipy) loads with the first model page, as with the first estimates page
+    from .model_view import suggested_formula
+
+    store = get_store()
+    current = store.get_survey(survey_id)
+    formula = request.args.get("formula", "").strip()
+    if not formula:
+        return render_template("model.html", record=current, survey=current.survey, formula="",
+                               suggestion=suggested_formula(current.survey), view=None, waiting=False, inf=math.inf)
+    view, status = _model_view(survey_id, current, formula, wait=MODEL_WAIT)
+    return render_template("model.html", record=current, survey=current.survey, formula=formula, suggestion="",
+                           view=view, waiting=view is None, inf=math.inf), status
+
+
+@blueprint.get("/surveys/<survey_id>/model.<fmt>")
+@signed_in
+def model_download(survey_id, fmt):
+    """The area table of the model page (`deniable model --areas --format csv|json`)."""
+    if fmt not in ("csv", "json"):
+        abort(404)
+    current = get_store().get_survey(survey_id)
+    formula = request.args.get("formula", "").strip()
+    view, status = _model_view(survey_id, current, formula, wait=None)
+    if view.get("error"):
+        return render_template("message.html", heading="Cannot fit the model", message=view["error"], error=True), status
+    return current_app.response_class(
+        view["area_csv"] if fmt == "csv" else view["area_json"], mimetype="text/csv" if fmt == "csv" else "application/json",
+        headers={"Content-Disposition": f'attachment; filename="{survey_id}-v{current.version}-areas.{fmt}"'})
+
+
+def _model_view(survey_id, current, formula: str, wait: float | None) -> tuple[dict | None, int]:
+    """The remembered figures of ``formula`` over the current version's responses, else worked out: in the background
+    while the page waits up to ``wait`` seconds (None: here, for a download). None while still under way."""
+    # the analysis (pandas, scipy) loads with the first model page, as with the first estimates page
+    from deniable.analysis.loading import load
+
+    from .model_view import fit_model, remembered
+
+    if not formula or len(formula) > MODEL_FORMULA_CHARS:
+        return {"error": f"formula: write 'outcome ~ covariates + (1 | group)' in at most {MODEL_FORMULA_CHARS} "
+                         "characters"}, 422
+    database = current_app.config["DATABASE"]
+    data = load(store=get_store(), survey_id=survey_id, version=current.version)
+    key = (hashlib.sha256(database.encode()).hexdigest()[:16], survey_id, current.version, data.n, formula, 0.95)
+    view = remembered(key)
+    if view is None and wait is None:
+        view = fit_model(key, data, formula, 0.95)
+    if view is None:
+        def fit_in_background():
+            with storage.Store(database, migrate=False) as own:
+                fit_model(key, load(store=own, survey_id=survey_id, version=current.version), formula, 0.95)
+
+        finish_later(("model", *key), fit_in_background)
+        waited = time.monotonic()
+        while view is None and pending(("model", *key)) and time.monotonic() - waited < wait:
+            time.sleep(0.05)
+            view = remembered(key)
+        view = view or remembered(key)
+    if view is None:
+        return None, 202
+    return view, 422 if view.get("error") else 200
+
+
 def _estimates_page(survey_id, version: int | None = None, pooled: bool = False):
     # The dashboard is the server's one use of analysis (pandas, scipy): loaded with the first estimates page, not by
     # every worker at start.

@@ -2,9 +2,10 @@
 `DeniableError`) becomes a one-line message and exit status 1, in one place (`common.Commands`).
 
 ``surveys`` (check, import, add, list, close, waves), ``data`` (invitation tokens and their credentials' re-issue,
-exports, estimates), ``contacts`` (e-mail invitations and reminders, the contact list), ``admins``
-(accounts, API tokens, the audit log; copy, backup, compact), ``running`` (serve, demo, init-db); what they share is
-in ``common`` (the database option, opening a store, the audit log's actor) and ``files`` (atomic writes)."""
+exports, estimates), ``models`` (a multilevel model and its small areas), ``contacts`` (e-mail invitations and
+reminders, the contact list), ``admins`` (accounts, API tokens, the audit log; copy, backup, compact), ``running``
+(serve, demo, init-db); what they share is in ``common`` (the database option, opening a store, the audit log's
+actor) and ``files`` (atomic writes)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from .admins import admin, backup, compact, copy
 from .common import Commands
 from .contacts import contacts, invite, remind
 from .data import estimate_command, export, reissue, tokens
+from .models import model_command
 from .running import demo, init_db, serve
 from .surveys import survey
 
@@ -26,8 +28,8 @@ def main():
     """deniable: surveys with plausible deniability (randomized response on the respondent's device)."""
 
 
-for command in (survey, tokens, reissue, invite, remind, contacts, export, estimate_command, admin, copy, backup, compact, serve,
-                demo, init_db):
+for command in (survey, tokens, reissue, invite, remind, contacts, export, estimate_command, model_command, admin, copy,
+                backup, compact, serve, demo, init_db):
     main.add_command(command)
 
 
