@@ -114,7 +114,9 @@ def test_the_identity_channel_is_an_ordinary_random_intercept_logit():
 @pytest.mark.parametrize("formula, says", [
     ("y ~ x", "no random intercept"),
     ("y ~ x + (x | school)", "(x | school) is a random slope"),
-    ("y ~ x + (1 | school) + (1 | region)", "(1 | region) is a second grouping factor"),
+    ("y ~ x + (1 | school) + (1 | school)", "'school' appears twice"),
+    ("y ~ x + (1 | school/class) + (1 | school)", "'school' appears twice"),
+    ("y ~ x + (1 | school * class)", "is not a grouping factor mixed() reads"),
     ("y x (1 | school)", "write it as"),
 ])
 def test_unsupported_formulas_are_refused_by_name(formula, says):
@@ -123,9 +125,13 @@ def test_unsupported_formulas_are_refused_by_name(formula, says):
     assert says in refused.value.message and refused.value.field == "formula"
 
 
-def test_a_formula_splits_into_outcome_fixed_terms_and_group():
-    assert _parsed("cheated ~ age + C(sex) + (1 | school)") == ("cheated", "age + C(sex)", "school")
-    assert _parsed("cheated ~ (1|school)") == ("cheated", "1", "school")
+def test_a_formula_splits_into_outcome_fixed_terms_and_groups():
+    assert _parsed("cheated ~ age + C(sex) + (1 | school)") == ("cheated", "age + C(sex)", ["school"])
+    assert _parsed("cheated ~ (1|school)") == ("cheated", "1", ["school"])
+    assert _parsed("cheated ~ age + (1 | school) + (1 | district)") == ("cheated", "age", ["school", "district"])
+    # lme4's nesting: (1 | a/b) is (1 | a) + (1 | a:b)
+    assert _parsed("cheated ~ age + (1 | school/class)") == ("cheated", "age", ["school", "school:class"])
+    assert _parsed("cheated ~ (1 | school : class)") == ("cheated", "1", ["school:class"])
 
 
 def test_loaded_data_by_formula_with_its_refusals(demo_db):
@@ -145,3 +151,61 @@ def test_loaded_data_by_formula_with_its_refusals(demo_db):
     with pytest.raises(AnalysisError) as weighted:
         mixed("dodged ~ 1 + (1 | region)", data, design=object())
     assert weighted.value.field == "design"
+
+
+def test_several_factors_on_loaded_data_crossed_and_nested(demo_db):
+    """Crossed factors (region and whether one worked) and lme4's nesting (1 | region/worked): one variance per
+    factor in the frame, each group's effect, the Laplace approximation said; refusals by name."""
+    from deniable.analysis import load
+    from deniable.analysis.small_areas import small_areas
+
+    data = load(db=demo_db, survey_id="tax")
+    crossed = mixed("dodged ~ 1 + (1 | region) + (1 | worked)", data)
+    assert list(crossed.components.index) == ["region", "worked"] and crossed.nodes == 1 and crossed.converged
+    assert sorted(crossed.effects["worked"].index) == ["no", "yes"]
+    assert crossed.effects["region"]["n"].sum() == crossed.effects["worked"]["n"].sum() == 4000
+    frame = crossed.to_frame()
+    assert list(frame.index[-2:]) == ["sd(region)", "sd(worked)"]
+    assert "the Laplace approximation" in crossed.summary().as_text()
+    nested = mixed("dodged ~ 1 + (1 | region/worked)", data)
+    assert list(nested.components.index) == ["region", "region:worked"]
+    assert set(nested.effects["region:worked"].index) <= {f"{r}:{w}" for r in data.question("region").options
+                                                          for w in ("no", "yes")}
+    with pytest.raises(AnalysisError) as many_nodes:
+        mixed("dodged ~ 1 + (1 | region) + (1 | worked)", data, nodes=15)
+    assert many_nodes.value.field == "nodes" and "Laplace approximation only" in many_nodes.value.message
+    with pytest.raises(AnalysisError) as areas:
+        small_areas(crossed, "sample")
+    assert areas.value.field == "fit" and "one grouping factor" in areas.value.message
+
+
+def test_the_laplace_of_several_factors_is_that_of_one_where_there_is_one():
+    """CrossedReports with a single factor is GroupedReports at one node (the same approximation by another route),
+    at points near and far from the estimate."""
+    from deniable.analysis.mixed_laplace import CrossedReports
+
+    data, _ = _simulated(4, 40, 20, tau=0.8)
+    crossed = CrossedReports(data.reports, data.exog, [data.groups], data.p, data.q)
+    for beta, tau in [((-0.8, 0.7), 0.3), ((-0.8, 0.7), 0.8), ((0.5, -1.0), 2.0)]:
+        assert crossed.loglik(np.array(beta), np.array([tau])) == pytest.approx(
+            data.loglik(np.array(beta), tau, 1), abs=1e-9)
+
+
+def test_the_dense_and_the_sparse_information_agree(monkeypatch):
+    """Up to DENSE_LIMIT intercepts the information is a dense matrix (Cholesky), beyond it sparse (LU): the same
+    log-likelihood and the same effects with their SEs."""
+    from deniable.analysis import mixed_laplace
+
+    rng = np.random.default_rng(8)
+    n = 600
+    factors = [rng.integers(0, 25, n), rng.integers(0, 9, n)]
+    exog = np.column_stack([np.ones(n), rng.normal(size=n)])
+    reports = (rng.random(n) < 0.4).astype(float)
+    beta, taus = np.array([-0.3, 0.5]), np.array([0.9, 0.4])
+    dense = mixed_laplace.CrossedReports(reports, exog, factors, 0.75, 0.25)
+    expected = dense.loglik(beta, taus), dense.effects(beta, taus)
+    monkeypatch.setattr(mixed_laplace, "DENSE_LIMIT", 10)
+    sparse = mixed_laplace.CrossedReports(reports, exog, factors, 0.75, 0.25)
+    assert sparse.loglik(beta, taus) == pytest.approx(expected[0], abs=1e-9)
+    for (modes, ses), (sparse_modes, sparse_ses) in zip(expected[1], sparse.effects(beta, taus)):
+        assert sparse_modes == pytest.approx(modes, abs=1e-9) and sparse_ses == pytest.approx(ses, abs=1e-9)

@@ -50,6 +50,20 @@ class GroupedReports:
         #: Newton's steps from there take 2–3 steps where from 0 they took 6–10)
         self._warm_start: np.ndarray | None = None
 
+    @property
+    def counts(self) -> list[int]:
+        """The groups of each factor (one factor here: `mixed_laplace.CrossedReports` has several)."""
+        return [self.count]
+
+    @property
+    def factor_sizes(self) -> list[np.ndarray]:
+        return [self.sizes]
+
+    def effects(self, beta: np.ndarray, taus: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each group's conditional mode and conditional SE (1/√ the curvature there), as a list of one factor."""
+        modes, curvature, _ = self.modes(beta, float(taus[0]))
+        return [(modes, 1 / np.sqrt(curvature))]
+
     def _sum(self, values: np.ndarray) -> np.ndarray:
         """Per group, the sum of a per-respondent quantity (columns: one sum per column)."""
         if values.ndim == 1:
