@@ -191,3 +191,20 @@ def test_the_model_page_fits_the_screen_in_chromium(browser, demo_db, screen, tm
         no_violations(page, f"dashboard: model ({width} px)")
         page.screenshot(path=str(tmp_path / "model.png"), full_page=True)
         context.close()
+
+
+def test_several_grouping_factors_show_each_variance_and_say_why_there_are_no_areas(demo_db):
+    formula = "dodged ~ 1 + (1 | region) + (1 | worked)"
+    shown = run("model", "tax", formula, "--db", demo_db)
+    assert shown.exit_code == 0 and "Random intercepts of region" in shown.output
+    assert "Random intercepts of worked" in shown.output and "Effects of worked" in shown.output
+    areas = run("model", "tax", formula, "--db", demo_db, "--areas")
+    assert areas.exit_code == 1 and "small_areas post-stratifies a fit with one grouping factor" in areas.output
+    client = create_app({"DATABASE": demo_db, "ADMIN_TOKEN": ADMIN, "TESTING": True,
+                         "RATELIMIT_ENABLED": False}).test_client()
+    sign_in(client)
+    page = _fitted_page(client, formula)
+    html = page.get_data(as_text=True)
+    assert page.status_code == 200 and "Laplace approximation" in html and 'id="no-areas"' in html
+    assert html.count("Random intercepts of") == 2
+    assert client.get("/admin/surveys/tax/model.csv", query_string={"formula": formula}).status_code == 422

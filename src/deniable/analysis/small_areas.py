@@ -29,7 +29,8 @@ from scipy.special import expit
 from .errors import AnalysisError
 from .family import Result, interval_plot
 from .mixed import MixedResult
-from .mixed_likelihood import hermite
+from .mixed_fit import TAU_CEILING
+from .mixed_likelihood import GroupedReports, hermite
 
 #: Bootstrap draws of the fit, and the seed they are drawn with (the same fit gives the same intervals).
 DRAWS = 1000
@@ -84,6 +85,10 @@ def small_areas(fit: MixedResult, population: pd.DataFrame | str, *, by: str | N
     if fit.data is None or fit.design_info is None:
         raise AnalysisError("small_areas: needs a fit of mixed(formula, data), which keeps how covariates enter",
                             "fit")
+    if len(fit.components) > 1:
+        raise AnalysisError(f"fit: small_areas post-stratifies a fit with one grouping factor, the areas; this one has "
+                            f"{len(fit.components)} ({', '.join(fit.components.index)})", "fit")
+    assert isinstance(fit.data, GroupedReports)  # one factor: the quadrature's data
     sampled = isinstance(population, str)
     if isinstance(population, str):
         if population != "sample" or fit.sample is None:
@@ -115,10 +120,9 @@ def small_areas(fit: MixedResult, population: pd.DataFrame | str, *, by: str | N
     names = list(dict.fromkeys(areas))
     rng = np.random.default_rng(SEED)
     k = exog.shape[1]
-    thetas = rng.multivariate_normal(fit.theta[:len(fit.theta_covariance)], fit.theta_covariance, draws,
-                                     method="eigh")
-    if thetas.shape[1] == k:  # τ on its boundary at 0: the draws keep it there
-        thetas = np.column_stack([thetas, np.full(draws, -np.inf)])
+    thetas = rng.multivariate_normal(fit.theta, fit.theta_covariance, draws, method="eigh")
+    if fit.tau == 0:  # τ on its boundary at 0: the draws keep it there
+        thetas[:, k] = -np.inf
     beta, tau = fit.theta[:k], fit.tau
     modes, curvature, _ = fit.data.modes(beta, max(tau, 1e-4))
     # Per draw, vectorized over the cells: each area's effect (its conditional draw, or N(0, τ²) where unreached),
@@ -130,7 +134,9 @@ def small_areas(fit: MixedResult, population: pd.DataFrame | str, *, by: str | N
     totals = np.bincount(area_of, weights=weights, minlength=len(names))
     drawn = np.empty((draws, len(names)))
     for d in range(draws):
-        b, t = thetas[d, :k], math.exp(thetas[d, k]) if np.isfinite(thetas[d, k]) else 0.0
+        # a draw of log τ kept inside the fit's own search range: a poorly determined τ (a flat likelihood far out)
+        # drew values whose exponential overflowed
+        b, t = thetas[d, :k], math.exp(min(thetas[d, k], math.log(TAU_CEILING))) if np.isfinite(thetas[d, k]) else 0.0
         m, c, _ = fit.data.modes(b, max(t, 1e-4), start=modes)
         u = rng.normal(0.0, t, len(names))
         u[reached] = rng.normal(m[position_of[reached]], 1 / np.sqrt(c[position_of[reached]]))
@@ -160,6 +166,8 @@ def small_areas(fit: MixedResult, population: pd.DataFrame | str, *, by: str | N
     table = pd.DataFrame(rows, columns=["respondents", "population", "estimate", "se", "ci_low", "ci_high", "direct",
                                         "direct_se", "shrinkage"], index=pd.Index(names, name=area))
     notes = []
+    if not fit.converged:
+        notes.append("the multilevel fit is not certified (see its summary): these estimates inherit its doubt")
     if sampled:
         notes.append("population: the sample's own cells, each respondent counted by "
                      + (f"its design weight ({fit.sample_weights})" if fit.sample_weights else "1 (no design weights)")

@@ -43,7 +43,7 @@ def fit_model(key, data, formula: str, level: float) -> dict:
     areas, or ``error``, the refusal's message, when the formula cannot be fitted."""
     try:
         fit = mixed(formula, data, level=level)
-        areas = small_areas(fit, "sample")
+        areas = small_areas(fit, "sample") if len(fit.components) == 1 else None
     except DeniableError as error:
         view = {"error": error.message}
     else:
@@ -59,14 +59,18 @@ def _view(fit, areas) -> dict:
     frame = fit.to_frame()
     terms = [{"term": term, "estimate": row["estimate"], "se": row["se"], "low": row["ci_low"], "high": row["ci_high"],
               "pvalue": row["pvalue"]} for term, row in frame.iterrows()]
+    components = [{"factor": factor, "sd": row["sd"], "low": row["ci_low"], "high": row["ci_high"],
+                   "pvalue": row["pvalue"], "groups": int(row["groups"])} for factor, row in fit.components.iterrows()]
+    view = {"formula": fit.formula, "group": fit.group, "n": fit.n, "components": components, "icc": fit.icc,
+            "method": fit.method, "converged": fit.converged, "newton_decrement": fit.newton_decrement,
+            "terms": terms, "notes": list(fit.notes), "level": fit.level, "areas": None}
+    if areas is None:
+        return view
     table = areas.table.sort_values("estimate")
     chart = bars(table)
     for row, (name, area) in zip(chart, table.iterrows()):
         row.update(label=str(name), respondents=int(area["respondents"]), population=float(area["population"]),
                    direct=area["direct"], direct_se=area["direct_se"], shrinkage=area["shrinkage"])
-    return {"formula": fit.formula, "group": fit.group, "n": fit.n, "groups": len(fit.group_effects),
-            "tau": fit.tau, "tau_ci": fit.tau_ci, "tau_pvalue": fit.tau_pvalue, "icc": fit.icc, "nodes": fit.nodes,
-            "converged": fit.converged, "newton_decrement": fit.newton_decrement, "terms": terms,
-            "notes": list(fit.notes) + list(areas.notes), "areas": chart, "level": fit.level,
-            "area_csv": areas.to_frame().to_csv(),
-            "area_json": areas.to_frame().reset_index().to_json(orient="records", double_precision=15)}
+    view.update(areas=chart, notes=view["notes"] + list(areas.notes), area_csv=areas.to_frame().to_csv(),
+                area_json=areas.to_frame().reset_index().to_json(orient="records", double_precision=15))
+    return view

@@ -61,8 +61,9 @@ def model_command(survey_id, formula, db, url, token, version, level, nodes, are
     if fmt == "table":
         click.echo(f"Survey {survey_id!r}, version {data.versions[0].label}, {data.n} responses ({data.source})\n")
         click.echo(fit.summary().as_text())
-        click.echo("\nGroup effects (conditional modes on the log-odds scale, conditional SE):")
-        click.echo(fit.group_effects.round(4).to_string())
+        for factor, effects in fit.effects.items():
+            click.echo(f"\nEffects of {factor} (conditional modes on the log-odds scale, conditional SE):")
+            click.echo(effects.round(4).to_string())
         if estimates is not None:
             click.echo("")
             click.echo(estimates.summary().as_text())
