@@ -173,10 +173,11 @@ class LatentPredictorModel(GenericLikelihoodModel):
         return found
 
 
-def fit_latent_predictor(formula: str, data, family: str, design=None, predictor_terms: str | None = None,
-                         **fit_kwargs):
-    """``linear``/``logistic`` of a public outcome on public terms and at most one randomized yes/no answer (module
-    docstring). Returns statsmodels results (params, bse, conf_int(), summary()) with ``optimality`` and ``sample``."""
+def latent_predictor_model(formula: str, data, family: str, design=None, predictor_terms: str | None = None,
+                           columns: tuple[str, ...] = ()):
+    """The model of `fit_latent_predictor` before its fit: (the `LatentPredictorModel`, the data's frame, the rows of
+    it the model holds, the design's sample or None, the randomized covariate's id or None). ``columns``: more of the
+    data's questions or columns to keep in the frame (a multilevel model's groups: `mixed`)."""
     if family not in FAMILIES:
         raise AnalysisError(f"family: one of {', '.join(FAMILIES)}", "family")
     if formula.count("~") != 1:
@@ -191,7 +192,7 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
         raise AnalysisError(f"{outcome}: {family}() needs a {' or '.join(wanted)} outcome, got a {question.type} "
                             "question")
     known = set(all_questions(data))
-    used = list(dict.fromkeys(qid for qid in formula_names(terms) if qid in known and qid != outcome))
+    used = list(dict.fromkeys(qid for qid in [*formula_names(terms), *columns] if qid in known and qid != outcome))
     randomized = [qid for qid in used if data.question(qid).is_private]
     if len(randomized) > 1:
         raise AnalysisError(f"formula: {', '.join(randomized)} are randomized; a model takes one randomized answer "
@@ -203,7 +204,7 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
         if isinstance(mechanism, GroupedMechanism) or mechanism.answers != ["yes", "no"]:
             raise AnalysisError(f"{latent_id}: a randomized predictor must be a yes/no question randomized on the "
                                 "device (not a compliance design such as cheating detection)", latent_id)
-    frame = formula_frame(data, outcome, used, terms, design, latent=latent_id)
+    frame = formula_frame(data, outcome, used, " + ".join([terms, *columns]), design, latent=latent_id)
     sample = panel_covariance_sample(data, design, outcome, frame)
     channel = None
     if latent_id is not None:
@@ -251,6 +252,14 @@ def fit_latent_predictor(formula: str, data, family: str, design=None, predictor
     model = LatentPredictorModel(endog, exog, family, latent, latent_exog, first_report,
                                  1.0 if channel is None else channel.p, 0.0 if channel is None else channel.q,
                                  latent_name=latent_id or "z", case_weights=weights)
+    return model, frame, rows, sample, latent_id
+
+
+def fit_latent_predictor(formula: str, data, family: str, design=None, predictor_terms: str | None = None,
+                         **fit_kwargs):
+    """``linear``/``logistic`` of a public outcome on public terms and at most one randomized yes/no answer (module
+    docstring). Returns statsmodels results (params, bse, conf_int(), summary()) with ``optimality`` and ``sample``."""
+    model, frame, rows, sample, latent_id = latent_predictor_model(formula, data, family, design, predictor_terms)
     starts = model.starts()
     fitted = fit_from_starts(model, starts, fit_kwargs, method="bfgs")
     params = np.asarray(fitted.params)
