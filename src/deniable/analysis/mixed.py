@@ -33,10 +33,12 @@ from deniable.client.compliance import GroupedMechanism
 
 from . import channels
 from .errors import AnalysisError
-from .formulas import all_questions, formula_frame, formula_names, missing_report, randomized_arm
+from .formulas import all_questions, fit_from_starts, formula_frame, formula_names, missing_report, randomized_arm
 from .mixed_fit import MOST_NODES, NODES, MixedResult, fit_mixed
 from .mixed_laplace import CrossedReports
 from .mixed_likelihood import GroupedReports
+from .mixed_predictor import PredictorReports
+from .predictor import latent_predictor_model
 from .regression import logistic
 from .sample_design import SampleDesign
 
@@ -70,6 +72,8 @@ def mixed(formula: str, data, *, level: float = 0.95, nodes: int | None = None, 
         raise AnalysisError(f"nodes: several grouping factors are fitted by the Laplace approximation only (nodes=1, "
                             f"as lme4's glmer), got {nodes!r}", "nodes")
     question = data.question(outcome)
+    if not question.is_private:
+        return _with_randomized_covariate(formula, data, outcome, fixed_terms, factors, level, nodes)
     mechanism = question.mechanism
     if isinstance(mechanism, GroupedMechanism) or len(getattr(mechanism, "answers", [])) != 2:
         raise AnalysisError(f"{outcome}: mixed() models a yes/no answer through a channel of two reports; "
@@ -120,6 +124,46 @@ def mixed(formula: str, data, *, level: float = 0.95, nodes: int | None = None, 
     return dataclasses.replace(result, design_info=exog.design_info, sample=cells,
                                sample_weights=None if weighted is None else str(weighted.weights)
                                if isinstance(weighted.weights, str) else "the design's weights")
+
+
+def _with_randomized_covariate(formula: str, data, outcome: str, fixed_terms: str, factors: list[str], level: float,
+                               nodes: int | None) -> MixedResult:
+    """A public outcome (a number: linear; yes/no: logistic) with one randomized yes/no covariate and a random
+    intercept per group (`mixed_predictor`), started from the fit without the groups (`predictor`)."""
+    question = data.question(outcome)
+    family = {"number": "linear", "yes_no": "logistic"}.get(question.type)
+    if family is None:
+        raise AnalysisError(f"{outcome}: a public outcome of mixed() is a number (linear) or a yes/no answer "
+                            f"(logistic), not a {question.type} question", "formula")
+    if len(factors) > 1:
+        raise AnalysisError(f"formula: a public outcome with a randomized covariate takes one grouping factor; "
+                            f"({' | '.join(factors[1:2])}) is a second", "formula")
+    group = factors[0]
+    bases = group.split(":")
+    private = [name for name in bases if name in set(all_questions(data)) and data.question(name).is_private]
+    if private:
+        raise AnalysisError(f"formula: {private[0]} is randomized; groups must be public", "formula")
+    model, frame, rows, _, latent = latent_predictor_model(f"{outcome} ~ {fixed_terms}", data, family,
+                                                           columns=tuple(bases))
+    if latent is None:
+        raise AnalysisError(f"formula: {outcome} is public and no covariate is randomized: fit it with a tool for "
+                            "ordinary multilevel models (statsmodels' MixedLM, lme4), or model a randomized "
+                            "answer", "formula")
+    for base in bases:
+        if base not in frame.columns:
+            raise AnalysisError(f"formula: the grouping factor {base!r} is neither a public question nor a column of "
+                                "the data", "formula")
+    labels = frame.iloc[rows][bases].astype(str).agg(":".join, axis=1)
+    keep = frame.iloc[rows][bases].map(lambda g: not missing_report(g)).all(axis=1).to_numpy()
+    if not keep.all():
+        raise AnalysisError(f"formula: {int((~keep).sum())} responses have no {group}; a response without its group "
+                            "cannot be placed", "formula")
+    codes, names = pd.factorize(labels, sort=True)
+    start = fit_from_starts(model, model.starts(), {}, method="bfgs").params
+    result = fit_mixed(PredictorReports(model, codes), list(model.exog_names), list(names), formula=formula,
+                       group=group, level=level, nodes=nodes or NODES, adapt=nodes is None,
+                       start=np.asarray(start, dtype=float))
+    return dataclasses.replace(result, model=f"{family} regression with a randomized covariate ({latent})")
 
 
 def _parsed(formula: str) -> tuple[str, str, list[str]]:

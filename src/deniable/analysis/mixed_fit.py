@@ -25,6 +25,10 @@ from . import distributions
 from .family import Result, interval_plot
 from .mixed_laplace import CrossedReports
 from .mixed_likelihood import GroupedReports
+from .mixed_predictor import PredictorReports
+
+#: The data a fit can be of: one factor's reports, several factors', or a public outcome's with a randomized covariate.
+Reports = GroupedReports | CrossedReports | PredictorReports
 
 #: Gauss–Hermite nodes per group to start with; the fit doubles them (2·nodes + 1) until doing so moves the
 #: log-likelihood at the estimate by less than QUADRATURE_TOLERANCE (a hundredth of the profile interval's cut's
@@ -65,12 +69,15 @@ class MixedResult(Result):
     #: effects' columns (patsy's design of the formula; None for a fit from arrays).
     theta: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros(0))
     theta_covariance: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros((0, 0)))
-    data: GroupedReports | CrossedReports | None = field(repr=False, compare=False, default=None)
+    data: Reports | None = field(repr=False, compare=False, default=None)
     design_info: object | None = field(repr=False, compare=False, default=None)
     #: The respondents' covariates and groups, with a ``weight`` column (the spec's design weights, named by
     #: ``sample_weights``, or 1 each): the sample's own population table (`small_areas(fit, "sample")`).
     sample: pd.DataFrame | None = field(repr=False, compare=False, default=None)
     sample_weights: str | None = field(repr=False, compare=False, default=None)
+    #: What the model is of: a randomized answer (`mixed_likelihood`, `mixed_laplace`), or a public outcome with a
+    #: randomized covariate (`mixed_predictor`).
+    model: str = "logistic regression of a randomized answer"
 
     @property
     def icc(self) -> float:
@@ -102,7 +109,7 @@ class MixedResult(Result):
 
     def _summary_lines(self) -> list[str]:
         groups = "; ".join(f"{int(c.groups)} groups of {factor}" for factor, c in self.components.iterrows())
-        lines = [f"Multilevel logistic regression of a randomized answer: {self.formula}",
+        lines = [f"Multilevel {self.model}: {self.formula}",
                  f"n = {self.n} in {groups}; {self.method}; log-likelihood {self.loglik:.4f}"]
         for factor, c in self.components.iterrows():
             lines.append(f"Random intercepts of {factor}: sd {c.sd:.4g}, {self.level:.0%} profile CI "
@@ -136,24 +143,24 @@ class _Likelihood:
     factor with nodes to average over; central differences for the Laplace approximation, whose curvature term moves
     with the point at first order)."""
 
-    def __init__(self, data: GroupedReports | CrossedReports, nodes: int):
+    def __init__(self, data: Reports, nodes: int):
         self.data, self.nodes = data, nodes
-        self.k = data.exog.shape[1]
+        self.k = data.parameter_count
 
     def __call__(self, theta: np.ndarray) -> float:
         beta, taus = theta[:self.k], np.exp(theta[self.k:])
-        if isinstance(self.data, GroupedReports):
-            return self.data.loglik(beta, float(taus[0]), self.nodes)
-        return self.data.loglik(beta, taus)
+        if isinstance(self.data, CrossedReports):
+            return self.data.loglik(beta, taus)
+        return self.data.loglik(beta, float(taus[0]), self.nodes)
 
     def with_gradient(self, theta: np.ndarray, indices: np.ndarray | None = None) -> tuple[float, np.ndarray]:
         """ℓ(θ) and its gradient (by differences: in ``indices`` only, the others left 0)."""
-        if isinstance(self.data, GroupedReports) and self.nodes > 1:
+        if isinstance(self.data, (GroupedReports, PredictorReports)) and self.nodes > 1:
             return self.data.loglik_gradient(theta[:self.k], math.exp(theta[self.k]), self.nodes)
         return self(theta), _central_gradient(self, theta, indices=indices)
 
 
-def fit_mixed(data: GroupedReports | CrossedReports, terms: list[str], group_names, *, formula: str = "",
+def fit_mixed(data: Reports, terms: list[str], group_names, *, formula: str = "",
               group: str | list[str] = "group", level: float = 0.95, nodes: int = NODES, adapt: bool = True,
               start: np.ndarray | None = None) -> MixedResult:
     """The maximum-likelihood fit of (β, τ…) and what it reports. ``GroupedReports``: one factor, ``group_names``
@@ -165,7 +172,7 @@ def fit_mixed(data: GroupedReports | CrossedReports, terms: list[str], group_nam
     names = [list(level_names) for level_names in group_names] if crossed else [list(group_names)]
     if crossed:
         nodes, adapt = 1, False
-    k, count = data.exog.shape[1], len(factors)
+    k, count = data.parameter_count, len(factors)
     theta = np.concatenate([np.zeros(k) if start is None else start, np.full(count, math.log(0.5))])
     bounds = [(None, None)] * k + [(math.log(TAU_FLOOR), math.log(TAU_CEILING))] * count
     while True:

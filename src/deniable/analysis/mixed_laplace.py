@@ -49,6 +49,10 @@ class CrossedReports:
         self.p, self.q = float(p), float(q)
         self._warm_start: np.ndarray | None = None
 
+    @property
+    def parameter_count(self) -> int:
+        return self.exog.shape[1]
+
     def _terms(self, linear: np.ndarray):
         """Per respondent at ``linear``: log P(report), its slope in the linear predictor, the expected information
         (the Fisher weight) and the observed one (−(log P)'', which may be negative)."""

@@ -51,6 +51,10 @@ class GroupedReports:
         self._warm_start: np.ndarray | None = None
 
     @property
+    def parameter_count(self) -> int:
+        return self.exog.shape[1]
+
+    @property
     def counts(self) -> list[int]:
         """The groups of each factor (one factor here: `mixed_laplace.CrossedReports` has several)."""
         return [self.count]

@@ -31,6 +31,7 @@ from .family import Result, interval_plot
 from .mixed import MixedResult
 from .mixed_fit import TAU_CEILING
 from .mixed_likelihood import GroupedReports, hermite
+from .mixed_predictor import PredictorReports
 
 #: Bootstrap draws of the fit, and the seed they are drawn with (the same fit gives the same intervals).
 DRAWS = 1000
@@ -82,13 +83,15 @@ def small_areas(fit: MixedResult, population: pd.DataFrame | str, *, by: str | N
     ``population="sample"``: the sample's own cells, each respondent counted by the spec's design weight (1 without
     one), so each area's covariates are those of its respondents; areas without respondents are then not in it (a
     census table or the frame's counts bring them)."""
+    if isinstance(fit.data, PredictorReports):
+        raise AnalysisError("fit: small areas are shares of a randomized answer; this fit models a public outcome "
+                            "with a randomized covariate", "fit")
     if fit.data is None or fit.design_info is None:
         raise AnalysisError("small_areas: needs a fit of mixed(formula, data), which keeps how covariates enter",
                             "fit")
-    if len(fit.components) > 1:
+    if not isinstance(fit.data, GroupedReports) or len(fit.components) > 1:
         raise AnalysisError(f"fit: small_areas post-stratifies a fit with one grouping factor, the areas; this one has "
                             f"{len(fit.components)} ({', '.join(fit.components.index)})", "fit")
-    assert isinstance(fit.data, GroupedReports)  # one factor: the quadrature's data
     sampled = isinstance(population, str)
     if isinstance(population, str):
         if population != "sample" or fit.sample is None:
