@@ -208,3 +208,18 @@ def test_several_grouping_factors_show_each_variance_and_say_why_there_are_no_ar
     assert page.status_code == 200 and "Laplace approximation" in html and 'id="no-areas"' in html
     assert html.count("Random intercepts of") == 2
     assert client.get("/admin/surveys/tax/model.csv", query_string={"formula": formula}).status_code == 422
+
+
+def test_a_public_outcome_with_a_randomized_covariate_is_fitted_without_shares():
+    """The dashboard's figures of a linear model with a randomized covariate: its terms and variance, and why there
+    are no area shares (they are shares of a randomized answer)."""
+    import numpy as np
+
+    from deniable.server.model_view import fit_model
+    from tests.analysis import simulated_predictor as simulated
+
+    data = simulated.loaded(simulated.survey(np.random.default_rng(5), n=400, clusters=20))
+    view = fit_model(("test", "p", 1, 400, "linear"), data, "trust ~ dodged + age + (1 | psu)", 0.95)
+    assert view["areas"] is None and "outcome is public" in view["no_areas"]
+    assert view["model"] == "linear regression with a randomized covariate (dodged)"
+    assert [term["term"] for term in view["terms"]][:3] == ["Intercept", "dodged[yes]", "age"]

@@ -263,7 +263,7 @@ def model_download(survey_id, fmt):
     formula = request.args.get("formula", "").strip()
     view, status = _model_view(survey_id, current, formula, wait=None)
     if view.get("error") or not view.get("areas"):
-        message = view.get("error") or "an estimate for each group needs a model with one grouping factor"
+        message = view.get("error") or f"no estimate for each group: {view['no_areas']}"
         return render_template("message.html", heading="Cannot fit the model", message=message, error=True), 422
     return current_app.response_class(
         view["area_csv"] if fmt == "csv" else view["area_json"], mimetype="text/csv" if fmt == "csv" else "application/json",

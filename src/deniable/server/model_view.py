@@ -8,6 +8,7 @@ import collections
 import threading
 
 from deniable.analysis.mixed import mixed
+from deniable.analysis.mixed_likelihood import GroupedReports
 from deniable.analysis.small_areas import small_areas
 from deniable.client.errors import DeniableError
 
@@ -43,7 +44,7 @@ def fit_model(key, data, formula: str, level: float) -> dict:
     areas, or ``error``, the refusal's message, when the formula cannot be fitted."""
     try:
         fit = mixed(formula, data, level=level)
-        areas = small_areas(fit, "sample") if len(fit.components) == 1 else None
+        areas = small_areas(fit, "sample") if _has_areas(fit) else None
     except DeniableError as error:
         view = {"error": error.message}
     else:
@@ -55,6 +56,11 @@ def fit_model(key, data, formula: str, level: float) -> dict:
     return view
 
 
+def _has_areas(fit) -> bool:
+    """Whether each group has a share to estimate: a model of a randomized answer with one grouping factor."""
+    return isinstance(fit.data, GroupedReports) and len(fit.components) == 1
+
+
 def _view(fit, areas) -> dict:
     frame = fit.to_frame()
     terms = [{"term": term, "estimate": row["estimate"], "se": row["se"], "low": row["ci_low"], "high": row["ci_high"],
@@ -63,7 +69,10 @@ def _view(fit, areas) -> dict:
                    "pvalue": row["pvalue"], "groups": int(row["groups"])} for factor, row in fit.components.iterrows()]
     view = {"formula": fit.formula, "group": fit.group, "n": fit.n, "components": components, "icc": fit.icc,
             "method": fit.method, "converged": fit.converged, "newton_decrement": fit.newton_decrement,
-            "terms": terms, "notes": list(fit.notes), "level": fit.level, "areas": None}
+            "terms": terms, "notes": list(fit.notes), "level": fit.level, "areas": None, "model": fit.model,
+            "no_areas": None if _has_areas(fit) else
+            (f"this model has {len(components)} grouping factors" if len(components) > 1 else
+             "this model's outcome is public (its randomized answer is a covariate)")}
     if areas is None:
         return view
     table = areas.table.sort_values("estimate")
