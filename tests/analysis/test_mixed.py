@@ -68,7 +68,7 @@ def test_the_quadrature_gradient_is_the_derivative_of_its_value(size, nodes, tol
     theta = np.array([-0.9, 0.7, math.log(0.8)])
     value, gradient = data.loglik_gradient(theta[:2], math.exp(theta[2]), nodes)
     differences = approx_fprime(theta, lambda t: data.loglik(t[:2], math.exp(t[2]), nodes), centered=True)
-    assert value == data.loglik(theta[:2], math.exp(theta[2]), nodes)
+    assert value == pytest.approx(data.loglik(theta[:2], math.exp(theta[2]), nodes), abs=1e-9)
     assert np.max(np.abs(gradient - differences)) < tolerance * max(1.0, np.max(np.abs(differences)))
 
 
@@ -209,3 +209,30 @@ def test_the_dense_and_the_sparse_information_agree(monkeypatch):
     assert sparse.loglik(beta, taus) == pytest.approx(expected[0], abs=1e-9)
     for (modes, ses), (sparse_modes, sparse_ses) in zip(expected[1], sparse.effects(beta, taus)):
         assert sparse_modes == pytest.approx(modes, abs=1e-9) and sparse_ses == pytest.approx(ses, abs=1e-9)
+
+
+def test_draws_of_a_group_s_intercept_follow_its_conditional_distribution():
+    """`posterior_draw` (sampling-importance-resampling from a t around the mode) against the conditional
+    distribution ∝ exp h_j(u) integrated by scipy's quad, for groups of 5 and of 100 randomized reports (the second's
+    has the shoulder a normal at the mode misses): 3,000 draws' mean within 4 Monte Carlo errors (sd/√3000) and their
+    sd within 6% (its Monte Carlo error is 1.3%; resampling 32 proposals adds a bias of order 1/32)."""
+    data, _ = _simulated(11, 2, 5, tau=1.0)
+    large, _ = _simulated(12, 2, 100, tau=1.0)
+    rng = np.random.default_rng(3)
+    beta, tau = np.array([-0.4, 0.6]), 1.0
+    for reports in (data, large):
+        draws = np.array([reports.posterior_draw(beta, tau, rng) for _ in range(3000)])
+        for group in range(reports.count):
+            rows = reports.groups == group
+            fixed, yes = reports.exog[rows] @ beta, reports.reports[rows]
+
+            def density(u, power):
+                probability = reports.q + (reports.p - reports.q) * expit(fixed + u)
+                log_h = float(np.sum(yes * np.log(probability) + (1 - yes) * np.log1p(-probability))) - u * u / 2
+                return u**power * math.exp(log_h)
+
+            moments = [integrate.quad(density, -12, 12, args=(power,), epsabs=0, epsrel=1e-10)[0] for power in range(3)]
+            mean = moments[1] / moments[0]
+            sd = math.sqrt(moments[2] / moments[0] - mean**2)
+            assert abs(draws[:, group].mean() - mean) < 4 * sd / math.sqrt(3000), (draws[:, group].mean(), mean)
+            assert draws[:, group].std() == pytest.approx(sd, rel=0.06)

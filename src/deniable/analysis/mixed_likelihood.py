@@ -33,6 +33,8 @@ from scipy.special import expit, roots_hermite
 #: Newton steps toward each group's mode, at most (each a vector operation over all respondents).
 MODE_STEPS = 200
 MODE_TOLERANCE = 1e-10
+#: Points proposed per group for each draw from its conditional distribution (`GroupedReports.posterior_draw`).
+PROPOSALS = 32
 
 
 class GroupedReports:
@@ -46,6 +48,12 @@ class GroupedReports:
         self.count = int(self.groups.max()) + 1 if len(self.groups) else 0
         self.sizes = np.bincount(self.groups, minlength=self.count)
         self.p, self.q = float(p), float(q)
+        # Respondents alike in group, report and covariates contribute alike: the sums run over the distinct rows,
+        # each weighed by how many respondents it stands for (categorical covariates: 10⁵ respondents in 200 groups
+        # were a few thousand rows). The public arrays above stay one row per respondent.
+        rows, counts = np.unique(np.column_stack([self.groups, self.reports, self.exog]), axis=0, return_counts=True)
+        self._groups, self._reports, self._exog = rows[:, 0].astype(np.int64), rows[:, 1], rows[:, 2:]
+        self._counts = counts.astype(float)
         #: the modes of the last point evaluated: the next point's start (the optimiser's points are near each other;
         #: Newton's steps from there take 2–3 steps where from 0 they took 6–10)
         self._warm_start: np.ndarray | None = None
@@ -68,23 +76,42 @@ class GroupedReports:
         modes, curvature, _ = self.modes(beta, float(taus[0]))
         return [(modes, 1 / np.sqrt(curvature))]
 
+    def posterior_draw(self, beta: np.ndarray, tau: float, rng: np.random.Generator, start: np.ndarray | None = None,
+                       proposals: int = PROPOSALS) -> np.ndarray:
+        """One draw of each group's intercept from its conditional distribution given its reports, ∝ exp h_j(u), by
+        sampling-importance-resampling: ``proposals`` points from a Student t (4 degrees of freedom) centred on the
+        mode and scaled by the curvature, one kept by its weight exp h_j(u) / t(u). The normal at the mode alone
+        missed the shoulder a randomized group's conditional keeps (`loglik`): small-area intervals drawn from it
+        held their truth 0.93 of the time where this holds 0.95 (scripts/mixed_coverage.py areas)."""
+        modes, curvature, _ = self.modes(beta, tau, start)
+        scale = 1 / np.sqrt(curvature)
+        t = rng.standard_t(4, (self.count, proposals))
+        points = modes[:, None] + scale[:, None] * t
+        h = self._sum(self.report_loglik((self._exog @ beta)[:, None] + points[self._groups])) - points**2 / (2 * tau**2)
+        log_weights = h + 2.5 * np.log1p(t**2 / 4)  # − log of the t density, up to a constant
+        log_weights -= log_weights.max(axis=1, keepdims=True)
+        weights = np.exp(log_weights)
+        cumulative = np.cumsum(weights, axis=1)
+        chosen = (cumulative < rng.random((self.count, 1)) * cumulative[:, -1:]).sum(axis=1)
+        return points[np.arange(self.count), np.minimum(chosen, proposals - 1)]
+
     def _sum(self, values: np.ndarray) -> np.ndarray:
         """Per group, the sum of a per-respondent quantity (columns: one sum per column)."""
         if values.ndim == 1:
-            return np.bincount(self.groups, weights=values, minlength=self.count)
+            return np.bincount(self._groups, weights=values * self._counts, minlength=self.count)
         return self._membership @ values
 
     @functools.cached_property
     def _membership(self) -> sparse.csr_matrix:
-        """groups × respondents, 1 where the respondent is in the group: a product sums all columns at once."""
-        return sparse.csr_matrix((np.ones(len(self.groups)), (self.groups, np.arange(len(self.groups)))),
-                                 shape=(self.count, len(self.groups)))
+        """groups × distinct rows, each row's count in its group: a product sums all columns at once."""
+        return sparse.csr_matrix((self._counts, (self._groups, np.arange(len(self._groups)))),
+                                 shape=(self.count, len(self._groups)))
 
     def report_loglik(self, linear: np.ndarray, slopes: bool = False):
-        """log P(report | linear predictor), per respondent (and per column of ``linear``): one logarithm per entry,
+        """log P(report | linear predictor), per distinct row (and per column of ``linear``): one logarithm per entry,
         of the probability of the report made (a "no" is a "yes" with p and q complemented). ``slopes``: also its
         derivative in the linear predictor, (log P(report))'."""
-        yes = (self.reports > 0).reshape((-1,) + (1,) * (linear.ndim - 1))
+        yes = (self._reports > 0).reshape((-1,) + (1,) * (linear.ndim - 1))
         sign = np.where(yes, 1.0, -1.0)
         s = expit(linear)
         made = np.clip(np.where(yes, self.q, 1 - self.q) + sign * (self.p - self.q) * s, 1e-300, None)
@@ -99,7 +126,7 @@ class GroupedReports:
         not be concave in u, and Newton's steps alone oscillated there. The observed curvature at the mode scales the
         nodes (the expected one where the observed is not positive). ``start``: modes to start from
         (a nearby fit's: a bootstrap draw's)."""
-        fixed = self.exog @ beta
+        fixed = self._exog @ beta
         modes = np.zeros(self.count) if start is None else np.array(start, dtype=float)
         for _ in range(MODE_STEPS):
             gradient, observed, fisher = self._derivatives(fixed, modes, tau)
@@ -115,12 +142,12 @@ class GroupedReports:
     def _derivatives(self, fixed: np.ndarray, modes: np.ndarray, tau: float) -> tuple:
         """Per group at ``modes``: h'(u), −h''(u) and the expected information (the Fisher curvature)."""
         spread = self.p - self.q
-        s = expit(fixed + modes[self.groups])
+        s = expit(fixed + modes[self._groups])
         probability = np.clip(self.q + spread * s, 1e-300, 1 - 1e-16)
         slope = spread * s * (1 - s)
         bend = slope * (1 - 2 * s)
-        ratio = self.reports / probability - (1 - self.reports) / (1 - probability)
-        square = self.reports / probability**2 + (1 - self.reports) / (1 - probability) ** 2
+        ratio = self._reports / probability - (1 - self._reports) / (1 - probability)
+        square = self._reports / probability**2 + (1 - self._reports) / (1 - probability) ** 2
         gradient = self._sum(ratio * slope) - modes / tau**2
         observed = self._sum(square * slope**2 - ratio * bend) + 1 / tau**2
         fisher = self._sum(slope**2 / (probability * (1 - probability))) + 1 / tau**2
@@ -130,6 +157,13 @@ class GroupedReports:
         """The marginal log-likelihood (``per_group``: each group's) by adaptive Gauss–Hermite quadrature."""
         return self._quadrature(beta, tau, nodes)[0 if not per_group else 1]
 
+    def posterior_nodes(self, beta: np.ndarray, tau: float, nodes: int = 31) -> tuple[np.ndarray, np.ndarray]:
+        """Each group's conditional distribution of its intercept given its reports as the quadrature sees it: the
+        nodes (groups × nodes) and their normalised weights, so that Σ_k weight_k·f(node_k) is E[f(u_j) | reports]
+        (a share's expectation, say) to the quadrature's accuracy."""
+        _, _, weights, _, points = self._quadrature(beta, tau, nodes, slopes=True)
+        return points, weights
+
     def loglik_gradient(self, beta: np.ndarray, tau: float, nodes: int = 15) -> tuple[float, np.ndarray]:
         """The log-likelihood and its gradient in (β, log τ), the nodes held where this point's modes and curvatures
         put them: the exact integral does not depend on where they are, so what this leaves out is the derivative of
@@ -137,8 +171,8 @@ class GroupedReports:
         where differences took 2·(k + 1)."""
         total, _, weights, reports_slope, points = self._quadrature(beta, tau, nodes, slopes=True)
         # per respondent: the posterior-weighted slope of its report's log-likelihood in the linear predictor
-        per_respondent = np.einsum("ik,ik->i", weights[self.groups], reports_slope)
-        d_beta = self.exog.T @ per_respondent
+        per_row = np.einsum("ik,ik->i", weights[self._groups], reports_slope) * self._counts
+        d_beta = self._exog.T @ per_row
         d_log_tau = float(np.sum(weights * points**2) / tau**2) - self.count
         return total, np.append(d_beta, d_log_tau)
 
@@ -150,7 +184,7 @@ class GroupedReports:
         z, w = hermite(nodes)
         scale = np.sqrt(2.0 / curvature)
         points = modes[:, None] + scale[:, None] * z[None, :]  # groups × nodes
-        linear = (self.exog @ beta)[:, None] + points[self.groups]
+        linear = (self._exog @ beta)[:, None] + points[self._groups]
         if slopes:
             logs, report_slopes = self.report_loglik(linear, slopes=True)
         else:

@@ -4,12 +4,14 @@
     small_areas(fit, population)            # population: one row per cell (district × agecat) with its count
 
 Each area's share is the population-weighted average, over its cells, of the model's probability of a true "yes",
-Σ_c N_c σ(x_cᵀβ + u_a) / Σ_c N_c, with u_a the area's random intercept: an area the sample reached has it predicted
-from its reports (its conditional distribution given them, N(û_a, 1/c_a)), an area it did not reach has only the
-model's N(0, τ²), and its estimate is the covariates' alone. The intervals are a parametric bootstrap of the fit: the
-estimates (β, log τ) drawn from their asymptotic normal, the areas' modes and curvatures computed afresh at each draw,
-u_a drawn from its conditional (or from N(0, τ²)), the area's share computed; the interval is the draws' percentiles.
-It is an approximation (the asymptotic normal of the estimates, the conditional normal of u_a), stated in the result.
+Σ_c N_c σ(x_cᵀβ + u_a) / Σ_c N_c, with u_a the area's random intercept: an area the sample reached has its share's
+expectation over u_a's conditional distribution given its reports (by the fit's own adaptive quadrature nodes), an
+area it did not reach its expectation over the model's N(0, τ²), the covariates' alone. The intervals are a parametric
+bootstrap of the fit: the estimates (β, log τ) drawn from their asymptotic normal, then u_a drawn from its conditional
+distribution at that draw (sampling-importance-resampling, `GroupedReports.posterior_draw`: the normal at the mode
+missed the shoulder a randomized area's conditional keeps, and its intervals held the truth 0.93 of the time) or
+from N(0, τ²), the area's share computed; the interval is the draws' percentiles. It is an approximation (the
+asymptotic normal of the estimates), stated in the result; its coverage by area size is in docs/validation.md.
 
 Beside each sampled area, its direct estimate: its own reports through the channel, (λ − q)/(p − q) with its binomial
 SE, unbiased and noisy; ``shrinkage`` is how far the model moved it toward the covariates-only figure (0: not at all,
@@ -60,7 +62,7 @@ class SmallAreas(Result):
         return [f"Small-area estimates by {self.area}: {len(table)} areas, {reached} with respondents, "
                 f"{len(table) - reached} without",
                 f"Intervals: {self.level:.0%}, parametric bootstrap of the multilevel fit ({self.draws} draws: the "
-                "estimates from their asymptotic normal, each area's effect from its conditional normal)",
+                "estimates from their asymptotic normal, each area's effect from its conditional distribution)",
                 *[f"Note: {note}" for note in self.notes]]
 
     def plot(self, ax=None):
@@ -127,7 +129,8 @@ def small_areas(fit: MixedResult, population: pd.DataFrame | str, *, by: str | N
     if fit.tau == 0:  # τ on its boundary at 0: the draws keep it there
         thetas[:, k] = -np.inf
     beta, tau = fit.theta[:k], fit.tau
-    modes, curvature, _ = fit.data.modes(beta, max(tau, 1e-4))
+    modes, _, _ = fit.data.modes(beta, max(tau, 1e-4))
+    points, masses = fit.data.posterior_nodes(beta, max(tau, 1e-4), max(fit.nodes, 31))
     # Per draw, vectorized over the cells: each area's effect (its conditional draw, or N(0, τ²) where unreached),
     # then the cells' expected "yes" summed per area.
     area_of = np.array([names.index(name) for name in areas])
@@ -140,18 +143,20 @@ def small_areas(fit: MixedResult, population: pd.DataFrame | str, *, by: str | N
         # a draw of log τ kept inside the fit's own search range: a poorly determined τ (a flat likelihood far out)
         # drew values whose exponential overflowed
         b, t = thetas[d, :k], math.exp(min(thetas[d, k], math.log(TAU_CEILING))) if np.isfinite(thetas[d, k]) else 0.0
-        m, c, _ = fit.data.modes(b, max(t, 1e-4), start=modes)
         u = rng.normal(0.0, t, len(names))
-        u[reached] = rng.normal(m[position_of[reached]], 1 / np.sqrt(c[position_of[reached]]))
+        u[reached] = fit.data.posterior_draw(b, max(t, 1e-4), rng, start=modes)[position_of[reached]]
         drawn[d] = np.bincount(area_of, weights=weights * expit(exog @ b + u[area_of]), minlength=len(names)) / totals
     alpha = (1 - fit.level) / 2
     rows = []
     for j, name in enumerate(names):
         cells = areas == name
         position = known.get(name)
-        centre, spread = (modes[position], 1 / math.sqrt(curvature[position])) if position is not None else (0.0, tau)
-        estimate = _expected_share(exog[cells], counts[cells].to_numpy(dtype=float), beta, centre, spread)
         synthetic = _expected_share(exog[cells], counts[cells].to_numpy(dtype=float), beta, 0.0, tau)
+        estimate = synthetic
+        if position is not None:  # the expectation over the area's conditional distribution, node by node
+            shares = expit((exog[cells] @ beta)[:, None] + points[position][None, :])
+            estimate = float(counts[cells].to_numpy(dtype=float) @ shares @ masses[position]
+                             / counts[cells].sum())
         direct, direct_se, shrinkage = math.nan, math.nan, math.nan
         respondents = 0
         if position is not None:
