@@ -4,6 +4,8 @@
 
     python scripts/mixed_coverage.py fits [surveys per cell, default 40] [seed, default 1]
     python scripts/mixed_coverage.py areas [surveys, default 300] [seed, default 1]
+    python scripts/mixed_coverage.py crossed [surveys, default 100] [seed, default 1]
+    python scripts/mixed_coverage.py predictor [surveys, default 100] [seed, default 1]
 
 ``fits``: how often the 95% intervals of the fixed effects and of the random intercepts' sd τ hold the truth, per cell
 of a grid of the number of groups (20, 60, 200), the respondents per group (5, 25, 100; capped at 6,000 respondents a
@@ -14,6 +16,11 @@ line prints its coverage with the binomial Monte Carlo error (√(0.95·0.05/sur
 each survey reaches 45 districts with 3 to 200 respondents and misses 15. Per class of district size: how often the
 95% interval held the district's true share (the model's expectation over its population, given its drawn effect),
 and the root mean squared error of the model's estimate and of the direct estimate, where there is one.
+
+``crossed``: 1,200 respondents, each in one of 30 schools and one of 12 districts drawn independently (intercepts sd
+0.8 and 0.5), the Laplace approximation: coverage of β and of both sds. ``predictor``: a public number with the
+randomized answer as a covariate (tests/analysis/simulated_predictor.py: 1,600 respondents in 40 PSUs sharing an
+effect of sd 4 on trust, residual sd 10, δ = −6): coverage of δ, the other coefficients and τ.
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ from scipy.special import expit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from deniable.analysis.mixed import fit_mixed  # noqa: E402
+from deniable.analysis.mixed import fit_mixed, mixed  # noqa: E402
+from deniable.analysis.mixed_laplace import CrossedReports  # noqa: E402
 from deniable.analysis.mixed_likelihood import GroupedReports  # noqa: E402
 from deniable.analysis.small_areas import small_areas  # noqa: E402
 
@@ -140,7 +148,56 @@ def areas(surveys: int, rng) -> None:
               f"{math.sqrt(model_error[name] / seen[name]):>10.4f} {math.sqrt(direct_error[name] / seen[name]):>11.4f}")
 
 
+def crossed(surveys: int, rng) -> None:
+    sds = {"school": 0.8, "district": 0.5}
+    covered = np.zeros(4)
+    certified = 0
+    start = time.process_time()
+    for _ in range(surveys):
+        n = 1200
+        school, district = rng.integers(0, 30, n), rng.integers(0, 12, n)
+        x = rng.normal(size=n)
+        truth = rng.random(n) < expit(BETA[0] + BETA[1] * x + rng.normal(0, sds["school"], 30)[school]
+                                      + rng.normal(0, sds["district"], 12)[district])
+        p, q = COIN
+        yes = np.where(truth, rng.random(n) < p, rng.random(n) < q).astype(float)
+        coded = [pd.factorize(codes, sort=True) for codes in (school, district)]
+        fit = fit_mixed(CrossedReports(yes, np.column_stack([np.ones(n), x]), [c for c, _ in coded], p, q),
+                        ["Intercept", "x"], [[str(v) for v in names] for _, names in coded], group=list(sds))
+        fixed, components = fit.fixed, fit.components
+        covered[0] += fixed.at["Intercept", "ci_low"] <= BETA[0] <= fixed.at["Intercept", "ci_high"]
+        covered[1] += fixed.at["x", "ci_low"] <= BETA[1] <= fixed.at["x", "ci_high"]
+        for i, (factor, sd) in enumerate(sds.items()):
+            covered[2 + i] += components.at[factor, "ci_low"] <= sd <= components.at[factor, "ci_high"]
+        certified += fit.converged
+    shares = covered / surveys
+    print(f"crossed, {surveys} surveys ({(time.process_time() - start) / surveys:.2f} s CPU a fit; certified "
+          f"{certified}): β0 {shares[0]:.3f}, β1 {shares[1]:.3f}, sd(school) {shares[2]:.3f}, sd(district) "
+          f"{shares[3]:.3f} (Monte Carlo error ±{math.sqrt(0.95 * 0.05 / surveys):.3f})")
+
+
+def predictor(surveys: int, rng) -> None:
+    sys.path.insert(0, str(ROOT))
+    from tests.analysis import simulated_predictor as simulated
+
+    b0, b1, b2 = simulated.TRUE["linear"]
+    truth = {"Intercept": b0, "dodged[yes]": b1, "age": b2}
+    covered = dict.fromkeys([*truth, "sd(psu)"], 0)
+    certified = 0
+    start = time.process_time()
+    for _ in range(surveys):
+        fit = mixed("trust ~ dodged + age + (1 | psu)", simulated.loaded(simulated.survey(rng, n=1600, clusters=40)))
+        for term, value in truth.items():
+            covered[term] += fit.fixed.at[term, "ci_low"] <= value <= fit.fixed.at[term, "ci_high"]
+        covered["sd(psu)"] += fit.tau_ci[0] <= 4 <= fit.tau_ci[1]
+        certified += fit.converged
+    print(f"predictor, {surveys} surveys ({(time.process_time() - start) / surveys:.2f} s CPU a fit; certified "
+          f"{certified}): " + ", ".join(f"{term} {count / surveys:.3f}" for term, count in covered.items())
+          + f" (Monte Carlo error ±{math.sqrt(0.95 * 0.05 / surveys):.3f})")
+
+
 if __name__ == "__main__":
     part = sys.argv[1] if len(sys.argv) > 1 else "fits"
-    count = int(sys.argv[2]) if len(sys.argv) > 2 else (40 if part == "fits" else 300)
-    {"fits": fits, "areas": areas}[part](count, np.random.default_rng(int(sys.argv[3]) if len(sys.argv) > 3 else 1))
+    count = int(sys.argv[2]) if len(sys.argv) > 2 else {"fits": 40, "areas": 300}.get(part, 100)
+    parts = {"fits": fits, "areas": areas, "crossed": crossed, "predictor": predictor}
+    parts[part](count, np.random.default_rng(int(sys.argv[3]) if len(sys.argv) > 3 else 1))
