@@ -27,8 +27,9 @@ def answered(store, survey, rng):
     return survey
 
 
-def signed_in_page(browser, live_server):  # noqa: F811
-    context = browser.new_context(**PHONE, accept_downloads=True)
+def signed_in_page(browser, live_server, screen=PHONE):  # noqa: F811
+    """A browser context on ``screen`` (a phone by default) signed in with the admin token, and its page."""
+    context = browser.new_context(**screen, accept_downloads=True)
     page = context.new_page()
     page.goto(f"{live_server}/admin/login")
     page.click("summary")

@@ -11,17 +11,17 @@ import re
 import pandas as pd
 import pytest
 
-from deniable import storage
 from deniable.analysis import load
 from deniable.analysis.mixed import mixed
 from deniable.analysis.small_areas import small_areas
 from deniable.server import create_app
 from deniable.server.cli import main
-from deniable.server.demo import TRUTH, demo_survey, simulate
-from tests.conftest import SeededSource
+from deniable.server.demo import TRUTH
 from tests.server.conftest import ADMIN, sign_in, wait_for_background
 from tests.server.test_browser import browser  # noqa: F401 - the module's Chromium fixture
+from tests.server.test_dashboard_browser import signed_in_page
 from tests.server.test_questionnaire_pages import DESKTOP, PHONE, no_violations
+from tests.support.demo_data import demo_database
 from tests.support.serving import served
 
 FORMULA = "dodged ~ worked + (1 | region)"
@@ -30,12 +30,7 @@ FORMULA = "dodged ~ worked + (1 | region)"
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory):
     """The demo survey with 1,500 simulated respondents (its regions' true shares differ: `demo.TRUTH`)."""
-    path = str(tmp_path_factory.mktemp("model") / "demo.db")
-    survey = demo_survey()
-    with storage.Store(path) as store:
-        store.add_survey(survey)
-        simulate(store, survey, 1500, SeededSource(62))
-    return path
+    return demo_database(str(tmp_path_factory.mktemp("model") / "demo.db"), 1500, 62)
 
 
 @pytest.fixture(scope="module")
@@ -169,13 +164,7 @@ def test_the_dashboard_refuses_a_bad_formula_with_its_reason(demo_db):
 def test_the_model_page_fits_the_screen_in_chromium(browser, demo_db, screen, tmp_path):  # noqa: F811
     app = create_app({"DATABASE": demo_db, "ADMIN_TOKEN": ADMIN, "TESTING": True, "RATELIMIT_ENABLED": False})
     with served(app) as base:
-        context = browser.new_context(**screen)
-        page = context.new_page()
-        page.goto(f"{base}/admin/login")
-        page.click("summary")
-        page.fill("#token", ADMIN)
-        page.click("text=Sign in with the token")
-        page.wait_for_url(f"{base}/admin/")
+        context, page = signed_in_page(browser, base, screen)
         page.goto(f"{base}/admin/surveys/tax")
         page.click("#model-link a")
         page.fill("#formula", FORMULA)

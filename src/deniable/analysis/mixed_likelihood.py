@@ -37,7 +37,32 @@ MODE_TOLERANCE = 1e-10
 PROPOSALS = 32
 
 
-class GroupedReports:
+class OneFactor:
+    """What a fit reads of data with one grouping factor (`GroupedReports`, `mixed_predictor.PredictorReports`), as
+    `mixed_laplace.CrossedReports` gives it for several: per factor, its number of groups, their sizes, and each
+    group's conditional mode and SE. Needs ``count``, ``sizes`` and ``modes(params, tau)``."""
+
+    count: int
+    sizes: np.ndarray
+
+    def modes(self, params: np.ndarray, tau: float, start: np.ndarray | None = None) -> tuple:
+        raise NotImplementedError
+
+    @property
+    def counts(self) -> list[int]:
+        return [self.count]
+
+    @property
+    def factor_sizes(self) -> list[np.ndarray]:
+        return [self.sizes]
+
+    def effects(self, params: np.ndarray, taus: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each group's conditional mode and conditional SE (1/√ the curvature there), as a list of one factor."""
+        modes, curvature, _ = self.modes(params, float(taus[0]))
+        return [(modes, 1 / np.sqrt(curvature))]
+
+
+class GroupedReports(OneFactor):
     """The data of the fit: reports (1 = "yes"), the fixed effects' design matrix, each respondent's group (0..G−1),
     and the channel's p = P(yes | yes), q = P(yes | no)."""
 
@@ -61,20 +86,6 @@ class GroupedReports:
     @property
     def parameter_count(self) -> int:
         return self.exog.shape[1]
-
-    @property
-    def counts(self) -> list[int]:
-        """The groups of each factor (one factor here: `mixed_laplace.CrossedReports` has several)."""
-        return [self.count]
-
-    @property
-    def factor_sizes(self) -> list[np.ndarray]:
-        return [self.sizes]
-
-    def effects(self, beta: np.ndarray, taus: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Each group's conditional mode and conditional SE (1/√ the curvature there), as a list of one factor."""
-        modes, curvature, _ = self.modes(beta, float(taus[0]))
-        return [(modes, 1 / np.sqrt(curvature))]
 
     def posterior_draw(self, beta: np.ndarray, tau: float, rng: np.random.Generator, start: np.ndarray | None = None,
                        proposals: int = PROPOSALS) -> np.ndarray:

@@ -18,11 +18,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit
 
-from .mixed_likelihood import MODE_STEPS, MODE_TOLERANCE, hermite
+from .mixed_likelihood import MODE_STEPS, MODE_TOLERANCE, OneFactor, hermite
 from .predictor import LatentPredictorModel
 
 
-class PredictorReports:
+class PredictorReports(OneFactor):
     """The data of the fit: a `LatentPredictorModel` (the outcome, both design matrices, each respondent's report
     through its channel) and each respondent's group (0..G − 1). Parameters: the model's (β with δ, γ, and log s for
     a linear outcome)."""
@@ -42,14 +42,6 @@ class PredictorReports:
         given_yes, given_no = np.asarray(model.given_yes), np.asarray(model.given_no)
         with np.errstate(divide="ignore"):
             self._log_given = np.column_stack([np.log(given_no), np.log(given_yes)])  # z = 0, z = 1
-
-    @property
-    def counts(self) -> list[int]:
-        return [self.count]
-
-    @property
-    def factor_sizes(self) -> list[np.ndarray]:
-        return [self.sizes]
 
     def _fixed(self, params: np.ndarray):
         """Per respondent and z (columns z = 0, 1): the log of P(z | x)·P(r | z), and the linear predictor without
@@ -147,7 +139,3 @@ class PredictorReports:
         if not keep:
             return (float(groups.sum()),)
         return float(groups.sum()), mass / mass.sum(axis=1, keepdims=True), points, weights, eta, scale
-
-    def effects(self, params: np.ndarray, taus: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        modes, curvature, _ = self.modes(params, float(taus[0]))
-        return [(modes, 1 / np.sqrt(curvature))]
