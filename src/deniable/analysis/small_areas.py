@@ -14,8 +14,9 @@ from N(0, τ²), the area's share computed; the interval is the draws' percentil
 asymptotic normal of the estimates), stated in the result; its coverage by area size is in docs/validation.md.
 
 Beside each sampled area, its direct estimate: its own reports through the channel, (λ − q)/(p − q) with its binomial
-SE, unbiased and noisy; ``shrinkage`` is how far the model moved it toward the covariates-only figure (0: not at all,
-1: all the way).
+SE, unbiased and noisy; ``shrinkage`` is how much of the area's intercept comes from the model rather than from its own
+reports, (1/τ²) over the area's expected information (Fay–Herriot's B: 0, its reports alone; 1, the model alone, as
+for an area without respondents).
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def small_areas(fit: MixedResult, population: pd.DataFrame | str, *, by: str | N
     if fit.tau == 0:  # τ on its boundary at 0: the draws keep it there
         thetas[:, k] = -np.inf
     beta, tau = fit.theta[:k], fit.tau
-    modes, _, _ = fit.data.modes(beta, max(tau, 1e-4))
+    modes, _, information = fit.data.modes(beta, max(tau, 1e-4))
     points, masses = fit.data.posterior_nodes(beta, max(tau, 1e-4), max(fit.nodes, 31))
     # Per draw, vectorized over the cells: each area's effect (its conditional draw, or N(0, τ²) where unreached),
     # then the cells' expected "yes" summed per area.
@@ -166,8 +167,9 @@ def small_areas(fit: MixedResult, population: pd.DataFrame | str, *, by: str | N
             gap = fit.data.p - fit.data.q
             direct = (rate - fit.data.q) / gap
             direct_se = math.sqrt(rate * (1 - rate) / respondents) / abs(gap)
-            if abs(direct - synthetic) > 1e-12:
-                shrinkage = (direct - estimate) / (direct - synthetic)
+            # Fay–Herriot's B on the intercept's scale: the prior's share of the area's information. A ratio of the
+            # estimates' gaps instead ran negative, or past 1, where the direct estimate was near the synthetic one.
+            shrinkage = 1.0 if tau == 0 else float(1 / (tau**2 * information[position]))
         low, high = np.quantile(drawn[:, j], [alpha, 1 - alpha])
         rows.append((respondents, float(counts[cells].sum()), estimate, float(drawn[:, j].std(ddof=1)),
                      min(float(low), estimate), max(float(high), estimate), direct, direct_se, shrinkage))
