@@ -13,7 +13,9 @@ profile likelihood (its lower end is 0 when τ = 0 is inside), and its test agai
 against the 50:50 mixture of χ²₀ and χ²₁ (τ = 0 is on the boundary).
 
 Several grouping factors, crossed or nested, are fitted by the Laplace approximation (`mixed_laplace`), the only
-method lme4 offers for them: their integral has as many dimensions as there are groups.
+method lme4 offers for them: their integral has as many dimensions as there are groups. A public outcome (a number,
+or a yes/no answer) with one randomized yes/no covariate, ``mixed("trust ~ dodged + age + (1 | psu)", data)``, is the
+multilevel form of `predictor`'s models (`mixed_predictor`).
 
 Supported: random intercepts, yes/no designs (any channel with two reports). Refused, by name: a random slope, a design
 with groups of reports (cheating detection, the lie detector), and design weights (a pseudo-likelihood with scaled
@@ -51,6 +53,7 @@ def mixed(formula: str, data, *, level: float = 0.95, nodes: int | None = None, 
     """Fit ``outcome ~ covariates + (1 | group)`` over loaded data (`load`): the outcome a randomized yes/no question,
     the covariates public questions or the data's own columns, the group a public question or a column (a frame's
     PSU, say). A group of one respondent is allowed (it informs τ little, and says so through its conditional SE).
+    A public outcome, a number (linear) or a yes/no answer (logistic), takes one randomized yes/no covariate instead.
     Several grouping factors, crossed or nested, each take a term: ``(1 | school) + (1 | district)``, and
     ``(1 | school/class)`` is lme4's ``(1 | school) + (1 | school:class)``, classes within schools.
 
