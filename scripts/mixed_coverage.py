@@ -150,7 +150,7 @@ def areas(surveys: int, rng) -> None:
 
 def crossed(surveys: int, rng) -> None:
     sds = {"school": 0.8, "district": 0.5}
-    covered = np.zeros(4)
+    covered, estimates = np.zeros(4), np.zeros(4)
     certified = 0
     start = time.process_time()
     for _ in range(surveys):
@@ -170,10 +170,13 @@ def crossed(surveys: int, rng) -> None:
         for i, (factor, sd) in enumerate(sds.items()):
             covered[2 + i] += components.at[factor, "ci_low"] <= sd <= components.at[factor, "ci_high"]
         certified += fit.converged
-    shares = covered / surveys
+        estimates += [*fixed["estimate"], *components["sd"]]
+    shares, means = covered / surveys, estimates / surveys
     print(f"crossed, {surveys} surveys ({(time.process_time() - start) / surveys:.2f} s CPU a fit; certified "
-          f"{certified}): β0 {shares[0]:.3f}, β1 {shares[1]:.3f}, sd(school) {shares[2]:.3f}, sd(district) "
-          f"{shares[3]:.3f} (Monte Carlo error ±{math.sqrt(0.95 * 0.05 / surveys):.3f})")
+          f"{certified}): coverage β0 {shares[0]:.3f}, β1 {shares[1]:.3f}, sd(school) {shares[2]:.3f}, sd(district) "
+          f"{shares[3]:.3f} (Monte Carlo error ±{math.sqrt(0.95 * 0.05 / surveys):.3f}); mean estimates "
+          f"{means[0]:.3f}, {means[1]:.3f}, {means[2]:.3f}, {means[3]:.3f} (truth {BETA[0]}, {BETA[1]}, "
+          f"{sds['school']}, {sds['district']})")
 
 
 def predictor(surveys: int, rng) -> None:
