@@ -15,7 +15,9 @@ ratio (glmer's / deniable's: above 1 favours deniable). Rows:
 * glmer, ``nAGQ = 1`` (RRmixed's default) and ``nAGQ = 15``: the fit only, Wald standard errors; a profile interval
   would be ``confint(m, method = "profile")`` on top, not timed here. R's time is its own ``proc.time()`` around the
   fit, so R's start-up and reading the data are not counted. A glmer fit still running after ``--peer-limit`` seconds
-  (wall) is stopped and counted as that many seconds, printed with ">": its ratio is then a lower bound.
+  (wall) is stopped and counted as that many seconds, printed with ">": its ratio is then a lower bound. A glmer
+  fit that fails (its PIRLS loop "resulted in NaN value", as RRmixed's did on some of these data) is printed as such.
+  ``--without-peer`` times deniable alone.
 
 Needs R with lme4 (Debian: ``apt-get install r-cran-lme4``); the link is written out in the R program (the link RRreg
 builds with ``RRloglink``), so RRreg itself is not needed.
@@ -85,6 +87,9 @@ def theirs(table: Path, program: Path, nodes: int, limit: float) -> dict:
                               text=True, timeout=limit)
     except subprocess.TimeoutExpired:
         return {"seconds": limit, "fixef": [math.nan, math.nan], "sd": math.nan, "stopped": True}
+    except subprocess.CalledProcessError as error:  # glmer's PIRLS fails on some data ("resulted in NaN value")
+        print(f"        glmer failed: {error.stderr.strip().splitlines()[-3:]}", flush=True)
+        return {"seconds": math.nan, "fixef": [math.nan, math.nan], "sd": math.nan}
     return json.loads(done.stdout)
 
 
@@ -94,6 +99,7 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--groups", type=int, default=200)
     parser.add_argument("--peer-limit", type=float, default=600.0, help="seconds before a glmer fit is stopped")
+    parser.add_argument("--without-peer", action="store_true", help="time deniable alone (no R)")
     arguments = parser.parse_args()
     print(f"{'n':>7} {'deniable':>22} {'glmer':>10}  {'CPU s (deniable / glmer), per round':<40} ratio min/median/max")
     with tempfile.TemporaryDirectory() as folder:
@@ -106,7 +112,10 @@ def main() -> int:
             for label, our_nodes, their_nodes in (("adaptive (default)", None, 15), ("Laplace (nodes=1)", 1, 1)):
                 pairs, last = [], None
                 for round_ in range(arguments.rounds):
-                    if round_ % 2:
+                    if arguments.without_peer:
+                        mine, fit = ours(members, x, resp, our_nodes)
+                        peer = {"seconds": math.nan, "fixef": [math.nan, math.nan], "sd": math.nan}
+                    elif round_ % 2:
                         peer = theirs(table, program, their_nodes, arguments.peer_limit)
                         mine, fit = ours(members, x, resp, our_nodes)
                     else:
