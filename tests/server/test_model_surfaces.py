@@ -212,3 +212,17 @@ def test_a_public_outcome_with_a_randomized_covariate_is_fitted_without_shares()
     assert view["areas"] is None and "outcome is public" in view["no_areas"]
     assert view["model"] == "linear regression with a randomized covariate (dodged)"
     assert [term["term"] for term in view["terms"]][:3] == ["Intercept", "dodged[yes]", "age"]
+
+
+def test_a_fit_that_fails_is_remembered_as_the_page_s_answer(demo_db, monkeypatch, caplog):
+    """A numerical failure inside the fit is the page's message (and the log's), not a page that reloads for ever."""
+    from deniable.server import model_view
+
+    def failing(*_, **__):
+        raise FloatingPointError("overflow in exp")
+
+    monkeypatch.setattr(model_view, "mixed", failing)
+    key = ("test", "tax", 1, 0, "failing")
+    view = model_view.fit_model(key, load(db=demo_db, survey_id="tax"), FORMULA, 0.95)
+    assert "the fit failed (FloatingPointError: overflow in exp)" in view["error"]
+    assert model_view.remembered(key) is view and "the model" in caplog.text

@@ -5,7 +5,10 @@ the chart's geometry. `admin` routes the page; a fit is worked out once per data
 from __future__ import annotations
 
 import collections
+import logging
 import threading
+
+import numpy as np
 
 from deniable.analysis.mixed import mixed
 from deniable.analysis.mixed_likelihood import GroupedReports
@@ -47,6 +50,10 @@ def fit_model(key, data, formula: str, level: float) -> dict:
         areas = small_areas(fit, "sample") if _has_areas(fit) else None
     except DeniableError as error:
         view = {"error": error.message}
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError) as error:
+        # remembered as the page's answer: a failure left unremembered sent the page round its reload for ever
+        logging.getLogger("deniable").exception("the model %r failed", formula)
+        view = {"error": f"the fit failed ({type(error).__name__}: {error}); the server's log has the details"}
     else:
         view = _view(fit, areas)
     with _lock:
