@@ -138,17 +138,7 @@ class GroupedReports(OneFactor):
         nodes (the expected one where the observed is not positive). ``start``: modes to start from
         (a nearby fit's: a bootstrap draw's)."""
         fixed = self._exog @ beta
-        modes = np.zeros(self.count) if start is None else np.array(start, dtype=float)
-        for _ in range(MODE_STEPS):
-            gradient, observed, fisher = self._derivatives(fixed, modes, tau)
-            # Newton's step where the observed curvature is at least half the expected (near the mode: quadratic
-            # convergence), Fisher scoring's elsewhere (never a step against the slope, never an oscillation)
-            step = gradient / np.where(observed > 0.5 * fisher, observed, fisher)
-            modes = modes + step
-            if np.max(np.abs(step)) < MODE_TOLERANCE:
-                break
-        _, observed, fisher = self._derivatives(fixed, modes, tau)
-        return modes, np.where(observed > 0, observed, fisher), fisher
+        return group_modes(lambda modes: self._derivatives(fixed, modes, tau), self.count, start)
 
     def _derivatives(self, fixed: np.ndarray, modes: np.ndarray, tau: float) -> tuple:
         """Per group at ``modes``: h'(u), −h''(u) and the expected information (the Fisher curvature)."""
@@ -192,24 +182,53 @@ class GroupedReports(OneFactor):
         self._warm_start = modes
         if nodes == 1:  # the Laplace approximation as glmer computes it (RRmixed's default): its PIRLS weights are the
             curvature = expected  # expected information; the two Laplaces differed by 0.5 in a log-likelihood here
-        z, w = hermite(nodes)
-        scale = np.sqrt(2.0 / curvature)
-        points = modes[:, None] + scale[:, None] * z[None, :]  # groups × nodes
+        points = quadrature_points(modes, curvature, nodes)
         linear = (self._exog @ beta)[:, None] + points[self._groups]
         if slopes:
             logs, report_slopes = self.report_loglik(linear, slopes=True)
         else:
             logs = self.report_loglik(linear)
-        reports = self._sum(logs)
-        h = reports - points**2 / (2 * tau**2)
-        inner = np.log(w)[None, :] + z[None, :] ** 2 + h
-        top = inner.max(axis=1)
-        mass = np.exp(inner - top[:, None])
-        total_mass = mass.sum(axis=1)
-        groups = -np.log(np.sqrt(2 * np.pi) * tau) + np.log(scale) + top + np.log(total_mass)
+        groups, weights = integrated(self._sum(logs), points, curvature, tau, nodes)
         if not slopes:
             return float(groups.sum()), groups
-        return float(groups.sum()), groups, mass / total_mass[:, None], report_slopes, points
+        return float(groups.sum()), groups, weights, report_slopes, points
+
+
+def group_modes(derivatives, count: int, start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each group's mode of h_j, given ``derivatives(modes)`` → (h', −h'', the expected information) per group: Newton's
+    step where the observed curvature is at least half the expected (near the mode: quadratic convergence), Fisher
+    scoring's elsewhere (never a step against the slope, never an oscillation). Returns the modes, the curvature
+    that scales the nodes there (the observed, or the expected where the observed is not positive) and the expected
+    information."""
+    modes = np.zeros(count) if start is None else np.array(start, dtype=float)
+    for _ in range(MODE_STEPS):
+        gradient, observed, fisher = derivatives(modes)
+        step = gradient / np.where(observed > 0.5 * fisher, observed, fisher)
+        modes = modes + step
+        if np.max(np.abs(step)) < MODE_TOLERANCE:
+            break
+    _, observed, fisher = derivatives(modes)
+    return modes, np.where(observed > 0, observed, fisher), fisher
+
+
+def quadrature_points(modes: np.ndarray, curvature: np.ndarray, nodes: int) -> np.ndarray:
+    """The adaptive rule's points, groups × nodes: the Gauss–Hermite nodes centred on each mode, scaled by √(2/c)."""
+    z, _ = hermite(nodes)
+    return modes[:, None] + np.sqrt(2.0 / curvature)[:, None] * z[None, :]
+
+
+def integrated(sums: np.ndarray, points: np.ndarray, curvature: np.ndarray, tau: float,
+               nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's log ∫ exp(h_j(u)) du / (√(2π) τ) from its reports' log-likelihood summed at each point (``sums``,
+    groups × nodes), and the points' normalised weights (the group's conditional distribution as the rule sees it)."""
+    z, w = hermite(nodes)
+    h = sums - points**2 / (2 * tau**2)
+    inner = np.log(w)[None, :] + z[None, :] ** 2 + h
+    top = inner.max(axis=1)
+    mass = np.exp(inner - top[:, None])
+    total_mass = mass.sum(axis=1)
+    groups = -np.log(np.sqrt(2 * np.pi) * tau) + 0.5 * np.log(2.0 / curvature) + top + np.log(total_mass)
+    return groups, mass / total_mass[:, None]
 
 
 @functools.lru_cache(maxsize=16)

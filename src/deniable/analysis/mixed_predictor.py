@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit
 
-from .mixed_likelihood import MODE_STEPS, MODE_TOLERANCE, OneFactor, hermite
+from .mixed_likelihood import OneFactor, group_modes, integrated, quadrature_points
 from .predictor import LatentPredictorModel
 
 
@@ -80,15 +80,7 @@ class PredictorReports(OneFactor):
     def modes(self, params: np.ndarray, tau: float, start: np.ndarray | None = None):
         """Each group's mode û_j of h_j, the curvature there and the complete-data information (positive)."""
         weights, eta, scale = self._fixed(params)
-        modes = np.zeros(self.count) if start is None else np.array(start, dtype=float)
-        for _ in range(MODE_STEPS):
-            gradient, observed, complete = self._derivatives(weights, eta, scale, modes, tau)
-            step = gradient / np.where(observed > 0.5 * complete, observed, complete)
-            modes = modes + step
-            if np.max(np.abs(step)) < MODE_TOLERANCE:
-                break
-        _, observed, complete = self._derivatives(weights, eta, scale, modes, tau)
-        return modes, np.where(observed > 0, observed, complete), complete
+        return group_modes(lambda modes: self._derivatives(weights, eta, scale, modes, tau), self.count, start)
 
     def _derivatives(self, weights, eta, scale, modes, tau):
         _, slope, curvature, complete = self._respondents(weights, eta, scale, modes[self.groups][:, None])
@@ -126,16 +118,10 @@ class PredictorReports(OneFactor):
         modes, curvature, _ = self.modes(params, tau, self._warm_start)
         self._warm_start = modes
         weights, eta, scale = self._fixed(params)
-        z, w = hermite(nodes)
-        spread = np.sqrt(2.0 / curvature)
-        points = modes[:, None] + spread[:, None] * z[None, :]  # groups × nodes
+        points = quadrature_points(modes, curvature, nodes)
         values, *_ = self._respondents(weights, eta, scale, points[self.groups])
         sums = np.stack([np.bincount(self.groups, weights=column, minlength=self.count) for column in values.T], axis=1)
-        h = sums - points**2 / (2 * tau**2)
-        inner = np.log(w)[None, :] + z[None, :] ** 2 + h
-        top = inner.max(axis=1)
-        mass = np.exp(inner - top[:, None])
-        groups = -np.log(np.sqrt(2 * np.pi) * tau) + np.log(spread) + top + np.log(mass.sum(axis=1))
+        groups, node_weights = integrated(sums, points, curvature, tau, nodes)
         if not keep:
             return (float(groups.sum()),)
-        return float(groups.sum()), mass / mass.sum(axis=1, keepdims=True), points, weights, eta, scale
+        return float(groups.sum()), node_weights, points, weights, eta, scale
